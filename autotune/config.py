@@ -1,0 +1,489 @@
+"""Search spaces, run settings and ``key=value`` overrides, validated with pydantic.
+
+A search space is a YAML file (``search_spaces/cnn_small.yaml``) that lists, for each knob,
+the values the study may try, plus the fixed training settings. A knob is written as
+
+- a single value: fixed (``precision: bf16``);
+- a list, or ``{choices: [...]}``: categorical (``batch_size: [32, 64, 128]``);
+- ``{low: 1, high: 4}`` with optional ``step`` and ``log``: an integer range.
+
+Overrides use Hydra's ``key=value`` form (``train.epochs=2``, ``precision=[fp32,bf16]``);
+OmegaConf parses each value. Every error is a :class:`~autotune.exceptions.ConfigError`
+whose one-line message names the file or override, the key and the rule.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from autotune.exceptions import ConfigError
+
+__all__ = [
+    "COMPILE_MODES",
+    "DEFAULT_STORAGE_URL",
+    "MEMORY_FORMATS",
+    "PRECISIONS",
+    "CategoricalParam",
+    "DataSettings",
+    "IntParam",
+    "MeasureSettings",
+    "ModelSpace",
+    "RunConfig",
+    "SearchSpace",
+    "TrainSettings",
+    "TrialConfig",
+    "TrialSettings",
+    "available_spaces",
+    "load_run_config",
+    "load_space",
+]
+
+Precision = Literal["fp32", "tf32", "fp16", "bf16"]
+MemoryFormat = Literal["contiguous", "channels_last"]
+CompileMode = Literal["none", "default", "reduce-overhead", "max-autotune"]
+DeviceName = Literal["auto", "cpu", "cuda", "mock"]
+SamplerName = Literal["nsga2", "tpe", "gp", "random"]
+DataName = Literal["digits", "mnist", "fashion_mnist", "synthetic"]
+
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
+MEMORY_FORMATS: tuple[str, ...] = ("contiguous", "channels_last")
+COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-autotune")
+
+#: Where studies live unless ``storage=`` says otherwise (relative to the working directory).
+DEFAULT_STORAGE_URL = "sqlite:///storage/autotune.db"
+
+#: Keys of a run that are not part of the search space.
+_RUN_KEYS = ("space", "device", "study", "storage", "sampler", "seed", "trial")
+#: ``key=value`` shorthands: ``data=mnist`` selects the data set by name, as Hydra's groups do.
+_ALIASES = {"data": "data.name"}
+
+T = TypeVar("T")
+
+
+class _Strict(BaseModel):
+    """Base for every settings model: unknown keys refused, instances immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _as_param_dict(value: Any) -> Any:
+    """Normalize a knob written as a scalar or a list into ``{"choices": [...]}``."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, (list, tuple)):
+        return {"choices": list(value)}
+    return {"choices": [value]}
+
+
+class IntParam(_Strict):
+    """An integer knob: ``choices`` or the range ``[low, high]`` (both ends included).
+
+    Raises:
+        pydantic.ValidationError: when both or neither form is given, ``choices`` is empty or
+            has duplicates, ``low > high``, ``step < 1``, or ``log`` is combined with ``step``.
+    """
+
+    choices: list[int] | None = None
+    low: int | None = None
+    high: int | None = None
+    step: int = 1
+    log: bool = False
+
+    _normalize = model_validator(mode="before")(classmethod(lambda cls, v: _as_param_dict(v)))
+
+    @model_validator(mode="after")
+    def _check(self) -> IntParam:
+        if self.choices is not None:
+            if self.low is not None or self.high is not None:
+                raise ValueError("give either `choices` or `low`/`high`, not both")
+            _check_choices(self.choices)
+            return self
+        if self.low is None or self.high is None:
+            raise ValueError("give `choices` or both `low` and `high`")
+        if self.low > self.high:
+            raise ValueError(f"`low <= high` must hold, but got low={self.low}, high={self.high}")
+        if self.step < 1:
+            raise ValueError(f"`step >= 1` must hold, but got step={self.step}")
+        if self.log and (self.step != 1 or self.low < 1):
+            raise ValueError("`log: true` needs step=1 and low >= 1")
+        return self
+
+    def values(self) -> list[int]:
+        """All values the knob can take, in order."""
+        if self.choices is not None:
+            return list(self.choices)
+        assert self.low is not None and self.high is not None
+        return list(range(self.low, self.high + 1, self.step))
+
+    def suggest(self, trial: Any, name: str) -> int:
+        """Ask an Optuna trial for this knob's value under ``name``."""
+        if self.choices is not None:
+            return int(trial.suggest_categorical(name, self.choices))
+        return int(trial.suggest_int(name, self.low, self.high, step=self.step, log=self.log))
+
+    def restricted(self, allowed: Iterable[int]) -> IntParam:
+        """This knob keeping only the values in ``allowed`` (always as ``choices``)."""
+        keep = set(allowed)
+        return IntParam(choices=[v for v in self.values() if v in keep])
+
+
+class CategoricalParam(_Strict, Generic[T]):
+    """A categorical knob over a fixed vocabulary (precision, memory format, compile mode).
+
+    Raises:
+        pydantic.ValidationError: when ``choices`` is empty, has duplicates, or holds a value
+            outside the vocabulary.
+    """
+
+    choices: list[T]
+
+    _normalize = model_validator(mode="before")(classmethod(lambda cls, v: _as_param_dict(v)))
+
+    @field_validator("choices")
+    @classmethod
+    def _check(cls, choices: list[T]) -> list[T]:
+        _check_choices(choices)
+        return choices
+
+    def values(self) -> list[T]:
+        """All values the knob can take, in order."""
+        return list(self.choices)
+
+    def suggest(self, trial: Any, name: str) -> T:
+        """Ask an Optuna trial for this knob's value under ``name``."""
+        return trial.suggest_categorical(name, self.choices)  # type: ignore[no-any-return]
+
+    def restricted(self, allowed: Iterable[T]) -> CategoricalParam[T]:
+        """This knob keeping only the values in ``allowed``."""
+        keep = set(allowed)
+        return self.model_copy(update={"choices": [v for v in self.choices if v in keep]})
+
+
+def _check_choices(choices: Sequence[Any]) -> None:
+    if not choices:
+        raise ValueError("`choices` must not be empty")
+    if len(set(choices)) != len(choices):
+        raise ValueError(f"`choices` must be unique, but got {list(choices)}")
+
+
+class ModelSpace(_Strict):
+    """The model family and its size knobs.
+
+    ``depth`` is the number of blocks (conv blocks for ``cnn``, hidden layers for ``mlp``);
+    ``width`` is the base channel count (``cnn``) or hidden units (``mlp``).
+    """
+
+    family: Literal["cnn", "mlp"]
+    depth: IntParam
+    width: IntParam
+
+    @model_validator(mode="after")
+    def _positive(self) -> ModelSpace:
+        for name in ("depth", "width"):
+            if min(getattr(self, name).values()) < 1:
+                raise ValueError(f"model.{name}: every value must be >= 1")
+        return self
+
+
+class TrainSettings(_Strict):
+    """Fixed training settings shared by every trial of a study."""
+
+    optimizer: Literal["adamw", "sgd"] = "adamw"
+    lr: float = Field(1.0e-3, gt=0)  # learning rate
+    weight_decay: float = Field(0.0, ge=0)
+    momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
+    epochs: int = Field(5, ge=1)  # passes over the training split (the budget)
+    max_steps: int | None = Field(None, ge=1)  # optional cap on optimizer steps per trial
+    warmup_steps: int = Field(5, ge=0)  # untimed steps before the timed windows
+
+
+class DataSettings(_Strict):
+    """Which data set a study trains on and how it is split."""
+
+    name: DataName = "digits"
+    root: str | None = None  # directory holding the IDX files (mnist, fashion_mnist)
+    val_fraction: float = Field(0.2, gt=0, lt=1)  # held-out validation share
+    synthetic_samples: int = Field(4096, ge=16)  # size of the `synthetic` data set
+
+
+class MeasureSettings(_Strict):
+    """Timing discipline: how the timed steps are cut into windows."""
+
+    windows: int = Field(5, ge=1)  # timed windows; throughput is their median
+    min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
+
+
+class SearchSpace(_Strict):
+    """One combined search space: model size, batch, precision, memory format, compile mode,
+    DataLoader workers and GPU count, plus the fixed training settings.
+
+    Load it with :func:`load_space`; the file format is documented in the README.
+    """
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    model: ModelSpace
+    batch_size: IntParam
+    precision: CategoricalParam[Precision] = CategoricalParam[Precision](choices=["fp32"])
+    memory_format: CategoricalParam[MemoryFormat] = CategoricalParam[MemoryFormat](
+        choices=["contiguous"]
+    )
+    compile_mode: CategoricalParam[CompileMode] = CategoricalParam[CompileMode](choices=["none"])
+    num_workers: IntParam = IntParam(choices=[0])  # DataLoader workers
+    gpu_count: IntParam = IntParam(choices=[1])  # DDP world size
+    train: TrainSettings = TrainSettings()
+    data: DataSettings = DataSettings()
+    measure: MeasureSettings = MeasureSettings()
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SearchSpace:
+        if min(self.batch_size.values()) < 1:
+            raise ValueError("batch_size: every value must be >= 1")
+        if min(self.num_workers.values()) < 0:
+            raise ValueError("num_workers: every value must be >= 0")
+        if min(self.gpu_count.values()) < 1:
+            raise ValueError("gpu_count: every value must be >= 1")
+        return self
+
+    def knobs(self) -> dict[str, IntParam | CategoricalParam[Any]]:
+        """The searchable knobs by parameter name, in a fixed order (Optuna param names)."""
+        return {
+            "depth": self.model.depth,
+            "width": self.model.width,
+            "batch_size": self.batch_size,
+            "precision": self.precision,
+            "memory_format": self.memory_format,
+            "compile_mode": self.compile_mode,
+            "num_workers": self.num_workers,
+            "gpu_count": self.gpu_count,
+        }
+
+
+class TrialSettings(_Strict):
+    """How each trial process is run."""
+
+    timeout_s: float = Field(600.0, gt=0)  # wall-clock limit of one trial, compile included
+
+
+class RunConfig(_Strict):
+    """Everything one ``autotune run`` needs: the space plus where and how to run it."""
+
+    space: SearchSpace
+    space_source: str  # the file the space came from, for messages and the study record
+    device: DeviceName = "auto"
+    study: str  # Optuna study name; defaults to the space name
+    storage: str = DEFAULT_STORAGE_URL  # any SQLAlchemy URL
+    sampler: SamplerName = "nsga2"
+    seed: int = 0  # sampler seed; trial i trains with seed + i
+    trial: TrialSettings = TrialSettings()
+
+
+class TrialConfig(_Strict):
+    """One complete, frozen trial configuration: the knobs a sampler chose plus fixed settings.
+
+    This is what a trial process receives; it never sees the study.
+    """
+
+    device: Literal["cpu", "cuda", "mock"]
+    family: Literal["cnn", "mlp"]
+    depth: int = Field(ge=1)
+    width: int = Field(ge=1)
+    batch_size: int = Field(ge=1)  # per rank; the global batch is batch_size * gpu_count
+    precision: Precision
+    memory_format: MemoryFormat
+    compile_mode: CompileMode
+    num_workers: int = Field(ge=0)
+    gpu_count: int = Field(ge=1)  # DDP world size
+    seed: int = 0
+    train: TrainSettings = TrainSettings()
+    data: DataSettings = DataSettings()
+    measure: MeasureSettings = MeasureSettings()
+
+    def knobs(self) -> dict[str, Any]:
+        """The searched knobs only, by Optuna parameter name."""
+        return {
+            name: getattr(self, name)
+            for name in (
+                "depth",
+                "width",
+                "batch_size",
+                "precision",
+                "memory_format",
+                "compile_mode",
+                "num_workers",
+                "gpu_count",
+            )
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Loading spaces and overrides
+
+
+def available_spaces() -> list[str]:
+    """Names of the spaces shipped with autotune (``search_spaces/*.yaml``)."""
+    root = importlib.resources.files("autotune.search_spaces")
+    return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_space_file(space: str) -> tuple[dict[str, Any], str]:
+    """Read a space given by shipped name or path; returns (raw mapping, source label)."""
+    if space.endswith((".yaml", ".yml")) or "/" in space or "\\" in space:
+        path = Path(space)
+        if not path.is_file():
+            raise ConfigError(f"space={space}: no such file")
+        text, source = path.read_text(encoding="utf-8"), str(path)
+    else:
+        if space not in available_spaces():
+            known = ", ".join(available_spaces())
+            raise ConfigError(
+                f"space={space}: unknown space name (shipped: {known}); "
+                "or pass a path to a .yaml file"
+            )
+        resource = importlib.resources.files("autotune.search_spaces") / f"{space}.yaml"
+        text, source = resource.read_text(encoding="utf-8"), f"search_spaces/{space}.yaml"
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{source}:{where}: malformed YAML: {problem}") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys to values")
+    raw.setdefault("name", Path(source).stem)
+    return raw, source
+
+
+def _format_validation_error(
+    err: ValidationError, source: str, overridden: dict[str, str], prefix: str = ""
+) -> str:
+    """One line naming where (file or override), which key, and the rule broken."""
+    first = err.errors()[0]
+    loc = [str(p) for p in first["loc"] if not str(p).startswith(("function-", "tagged-union"))]
+    key = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(top level)")
+    rule = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        rule = "unknown key"
+    for set_key, text in overridden.items():
+        if key == set_key or key.startswith(set_key + "."):
+            return f"override {text}: {key}: {rule}"
+    return f"{source}: {key}: {rule}"
+
+
+def load_space(space: str, overrides: Sequence[str] = ()) -> SearchSpace:
+    """Load and validate a search space, applying ``key=value`` overrides to it.
+
+    Args:
+        space: a shipped space name (``cnn_small``) or a path to a YAML file.
+        overrides: ``key=value`` strings for fields of the space (``train.epochs=2``).
+
+    Returns:
+        The validated, immutable :class:`SearchSpace`.
+
+    Raises:
+        ConfigError: unknown name, missing file, malformed YAML, unknown key, wrong type or a
+            broken rule; the message names the file or override and the key.
+    """
+    return _load_space_with_source(space, overrides)[0]
+
+
+def _load_space_with_source(space: str, overrides: Sequence[str]) -> tuple[SearchSpace, str]:
+    raw, source = _read_space_file(space)
+    overridden: dict[str, str] = {}
+    for key, value, text in _parse_overrides(overrides):
+        _set_path(raw, key, value, text)
+        overridden[key] = text
+    try:
+        return SearchSpace.model_validate(raw), source
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, source, overridden)) from None
+
+
+def _parse_overrides(overrides: Sequence[str]) -> list[tuple[str, Any, str]]:
+    """Split ``key=value`` strings; OmegaConf parses the values (ints, floats, lists, ...)."""
+    parsed = []
+    for text in overrides:
+        key, sep, _ = text.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"override {text!r}: expected key=value (e.g. train.epochs=2)")
+        key = _ALIASES.get(key, key)
+        try:
+            conf = OmegaConf.from_dotlist([f"{key}={text.partition('=')[2]}"])
+            value = OmegaConf.to_container(conf, resolve=True)
+        except OmegaConfBaseException as e:
+            raise ConfigError(f"override {text}: cannot parse: {str(e).splitlines()[0]}") from None
+        for part in key.split("."):
+            assert isinstance(value, dict)
+            value = value[part]
+        parsed.append((key, value, text))
+    return parsed
+
+
+def _set_path(raw: dict[str, Any], key: str, value: Any, text: str) -> None:
+    """Set ``raw[a][b][c] = value`` for ``key == "a.b.c"``, creating mappings on the way."""
+    *parents, leaf = key.split(".")
+    node = raw
+    for i, part in enumerate(parents):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            fixed = ".".join(parents[: i + 1])
+            raise ConfigError(f"override {text}: {fixed} is a single value, not a group of keys")
+        node = child
+    node[leaf] = value
+
+
+def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") -> RunConfig:
+    """Build a :class:`RunConfig` from ``key=value`` arguments, as ``autotune run`` gets them.
+
+    Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``seed``,
+    ``trial.*``) configure the run; every other key overrides a field of the space.
+
+    Args:
+        args: ``key=value`` strings, e.g. ``["space=cnn_small", "device=cpu", "train.epochs=2"]``.
+        default_space: the space used when no ``space=`` is given.
+
+    Raises:
+        ConfigError: see :func:`load_space`; also unknown run keys and invalid run values.
+    """
+    run_raw: dict[str, Any] = {}
+    run_texts: dict[str, str] = {}
+    space_overrides: list[str] = []
+    for key, value, text in _parse_overrides(args):
+        if key.split(".")[0] in _RUN_KEYS:
+            _set_path(run_raw, key, value, text)
+            run_texts[key] = text
+        else:
+            space_overrides.append(text)
+    space_name = run_raw.pop("space", default_space)
+    if not isinstance(space_name, str):
+        raise ConfigError(f"override {run_texts['space']}: space must be a name or a path")
+    space, source = _load_space_with_source(space_name, space_overrides)
+    run_raw.setdefault("study", space.name)
+    for key in ("study", "storage"):
+        if key in run_raw and not isinstance(run_raw[key], str):
+            run_raw[key] = str(run_raw[key])
+    try:
+        return RunConfig.model_validate(
+            {**copy.deepcopy(run_raw), "space": space, "space_source": source}
+        )
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, "command line", run_texts)) from None
+

@@ -1,0 +1,45 @@
+"""The small interface a real device implements for the training loop."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+
+__all__ = ["Backend"]
+
+
+class Backend(Protocol):
+    """What differs between real devices inside one trial process.
+
+    Attributes:
+        kind: ``cpu`` or ``cuda``.
+        ddp_backend: torch.distributed backend (``gloo`` on CPU, ``nccl`` on CUDA).
+        pin_memory: whether DataLoaders pin host memory for this device.
+        memory_kind: what :meth:`peak_memory_bytes` reports.
+    """
+
+    kind: str
+    ddp_backend: str
+    pin_memory: bool
+    memory_kind: str
+
+    def torch_device(self) -> torch.device:
+        """The ``torch.device`` this rank trains on."""
+        ...
+
+    def setup(self, rank: int, world_size: int, precision: str) -> None:
+        """Bind the rank to its device, set threads and precision flags (TF32 on or off)."""
+        ...
+
+    def synchronize(self) -> None:
+        """Wait for all queued work on the device (before any clock read)."""
+        ...
+
+    def reset_peak_memory(self) -> None:
+        """Start the peak-memory window (after data is loaded, before the model is built)."""
+        ...
+
+    def peak_memory_bytes(self) -> int:
+        """Peak memory since :meth:`reset_peak_memory`, in bytes."""
+        ...

@@ -1,0 +1,44 @@
+"""The CPU backend: real training with gloo for DDP; memory is the peak RSS growth."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from autotune.measure import current_rss_bytes, peak_rss_bytes, reset_peak_rss
+
+__all__ = ["CpuBackend"]
+
+
+class CpuBackend:
+    """Trains on the host CPU. See :class:`autotune.devices.base.Backend`.
+
+    Each of ``world_size`` ranks gets ``cores // world_size`` intra-op threads, so ranks do not
+    oversubscribe the machine. Peak memory is the process's peak RSS above its RSS when
+    :meth:`reset_peak_memory` was called (DataLoader worker processes are not included).
+    """
+
+    kind = "cpu"
+    ddp_backend = "gloo"
+    pin_memory = False
+    memory_kind = "cpu_peak_rss_growth"
+
+    def __init__(self) -> None:
+        self._baseline_bytes = 0
+
+    def torch_device(self) -> torch.device:
+        return torch.device("cpu")
+
+    def setup(self, rank: int, world_size: int, precision: str) -> None:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+
+    def synchronize(self) -> None:
+        return None
+
+    def reset_peak_memory(self) -> None:
+        reset_peak_rss()
+        self._baseline_bytes = current_rss_bytes()
+
+    def peak_memory_bytes(self) -> int:
+        return max(0, peak_rss_bytes() - self._baseline_bytes)

@@ -1,0 +1,59 @@
+"""The errors autotune raises.
+
+::
+
+    AutotuneError                 base of everything below
+    ├── ConfigError               bad space file, override or option (CLI exit code 2)
+    │   └── DeviceUnavailableError  asked for a device this machine does not have
+    ├── DataError                 a data set that is missing or corrupt (CLI exit code 2)
+    ├── StorageError              the study database cannot be reached or used (CLI exit code 2)
+    └── TrialError                a trial could not produce a measurement (recorded, not raised
+                                  out of a study)
+
+Every message is one line that names the file or key and the rule that was broken.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AutotuneError",
+    "ConfigError",
+    "DataError",
+    "DeviceUnavailableError",
+    "StorageError",
+    "TrialError",
+]
+
+
+class AutotuneError(Exception):
+    """Base class of every error autotune raises on purpose."""
+
+
+class ConfigError(AutotuneError, ValueError):
+    """A search space, override or option breaks a rule; the message names which."""
+
+
+class DeviceUnavailableError(ConfigError):
+    """The requested device (e.g. ``device=cuda``) is not present on this machine."""
+
+
+class DataError(AutotuneError, ValueError):
+    """A data set is missing, unreadable or corrupt (e.g. a bad IDX header)."""
+
+
+class StorageError(AutotuneError):
+    """The study storage URL is malformed or the database cannot be reached."""
+
+
+class TrialError(AutotuneError):
+    """A trial failed to produce a measurement.
+
+    Attributes:
+        failure: the failure kind: ``oom``, ``error``, ``crash``, ``timeout`` or ``infeasible``.
+        detail: the last lines of the trial's error output.
+    """
+
+    def __init__(self, failure: str, detail: str) -> None:
+        super().__init__(f"{failure}: {detail.strip().splitlines()[-1] if detail.strip() else ''}")
+        self.failure = failure
+        self.detail = detail

@@ -1,0 +1,91 @@
+"""Parametric model families whose size the study searches: ``cnn`` and ``mlp``."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["ConvNet", "MLP", "build_model", "count_parameters"]
+
+
+class ConvNet(nn.Module):
+    """A plain CNN: ``depth`` blocks of conv3x3-BatchNorm-ReLU-maxpool, then a linear head.
+
+    Block ``i`` has ``width * 2**i`` output channels; pooling halves the spatial size while it
+    is at least 2. Input ``(B, C, H, W)``, output logits ``(B, num_classes)``.
+    """
+
+    def __init__(
+        self, depth: int, width: int, input_shape: tuple[int, int, int], num_classes: int
+    ) -> None:
+        super().__init__()
+        channels, height, _ = input_shape
+        layers: list[nn.Module] = []
+        for i in range(depth):
+            out = width * 2**i
+            layers += [
+                nn.Conv2d(channels, out, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(out),
+                nn.ReLU(inplace=True),
+            ]
+            if height >= 2:
+                layers.append(nn.MaxPool2d(2))
+                height //= 2
+            channels = out
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x)  # (B, width * 2**(depth-1), H', W')
+        return self.head(x)  # (B, num_classes)
+
+
+class MLP(nn.Module):
+    """A multilayer perceptron: ``depth`` hidden layers of ``width`` units with ReLU.
+
+    Input ``(B, C, H, W)`` is flattened to ``(B, C*H*W)``; output logits ``(B, num_classes)``.
+    """
+
+    def __init__(
+        self, depth: int, width: int, input_shape: tuple[int, int, int], num_classes: int
+    ) -> None:
+        super().__init__()
+        features = input_shape[0] * input_shape[1] * input_shape[2]
+        layers: list[nn.Module] = [nn.Flatten()]
+        for _ in range(depth):
+            layers += [nn.Linear(features, width), nn.ReLU(inplace=True)]
+            features = width
+        layers.append(nn.Linear(features, num_classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)  # (B, num_classes)
+
+
+def build_model(
+    family: str, depth: int, width: int, input_shape: tuple[int, int, int], num_classes: int
+) -> nn.Module:
+    """Build a model of the given family and size.
+
+    Args:
+        family: ``"cnn"`` or ``"mlp"``.
+        depth: blocks (cnn) or hidden layers (mlp), >= 1.
+        width: base channels (cnn) or hidden units (mlp), >= 1.
+        input_shape: ``(C, H, W)`` of one sample.
+        num_classes: number of output logits.
+
+    Raises:
+        ValueError: for an unknown family or a size below 1.
+    """
+    if depth < 1 or width < 1:
+        raise ValueError(f"depth >= 1 and width >= 1 must hold, but got {depth=}, {width=}")
+    if family == "cnn":
+        return ConvNet(depth, width, input_shape, num_classes)
+    if family == "mlp":
+        return MLP(depth, width, input_shape, num_classes)
+    raise ValueError(f"unknown model family {family!r} (known: cnn, mlp)")
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

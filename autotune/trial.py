@@ -1,0 +1,231 @@
+"""Build, train and evaluate one :class:`~autotune.config.TrialConfig` in this process.
+
+This module runs inside a trial's child process (see :mod:`autotune.runner`), one call per
+DDP rank. It never sees the study: it takes a frozen config and returns a
+:class:`~autotune.measure.Measurement`.
+
+The knobs map onto PyTorch as follows: depth/width -> :func:`autotune.models.build_model`;
+batch size and workers -> ``DataLoader`` (pinned memory on CUDA, persistent workers);
+precision -> ``torch.autocast`` (fp16, bf16; a ``GradScaler`` for fp16 on CUDA) or the TF32
+flags; memory format -> ``channels_last`` for model and inputs; compile mode ->
+``torch.compile(mode=...)``; GPU count -> ``DistributedDataParallel`` with that world size.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, TensorDataset
+
+from autotune.config import TrainSettings, TrialConfig
+from autotune.data import Dataset, load_dataset
+from autotune.devices import Backend, make_backend
+from autotune.measure import Measurement, StepClock, summarize_steps
+from autotune.models import build_model, count_parameters
+
+__all__ = ["run_rank"]
+
+_AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+_EVAL_BATCH = 1024
+
+
+def run_rank(
+    config: TrialConfig, rank: int = 0, world_size: int = 1, init_file: str | None = None
+) -> Measurement | None:
+    """Train and evaluate as DDP rank ``rank`` of ``world_size``.
+
+    Args:
+        config: the trial (``device`` is ``cpu``, ``cuda`` or ``mock``).
+        rank: this process's rank.
+        world_size: number of ranks (``config.gpu_count``).
+        init_file: a path for torch.distributed's file rendezvous (needed when world_size > 1).
+
+    Returns:
+        The trial's measurement on rank 0 (figures combined over ranks), None on other ranks.
+
+    Raises:
+        torch.OutOfMemoryError, MemoryError: the device ran out of memory.
+        ValueError: the batch is larger than the training split.
+    """
+    if config.device == "mock":
+        from autotune.devices.mock import simulate
+
+        return simulate(config)
+    backend = make_backend(config.device)
+    backend.setup(rank, world_size, config.precision)
+    if world_size > 1:
+        if init_file is None:
+            raise ValueError("world_size > 1 needs init_file for the rendezvous")
+        dist.init_process_group(
+            backend.ddp_backend, init_method=f"file://{init_file}", rank=rank, world_size=world_size
+        )
+    try:
+        dataset = load_dataset(config.data)
+        local = _train_and_evaluate(config, backend, dataset, rank, world_size)
+        if world_size == 1:
+            return local
+        gathered: list[Any] = [None] * world_size
+        dist.all_gather_object(gathered, local.peak_memory_bytes)
+        if rank != 0:
+            return None
+        # CPU ranks share one host, so their memory adds up; each GPU holds its own rank.
+        combine = sum if backend.kind == "cpu" else max
+        return _replace_memory(local, int(combine(gathered)))
+    finally:
+        if world_size > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _replace_memory(m: Measurement, peak_bytes: int) -> Measurement:
+    from dataclasses import replace
+
+    return replace(m, peak_memory_bytes=peak_bytes)
+
+
+def _make_optimizer(settings: TrainSettings, params: Any) -> torch.optim.Optimizer:
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(
+            params, lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
+        )
+    return torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+
+
+def _make_loader(
+    config: TrialConfig, dataset: Dataset, backend: Backend, rank: int, world_size: int
+) -> DataLoader[Any]:
+    data = TensorDataset(dataset.train_x, dataset.train_y)
+    generator = torch.Generator().manual_seed(config.seed)
+    sampler: Any
+    if world_size > 1:
+        sampler = DistributedSampler(data, world_size, rank, shuffle=True, seed=config.seed)
+    else:
+        sampler = RandomSampler(data, generator=generator)
+    return DataLoader(
+        data,
+        batch_size=config.batch_size,
+        sampler=sampler,
+        num_workers=config.num_workers,
+        pin_memory=backend.pin_memory,
+        drop_last=True,  # equal batches: steady timing, no recompiles on a ragged last batch
+        persistent_workers=config.num_workers > 0,
+        generator=generator,
+    )
+
+
+def _train_and_evaluate(
+    config: TrialConfig, backend: Backend, dataset: Dataset, rank: int, world_size: int
+) -> Measurement:
+    device = backend.torch_device()
+    torch.manual_seed(config.seed)
+    loader = _make_loader(config, dataset, backend, rank, world_size)
+    steps_per_epoch = len(loader)
+    if steps_per_epoch == 0:
+        raise ValueError(
+            f"batch_size={config.batch_size} x gpu_count={world_size} is larger than the "
+            f"{len(dataset.train_x)} training samples"
+        )
+    total_steps = config.train.epochs * steps_per_epoch
+    if config.train.max_steps is not None:
+        total_steps = min(total_steps, config.train.max_steps)
+    compiled = config.compile_mode != "none"
+    # At least the first step is warm-up when compiling (it holds the compilation); at least
+    # one step is always timed.
+    warmup = min(max(config.train.warmup_steps, 1 if compiled else 0), total_steps - 1)
+
+    backend.reset_peak_memory()
+    channels_last = config.memory_format == "channels_last"
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    model = build_model(
+        config.family, config.depth, config.width, dataset.input_shape, dataset.num_classes
+    ).to(device=device, memory_format=memory_format)
+    train_model: torch.nn.Module = model
+    if world_size > 1:
+        train_model = DistributedDataParallel(model)
+    optimizer = _make_optimizer(config.train, model.parameters())
+    step_model = torch.compile(train_model, mode=config.compile_mode) if compiled else train_model
+    autocast_dtype = _AUTOCAST_DTYPES.get(config.precision)
+    scaler = torch.amp.GradScaler(
+        backend.kind, enabled=config.precision == "fp16" and backend.kind == "cuda"
+    )
+
+    model.train()
+    step_times_s: list[float] = []
+    epoch_loss = torch.zeros((), device=device)
+    epoch_steps = 0
+    clock = StepClock(backend.synchronize)
+    step = 0
+    for epoch in range(config.train.epochs):
+        if isinstance(loader.sampler, DistributedSampler):
+            loader.sampler.set_epoch(epoch)
+        epoch_loss.zero_()
+        epoch_steps = 0
+        for x, y in loader:
+            x = x.to(device, non_blocking=True, memory_format=memory_format)  # (B, C, H, W)
+            y = y.to(device, non_blocking=True)  # (B,)
+            with torch.autocast(backend.kind, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+                loss = F.cross_entropy(step_model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            epoch_loss += loss.detach().float()
+            epoch_steps += 1
+            step_times_s.append(clock.lap())  # syncs the device: the whole step, loader included
+            step += 1
+            if step >= total_steps:
+                break
+        if step >= total_steps:
+            break
+    train_s = sum(step_times_s)
+    peak_memory = backend.peak_memory_bytes()
+
+    timed = step_times_s[warmup:]
+    samples_per_step = config.batch_size * world_size
+    stats = summarize_steps(
+        timed, samples_per_step, config.measure.windows, config.measure.min_window_steps
+    )
+    compile_s = max(0.0, step_times_s[0] - statistics.median(timed)) if compiled else 0.0
+    accuracy = _evaluate(model, dataset, device, memory_format, backend.kind, autocast_dtype) if rank == 0 else 0.0
+    return Measurement(
+        throughput_sps=stats.throughput_sps,
+        throughput_iqr_sps=stats.throughput_iqr_sps,
+        step_time_s=stats.step_time_s,
+        step_time_p90_s=stats.step_time_p90_s,
+        compile_s=compile_s,
+        peak_memory_bytes=peak_memory,
+        val_accuracy=accuracy,
+        train_loss=float(epoch_loss.item() / max(1, epoch_steps)),
+        train_s=train_s,
+        steps=step,
+        timed_steps=stats.timed_steps,
+        samples_per_step=samples_per_step,
+        parameters=count_parameters(model),
+        memory_kind=backend.memory_kind,
+        simulated=False,
+        window_throughputs_sps=stats.window_throughputs_sps,
+    )
+
+
+@torch.no_grad()
+def _evaluate(
+    model: torch.nn.Module,
+    dataset: Dataset,
+    device: torch.device,
+    memory_format: torch.memory_format,
+    device_type: str,
+    autocast_dtype: torch.dtype | None,
+) -> float:
+    """Top-1 accuracy of the eager model on the validation split, in [0, 1]."""
+    model.eval()
+    correct = 0
+    for start in range(0, len(dataset.val_x), _EVAL_BATCH):
+        x = dataset.val_x[start : start + _EVAL_BATCH].to(device, memory_format=memory_format)
+        y = dataset.val_y[start : start + _EVAL_BATCH].to(device)
+        with torch.autocast(device_type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            correct += int((model(x).argmax(dim=1) == y).sum())
+    return correct / len(dataset.val_x)

@@ -1,0 +1,1 @@
+"""Search spaces shipped with autotune (YAML files; this package only holds data)."""
