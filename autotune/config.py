@@ -486,4 +486,3 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
         )
     except ValidationError as e:
         raise ConfigError(_format_validation_error(e, "command line", run_texts)) from None
-

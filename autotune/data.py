@@ -22,10 +22,18 @@ __all__ = ["Dataset", "load_dataset", "read_idx"]
 #: Seed of the train/validation split: fixed, so every trial of every study sees the same split.
 SPLIT_SEED = 0
 #: File stems of the IDX sets; Fashion-MNIST uses the same names as MNIST.
-_IDX_SPLITS = (("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-               ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"))
-_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
-               0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+_IDX_SPLITS = (
+    ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+)
+_IDX_DTYPES = {
+    0x08: np.uint8,
+    0x09: np.int8,
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
 
 
 @dataclass(frozen=True)
@@ -152,9 +160,11 @@ def load_dataset(settings: DataSettings) -> Dataset:
     """
     x, y = _load_arrays(settings)
     n = len(x)
-    n_val = int(round(n * settings.val_fraction))
+    n_val = round(n * settings.val_fraction)
     if n_val < 1 or n - n_val < 1:
-        raise DataError(f"data={settings.name}: {n} samples cannot be split with val_fraction={settings.val_fraction}")
+        raise DataError(
+            f"data={settings.name}: {n} samples cannot be split with val_fraction={settings.val_fraction}"
+        )
     order = np.random.default_rng(SPLIT_SEED).permutation(n)
     val_idx, train_idx = order[:n_val], order[n_val:]
     train_x = torch.from_numpy(np.ascontiguousarray(x[train_idx], dtype=np.float32))

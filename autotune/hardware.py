@@ -123,7 +123,9 @@ def _precision_reason(precision: str, caps: DeviceCapabilities) -> str | None:
         return "tf32 is a CUDA tensor-core mode; the CPU has no TF32"
     cc = caps.compute_capability
     if caps.is_gpu and precision in ("tf32", "bf16") and cc is not None and cc < (8, 0):
-        return f"{precision} needs CUDA compute capability >= 8.0, but {caps.name} has {cc[0]}.{cc[1]}"
+        return (
+            f"{precision} needs CUDA compute capability >= 8.0, but {caps.name} has {cc[0]}.{cc[1]}"
+        )
     return None
 
 
@@ -179,14 +181,22 @@ def restrict_space(space: SearchSpace, caps: DeviceCapabilities) -> tuple[Search
             )
         return kept
 
-    precision = keep("precision", [p for p in PRECISIONS if p in space.precision.values()], _precision_reason)
-    compile_mode = keep("compile_mode", [m for m in COMPILE_MODES if m in space.compile_mode.values()], _compile_reason)
+    precision = keep(
+        "precision", [p for p in PRECISIONS if p in space.precision.values()], _precision_reason
+    )
+    compile_mode = keep(
+        "compile_mode",
+        [m for m in COMPILE_MODES if m in space.compile_mode.values()],
+        _compile_reason,
+    )
     gpu_count = keep("gpu_count", space.gpu_count.values(), _world_size_reason)
     restricted = space.model_copy(
         update={
             "precision": space.precision.restricted(precision),
             "compile_mode": space.compile_mode.restricted(compile_mode),
-            "gpu_count": space.gpu_count.restricted(gpu_count) if len(gpu_count) < len(space.gpu_count.values()) else space.gpu_count,
+            "gpu_count": space.gpu_count.restricted(gpu_count)
+            if len(gpu_count) < len(space.gpu_count.values())
+            else space.gpu_count,
         }
     )
     return restricted, removed

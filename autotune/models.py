@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["ConvNet", "MLP", "build_model", "count_parameters"]
+__all__ = ["MLP", "ConvNet", "build_model", "count_parameters"]
 
 
 class ConvNet(nn.Module):
@@ -33,7 +33,9 @@ class ConvNet(nn.Module):
                 height //= 2
             channels = out
         self.features = nn.Sequential(*layers)
-        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, num_classes))
+        self.head = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, num_classes)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.features(x)  # (B, width * 2**(depth-1), H', W')

@@ -86,7 +86,12 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-_TAIL_LINES:])
 
 
-def _kill(procs: list[Any]) -> None:
+def _stop(procs: list[Any], grace_s: float) -> None:
+    """Let ranks that already reported exit on their own (their DataLoader workers and
+    semaphores are cleaned up that way), then kill whatever is left."""
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
     for proc in procs:
         if proc.is_alive():
             proc.kill()
@@ -118,17 +123,27 @@ def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
             reader, writer = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_rank_entry,
-                args=(config, rank, world_size, str(Path(tmp) / "dist_init"), str(logs[rank]), writer),
+                args=(
+                    config,
+                    rank,
+                    world_size,
+                    str(Path(tmp) / "dist_init"),
+                    str(logs[rank]),
+                    writer,
+                ),
                 name=f"autotune-trial-rank{rank}",
             )
             proc.start()
             writer.close()
             procs.append(proc)
             readers.append(reader)
+        grace_s = 0.0
         try:
-            return _wait(procs, readers, logs, timeout_s)
+            result = _wait(procs, readers, logs, timeout_s)
+            grace_s = 10.0
+            return result
         finally:
-            _kill(procs)
+            _stop(procs, grace_s)
 
 
 def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: float) -> Measurement:
@@ -139,7 +154,10 @@ def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: flo
     while pending:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise TrialError("timeout", f"no result after the {timeout_s:g} s limit (trial.timeout_s)\n{_tail(logs[0])}")
+            raise TrialError(
+                "timeout",
+                f"no result after the {timeout_s:g} s limit (trial.timeout_s)\n{_tail(logs[0])}",
+            )
         ready = multiprocessing.connection.wait(
             list(pending.values()) + [procs[r].sentinel for r in pending], timeout=remaining
         )
@@ -150,9 +168,15 @@ def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: flo
                 except (EOFError, OSError):
                     procs[rank].join(timeout=5)
                     code = procs[rank].exitcode
-                    how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-                           else f"exited with code {code}")
-                    outcomes[rank] = ("crash", f"rank {rank} {how} without a result\n{_tail(logs[rank])}")
+                    how = (
+                        f"killed by signal {signal.Signals(-code).name}"
+                        if code is not None and code < 0
+                        else f"exited with code {code}"
+                    )
+                    outcomes[rank] = (
+                        "crash",
+                        f"rank {rank} {how} without a result\n{_tail(logs[rank])}",
+                    )
                 del pending[rank]
                 status, payload = outcomes[rank]
                 if status != "ok":

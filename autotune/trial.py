@@ -167,7 +167,9 @@ def _train_and_evaluate(
         for x, y in loader:
             x = x.to(device, non_blocking=True, memory_format=memory_format)  # (B, C, H, W)
             y = y.to(device, non_blocking=True)  # (B,)
-            with torch.autocast(backend.kind, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            with torch.autocast(
+                backend.kind, dtype=autocast_dtype, enabled=autocast_dtype is not None
+            ):
                 loss = F.cross_entropy(step_model(x), y)
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
@@ -190,7 +192,11 @@ def _train_and_evaluate(
         timed, samples_per_step, config.measure.windows, config.measure.min_window_steps
     )
     compile_s = max(0.0, step_times_s[0] - statistics.median(timed)) if compiled else 0.0
-    accuracy = _evaluate(model, dataset, device, memory_format, backend.kind, autocast_dtype) if rank == 0 else 0.0
+    accuracy = (
+        _evaluate(model, dataset, device, memory_format, backend.kind, autocast_dtype)
+        if rank == 0
+        else 0.0
+    )
     return Measurement(
         throughput_sps=stats.throughput_sps,
         throughput_iqr_sps=stats.throughput_iqr_sps,

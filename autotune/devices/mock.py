@@ -155,8 +155,15 @@ def simulate(config: TrialConfig, profile: MockProfile = DEFAULT_PROFILE) -> Mea
     # Step time: compute at a utilization that grows with batch and width, plus launches,
     # plus the input pipeline (overlapped with compute when workers > 0), plus all-reduce.
     utilization = 0.7 * batch / (batch + 4096 / config.width)
-    layout_gain = 1.25 if (config.family == "cnn" and config.memory_format == "channels_last"
-                           and config.precision in ("fp16", "bf16")) else 1.0
+    layout_gain = (
+        1.25
+        if (
+            config.family == "cnn"
+            and config.memory_format == "channels_last"
+            and config.precision in ("fp16", "bf16")
+        )
+        else 1.0
+    )
     rate = profile.peak_flops[config.precision] * utilization * layout_gain
     compute_s = batch * 3 * fwd_flops / rate * compute_rel
     launch_s = (10 * config.depth + 8) * profile.launch_overhead_s * launch_rel
@@ -173,14 +180,20 @@ def simulate(config: TrialConfig, profile: MockProfile = DEFAULT_PROFILE) -> Mea
         steps = min(steps, config.train.max_steps)
     timed = max(1, steps - config.train.warmup_steps)
     step_times = list(step_s * rng.lognormal(0.0, 0.02, size=timed))
-    stats = summarize_steps(step_times, batch * world, config.measure.windows,
-                            config.measure.min_window_steps)
+    stats = summarize_steps(
+        step_times, batch * world, config.measure.windows, config.measure.min_window_steps
+    )
     compile_s = compile_per_block_s * (1 + config.depth) if config.compile_mode != "none" else 0.0
 
     # Accuracy: a ceiling, minus under-capacity and under-training penalties, plus noise.
     capacity = math.sqrt(config.depth * config.width / 8)
-    accuracy = (acc_ceiling - 0.03 / capacity - 0.25 * math.exp(-steps / 60)
-                - (0.003 if config.precision == "fp16" else 0.0) + rng.normal(0.0, 0.003))
+    accuracy = (
+        acc_ceiling
+        - 0.03 / capacity
+        - 0.25 * math.exp(-steps / 60)
+        - (0.003 if config.precision == "fp16" else 0.0)
+        + rng.normal(0.0, 0.003)
+    )
     return Measurement(
         throughput_sps=stats.throughput_sps,
         throughput_iqr_sps=stats.throughput_iqr_sps,

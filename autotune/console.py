@@ -1,0 +1,167 @@
+"""Terminal output of ``autotune run``: the header, live progress, and the Pareto table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from optuna.trial import FrozenTrial
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from autotune.api import PreparedRun, StudyProgress, StudyResult
+
+__all__ = ["ProgressDisplay", "pareto_table", "print_header", "print_result"]
+
+_MIB = float(1 << 20)
+SIMULATED_BANNER = "SIMULATED: device=mock runs an analytic cost model; no training happens and no figure is a measurement."
+
+
+def _fmt_best(best: dict[str, float]) -> str:
+    if not best:
+        return "best: no feasible trial yet"
+    return (
+        f"best: {best.get('throughput_sps', 0):,.0f} samples/s · "
+        f"acc {100 * best.get('val_accuracy', 0):.1f}% · "
+        f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+    )
+
+
+def _trial_line(trial: FrozenTrial) -> str:
+    attrs = trial.user_attrs
+    knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
+    if "failure" in attrs:
+        return f"trial {trial.number}: {attrs['failure']} ({str(attrs.get('failure_detail', '')).strip().splitlines()[-1:] or ''}) {knobs}"
+    return (
+        f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
+        f"acc {100 * attrs.get('val_accuracy', 0):.1f}%, "
+        f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB  {knobs}"
+    )
+
+
+def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None:
+    """Say what is about to run: study, storage, device, sampler, and removed choices."""
+    config, caps = prepared.config, prepared.capabilities
+    if caps.simulated:
+        console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
+    console.print(
+        f"study [bold]{config.study}[/] · space {config.space_source} · device {caps.kind} "
+        f"({caps.name}) · sampler {config.sampler} · seed {config.seed} · target {n_trials} trials"
+    )
+    console.print(f"storage {config.storage}", highlight=False)
+    for line in prepared.removed_choices:
+        console.print(f"[dim]skipped {line}[/]")
+
+
+class ProgressDisplay:
+    """A rich progress bar on a terminal; one plain line per trial otherwise (logs, CI)."""
+
+    def __init__(self, console: Console, target: int, already: int) -> None:
+        self._console = console
+        self._progress: Progress | None = None
+        if console.is_terminal:
+            self._progress = Progress(
+                TextColumn("trials"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[best]}"),
+                console=console,
+            )
+            self._task = self._progress.add_task("trials", total=target, completed=already, best="")
+
+    def __enter__(self) -> ProgressDisplay:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def update(self, progress: StudyProgress) -> None:
+        """Show one finished trial."""
+        if self._progress is not None:
+            self._progress.update(
+                self._task, completed=progress.finished, best=_fmt_best(progress.best)
+            )
+            if "failure" in progress.last.user_attrs:
+                self._progress.console.print(
+                    f"[dim]{_trial_line(progress.last)}[/]", highlight=False
+                )
+        else:
+            self._console.print(
+                f"[{progress.finished}/{progress.target} {progress.elapsed_s:.0f}s] "
+                f"{_trial_line(progress.last)} | {_fmt_best(progress.best)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def pareto_table(trials: Sequence[FrozenTrial], title: str) -> Table:
+    """The Pareto-optimal trials, fastest first, with figures and configurations."""
+    table = Table(title=title, title_justify="left")
+    for name in (
+        "trial",
+        "samples/s",
+        "val acc",
+        "peak MiB",
+        "step ms",
+        "compile s",
+        "model",
+        "batch",
+        "precision",
+        "memory format",
+        "compile",
+        "workers",
+        "gpus",
+    ):
+        table.add_column(
+            name,
+            justify="right"
+            if name not in ("model", "precision", "memory format", "compile")
+            else "left",
+        )
+    for t in sorted(trials, key=lambda t: -t.values[0]):
+        a, p = t.user_attrs, t.params
+        table.add_row(
+            str(t.number),
+            f"{a['throughput_sps']:,.0f}",
+            f"{100 * a['val_accuracy']:.1f}%",
+            f"{a['peak_memory_bytes'] / _MIB:,.1f}",
+            f"{1e3 * a['step_time_s']:.2f}",
+            f"{a['compile_s']:.1f}",
+            f"d{p['depth']} w{p['width']}",
+            str(p["batch_size"]),
+            p["precision"],
+            p["memory_format"],
+            p["compile_mode"],
+            str(p["num_workers"]),
+            str(p["gpu_count"]),
+        )
+    return table
+
+
+def print_result(console: Console, result: StudyResult) -> None:
+    """The Pareto table and a one-line summary."""
+    caps = result.capabilities
+    title = f"Pareto-optimal trials of study {result.study_name} on {caps.name}" + (
+        " [SIMULATED]" if caps.simulated else ""
+    )
+    console.print(pareto_table(result.pareto_trials, title))
+    console.print(
+        f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
+        f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same command."
+    )
+    if caps.simulated:
+        console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
