@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.process
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -10,9 +13,11 @@ import optuna
 from optuna.study import MaxTrialsCallback
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.baseline import enqueue_baseline
 from autotune.config import RunConfig, SearchSpace
 from autotune.data import load_dataset
-from autotune.exceptions import ConfigError
+from autotune.exceptions import AutotuneError, ConfigError
+from autotune.flops import with_mfu
 from autotune.hardware import (
     DeviceCapabilities,
     detect_capabilities,
@@ -21,14 +26,16 @@ from autotune.hardware import (
 )
 from autotune.objectives import OBJECTIVES
 from autotune.runner import run_trial
+from autotune.storage import open_results_for_run
 from autotune.study import (
     FINISHED_STATES,
     RunTrialFn,
+    SurplusTrial,
     TrialObjective,
+    check_storage_reachable,
     count_finished,
     open_storage,
     open_study,
-    validate_storage_url,
 )
 
 __all__ = ["PreparedRun", "StudyProgress", "StudyResult", "prepare_run", "run_study"]
@@ -92,16 +99,16 @@ class PreparedRun:
 def prepare_run(config: RunConfig) -> PreparedRun:
     """Validate everything that can be validated without writing anything.
 
-    Resolves the device, removes choices it can never run, checks the storage URL's form and
-    loads the data set once (so a missing or corrupt ``data.root`` fails here).
+    Resolves the device, removes choices it can never run, checks the storage URL (and that a
+    database server answers), and loads the data set once (so a missing or corrupt ``data.root`` fails here).
 
     Raises:
         ConfigError, DeviceUnavailableError, DataError, StorageError: with one-line messages.
     """
     kind = resolve_device(config.device)
-    caps = detect_capabilities(kind)
+    caps = detect_capabilities(kind, mock_profile=config.mock.profile)
     space, removed = restrict_space(config.space, caps)
-    validate_storage_url(config.storage)
+    check_storage_reachable(config.storage)
     load_dataset(space.data)
     return PreparedRun(config=config, capabilities=caps, space=space, removed_choices=removed)
 
@@ -120,6 +127,49 @@ def _best_so_far(study: optuna.Study) -> dict[str, float]:
     return best
 
 
+#: Sampler seeds of the workers of one study differ by this much, so they propose different
+#: configurations.
+_WORKER_SEED_STRIDE = 100_003
+
+
+def _worker_main(config: RunConfig, n_trials: int, worker_index: int) -> None:
+    """Body of an extra worker process: the same study loop, without a display."""
+    run_study(config, n_trials, worker_index=worker_index)
+
+
+def _start_workers(config: RunConfig, n_trials: int) -> list[multiprocessing.process.BaseProcess]:
+    """Start ``config.workers - 1`` extra worker processes (spawned: a clean interpreter)."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = []
+    for index in range(1, config.workers):
+        proc = ctx.Process(
+            target=_worker_main, args=(config, n_trials, index), name=f"autotune-worker{index}"
+        )
+        proc.start()
+        procs.append(proc)
+    return procs
+
+
+def _join_workers(procs: list[multiprocessing.process.BaseProcess]) -> None:
+    for proc in procs:
+        proc.join()
+        if proc.exitcode != 0:
+            raise AutotuneError(f"worker {proc.name} exited with code {proc.exitcode}")
+
+
+def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
+    """If the target is not reached, wait while its remaining slots are held elsewhere.
+
+    Slots are held by trials running in other workers, or by the trial of a killed run whose
+    heartbeat has not yet gone stale (then Optuna marks it failed and queues it again).
+    """
+    with warnings.catch_warnings():  # "experimental" since Optuna 2.9
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        time.sleep(min(heartbeat_s, 5))
+
+
 def run_study(
     config: RunConfig,
     n_trials: int,
@@ -127,6 +177,7 @@ def run_study(
     on_trial: Callable[[StudyProgress], None] | None = None,
     run_trial_fn: RunTrialFn = run_trial,
     prepared: PreparedRun | None = None,
+    worker_index: int = 0,
 ) -> StudyResult:
     """Run (or resume) a study until it holds ``n_trials`` finished trials.
 
@@ -140,6 +191,8 @@ def run_study(
         on_trial: called after every trial with a :class:`StudyProgress`.
         run_trial_fn: runs one trial (default: in child processes; tests inject fakes).
         prepared: the result of :func:`prepare_run`, if the caller already has it.
+        worker_index: 0 in the process the user started; it starts ``config.workers - 1``
+            more worker processes on the same study (1, 2, ... there).
 
     Raises:
         ConfigError: bad input (also ``n_trials < 1``), or a study made with another space.
@@ -151,15 +204,19 @@ def run_study(
     prepared = prepared or prepare_run(config)
     space = prepared.space
     caps = prepared.capabilities
-    storage = open_storage(config.storage)
-    study = open_study(config, space, caps, storage)
-    objective = TrialObjective(config, space, caps, run_trial_fn)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
+    storage = open_storage(config.storage, config.trial.heartbeat_s)
+    study = open_study(config, space, caps, storage, seed_offset=_WORKER_SEED_STRIDE * worker_index)
+    objective = TrialObjective(config, space, caps, with_mfu(run_trial_fn, caps), n_trials)
+    # Our results tables (autotune_*, beside Optuna's): one row per finished trial, written by
+    # this callback in this process; the trial processes never touch the database.
+    results = open_results_for_run(config, caps, study, objective.trial_config)
 
     started = time.monotonic()
     before = len(study.trials)
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
-        if on_trial is not None:
+        if on_trial is not None and trial.user_attrs.get("failure") != "surplus":
             on_trial(
                 StudyProgress(
                     count_finished(study),
@@ -170,14 +227,25 @@ def run_study(
                 )
             )
 
-    if count_finished(study) < n_trials:
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study.optimize(
-            objective,
-            n_trials=None,
-            callbacks=[MaxTrialsCallback(n_trials, states=FINISHED_STATES), report],
-            gc_after_trial=False,
-        )
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
+    if worker_index == 0 and count_finished(study) < n_trials:
+        enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
+    helpers = _start_workers(config, n_trials) if worker_index == 0 else []
+    try:
+        while count_finished(study) < n_trials:
+            study.optimize(
+                objective,
+                n_trials=None,
+                callbacks=[MaxTrialsCallback(n_trials, states=FINISHED_STATES), results, report],
+                catch=(SurplusTrial,),
+                gc_after_trial=False,
+            )
+            _wait_for_claimed_slots(study, config.trial.heartbeat_s)
+        _join_workers(helpers)
+    finally:
+        for proc in helpers:
+            if proc.is_alive():
+                proc.terminate()
     return StudyResult(
         study_name=study.study_name,
         storage=config.storage,

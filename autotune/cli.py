@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-import click
 import typer
 from rich.console import Console
 
@@ -40,6 +40,12 @@ def run(
     trials: int = typer.Option(
         50, "--trials", "-n", help="Finished trials the study should hold; re-running tops it up."
     ),
+    allow_hardware_change: bool = typer.Option(
+        False,
+        "--allow-hardware-change",
+        help="Resume a study on a machine with another hardware fingerprint (its throughputs "
+        "are then not comparable with the earlier trials').",
+    ),
 ) -> None:
     """Run (or resume) a study: every trial trains for real on the device and is measured."""
     from autotune.api import prepare_run, run_study
@@ -49,14 +55,177 @@ def run(
 
     if trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
-    config = load_run_config(overrides or [])
+    hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
+    config = load_run_config([*(overrides or []), *hardware_args])
     prepared = prepare_run(config)
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     print_header(console, prepared, trials)
+    from autotune.flops import describe_peaks
+
+    peaks = describe_peaks(prepared.capabilities, prepared.space.precision.values())
+    console.print(peaks, style="dim", markup=False, highlight=False)
     with ProgressDisplay(console, trials, already=0) as display:
         result = run_study(config, trials, on_trial=display.update, prepared=prepared)
     print_result(console, result)
+
+
+# --- Results: report, dashboard, best, ls, export (read the study database; never run trials)
+
+
+def _storage_arg(args: list[str] | None) -> str:
+    """The storage URL of ``storage=URL`` (the one ``key=value`` these commands take)."""
+    from autotune.config import DEFAULT_STORAGE_URL
+    from autotune.exceptions import ConfigError
+
+    url = DEFAULT_STORAGE_URL
+    for text in args or []:
+        key, sep, value = text.partition("=")
+        if key.strip() != "storage" or not sep or not value.strip():
+            raise ConfigError(f"argument {text!r}: expected storage=URL")
+        url = value.strip()
+    return url
+
+
+def _out_console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+_STORAGE_ARG_HELP = "storage=URL: the study database (default sqlite:///storage/autotune.db)."
+
+
+@app.command()
+def report(
+    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    out: Path = typer.Option(None, "--out", "-o", help="HTML file (default: STUDY-report.html)."),
+) -> None:
+    """Write a self-contained HTML report of a study (Plotly inlined; opens offline)."""
+    from autotune.report import SIMULATED_TEXT, report_study
+
+    data, path = report_study(study, _storage_arg(args), out)
+    console = _out_console()
+    console.print(
+        f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): {data.finished} finished trials, "
+        f"{len(data.pareto)} Pareto-optimal"
+        + (f", fastest {data.best_speedup:.2f}x the baseline" if data.best_speedup else ""),
+        highlight=False,
+    )
+    if data.simulated:
+        console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
+
+
+@app.command()
+def dashboard(
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to bind (this machine only by default)."
+    ),
+    port: int = typer.Option(8080, "--port", help="TCP port (0: any free port)."),
+) -> None:
+    """Serve a live, read-only dashboard of the studies in a database."""
+    from autotune.report import DashboardApp, DashboardServer
+
+    server = DashboardServer(DashboardApp(_storage_arg(args)), host, port)
+    console = _out_console()
+    console.print(
+        f"autotune dashboard at {server.url} (read-only; Ctrl-C stops it)", highlight=False
+    )
+    if not server.is_loopback:
+        console.print(f"[bold yellow]bound to {host}: anyone who can reach it sees the studies[/]")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+
+
+@app.command()
+def best(
+    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    objective: str = typer.Option(
+        "throughput", "--objective", help="Rank by throughput|accuracy|memory."
+    ),
+    export: Path = typer.Option(
+        None, "--export", help="Write the best one as YAML with a PyTorch snippet."
+    ),
+) -> None:
+    """Print the Pareto-optimal configurations; optionally export the best one."""
+    from autotune.export import best_configurations, export_best_yaml
+    from autotune.report import SIMULATED_LINE, best_table
+
+    result = best_configurations(study, _storage_arg(args), objective)
+    console = _out_console()
+    if result.simulated:
+        console.print(f"[bold yellow]{SIMULATED_LINE}[/]")
+    console.print(best_table(result))
+    if export is not None:
+        document = export_best_yaml(result, export)
+        console.print(
+            f"wrote {export} (trial {document['trial']}); its PyTorch snippet:", highlight=False
+        )
+        console.print(document["pytorch_snippet"], markup=False, highlight=False)
+
+
+@app.command("ls")
+def ls_studies(
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+) -> None:
+    """List the studies in a database with trial counts and hardware."""
+    from autotune.export import list_studies
+    from autotune.report import studies_table
+
+    storage = _storage_arg(args)
+    _out_console().print(studies_table(list_studies(storage), storage))
+
+
+@app.command("export")
+def export_trials(
+    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    csv: Path = typer.Option(..., "--csv", help="CSV file to write: one row per finished trial."),
+) -> None:
+    """Write every finished trial of a study as CSV (figures with units, configuration)."""
+    from autotune.export import export_csv
+
+    rows = export_csv(study, _storage_arg(args), csv)
+    _out_console().print(f"wrote {csv}: {rows} trials", highlight=False)
+
+
+@app.command()
+def hardware(
+    as_json: bool = typer.Option(False, "--json", help="Print the fingerprint as JSON."),
+    mock_profile: str | None = typer.Option(
+        None,
+        "--mock-profile",
+        metavar="NAME",
+        help="Show a mock profile's SIMULATED machine instead (default, h100, a100, v100, t4, "
+        "cpu).",
+    ),
+) -> None:
+    """Print the hardware fingerprint: GPUs through NVML (name, UUID, memory, compute
+    capability, power limit), driver, CUDA, cuDNN and torch versions, CPU, cores and RAM."""
+    import json
+
+    from rich.table import Table
+
+    from autotune.hardware import detect_fingerprint
+
+    kind = "mock" if mock_profile is not None else "auto"
+    fp = detect_fingerprint(kind, mock_profile=mock_profile or "default")
+    if as_json:
+        typer.echo(json.dumps(fp.to_dict(), indent=2))
+        return
+    table = Table(
+        title="Hardware fingerprint" + (" (SIMULATED)" if fp.simulated else ""),
+        title_justify="left",
+        show_header=False,
+    )
+    for label, value in fp.rows():
+        table.add_row(label, value)
+    Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,27 +234,30 @@ def main(argv: list[str] | None = None) -> int:
     Bad input (a :class:`~autotune.exceptions.AutotuneError` or a usage error) prints one line
     on stderr and exits with code 2; Ctrl-C exits with 130 after the running trial is stopped.
     """
-    err = Console(stderr=True, highlight=False)
+
+    def fail(message: str) -> None:  # one line, never wrapped: scripts and tests read it
+        print(f"autotune: {message}", file=sys.stderr, flush=True)
+
     try:
         app(
-            args=argv if argv is not None else sys.argv[1:],
+            # No arguments: show the help and exit 0 (not a usage error).
+            args=(argv if argv is not None else sys.argv[1:]) or ["--help"],
             prog_name="autotune",
             standalone_mode=False,
         )
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.ClickException as e:
-        err.print(f"autotune: error: {e.format_message()}", markup=False)
-        return 2
-    except click.exceptions.Abort:
+    except typer.Exit as e:  # --help and friends
+        return int(getattr(e, "exit_code", 0))
+    except typer.Abort:
         return 130
+    except typer.exceptions.TyperException as e:  # usage errors: unknown option, bad value
+        message = e.format_message() if hasattr(e, "format_message") else str(e)
+        fail(f"error: {message}")
+        return 2
     except AutotuneError as e:
-        err.print(f"autotune: error: {e}", markup=False)
+        fail(f"error: {e}")
         return 2
     except KeyboardInterrupt:
-        err.print(
-            "autotune: interrupted; finished trials are saved. Run the same command to resume."
-        )
+        fail("interrupted; finished trials are saved. Run the same command to resume.")
         return 130
     return 0
 

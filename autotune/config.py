@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 from pydantic import (
     BaseModel,
+    ByteSize,
     ConfigDict,
     Field,
     ValidationError,
@@ -40,10 +41,15 @@ __all__ = [
     "MEMORY_FORMATS",
     "PRECISIONS",
     "CategoricalParam",
+    "CompileModeParam",
+    "Constraints",
     "DataSettings",
     "IntParam",
     "MeasureSettings",
+    "MemoryFormatParam",
+    "MockSettings",
     "ModelSpace",
+    "PrecisionParam",
     "RunConfig",
     "SearchSpace",
     "TrainSettings",
@@ -69,7 +75,19 @@ COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-aut
 DEFAULT_STORAGE_URL = "sqlite:///storage/autotune.db"
 
 #: Keys of a run that are not part of the search space.
-_RUN_KEYS = ("space", "device", "study", "storage", "sampler", "seed", "trial")
+_RUN_KEYS = (
+    "space",
+    "device",
+    "study",
+    "storage",
+    "sampler",
+    "seed",
+    "trial",
+    "workers",
+    "mock",
+    "warm_start",
+    "allow_hardware_change",
+)
 #: ``key=value`` shorthands: ``data=mnist`` selects the data set by name, as Hydra's groups do.
 _ALIASES = {"data": "data.name"}
 
@@ -175,6 +193,18 @@ class CategoricalParam(_Strict, Generic[T]):
         return self.model_copy(update={"choices": [v for v in self.choices if v in keep]})
 
 
+class PrecisionParam(CategoricalParam[Precision]):
+    """Precision knob: ``fp32``, ``tf32``, ``fp16``, ``bf16`` (a named class, so it pickles)."""
+
+
+class MemoryFormatParam(CategoricalParam[MemoryFormat]):
+    """Memory format knob: ``contiguous``, ``channels_last``."""
+
+
+class CompileModeParam(CategoricalParam[CompileMode]):
+    """torch.compile mode knob: ``none``, ``default``, ``reduce-overhead``, ``max-autotune``."""
+
+
 def _check_choices(choices: Sequence[Any]) -> None:
     if not choices:
         raise ValueError("`choices` must not be empty")
@@ -222,6 +252,17 @@ class DataSettings(_Strict):
     synthetic_samples: int = Field(4096, ge=16)  # size of the `synthetic` data set
 
 
+class Constraints(_Strict):
+    """Limits a trial must meet to be feasible (infeasible trials never reach the front).
+
+    ``max_memory_bytes`` accepts an integer or a size such as ``8GiB`` or ``512MB``
+    (pydantic's ``ByteSize``); ``min_accuracy`` is a validation accuracy in [0, 1].
+    """
+
+    max_memory_bytes: ByteSize | None = None
+    min_accuracy: float | None = Field(None, ge=0, le=1)
+
+
 class MeasureSettings(_Strict):
     """Timing discipline: how the timed steps are cut into windows."""
 
@@ -240,16 +281,15 @@ class SearchSpace(_Strict):
     description: str = ""
     model: ModelSpace
     batch_size: IntParam
-    precision: CategoricalParam[Precision] = CategoricalParam[Precision](choices=["fp32"])
-    memory_format: CategoricalParam[MemoryFormat] = CategoricalParam[MemoryFormat](
-        choices=["contiguous"]
-    )
-    compile_mode: CategoricalParam[CompileMode] = CategoricalParam[CompileMode](choices=["none"])
+    precision: PrecisionParam = PrecisionParam(choices=["fp32"])
+    memory_format: MemoryFormatParam = MemoryFormatParam(choices=["contiguous"])
+    compile_mode: CompileModeParam = CompileModeParam(choices=["none"])
     num_workers: IntParam = IntParam(choices=[0])  # DataLoader workers
     gpu_count: IntParam = IntParam(choices=[1])  # DDP world size
     train: TrainSettings = TrainSettings()
     data: DataSettings = DataSettings()
     measure: MeasureSettings = MeasureSettings()
+    constraints: Constraints = Constraints()
 
     @model_validator(mode="after")
     def _ranges(self) -> SearchSpace:
@@ -279,6 +319,29 @@ class TrialSettings(_Strict):
     """How each trial process is run."""
 
     timeout_s: float = Field(600.0, gt=0)  # wall-clock limit of one trial, compile included
+    # Optuna heartbeat of a running trial; a trial silent for 3 beats (its process was killed)
+    # is marked failed and its configuration retried once.
+    heartbeat_s: int = Field(10, ge=1)
+
+
+MockFault = Literal["none", "oom", "error", "crash", "hang"]
+#: Simulated machines of the mock device (autotune.devices.mock.PROFILE_NAMES).
+MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]
+
+
+class MockSettings(_Strict):
+    """Settings of the simulated ``mock`` device.
+
+    ``fault`` makes the trials numbered in ``fault_trials`` (all trials when empty) fail on
+    purpose, to exercise failure handling: ``oom`` (out of memory), ``error`` (an exception),
+    ``crash`` (the process dies by SIGSEGV) or ``hang`` (never returns; see trial.timeout_s).
+    """
+
+    fault: MockFault = "none"
+    fault_trials: list[int] = Field(default_factory=list)
+    # The simulated machine: default (a small 16 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
+    # or cpu (no GPU).
+    profile: MockProfileName = "default"
 
 
 class RunConfig(_Strict):
@@ -290,8 +353,14 @@ class RunConfig(_Strict):
     study: str  # Optuna study name; defaults to the space name
     storage: str = DEFAULT_STORAGE_URL  # any SQLAlchemy URL
     sampler: SamplerName = "nsga2"
-    seed: int = 0  # sampler seed; trial i trains with seed + i
+    seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; trial i trains with seed + i
     trial: TrialSettings = TrialSettings()
+    workers: int = Field(1, ge=1)  # worker processes sharing the study on this machine
+    mock: MockSettings = MockSettings()
+    # Enqueue this study's Pareto-optimal configurations first (same storage).
+    warm_start: str | None = None
+    # Run an existing study on a machine with another hardware fingerprint.
+    allow_hardware_change: bool = False
 
 
 class TrialConfig(_Strict):
@@ -314,6 +383,8 @@ class TrialConfig(_Strict):
     train: TrainSettings = TrainSettings()
     data: DataSettings = DataSettings()
     measure: MeasureSettings = MeasureSettings()
+    mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
+    mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 
     def knobs(self) -> dict[str, Any]:
         """The searched knobs only, by Optuna parameter name."""
@@ -382,7 +453,8 @@ def _format_validation_error(
     if first["type"] == "extra_forbidden":
         rule = "unknown key"
     for set_key, text in overridden.items():
-        if key == set_key or key.startswith(set_key + "."):
+        # The override set this key, a key inside it, or a key a rule on this one reads.
+        if key == set_key or key.startswith(set_key + ".") or set_key.startswith(key + "."):
             return f"override {text}: {key}: {rule}"
     return f"{source}: {key}: {rule}"
 

@@ -11,10 +11,12 @@ A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -59,10 +61,26 @@ def _failure_kind(exc: BaseException) -> str:
     return "error"
 
 
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this rank when its parent (the forkserver) exits.
+
+    The forkserver exits when the study process dies (even by ``kill -9``), so a trial can
+    never outlive its study and hold a GPU or hang forever. No-op elsewhere.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1  # from <linux/prctl.h>
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 def _rank_entry(
     config: TrialConfig, rank: int, world_size: int, init_file: str, log_path: str, conn: Any
 ) -> None:
     """Child-process body: route output to a log, run the rank, send the outcome."""
+    _die_with_parent()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)

@@ -12,6 +12,7 @@ device cannot run at all is never launched: it is pruned with ``failure=infeasib
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -19,20 +20,26 @@ from typing import Any
 
 import optuna
 import sqlalchemy
-from optuna.storages import RDBStorage, RetryFailedTrialCallback
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from autotune.config import RunConfig, SearchSpace, TrialConfig
 from autotune.exceptions import ConfigError, StorageError, TrialError
-from autotune.hardware import DeviceCapabilities, infeasibility_reason
+from autotune.hardware import (
+    DeviceCapabilities,
+    check_study_hardware,
+    trial_infeasibility_reason,
+)
 from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES, failed_values, objective_values
 
 __all__ = [
     "FINISHED_STATES",
+    "SurplusTrial",
     "TrialObjective",
+    "check_storage_reachable",
     "count_finished",
     "make_sampler",
     "open_storage",
@@ -44,10 +51,18 @@ __all__ = [
 #: infeasible one that was never launched. FAIL is reserved for interrupted trials, which are
 #: run again.
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
+#: States that hold one of the study's ``--trials`` slots: finished, running or queued.
+_CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+#: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
+_RETRIED_FAILURES = ("error", "crash")
 #: NSGA-II population: small enough that a 50-trial study runs several generations.
 NSGA2_POPULATION = 10
 
 RunTrialFn = Callable[[TrialConfig, float], Measurement]
+
+
+class SurplusTrial(Exception):
+    """A trial asked for after the study's target was claimed by other workers; not run."""
 
 
 def validate_storage_url(url: str) -> None:
@@ -59,34 +74,74 @@ def validate_storage_url(url: str) -> None:
     try:
         parsed = make_url(url)
         parsed.get_dialect()
-    except (ArgumentError, ValueError) as e:
-        raise StorageError(f"storage={url}: not a SQLAlchemy database URL ({e})") from None
+    # NoSuchModuleError subclasses ArgumentError, so it is caught first.
     except (ImportError, sqlalchemy.exc.NoSuchModuleError) as e:
         raise StorageError(f"storage={url}: unknown database dialect or driver ({e})") from None
+    except (ArgumentError, ValueError) as e:
+        raise StorageError(f"storage={url}: not a SQLAlchemy database URL ({e})") from None
 
 
-def open_storage(url: str) -> RDBStorage:
+def _check_sqlite_directory(url: str, database: str | None) -> None:
+    """The SQLite file's directory exists or can be created (checked without creating it)."""
+    if database in (None, "", ":memory:"):
+        return
+    ancestor = Path(database).expanduser().absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise StorageError(f"storage={url}: {ancestor} is a file, so the database directory cannot be made")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise StorageError(f"storage={url}: no permission to write in {ancestor}")
+
+
+def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
+    """Connect once to a database server (not SQLite: its file is created on open); writes nothing.
+
+    Raises:
+        StorageError: the server does not answer or refuses the connection.
+    """
+    validate_storage_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite_directory(url, parsed.database)
+        return
+    connect_args = {"connect_timeout": timeout_s} if parsed.get_backend_name() in ("postgresql", "mysql") else {}
+    engine = sqlalchemy.create_engine(url, connect_args=connect_args)
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as e:
+        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise StorageError(f"storage={url}: cannot reach the database: {reason}") from None
+    finally:
+        engine.dispose()
+
+
+def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
     """Open (and create if needed) Optuna's RDB storage at ``url``.
 
-    A SQLite file's directory is created if missing. Heartbeats mark a trial whose process was
-    killed as failed, and its configuration is retried once (Optuna's retry callback).
+    A SQLite file's directory is created if missing. A running trial beats every
+    ``heartbeat_s`` seconds; one silent for three beats (its process was killed) is marked
+    failed and its configuration is queued again once (``RetryHeartbeatStaleTrialCallback``).
 
     Raises:
         StorageError: malformed URL or a database that cannot be reached.
     """
     validate_storage_url(url)
     parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     try:
-        return RDBStorage(
-            url,
-            heartbeat_interval=30,
-            grace_period=120,
-            failed_trial_callback=RetryFailedTrialCallback(max_retry=1),
-        )
-    except SQLAlchemyError as e:
-        reason = str(e.orig if getattr(e, "orig", None) else e).splitlines()[0]
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        with warnings.catch_warnings():  # heartbeats are "experimental" since Optuna 2.9
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return RDBStorage(
+                url,
+                heartbeat_interval=heartbeat_s,
+                grace_period=3 * heartbeat_s,
+                heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
+            )
+    except (SQLAlchemyError, OSError) as e:
+        reason = str(getattr(e, "orig", None) or e).splitlines()[0]
         raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
 
 
@@ -113,7 +168,9 @@ def _study_record(
     config: RunConfig, space: SearchSpace, caps: DeviceCapabilities
 ) -> dict[str, Any]:
     return {
-        "space": space.model_dump(mode="json"),
+        # Defaults left out: a field added in a later autotune version (with a default that
+        # keeps the old behaviour) must not make existing studies impossible to resume.
+        "space": space.model_dump(mode="json", exclude_defaults=True),
         "space_source": config.space_source,
         "device_kind": caps.kind,
         "device_name": caps.name,
@@ -128,12 +185,17 @@ def count_finished(study: optuna.Study) -> int:
 
 
 def open_study(
-    config: RunConfig, space: SearchSpace, caps: DeviceCapabilities, storage: RDBStorage
+    config: RunConfig,
+    space: SearchSpace,
+    caps: DeviceCapabilities,
+    storage: RDBStorage,
+    seed_offset: int = 0,
 ) -> optuna.Study:
     """Create the study, or load it to resume; refuse to mix spaces or device kinds.
 
-    The sampler's seed is ``seed + number of trials already in the study``, so a resumed
-    study does not replay the first proposals while staying reproducible.
+    The sampler's seed is ``seed + number of trials already in the study + seed_offset``, so a
+    resumed study does not replay the first proposals while staying reproducible, and workers
+    (each with its own ``seed_offset``) propose different configurations.
 
     Raises:
         ConfigError: the existing study was made with another space or another device kind.
@@ -141,18 +203,23 @@ def open_study(
     """
     record = _study_record(config, space, caps)
     try:
+        warm_start = _warm_start_trials(config, space, storage) if config.warm_start else []
         study = optuna.create_study(
             storage=storage,
             study_name=config.study,
             directions=[o.direction for o in OBJECTIVES],
             load_if_exists=True,
         )
+        # Another machine first: it also explains a space restricted differently.
+        check_study_hardware(study, caps.fingerprint, allow_change=config.allow_hardware_change)
         existing = study.user_attrs.get("autotune")
         if existing is None:
             with warnings.catch_warnings():  # set_metric_names is "experimental" since 3.2
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 study.set_metric_names([o.name for o in OBJECTIVES])
             study.set_user_attr("autotune", record)
+            for params, source in warm_start:
+                study.enqueue_trial(params, user_attrs={"warm_start_from": source})
         else:
             for key, what in (("space", "search space"), ("device_kind", "device")):
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
@@ -163,12 +230,38 @@ def open_study(
                         f"({existing.get('space_source') if key == 'space' else existing.get(key)}); "
                         "choose a new study name (study=NAME) or the original settings"
                     )
-        study.sampler = make_sampler(config.sampler, config.seed + len(study.trials))
+        study.sampler = make_sampler(config.sampler, config.seed + len(study.trials) + seed_offset)
         return study
     except SQLAlchemyError as e:
         raise StorageError(
             f"storage={config.storage}: database error: {str(e).splitlines()[0]}"
         ) from None
+
+
+def _warm_start_trials(
+    config: RunConfig, space: SearchSpace, storage: RDBStorage
+) -> list[tuple[dict[str, Any], str]]:
+    """The Pareto-optimal configurations of study ``config.warm_start`` (same storage), as
+    ``(params, "study#trial")``; a value ``space`` does not allow (e.g. bf16 on a Volta GPU)
+    is left out, for the sampler to choose. A new study enqueues them before sampling.
+
+    Raises:
+        ConfigError: the study does not exist, or is the study being run.
+    """
+    name = config.warm_start
+    if name == config.study:
+        raise ConfigError(f"warm_start={name}: must name another study than study={config.study}")
+    try:
+        other = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        raise ConfigError(f"warm_start={name}: no such study in storage={config.storage}") from None
+    knobs = space.knobs()
+    trials: list[tuple[dict[str, Any], str]] = []
+    for t in sorted(other.best_trials, key=lambda t: t.number):
+        params = {k: v for k, v in t.params.items() if k in knobs and v in knobs[k].values()}
+        if params and all(params != p for p, _ in trials):
+            trials.append((params, f"{name}#{t.number}"))
+    return trials
 
 
 class TrialObjective:
@@ -180,21 +273,30 @@ class TrialObjective:
         caps: the device's capabilities.
         run_trial: runs a :class:`TrialConfig` with a timeout and returns its measurement
             (``autotune.runner.run_trial``; tests inject fakes).
+        n_trials: the study's target; a trial beyond it (several workers asked at once) is not
+            run but stopped as :class:`SurplusTrial`.
 
     Returns (when called):
         ``(throughput_sps, val_accuracy, peak_memory_bytes)``.
 
     Raises (when called):
         optuna.TrialPruned: the configuration is infeasible on this device (never launched).
+        SurplusTrial: the study already holds or is running ``n_trials`` trials.
     """
 
     def __init__(
-        self, config: RunConfig, space: SearchSpace, caps: DeviceCapabilities, run_trial: RunTrialFn
+        self,
+        config: RunConfig,
+        space: SearchSpace,
+        caps: DeviceCapabilities,
+        run_trial: RunTrialFn,
+        n_trials: int | None = None,
     ) -> None:
         self._config = config
         self._space = space
         self._caps = caps
         self._run_trial = run_trial
+        self._n_trials = n_trials
 
     def trial_config(self, trial: optuna.Trial) -> TrialConfig:
         """Ask the sampler for every knob and freeze the complete configuration."""
@@ -206,19 +308,62 @@ class TrialObjective:
             train=self._space.train,
             data=self._space.data,
             measure=self._space.measure,
+            mock_fault=self._mock_fault(trial.number),
+            mock_profile=self._config.mock.profile,
             **knobs,
         )
 
+    def _mock_fault(self, number: int) -> str:
+        mock = self._config.mock
+        if self._caps.kind != "mock" or (mock.fault_trials and number not in mock.fault_trials):
+            return "none"
+        return mock.fault
+
+    def _is_surplus(self, trial: optuna.Trial) -> bool:
+        """True when ``n_trials`` trials numbered below this one are finished or under way.
+
+        Trial numbers are handed out atomically by the storage, so this rule lets exactly
+        ``n_trials`` trials run however many workers share the study.
+        """
+        if self._n_trials is None:
+            return False
+        claimed = trial.study.get_trials(deepcopy=False, states=_CLAIMING_STATES)
+        return sum(t.number < trial.number for t in claimed) >= self._n_trials
+
+    def _run_with_retry(self, trial: optuna.Trial, config: TrialConfig) -> Measurement:
+        """Run the trial; an error or crash (not oom or timeout) gets one more try."""
+        try:
+            return self._run_trial(config, self._config.trial.timeout_s)
+        except TrialError as first:
+            if first.failure not in _RETRIED_FAILURES:
+                raise
+            trial.set_user_attr("retried_after", f"{first.failure}: {first.detail[-500:]}")
+            return self._run_trial(config, self._config.trial.timeout_s)
+
+    def _set_constraints(self, trial: optuna.Trial, measurement: Measurement) -> None:
+        """Record the user's limits as Optuna constraints (> 0 means violated)."""
+        limits = self._space.constraints
+        trial.set_constraint("failed", 0.0)
+        if limits.max_memory_bytes is not None:
+            excess = measurement.peak_memory_bytes - int(limits.max_memory_bytes)
+            trial.set_constraint("max_memory_bytes", float(excess))
+        if limits.min_accuracy is not None:
+            trial.set_constraint("min_accuracy", limits.min_accuracy - measurement.val_accuracy)
+
     def __call__(self, trial: optuna.Trial) -> tuple[float, float, float]:
+        if self._is_surplus(trial):
+            trial.set_user_attr("failure", "surplus")
+            trial.study.stop()
+            raise SurplusTrial(f"trial {trial.number}: the study already has its trials")
         config = self.trial_config(trial)
         trial.set_user_attr("simulated", self._caps.simulated)
-        reason = infeasibility_reason(config.knobs(), self._caps)
+        reason = trial_infeasibility_reason(config, self._caps)
         if reason is not None:
             trial.set_user_attr("failure", "infeasible")
             trial.set_user_attr("failure_detail", reason)
             raise optuna.TrialPruned(reason)
         try:
-            measurement = self._run_trial(config, self._config.trial.timeout_s)
+            measurement = self._run_with_retry(trial, config)
         except TrialError as e:
             trial.set_user_attr("failure", e.failure)
             trial.set_user_attr("failure_detail", e.detail[-2000:])
@@ -226,5 +371,5 @@ class TrialObjective:
             return failed_values(self._caps.memory_bytes)
         for key, value in measurement.as_user_attrs().items():
             trial.set_user_attr(key, value)
-        trial.set_constraint("failed", 0.0)
+        self._set_constraints(trial, measurement)
         return objective_values(measurement)

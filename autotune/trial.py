@@ -13,7 +13,10 @@ flags; memory format -> ``channels_last`` for model and inputs; compile mode ->
 
 from __future__ import annotations
 
+import os
+import signal
 import statistics
+import time
 from typing import Any
 
 import torch
@@ -25,8 +28,10 @@ from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Tens
 from autotune.config import TrainSettings, TrialConfig
 from autotune.data import Dataset, load_dataset
 from autotune.devices import Backend, make_backend
+from autotune.flops import trial_extras
 from autotune.measure import Measurement, StepClock, summarize_steps
 from autotune.models import build_model, count_parameters
+from autotune.nvml import GpuWindowMeter
 
 __all__ = ["run_rank"]
 
@@ -55,6 +60,7 @@ def run_rank(
     if config.device == "mock":
         from autotune.devices.mock import simulate
 
+        _inject_fault(config.mock_fault)
         return simulate(config)
     backend = make_backend(config.device)
     backend.setup(rank, world_size, config.precision)
@@ -79,6 +85,19 @@ def run_rank(
     finally:
         if world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _inject_fault(fault: str) -> None:
+    """Fail on purpose, as the mock device's ``mock.fault`` asks (tests of failure handling)."""
+    if fault == "oom":
+        raise MemoryError("simulated out of memory (mock.fault=oom)")
+    if fault == "error":
+        raise RuntimeError("simulated error (mock.fault=error)")
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if fault == "hang":
+        while True:
+            time.sleep(3600)
 
 
 def _replace_memory(m: Measurement, peak_bytes: int) -> Measurement:
@@ -159,6 +178,12 @@ def _train_and_evaluate(
     epoch_steps = 0
     clock = StepClock(backend.synchronize)
     step = 0
+    # NVML power and utilization over the timed steps: rank 0 reads every rank's GPU (CUDA).
+    gpu_meter = (
+        GpuWindowMeter.for_cuda_ranks(world_size) if backend.kind == "cuda" and rank == 0 else None
+    )
+    if gpu_meter is not None and warmup == 0:
+        gpu_meter.start()
     for epoch in range(config.train.epochs):
         if isinstance(loader.sampler, DistributedSampler):
             loader.sampler.set_epoch(epoch)
@@ -179,10 +204,13 @@ def _train_and_evaluate(
             epoch_steps += 1
             step_times_s.append(clock.lap())  # syncs the device: the whole step, loader included
             step += 1
+            if gpu_meter is not None and step == warmup:
+                gpu_meter.start()  # the timed steps start now
             if step >= total_steps:
                 break
         if step >= total_steps:
             break
+    gpu_reading = gpu_meter.stop() if gpu_meter is not None else None
     train_s = sum(step_times_s)
     peak_memory = backend.peak_memory_bytes()
 
@@ -192,6 +220,22 @@ def _train_and_evaluate(
         timed, samples_per_step, config.measure.windows, config.measure.min_window_steps
     )
     compile_s = max(0.0, step_times_s[0] - statistics.median(timed)) if compiled else 0.0
+    # FLOPs of one more step on the last batch (x, y), after the timed steps and the memory
+    # reading; the model's buffers are restored (autotune.flops.count_training_flops).
+    extra = (
+        trial_extras(
+            model,
+            x,
+            y,
+            precision=config.precision,
+            autocast_dtype=autocast_dtype,
+            device_kind=backend.kind,
+            gpu_reading=gpu_reading,
+            samples_per_s=stats.throughput_sps,
+        )
+        if rank == 0
+        else {}
+    )
     accuracy = (
         _evaluate(model, dataset, device, memory_format, backend.kind, autocast_dtype)
         if rank == 0
@@ -214,6 +258,7 @@ def _train_and_evaluate(
         memory_kind=backend.memory_kind,
         simulated=False,
         window_throughputs_sps=stats.window_throughputs_sps,
+        extra=extra,
     )
 
 

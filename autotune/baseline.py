@@ -1,0 +1,116 @@
+"""The baseline: what an untuned PyTorch training script runs, measured once per study.
+
+PyTorch's defaults are fp32, contiguous tensors, eager mode (no ``torch.compile``), a
+``DataLoader`` with ``num_workers=0`` and one device. The model is the space's middle one and
+the batch size the common 64 (or the space's closest choice). The baseline is enqueued as the
+first trial of a new study, so the same machinery measures it; it counts as one of the
+study's trials and carries the user attribute ``baseline=True``. Every report compares with
+it ("3.2x faster than your defaults").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.config import SearchSpace
+
+__all__ = [
+    "BASELINE_ATTR",
+    "COMMON_BATCH_SIZE",
+    "PYTORCH_DEFAULTS",
+    "baseline_params",
+    "baseline_trial",
+    "enqueue_baseline",
+]
+
+#: The trial user attribute that marks the baseline.
+BASELINE_ATTR = "baseline"
+#: The batch size of PyTorch's MNIST example and most tutorials.
+COMMON_BATCH_SIZE = 64
+#: PyTorch's defaults for the categorical knobs and the integer ones that have a default.
+PYTORCH_DEFAULTS: dict[str, Any] = {
+    "precision": "fp32",
+    "memory_format": "contiguous",
+    "compile_mode": "none",
+    "num_workers": 0,
+    "gpu_count": 1,
+}
+
+
+def _middle(values: Sequence[Any]) -> Any:
+    """The middle value; the lower of the two middles for an even count."""
+    return values[(len(values) - 1) // 2]
+
+
+def _closest_batch(values: Sequence[int]) -> int:
+    """The value closest to :data:`COMMON_BATCH_SIZE` on a log scale (ties: the smaller)."""
+    return min(values, key=lambda v: (abs(math.log2(v / COMMON_BATCH_SIZE)), v))
+
+
+def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
+    """The baseline configuration's knobs within ``space``.
+
+    Where the space does not offer a PyTorch default (say it only has ``bf16``), the first
+    choice the space offers stands in, and a note says so.
+
+    Args:
+        space: the search space, restricted to what the device can run.
+
+    Returns:
+        ``(params, notes)``: Optuna parameter values by knob name, and one line per knob where
+        the baseline could not use PyTorch's default.
+    """
+    knobs = space.knobs()
+    params: dict[str, Any] = {
+        "depth": _middle(knobs["depth"].values()),
+        "width": _middle(knobs["width"].values()),
+        "batch_size": _closest_batch(knobs["batch_size"].values()),
+    }
+    notes: list[str] = []
+    for name, default in PYTORCH_DEFAULTS.items():
+        values = knobs[name].values()
+        if default in values:
+            params[name] = default
+        else:
+            params[name] = values[0]
+            notes.append(f"{name}: the space has no {default}; the baseline uses {values[0]}")
+    return params, notes
+
+
+def baseline_trial(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
+    """The study's finished baseline trial (the first one, if several), or None."""
+    for trial in sorted(trials, key=lambda t: t.number):
+        if trial.user_attrs.get(BASELINE_ATTR) and trial.state in (
+            TrialState.COMPLETE,
+            TrialState.PRUNED,
+        ):
+            return trial
+    return None
+
+
+def enqueue_baseline(study: optuna.Study, space: SearchSpace) -> bool:
+    """Queue the baseline as the study's next trial unless it has one (run, running or queued).
+
+    Args:
+        study: the study about to run trials.
+        space: its search space, restricted to what the device can run.
+
+    Returns:
+        True when the baseline was queued now.
+    """
+    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+    if any(
+        t.user_attrs.get(BASELINE_ATTR) for t in study.get_trials(deepcopy=False, states=states)
+    ):
+        return False
+    params, notes = baseline_params(space)
+    attrs: dict[str, Any] = {BASELINE_ATTR: True}
+    if notes:
+        attrs["baseline_notes"] = notes
+    study.enqueue_trial(params, user_attrs=attrs)
+    return True

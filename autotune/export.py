@@ -1,0 +1,501 @@
+"""Getting results out: the Pareto-optimal configurations (``autotune best``), the best one as
+YAML with a ready-to-paste PyTorch snippet, every trial as CSV (``autotune export``), and the
+list of studies in a database (``autotune ls``).
+
+Every function checks its input before it writes anything: an unknown study raises
+:class:`~autotune.storage.StudyNotFoundError` and no file is created.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+
+from autotune.exceptions import ConfigError
+from autotune.report._data import Baseline, ParetoRow, gather_report
+from autotune.storage import (
+    ResultsStore,
+    StudyRecord,
+    TrialRecord,
+    load_existing_study,
+    open_existing_storage,
+    study_names,
+    trial_record,
+)
+
+__all__ = [
+    "OBJECTIVE_CHOICES",
+    "BestConfigs",
+    "StudySummary",
+    "best_configurations",
+    "export_best_yaml",
+    "export_csv",
+    "list_studies",
+    "pytorch_settings",
+    "pytorch_snippet",
+    "sort_pareto",
+    "trial_records",
+]
+
+#: ``--objective`` choices and the figure each ranks by (and whether larger is better).
+OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
+    "throughput": ("throughput_sps", True),
+    "accuracy": ("val_accuracy", True),
+    "memory": ("peak_memory_bytes", False),
+}
+_MIB = float(1 << 20)
+_AUTOCAST = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
+
+
+@dataclass(frozen=True)
+class BestConfigs:
+    """The Pareto-optimal configurations of a study, ranked by one objective.
+
+    Attributes:
+        study_name: the Optuna study name.
+        storage: the storage URL.
+        objective: ``throughput``, ``accuracy`` or ``memory``.
+        simulated: the figures come from the mock device (SIMULATED).
+        device_name: the device the trials ran on.
+        rows: the Pareto-optimal configurations, best first by ``objective``.
+        baseline: the study's baseline, or None.
+        configs: the full trial configuration by trial number (knobs, training, data).
+        hardware: ``(label, value)`` rows of the hardware fingerprint.
+    """
+
+    study_name: str
+    storage: str
+    objective: str
+    simulated: bool
+    device_name: str
+    rows: tuple[ParetoRow, ...]
+    baseline: Baseline | None
+    configs: Mapping[int, Mapping[str, Any]]
+    hardware: tuple[tuple[str, str], ...]
+
+
+def _check_objective(objective: str) -> tuple[str, bool]:
+    if objective not in OBJECTIVE_CHOICES:
+        raise ConfigError(
+            f"--objective {objective}: unknown objective (known: {', '.join(OBJECTIVE_CHOICES)})"
+        )
+    return OBJECTIVE_CHOICES[objective]
+
+
+def sort_pareto(rows: Sequence[ParetoRow], objective: str) -> list[ParetoRow]:
+    """Pareto rows best first by ``objective`` (ties: faster, then lower trial number).
+
+    Raises:
+        ConfigError: an unknown objective.
+    """
+    name, larger_is_better = _check_objective(objective)
+    sign = -1.0 if larger_is_better else 1.0
+    return sorted(rows, key=lambda r: (sign * getattr(r, name), -r.throughput_sps, r.number))
+
+
+def _full_configs(
+    study: optuna.Study, records: Sequence[TrialRecord], numbers: set[int]
+) -> dict[int, dict[str, Any]]:
+    """Full configurations from the results rows; rebuilt from the study where none exists."""
+    configs = {
+        r.trial_number: json.loads(r.config_json) for r in records if r.trial_number in numbers
+    }
+    space = (study.user_attrs.get("autotune") or {}).get("space") or {}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in numbers and "train" not in configs.get(trial.number, {}):
+            configs[trial.number] = {
+                "family": (space.get("model") or {}).get("family"),
+                **trial.params,
+                "train": space.get("train"),
+                "data": space.get("data"),
+            }
+    return configs
+
+
+def best_configurations(
+    study_name: str, storage: str, objective: str = "throughput"
+) -> BestConfigs:
+    """The Pareto-optimal configurations of ``study_name``, best first by ``objective``.
+
+    Raises:
+        ConfigError: an unknown objective.
+        StudyNotFoundError: no such study.
+        StorageError: the database cannot be read.
+    """
+    _check_objective(objective)
+    study = load_existing_study(study_name, storage)
+    with ResultsStore.open(storage, create=False) as results:
+        record = results.study(study_name)
+        records = results.trials(study_name)
+    data = gather_report(study, record, importances=False)
+    rows = sort_pareto(data.pareto, objective)
+    return BestConfigs(
+        study_name=study_name,
+        storage=storage,
+        objective=objective,
+        simulated=data.simulated,
+        device_name=data.device_name,
+        rows=tuple(rows),
+        baseline=data.baseline,
+        configs=_full_configs(study, records, {r.number for r in rows}),
+        hardware=data.hardware,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The PyTorch snippet
+
+
+def pytorch_settings(params: Mapping[str, Any]) -> dict[str, Any]:
+    """How a configuration's knobs map onto PyTorch (what the trial itself did).
+
+    Args:
+        params: the knobs (``precision``, ``memory_format``, ``compile_mode``, ``batch_size``,
+            ``num_workers``, ``gpu_count``).
+
+    Returns:
+        ``autocast_dtype`` (``"torch.bfloat16"``, ``"torch.float16"`` or None for fp32/tf32),
+        ``tf32``, ``channels_last``, ``compile_mode`` (None: eager), ``dataloader`` keyword
+        arguments and ``ddp_world_size``.
+    """
+    workers = int(params.get("num_workers", 0))
+    compile_mode = params.get("compile_mode", "none")
+    return {
+        "autocast_dtype": _AUTOCAST.get(str(params.get("precision", "fp32"))),
+        "tf32": params.get("precision") == "tf32",
+        "grad_scaler": params.get("precision") == "fp16",
+        "channels_last": params.get("memory_format") == "channels_last",
+        "compile_mode": None if compile_mode == "none" else str(compile_mode),
+        "dataloader": {
+            "batch_size": int(params.get("batch_size", 1)),
+            "num_workers": workers,
+            "pin_memory": "True on CUDA",
+            "persistent_workers": workers > 0,
+            "drop_last": True,
+        },
+        "ddp_world_size": int(params.get("gpu_count", 1)),
+    }
+
+
+_SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, epochs=1):
+    """Train `model` on `train_set` with the settings autotune found; returns the model.
+
+    With WORLD_SIZE > 1 start one process per GPU: torchrun --nproc_per_node=WORLD_SIZE script.py
+    """
+    distributed = WORLD_SIZE > 1
+    if distributed:
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", dist.get_rank())))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    else:
+        device = torch.device("cpu")
+    torch.backends.cuda.matmul.allow_tf32 = TF32
+    torch.backends.cudnn.allow_tf32 = TF32
+    memory_format = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
+    model = model.to(device, memory_format=memory_format)
+    train_model = DistributedDataParallel(model) if distributed else model
+    if COMPILE_MODE is not None:
+        train_model = torch.compile(train_model, mode=COMPILE_MODE)
+    sampler = DistributedSampler(train_set, shuffle=True) if distributed else None
+    loader = DataLoader(
+        train_set,
+        batch_size=BATCH_SIZE,  # per process
+        shuffle=sampler is None,
+        sampler=sampler,
+        num_workers=NUM_WORKERS,
+        pin_memory=device.type == "cuda",
+        persistent_workers=NUM_WORKERS > 0,
+        drop_last=True,
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=GRAD_SCALER and device.type == "cuda")
+    model.train()
+    for epoch in range(epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        for x, y in loader:
+            if x.dim() == 4:
+                x = x.to(device, non_blocking=True, memory_format=memory_format)  # (B, C, H, W)
+            else:
+                x = x.to(device, non_blocking=True)
+            y = y.to(device, non_blocking=True)
+            with torch.autocast(device.type, dtype=AUTOCAST_DTYPE, enabled=AUTOCAST_DTYPE is not None):
+                loss = loss_fn(train_model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    return model
+'''
+
+
+def pytorch_snippet(params: Mapping[str, Any], header: Sequence[str] = ()) -> str:
+    """A ready-to-paste PyTorch training function that applies a configuration.
+
+    It sets the autocast dtype (and a GradScaler for fp16 on CUDA), the TF32 flags,
+    ``channels_last`` for model and 4-D inputs, ``torch.compile(mode=...)``, the DataLoader
+    arguments the trial used, and DDP with the trial's world size (launched by ``torchrun``).
+
+    Args:
+        params: the configuration's knobs.
+        header: comment lines to put on top (what it is, its figures).
+
+    Returns:
+        Python source defining ``autotuned_training(model, train_set, loss_fn, optimizer,
+        epochs=1)``.
+    """
+    s = pytorch_settings(params)
+    lines = [f"# {line}" for line in header]
+    if s["ddp_world_size"] > 1:
+        lines.append(
+            f"# Launch with: torchrun --nproc_per_node={s['ddp_world_size']} your_script.py"
+        )
+    lines += [
+        "import os",
+        "",
+        "import torch",
+        "import torch.distributed as dist",
+        "from torch.nn.parallel import DistributedDataParallel",
+        "from torch.utils.data import DataLoader, DistributedSampler",
+        "",
+        f"AUTOCAST_DTYPE = {s['autocast_dtype'] or 'None'}  # precision={params.get('precision')}",
+        f"GRAD_SCALER = {s['grad_scaler']}  # loss scaling for fp16 (CUDA only)",
+        f"TF32 = {s['tf32']}  # TF32 matmul/conv on CUDA",
+        f"CHANNELS_LAST = {s['channels_last']}  # memory_format={params.get('memory_format')}",
+        f"COMPILE_MODE = {json.dumps(s['compile_mode']) if s['compile_mode'] else None}"
+        "  # torch.compile mode; None: eager",
+        f"BATCH_SIZE = {s['dataloader']['batch_size']}  # per process; global = BATCH_SIZE * WORLD_SIZE",
+        f"NUM_WORKERS = {s['dataloader']['num_workers']}  # DataLoader worker processes",
+        f"WORLD_SIZE = {s['ddp_world_size']}  # DDP processes (GPUs)",
+        "",
+        "",
+    ]
+    return "\n".join(lines) + textwrap.dedent(_SNIPPET_BODY)
+
+
+def _header(best: BestConfigs, row: ParetoRow) -> list[str]:
+    lines = [
+        f"autotune: study {best.study_name!r}, trial {row.number}, the best Pareto-optimal "
+        f"configuration by {best.objective}, on {best.device_name or 'the study device'}.",
+        f"{row.throughput_sps:,.0f} samples/s"
+        + (f" ({row.speedup:.2f}x the baseline)" if row.speedup is not None else "")
+        + f", validation accuracy {100 * row.val_accuracy:.1f}%, "
+        f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
+    ]
+    if best.simulated:
+        lines.append(
+            "SIMULATED: measured on device=mock (a cost model); re-measure on real hardware."
+        )
+    return lines
+
+
+def export_best_yaml(best: BestConfigs, path: Path, rank: int = 0) -> dict[str, Any]:
+    """Write the configuration ranked ``rank`` (0: best) as YAML with its PyTorch snippet.
+
+    The file holds the study, the figures (units in the names), the full configuration, the
+    PyTorch settings and ``pytorch_snippet``, the code to paste.
+
+    Returns:
+        The mapping written.
+
+    Raises:
+        ConfigError: the study has no Pareto-optimal configuration yet.
+    """
+    if not best.rows:
+        raise ConfigError(f"study={best.study_name}: no feasible trial yet, nothing to export")
+    row = best.rows[rank]
+    params = dict(row.params)
+    document: dict[str, Any] = {
+        "study": best.study_name,
+        "storage": best.storage,
+        "trial": row.number,
+        "ranked_by": best.objective,
+        "simulated": best.simulated,
+        "device": best.device_name,
+        "exported_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "figures": {
+            "throughput_sps": float(row.throughput_sps),
+            "speedup_vs_baseline": None if row.speedup is None else round(float(row.speedup), 4),
+            "baseline_throughput_sps": (
+                None if best.baseline is None else best.baseline.throughput_sps
+            ),
+            "val_accuracy": float(row.val_accuracy),
+            "peak_memory_bytes": int(row.peak_memory_bytes),
+            "step_time_s": row.step_time_s,
+            "compile_s": row.compile_s,
+        },
+        "config": dict(best.configs.get(row.number) or params),
+        "pytorch": pytorch_settings(params),
+        "hardware": dict(best.hardware),
+        "pytorch_snippet": pytorch_snippet(params, _header(best, row)),
+    }
+    text = _dump_yaml(document, _header(best, row))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"--export {path}: cannot write ({e.strerror or e})") from None
+    return document
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings as ``|`` blocks, so the snippet reads as code."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_presenter)
+
+
+def _dump_yaml(document: Mapping[str, Any], header: Sequence[str]) -> str:
+    body = yaml.dump(dict(document), Dumper=_BlockDumper, sort_keys=False, width=100)
+    return "".join(f"# {line}\n" for line in header) + body
+
+
+# --------------------------------------------------------------------------------------------
+# CSV and the study list
+
+
+def trial_records(study_name: str, storage: str) -> list[TrialRecord]:
+    """One row per finished trial: from the results table, or rebuilt from Optuna's record of
+    the study where the table has none (a study from before the results tables).
+
+    Raises:
+        StudyNotFoundError: no such study.
+        StorageError: the database cannot be read.
+    """
+    study = load_existing_study(study_name, storage)
+    with ResultsStore.open(storage, create=False) as results:
+        records = results.trials(study_name)
+    if records:
+        return records
+    finished = study.get_trials(
+        deepcopy=False,
+        states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED),
+    )
+    return [trial_record(study_name, t) for t in finished]
+
+
+def export_csv(study_name: str, storage: str, path: Path) -> int:
+    """Write one CSV row per finished trial (columns: :class:`TrialRecord`'s fields).
+
+    Returns:
+        The number of rows written.
+
+    Raises:
+        StudyNotFoundError: no such study (no file is created).
+    """
+    records = trial_records(study_name, storage)
+    columns = [f.name for f in dataclasses.fields(TrialRecord)]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=columns)
+            writer.writeheader()
+            for record in records:
+                row = record.as_row()
+                for key, value in row.items():
+                    if isinstance(value, dt.datetime):
+                        row[key] = value.isoformat()
+                writer.writerow(row)
+    except OSError as e:
+        raise ConfigError(f"--csv {path}: cannot write ({e.strerror or e})") from None
+    return len(records)
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """One line of ``autotune ls``.
+
+    Attributes:
+        study_name: the Optuna study name.
+        space_name: the search space's name ("" when unknown).
+        hardware: the device name (with "(simulated)" for the mock device).
+        simulated: the figures are SIMULATED.
+        finished: finished trials (complete or never launched).
+        total: every trial, running and failed-interrupted ones included.
+        feasible: feasible trials.
+        pareto: Pareto-optimal trials.
+        best_throughput_sps: the best feasible throughput (None without one).
+        best_speedup: the fastest Pareto configuration over the baseline (None without).
+        created: when the study was created (its first trial started), or None.
+    """
+
+    study_name: str
+    space_name: str
+    hardware: str
+    simulated: bool
+    finished: int
+    total: int
+    feasible: int
+    pareto: int
+    best_throughput_sps: float | None
+    best_speedup: float | None
+    created: dt.datetime | None
+
+
+def list_studies(storage: str) -> list[StudySummary]:
+    """Every study in the database with its trial counts and hardware, oldest first.
+
+    Raises:
+        StorageError: the database does not exist or cannot be read.
+    """
+    rdb = open_existing_storage(storage)
+    summaries: list[StudySummary] = []
+    with ResultsStore.open(storage, create=False) as results:
+        records: dict[str, StudyRecord] = {r.study_name: r for r in results.studies()}
+        for name in study_names(rdb):
+            study = optuna.load_study(study_name=name, storage=rdb)
+            trials = study.get_trials(deepcopy=False)
+            starts = [t.datetime_start for t in trials if t.datetime_start is not None]
+            try:
+                data = gather_report(study, records.get(name), trials=trials, importances=False)
+            except ConfigError:  # another tool's study in the same database
+                summaries.append(
+                    StudySummary(
+                        study_name=name,
+                        space_name="(not an autotune study)",
+                        hardware="",
+                        simulated=False,
+                        finished=sum(t.state.is_finished() for t in trials),
+                        total=len(trials),
+                        feasible=0,
+                        pareto=0,
+                        best_throughput_sps=None,
+                        best_speedup=None,
+                        created=min(starts) if starts else None,
+                    )
+                )
+                continue
+            feasible = [p.throughput_sps for p in data.points if p.status == "feasible"]
+            summaries.append(
+                StudySummary(
+                    study_name=name,
+                    space_name=data.space_name,
+                    hardware=data.device_name or "unknown",
+                    simulated=data.simulated,
+                    finished=data.finished,
+                    total=len(trials),
+                    feasible=len(feasible),
+                    pareto=len(data.pareto),
+                    best_throughput_sps=max((v for v in feasible if v is not None), default=None),
+                    best_speedup=data.best_speedup,
+                    created=min(starts) if starts else None,
+                )
+            )
+    rdb.remove_session()
+    return summaries

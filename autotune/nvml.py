@@ -1,0 +1,336 @@
+"""NVML (nvidia-ml-py's ``pynvml``): which GPUs the machine has, and what they drew in a window.
+
+Every function takes the NVML module as an argument (``None``: import ``pynvml``), so tests and
+the ``mock`` device pass :class:`autotune.testing.fake_nvml.FakeNvml` instead. NVML never
+creates a CUDA context, so the study process may call it freely; it does not know about
+``CUDA_VISIBLE_DEVICES``, which :func:`visible_nvml_indices` applies.
+
+Units follow NVML's and are converted at the edge: memory in bytes, power in watts (NVML:
+milliwatts), energy in joules (NVML: millijoules), utilization in percent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = [
+    "GpuInfo",
+    "GpuWindowMeter",
+    "GpuWindowReading",
+    "NvmlInfo",
+    "nvml_session",
+    "read_nvml",
+    "visible_nvml_indices",
+]
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as NVML describes it.
+
+    Attributes:
+        index: NVML index (not the CUDA index when ``CUDA_VISIBLE_DEVICES`` is set).
+        name: marketing name, e.g. ``"NVIDIA H100 80GB HBM3"``.
+        uuid: ``"GPU-..."``.
+        memory_bytes: total device memory, bytes.
+        compute_capability: CUDA ``(major, minor)``.
+        power_limit_w: power-management limit, watts; None where NVML does not report it.
+    """
+
+    index: int
+    name: str
+    uuid: str
+    memory_bytes: int
+    compute_capability: tuple[int, int]
+    power_limit_w: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (the capability as a list)."""
+        d = asdict(self)
+        d["compute_capability"] = list(self.compute_capability)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GpuInfo:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**{**d, "compute_capability": tuple(d["compute_capability"])})
+
+
+@dataclass(frozen=True)
+class NvmlInfo:
+    """What NVML reports about the machine.
+
+    Attributes:
+        driver_version: NVIDIA driver, e.g. ``"550.54.15"``.
+        cuda_driver_version: newest CUDA the driver supports, e.g. ``"12.4"``; None if unknown.
+        gpus: every GPU NVML sees, in NVML index order.
+    """
+
+    driver_version: str
+    cuda_driver_version: str | None
+    gpus: tuple[GpuInfo, ...]
+
+
+def _load(nvml: Any | None) -> Any | None:
+    if nvml is not None:
+        return nvml
+    try:
+        import pynvml
+    except ImportError:  # pragma: no cover (nvidia-ml-py is a dependency)
+        return None
+    return pynvml
+
+
+@contextlib.contextmanager
+def nvml_session(nvml: Any | None = None) -> Iterator[Any | None]:
+    """``nvmlInit`` ... ``nvmlShutdown``; yields the module, or None when NVML is unavailable
+    (no NVIDIA driver or library: the normal case on a machine without a GPU)."""
+    module = _load(nvml)
+    if module is None:
+        yield None
+        return
+    try:
+        module.nvmlInit()
+    except module.NVMLError:
+        yield None
+        return
+    try:
+        yield module
+    finally:
+        with contextlib.suppress(module.NVMLError):
+            module.nvmlShutdown()
+
+
+def _optional(nvml: Any, fn: Callable[..., Any], *args: Any) -> Any | None:
+    """``fn(*args)``, a reading some GPUs or drivers do not support (``NVMLError_NotSupported``,
+    ...): None then."""
+    try:
+        return fn(*args)
+    except nvml.NVMLError:
+        return None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
+    """Ask NVML for the driver and every GPU; None when NVML is unavailable.
+
+    Args:
+        nvml: the ``pynvml`` module or a fake with the same functions; None imports ``pynvml``.
+    """
+    with nvml_session(nvml) as m:
+        if m is None:
+            return None
+        gpus = []
+        for index in range(m.nvmlDeviceGetCount()):
+            h = m.nvmlDeviceGetHandleByIndex(index)
+            limit_mw = _optional(m, m.nvmlDeviceGetPowerManagementLimit, h)
+            gpus.append(
+                GpuInfo(
+                    index=index,
+                    name=_text(m.nvmlDeviceGetName(h)),
+                    uuid=_text(m.nvmlDeviceGetUUID(h)),
+                    memory_bytes=int(m.nvmlDeviceGetMemoryInfo(h).total),
+                    compute_capability=tuple(m.nvmlDeviceGetCudaComputeCapability(h)),  # type: ignore[arg-type]
+                    power_limit_w=limit_mw / 1e3 if limit_mw is not None else None,
+                )
+            )
+        cuda = _optional(m, m.nvmlSystemGetCudaDriverVersion)
+        return NvmlInfo(
+            driver_version=_text(m.nvmlSystemGetDriverVersion()),
+            cuda_driver_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
+            gpus=tuple(gpus),
+        )
+
+
+def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str]) -> list[int]:
+    """NVML indices of the GPUs CUDA sees, in CUDA index order.
+
+    Follows CUDA's rules for ``CUDA_VISIBLE_DEVICES``: unset means every GPU; entries are
+    indices or (prefixes of) ``GPU-`` UUIDs, separated by commas; the list ends at the first
+    entry that names no GPU; a GPU named twice ends it too. ``MIG-`` entries name MIG slices,
+    which NVML's per-GPU readings do not describe: they end the list as well.
+
+    Args:
+        cuda_visible_devices: the variable's value, or None when unset.
+        uuids: every GPU's UUID in NVML index order (``GpuInfo.uuid``).
+    """
+    if cuda_visible_devices is None:
+        return list(range(len(uuids)))
+    indices: list[int] = []
+    for entry in cuda_visible_devices.split(","):
+        entry = entry.strip()
+        if entry.lstrip("-").isdigit():
+            index = int(entry)
+            if not 0 <= index < len(uuids):
+                break
+        elif entry.startswith("GPU-"):
+            matches = [i for i, u in enumerate(uuids) if u.startswith(entry)]
+            if len(matches) != 1:
+                break
+            index = matches[0]
+        else:
+            break
+        if index in indices:
+            break
+        indices.append(index)
+    return indices
+
+
+@dataclass(frozen=True)
+class GpuWindowReading:
+    """What the trial's GPUs did during one window (the timed steps).
+
+    Attributes:
+        duration_s: the window's wall-clock length, seconds.
+        mean_power_w: mean power of all the trial's GPUs together, watts (NVML's power reading
+            is itself averaged by the driver over up to 1 s, so windows much shorter than that
+            give coarse figures).
+        mean_utilization_pct: mean over GPUs and samples of NVML's GPU utilization (percent of
+            time a kernel was running), 0-100.
+        energy_j: energy of all the trial's GPUs in the window, joules: the difference of
+            NVML's energy counters where every GPU has one (Volta and newer), else mean power
+            times duration.
+        samples: power/utilization samples taken per GPU.
+        energy_source: ``"energy_counter"`` or ``"power_samples"``.
+    """
+
+    duration_s: float
+    mean_power_w: float
+    mean_utilization_pct: float
+    energy_j: float
+    samples: int
+    energy_source: str
+
+
+class GpuWindowMeter:
+    """Samples NVML power and utilization of some GPUs in a background thread.
+
+    Call :meth:`start` at the start of the window and :meth:`stop` at its end. The thread only
+    reads NVML (a few microseconds per call, GIL released), so it does not disturb the timed
+    steps it measures.
+
+    Args:
+        nvml_indices: NVML indices of the GPUs to read.
+        nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
+        interval_s: seconds between samples.
+        clock: seconds; ``time.monotonic`` unless a test injects one.
+    """
+
+    def __init__(
+        self,
+        nvml_indices: Sequence[int],
+        nvml: Any | None = None,
+        interval_s: float = 0.05,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._indices = list(nvml_indices)
+        self._nvml = _load(nvml)
+        self._interval_s = interval_s
+        self._clock = clock
+        self._handles: list[Any] = []
+        self._power_mw: list[list[int]] = []
+        self._util_pct: list[list[int]] = []
+        self._energy_start_mj: list[int] | None = None
+        self._stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started_s = 0.0
+
+    @classmethod
+    def for_cuda_ranks(cls, world_size: int, nvml: Any | None = None) -> GpuWindowMeter | None:
+        """A meter for CUDA devices ``0 .. world_size-1`` of this process (one per DDP rank),
+        mapped to NVML through ``CUDA_VISIBLE_DEVICES``; None when NVML is unavailable or a
+        device cannot be mapped (e.g. MIG slices)."""
+        info = read_nvml(nvml)
+        if info is None:
+            return None
+        visible = visible_nvml_indices(
+            os.environ.get("CUDA_VISIBLE_DEVICES"), [g.uuid for g in info.gpus]
+        )
+        if len(visible) < world_size:
+            return None
+        return cls(visible[:world_size], nvml)
+
+    def _sample(self) -> None:
+        m = self._nvml
+        assert m is not None
+        for i, h in enumerate(self._handles):
+            power = _optional(m, m.nvmlDeviceGetPowerUsage, h)
+            util = _optional(m, m.nvmlDeviceGetUtilizationRates, h)
+            if power is not None:
+                self._power_mw[i].append(int(power))
+            if util is not None:
+                self._util_pct[i].append(int(util.gpu))
+
+    def _energy_mj(self) -> list[int] | None:
+        m = self._nvml
+        assert m is not None
+        readings = [_optional(m, m.nvmlDeviceGetTotalEnergyConsumption, h) for h in self._handles]
+        if any(r is None for r in readings):
+            return None
+        return [int(r) for r in readings if r is not None]
+
+    def _run(self) -> None:
+        while not self._stop_event.wait(self._interval_s):
+            self._sample()
+
+    def start(self) -> bool:
+        """Open NVML, read the energy counters, start sampling. False when NVML is unavailable
+        (then :meth:`stop` returns None)."""
+        m = self._nvml
+        if m is None:
+            return False
+        try:
+            m.nvmlInit()
+        except m.NVMLError:
+            self._nvml = None
+            return False
+        self._handles = [m.nvmlDeviceGetHandleByIndex(i) for i in self._indices]
+        self._power_mw = [[] for _ in self._handles]
+        self._util_pct = [[] for _ in self._handles]
+        self._energy_start_mj = self._energy_mj()
+        self._started_s = self._clock()
+        self._sample()
+        self._thread = threading.Thread(target=self._run, name="autotune-nvml", daemon=True)
+        self._thread.start()
+        return True
+
+    def stop(self) -> GpuWindowReading | None:
+        """Stop sampling and summarize the window; None if :meth:`start` found no NVML."""
+        m = self._nvml
+        if m is None or self._thread is None:
+            return None
+        self._stop_event.set()
+        self._thread.join()
+        self._thread = None
+        self._sample()
+        duration_s = max(self._clock() - self._started_s, 0.0)
+        energy_end = self._energy_mj()
+        with contextlib.suppress(m.NVMLError):
+            m.nvmlShutdown()
+        mean_power_w = sum(sum(p) / len(p) for p in self._power_mw if p) / 1e3
+        utils = [u for per_gpu in self._util_pct for u in per_gpu]
+        if self._energy_start_mj is not None and energy_end is not None:
+            energy_j = (
+                sum(e - s for s, e in zip(self._energy_start_mj, energy_end, strict=True)) / 1e3
+            )
+            source = "energy_counter"
+        else:
+            energy_j = mean_power_w * duration_s
+            source = "power_samples"
+        return GpuWindowReading(
+            duration_s=duration_s,
+            mean_power_w=mean_power_w,
+            mean_utilization_pct=sum(utils) / len(utils) if utils else 0.0,
+            energy_j=energy_j,
+            samples=min((len(p) for p in self._power_mw), default=0),
+            energy_source=source,
+        )

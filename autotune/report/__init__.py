@@ -1,0 +1,64 @@
+"""Reports of a study: pure data gathering, Plotly figures drawn from it, the self-contained
+HTML report, and the live dashboard server.
+
+::
+
+    optuna.Study ──gather_report──► ReportData ──build_figures──► Plotly figures
+                                        │                              │
+                                        └────── render_report / DashboardApp (HTML, JSON)
+"""
+
+from __future__ import annotations
+
+from autotune.report._dashboard import DashboardApp, DashboardServer
+from autotune.report._data import (
+    FAILED,
+    FEASIBLE,
+    INFEASIBLE,
+    Baseline,
+    HypervolumePoint,
+    ParetoRow,
+    ReportData,
+    TrialPoint,
+    classify,
+    gather_from_trials,
+    gather_report,
+    hypervolume_history,
+    param_importances,
+    pareto_numbers,
+)
+from autotune.report._figures import FIGURE_IDS, PROJECTIONS, build_figures
+from autotune.report._html import SIMULATED_TEXT, fragments, render_report, write_report
+from autotune.report._study import default_report_path, report_study
+from autotune.report._terminal import SIMULATED_LINE, best_table, studies_table
+
+__all__ = [
+    "FAILED",
+    "FEASIBLE",
+    "FIGURE_IDS",
+    "INFEASIBLE",
+    "PROJECTIONS",
+    "SIMULATED_LINE",
+    "SIMULATED_TEXT",
+    "Baseline",
+    "DashboardApp",
+    "DashboardServer",
+    "HypervolumePoint",
+    "ParetoRow",
+    "ReportData",
+    "TrialPoint",
+    "best_table",
+    "build_figures",
+    "classify",
+    "default_report_path",
+    "fragments",
+    "gather_from_trials",
+    "gather_report",
+    "hypervolume_history",
+    "param_importances",
+    "pareto_numbers",
+    "render_report",
+    "report_study",
+    "studies_table",
+    "write_report",
+]

@@ -1,0 +1,427 @@
+"""Plotly figures drawn from a :class:`~autotune.report.ReportData` (and nothing else).
+
+Every user-provided string that reaches a figure (study name, space name, parameter values,
+failure reasons) goes through :func:`html.escape`: Plotly renders titles, hover text and tick
+labels as a subset of HTML, so unescaped text could inject markup. Plotly shows the escaped
+entities as the original characters.
+
+Only SVG traces (``Scatter``, not ``Scattergl``) are used, so each drawn point is an element in
+the page (the browser test counts them).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from autotune.objectives import OBJECTIVES
+from autotune.report._data import FAILED, FEASIBLE, INFEASIBLE, ReportData, TrialPoint
+
+__all__ = [
+    "FIGURE_IDS",
+    "PROJECTIONS",
+    "build_figures",
+    "hypervolume_figure",
+    "importances_figure",
+    "parallel_coordinates_figure",
+    "pareto_2d_figure",
+    "pareto_3d_figure",
+]
+
+_MIB = float(1 << 20)
+#: Display axis per objective: (label, scale from the stored unit).
+_AXES: dict[str, tuple[str, float]] = {
+    "throughput_sps": ("throughput (samples/s)", 1.0),
+    "val_accuracy": ("validation accuracy (%)", 100.0),
+    "peak_memory_bytes": ("peak memory (MiB)", 1.0 / _MIB),
+}
+_DIRECTIONS = {o.name: o.direction for o in OBJECTIVES}
+#: The three 2-D projections: (figure id, x objective, y objective).
+PROJECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("pareto-throughput-accuracy", "throughput_sps", "val_accuracy"),
+    ("pareto-throughput-memory", "throughput_sps", "peak_memory_bytes"),
+    ("pareto-accuracy-memory", "val_accuracy", "peak_memory_bytes"),
+)
+#: Every figure a page shows, in page order.
+FIGURE_IDS: tuple[str, ...] = (
+    *(p[0] for p in PROJECTIONS),
+    "pareto-3d",
+    "parallel-coordinates",
+    "importances",
+    "hypervolume",
+)
+
+#: Point classes, each drawn as its own trace: (key, legend label, marker).
+_CLASSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("pareto", "Pareto-optimal", {"color": "#d95f02", "size": 10, "symbol": "circle"}),
+    (
+        "dominated",
+        "feasible, dominated",
+        {"color": "#7570b3", "size": 7, "symbol": "circle", "opacity": 0.55},
+    ),
+    (
+        "infeasible",
+        "infeasible (breaks a constraint)",
+        {"color": "#9e9e9e", "size": 8, "symbol": "diamond-open"},
+    ),
+    (
+        "not_launched",
+        "infeasible, never launched (no measurement)",
+        {"color": "#9e9e9e", "size": 8, "symbol": "square-open"},
+    ),
+    (
+        "failed",
+        "failed: oom/error/crash/timeout (no measurement)",
+        {"color": "#e7298a", "size": 9, "symbol": "x"},
+    ),
+    (
+        "baseline",
+        "baseline (PyTorch defaults)",
+        {
+            "color": "#111111",
+            "size": 15,
+            "symbol": "star",
+            "line": {"color": "#ffffff", "width": 1},
+        },
+    ),
+)
+_LAYOUT: dict[str, Any] = {
+    "template": "plotly_white",
+    "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+    "legend": {"font": {"size": 10}, "orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
+    "hoverlabel": {"align": "left"},
+}
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _title(data: ReportData, what: str) -> str:
+    suffix = " [SIMULATED]" if data.simulated else ""
+    return f"{what}: study {_esc(data.study_name)}{suffix}"
+
+
+def _point_class(point: TrialPoint) -> str:
+    if point.baseline:
+        return "baseline"
+    if point.status == FEASIBLE:
+        return "pareto" if point.pareto else "dominated"
+    if point.status == INFEASIBLE:
+        return "infeasible" if point.measured else "not_launched"
+    assert point.status == FAILED
+    return "failed"
+
+
+def _hover(point: TrialPoint) -> str:
+    """Hover text of one point (escaped: Plotly renders a subset of HTML)."""
+    lines = [
+        f"<b>trial {point.number}</b> · {point.status}"
+        + (" · Pareto-optimal" if point.pareto else "")
+    ]
+    if point.baseline:
+        lines.append("baseline (PyTorch defaults)")
+    if point.measured:
+        lines.append(
+            f"{point.throughput_sps or 0:,.0f} samples/s · {100 * (point.val_accuracy or 0):.1f}% · "
+            f"{(point.peak_memory_bytes or 0) / _MIB:,.1f} MiB"
+        )
+        if point.speedup is not None:
+            lines.append(f"{point.speedup:.2f}x the baseline's throughput")
+    if point.reason:
+        lines.append(_esc(point.reason[:160]))
+    knobs = [f"{_esc(k)}={_esc(v)}" for k, v in point.params.items()]
+    for i in range(0, len(knobs), 4):
+        lines.append(" ".join(knobs[i : i + 4]))
+    return "<br>".join(lines)
+
+
+def _value(point: TrialPoint, objective: str) -> float | None:
+    raw = getattr(point, objective)
+    return None if raw is None else float(raw) * _AXES[objective][1]
+
+
+def _floors(points: Sequence[TrialPoint], objective: str) -> tuple[float, float]:
+    """Where unmeasured trials sit on this axis: just past the worst measured value.
+
+    Returns:
+        ``(floor, span)`` in display units.
+    """
+    values = [v for p in points if p.measured and (v := _value(p, objective)) is not None]
+    if not values:
+        return 0.0, 1.0
+    low, high = min(values), max(values)
+    span = (high - low) or (abs(high) * 0.1) or 1.0
+    worst_is_low = _DIRECTIONS[objective] == "maximize"
+    return (low - 0.08 * span if worst_is_low else high + 0.08 * span), span
+
+
+def _positions(
+    points: Sequence[TrialPoint], objectives: Sequence[str]
+) -> dict[int, tuple[float, ...]]:
+    """Display coordinates of every point; unmeasured ones past the worst corner, spread a
+    little (deterministically) so each can be hovered."""
+    floors = {o: _floors(points, o) for o in objectives}
+    out: dict[int, tuple[float, ...]] = {}
+    unmeasured = 0
+    for point in points:
+        if point.measured:
+            out[point.number] = tuple(_value(point, o) or 0.0 for o in objectives)
+            continue
+        offsets = ((unmeasured % 7) - 3) / 3.0, ((unmeasured // 7) % 5 - 2) / 2.0, 0.0
+        out[point.number] = tuple(
+            floors[o][0] + 0.025 * floors[o][1] * offsets[i] for i, o in enumerate(objectives)
+        )
+        unmeasured += 1
+    return out
+
+
+def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[float]]:
+    """The 2-D non-dominated staircase of the feasible points in this projection."""
+    sx = 1 if _DIRECTIONS[x] == "maximize" else -1
+    sy = 1 if _DIRECTIONS[y] == "maximize" else -1
+    pts = sorted(
+        {
+            (_value(p, x) or 0.0, _value(p, y) or 0.0)
+            for p in data.points
+            if p.status == FEASIBLE and p.measured
+        },
+        key=lambda v: (-sx * v[0], -sy * v[1]),
+    )
+    front: list[tuple[float, float]] = []
+    for px, py in pts:
+        if not front or sy * py > sy * front[-1][1]:
+            front.append((px, py))
+    xs: list[float] = []
+    ys: list[float] = []
+    for i, (px, py) in enumerate(front):
+        if i:
+            xs.append(px)
+            ys.append(front[i - 1][1])
+        xs.append(px)
+        ys.append(py)
+    return xs, ys
+
+
+def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
+    """One 2-D projection of the objectives: every finished trial exactly once.
+
+    Feasible trials are split into Pareto-optimal (of all three objectives) and dominated;
+    infeasible, never-launched and failed trials are drawn apart. Trials without a
+    measurement sit just past the worst corner of the axes. The dashed line is the 2-D front
+    of this projection.
+    """
+    pos = _positions(data.points, (x, y))
+    fig = go.Figure()
+    fx, fy = _front_line(data, x, y)
+    if fx:
+        fig.add_trace(
+            go.Scatter(
+                x=fx,
+                y=fy,
+                mode="lines",
+                name="2-D front",
+                hoverinfo="skip",
+                line={"color": "#d95f02", "width": 1, "dash": "dot"},
+            )
+        )
+    for key, label, marker in _CLASSES:
+        members = [p for p in data.points if _point_class(p) == key]
+        if not members:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[pos[p.number][0] for p in members],
+                y=[pos[p.number][1] for p in members],
+                mode="markers",
+                name=f"{label} ({len(members)})",
+                marker=marker,
+                text=[_hover(p) for p in members],
+                hovertemplate="%{text}<extra></extra>",
+                customdata=[p.number for p in members],
+            )
+        )
+    fig.update_layout(
+        **_LAYOUT,
+        title={
+            "text": _title(data, f"{_AXES[y][0].split(' (')[0]} vs {_AXES[x][0].split(' (')[0]}"),
+            "font": {"size": 13},
+        },
+        xaxis_title=_AXES[x][0],
+        yaxis_title=_AXES[y][0],
+        height=480,
+    )
+    fig.update_layout(margin={"l": 60, "r": 20, "t": 50, "b": 130})
+    return fig
+
+
+def pareto_3d_figure(data: ReportData) -> go.Figure:
+    """All three objectives in 3-D, with the same point classes as the 2-D projections."""
+    objectives = ("throughput_sps", "val_accuracy", "peak_memory_bytes")
+    pos = _positions(data.points, objectives)
+    fig = go.Figure()
+    for key, label, marker in _CLASSES:
+        members = [p for p in data.points if _point_class(p) == key]
+        if not members:
+            continue
+        marker3d = {k: v for k, v in marker.items() if k in ("color", "opacity", "line")}
+        marker3d["size"] = max(3, int(marker.get("size", 7)) // 2)
+        symbol = marker.get("symbol", "circle")
+        marker3d["symbol"] = (
+            symbol if symbol in ("circle", "diamond-open", "square-open", "x") else "diamond"
+        )
+        fig.add_trace(
+            go.Scatter3d(
+                x=[pos[p.number][0] for p in members],
+                y=[pos[p.number][1] for p in members],
+                z=[pos[p.number][2] for p in members],
+                mode="markers",
+                name=f"{label} ({len(members)})",
+                marker=marker3d,
+                text=[_hover(p) for p in members],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        **_LAYOUT,
+        title={"text": _title(data, "All three objectives"), "font": {"size": 13}},
+        scene={
+            "xaxis_title": _AXES[objectives[0]][0],
+            "yaxis_title": _AXES[objectives[1]][0],
+            "zaxis_title": _AXES[objectives[2]][0],
+        },
+        height=480,
+    )
+    fig.update_layout(margin={"l": 0, "r": 0, "t": 50, "b": 100}, legend={"y": 0})
+    return fig
+
+
+def _dimension(label: str, values: Sequence[Any]) -> dict[str, Any]:
+    """A parallel-coordinates axis; categorical values become indices with their labels."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return {"label": _esc(label), "values": list(values)}
+    categories = sorted({str(v) for v in values})
+    index = {c: i for i, c in enumerate(categories)}
+    return {
+        "label": _esc(label),
+        "values": [index[str(v)] for v in values],
+        "tickvals": list(range(len(categories))),
+        "ticktext": [_esc(c) for c in categories],
+    }
+
+
+def parallel_coordinates_figure(data: ReportData) -> go.Figure:
+    """Knobs against objectives for every measured trial, coloured by throughput."""
+    measured = [p for p in data.points if p.measured]
+    fig = go.Figure()
+    if measured:
+        dims = [_dimension(k, [p.params.get(k, "—") for p in measured]) for k in data.knob_names]
+        dims += [_dimension(_AXES[o][0], [_value(p, o) or 0.0 for p in measured]) for o in _AXES]
+        fig.add_trace(
+            go.Parcoords(
+                line={
+                    "color": [p.throughput_sps or 0.0 for p in measured],
+                    "colorscale": "Viridis",
+                    "showscale": True,
+                    "colorbar": {"title": {"text": "samples/s"}},
+                },
+                dimensions=dims,
+            )
+        )
+    unmeasured = len(data.points) - len(measured)
+    fig.update_layout(
+        **_LAYOUT,
+        title={
+            "text": _title(
+                data,
+                f"Knobs against objectives ({len(measured)} measured trials"
+                + (f"; {unmeasured} without a measurement not drawn" if unmeasured else "")
+                + ")",
+            ),
+            "font": {"size": 13},
+        },
+        height=440,
+    )
+    fig.update_layout(margin={"l": 60, "r": 60, "t": 90, "b": 30})
+    return fig
+
+
+def importances_figure(data: ReportData) -> go.Figure:
+    """Parameter importances (fANOVA) per objective, as grouped horizontal bars."""
+    fig = go.Figure()
+    params = list(data.knob_names)
+    for objective in OBJECTIVES:
+        values: Mapping[str, float] = data.importances.get(objective.name, {})
+        if not values:
+            continue
+        fig.add_trace(
+            go.Bar(
+                y=[_esc(p) for p in params],
+                x=[values.get(p, 0.0) for p in params],
+                orientation="h",
+                name=_AXES[objective.name][0],
+                hovertemplate="%{y}: %{x:.2f}<extra>" + _esc(objective.name) + "</extra>",
+            )
+        )
+    fig.update_layout(
+        **_LAYOUT,
+        title={
+            "text": _title(data, "Parameter importance per objective (fANOVA)"),
+            "font": {"size": 13},
+        },
+        barmode="group",
+        xaxis_title="importance (share of the objective's variance)",
+        height=460,
+    )
+    fig.update_layout(margin={"l": 110, "r": 20, "t": 50, "b": 110})
+    fig.update_yaxes(autorange="reversed")
+    if not data.importances:
+        fig.add_annotation(
+            text="not enough feasible trials yet",
+            showarrow=False,
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+        )
+    return fig
+
+
+def hypervolume_figure(data: ReportData) -> go.Figure:
+    """Hypervolume of the feasible trials after each finished trial."""
+    fig = go.Figure()
+    if data.hypervolume:
+        fig.add_trace(
+            go.Scatter(
+                x=[h.number for h in data.hypervolume],
+                y=[h.hypervolume for h in data.hypervolume],
+                mode="lines+markers",
+                line={"shape": "hv", "color": "#1b9e77"},
+                marker={"size": 4},
+                name="hypervolume",
+                hovertemplate="after trial %{x}: %{y:.4f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        **_LAYOUT,
+        title={"text": _title(data, "Hypervolume history"), "font": {"size": 13}},
+        xaxis_title="trial number",
+        yaxis_title="hypervolume (normalized, 0-1)",
+        height=460,
+        showlegend=False,
+    )
+    return fig
+
+
+def build_figures(data: ReportData) -> dict[str, go.Figure]:
+    """Every figure of a report page, by :data:`FIGURE_IDS`."""
+    figures = {fid: pareto_2d_figure(data, x, y) for fid, x, y in PROJECTIONS}
+    figures["pareto-3d"] = pareto_3d_figure(data)
+    figures["parallel-coordinates"] = parallel_coordinates_figure(data)
+    figures["importances"] = importances_figure(data)
+    figures["hypervolume"] = hypervolume_figure(data)
+    assert tuple(figures) == FIGURE_IDS
+    return figures

@@ -1,0 +1,100 @@
+"""Terminal tables of ``autotune best`` and ``autotune ls`` (rich)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+if TYPE_CHECKING:  # export imports report; the tables only need its types
+    from autotune.export import BestConfigs, StudySummary
+
+__all__ = ["SIMULATED_LINE", "best_table", "studies_table"]
+
+_MIB = float(1 << 20)
+SIMULATED_LINE = (
+    "SIMULATED: these figures come from device=mock, an analytic cost model; no training "
+    "happened and no figure is a measurement."
+)
+
+
+def best_table(best: BestConfigs) -> Table:
+    """The Pareto-optimal configurations, best first by the chosen objective."""
+    title = (
+        f"Pareto-optimal configurations of study {best.study_name} on {best.device_name}, "
+        f"by {best.objective}" + (" [SIMULATED]" if best.simulated else "")
+    )
+    table = Table(title=title, title_justify="left")
+    right = (
+        "trial",
+        "samples/s",
+        "x baseline",
+        "val acc",
+        "peak MiB",
+        "step ms",
+        "batch",
+        "workers",
+        "gpus",
+    )
+    for name in (
+        *right[:6],
+        "model",
+        "batch",
+        "precision",
+        "memory format",
+        "compile",
+        "workers",
+        "gpus",
+    ):
+        table.add_column(name, justify="right" if name in right else "left")
+    for row in best.rows:
+        p = row.params
+        table.add_row(
+            f"{row.number}" + (" (baseline)" if row.baseline else ""),
+            f"{row.throughput_sps:,.0f}",
+            "n/a" if row.speedup is None else f"{row.speedup:.2f}x",
+            f"{100 * row.val_accuracy:.1f}%",
+            f"{row.peak_memory_bytes / _MIB:,.1f}",
+            "n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}",
+            f"d{p.get('depth', '?')} w{p.get('width', '?')}",
+            str(p.get("batch_size", "")),
+            str(p.get("precision", "")),
+            str(p.get("memory_format", "")),
+            str(p.get("compile_mode", "")),
+            str(p.get("num_workers", "")),
+            str(p.get("gpu_count", "")),
+        )
+    return table
+
+
+def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
+    """One line per study: trials, hardware, best throughput and speedup."""
+    table = Table(title=f"Studies in {storage}", title_justify="left")
+    for name, justify in (
+        ("study", "left"),
+        ("space", "left"),
+        ("hardware", "left"),
+        ("finished", "right"),
+        ("all trials", "right"),
+        ("feasible", "right"),
+        ("Pareto", "right"),
+        ("best samples/s", "right"),
+        ("x baseline", "right"),
+        ("created (UTC)", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for s in studies:
+        table.add_row(
+            s.study_name,
+            s.space_name,
+            s.hardware + (" [SIMULATED]" if s.simulated else ""),
+            str(s.finished),
+            str(s.total),
+            str(s.feasible),
+            str(s.pareto),
+            "n/a" if s.best_throughput_sps is None else f"{s.best_throughput_sps:,.0f}",
+            "n/a" if s.best_speedup is None else f"{s.best_speedup:.2f}x",
+            "" if s.created is None else s.created.strftime("%Y-%m-%d %H:%M"),
+        )
+    return table

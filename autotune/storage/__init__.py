@@ -1,0 +1,65 @@
+"""autotune's results tables, beside Optuna's in the same database.
+
+Three tables, all prefixed ``autotune_`` and versioned by Alembic in their own version table:
+hardware fingerprints, studies (linked to Optuna's by study name), and one row per finished
+trial with every figure (unit in the column name) and the full configuration. See
+``storage/README.md`` for the columns and example queries.
+
+Rows are written by :class:`ResultsCallback`, an Optuna callback in the study's process;
+readers get frozen records (:class:`StudyRecord`, :class:`TrialRecord`), never ORM rows.
+"""
+
+from __future__ import annotations
+
+from autotune.storage._callback import ResultsCallback, open_results_for_run
+from autotune.storage._fingerprint import hardware_fingerprint
+from autotune.storage._migrate import (
+    MIGRATIONS_DIR,
+    VERSION_TABLE,
+    head_revision,
+    schema_revision,
+    upgrade_schema,
+)
+from autotune.storage._read import (
+    StudyNotFoundError,
+    load_existing_study,
+    open_existing_storage,
+    study_names,
+)
+from autotune.storage._session import create_results_engine, session_scope, sqlite_path
+from autotune.storage._store import ResultsStore
+from autotune.storage.models import TABLE_PREFIX
+from autotune.storage.records import (
+    KNOB_COLUMNS,
+    HardwareFingerprint,
+    StudyRecord,
+    TrialRecord,
+    is_feasible,
+    trial_record,
+)
+
+__all__ = [
+    "KNOB_COLUMNS",
+    "MIGRATIONS_DIR",
+    "TABLE_PREFIX",
+    "VERSION_TABLE",
+    "HardwareFingerprint",
+    "ResultsCallback",
+    "ResultsStore",
+    "StudyNotFoundError",
+    "StudyRecord",
+    "TrialRecord",
+    "create_results_engine",
+    "hardware_fingerprint",
+    "head_revision",
+    "is_feasible",
+    "load_existing_study",
+    "open_existing_storage",
+    "open_results_for_run",
+    "schema_revision",
+    "session_scope",
+    "sqlite_path",
+    "study_names",
+    "trial_record",
+    "upgrade_schema",
+]

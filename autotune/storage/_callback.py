@@ -1,0 +1,128 @@
+"""The Optuna callback that writes one results row per finished trial.
+
+It runs in the study's own process, after Optuna has stored the trial: the trial process
+never touches the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import optuna
+from optuna.trial import FixedTrial, FrozenTrial
+
+from autotune.config import RunConfig
+from autotune.hardware import DeviceCapabilities
+from autotune.storage._fingerprint import hardware_fingerprint
+from autotune.storage._store import ResultsStore
+from autotune.storage.records import HardwareFingerprint, StudyRecord, TrialRecord, trial_record
+from autotune.study import FINISHED_STATES
+
+__all__ = ["ResultsCallback", "open_results_for_run"]
+
+#: Builds the full trial configuration of a finished trial from its parameters (or None).
+ConfigOf = Callable[[FrozenTrial], Mapping[str, Any] | None]
+
+
+class ResultsCallback:
+    """Optuna callback: writes the results row of each trial that finishes.
+
+    Args:
+        store: the results store (open with ``create=True``).
+        study_name: the Optuna study name (already recorded with ``record_study``).
+        hardware: the machine the trials run on.
+        config_of: the full trial configuration of a finished trial, or None to store only
+            its knobs.
+    """
+
+    def __init__(
+        self,
+        store: ResultsStore,
+        study_name: str,
+        hardware: HardwareFingerprint | None,
+        config_of: ConfigOf | None = None,
+    ) -> None:
+        self.store = store
+        self.study_name = study_name
+        self.hardware = hardware
+        self._config_of = config_of
+
+    def record(self, trial: FrozenTrial) -> TrialRecord:
+        """The results row of ``trial`` (pure apart from ``config_of``)."""
+        config = self._config_of(trial) if self._config_of is not None else None
+        return trial_record(self.study_name, trial, config)
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if trial.state in FINISHED_STATES:
+            self.store.record_trials([self.record(trial)], self.hardware)
+
+    def sync(self, study: optuna.Study) -> int:
+        """Write the rows of finished trials that have none yet (a run killed between Optuna's
+        write and ours, or a study from before the results tables).
+
+        Returns:
+            The number of rows written.
+        """
+        have = self.store.recorded_trial_numbers(self.study_name)
+        missing = [
+            t
+            for t in study.get_trials(deepcopy=False, states=FINISHED_STATES)
+            if t.number not in have
+        ]
+        if not missing:
+            return 0
+        # Which machine ran them is not known here: their hardware stays empty.
+        return self.store.record_trials([self.record(t) for t in missing], None)
+
+
+def open_results_for_run(
+    config: RunConfig,
+    caps: DeviceCapabilities,
+    study: optuna.Study,
+    trial_config: Callable[[Any], Any] | None = None,
+) -> ResultsCallback:
+    """Create or upgrade the results tables, record the study and this machine, write the rows
+    of finished trials that lack one, and return the callback for the coming trials.
+
+    Args:
+        config: the run.
+        caps: the device the trials run on.
+        study: the opened Optuna study.
+        trial_config: ``TrialObjective.trial_config``; asked with a ``FixedTrial`` holding a
+            finished trial's parameters, it rebuilds the full configuration the trial ran.
+
+    Raises:
+        StorageError: the database failed.
+    """
+    # The machine fingerprint the study recorded (``autotune.hardware.check_study_hardware``),
+    # the newest one where the study moved machines.
+    changes = study.user_attrs.get("hardware_changes") or []
+    recorded = changes[-1].get("hardware") if changes else study.user_attrs.get("hardware")
+    hardware = hardware_fingerprint(caps, recorded if isinstance(recorded, Mapping) else None)
+    store = ResultsStore.open(config.storage, create=True)
+    store.record_study(
+        StudyRecord(
+            study_name=study.study_name,
+            space_name=config.space.name,
+            space_source=config.space_source,
+            device_kind=caps.kind,
+            simulated=caps.simulated,
+            sampler=config.sampler,
+            seed=config.seed,
+            created_at=None,
+            hardware=hardware,
+        )
+    )
+
+    def config_of(trial: FrozenTrial) -> Mapping[str, Any] | None:
+        if trial_config is None:
+            return None
+        try:
+            return trial_config(FixedTrial(trial.params, trial.number)).model_dump(mode="json")  # type: ignore[no-any-return]
+        except ValueError:  # parameters missing or outside the space: keep the knobs only
+            return None
+
+    callback = ResultsCallback(store, study.study_name, hardware, config_of)
+    callback.sync(study)
+    return callback

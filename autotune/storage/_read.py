@@ -1,0 +1,67 @@
+"""Opening an existing study database for reading (report, dashboard, best, ls, export)."""
+
+from __future__ import annotations
+
+import optuna
+from optuna.storages import RDBStorage
+from sqlalchemy.exc import SQLAlchemyError
+
+from autotune.exceptions import StorageError
+from autotune.storage._session import sqlite_path
+from autotune.study import validate_storage_url
+
+__all__ = ["StudyNotFoundError", "load_existing_study", "open_existing_storage", "study_names"]
+
+
+class StudyNotFoundError(StorageError):
+    """No study of that name exists in the storage (CLI exit code 2)."""
+
+
+def open_existing_storage(url: str) -> RDBStorage:
+    """Open Optuna's storage at ``url`` without creating a database that is not there.
+
+    Raises:
+        StorageError: a malformed URL, a SQLite file that does not exist, or a database that
+            cannot be read.
+    """
+    validate_storage_url(url)
+    path = sqlite_path(url)
+    if path is not None and not path.is_file():
+        raise StorageError(
+            f"storage={url}: no database file at {path} "
+            "(run `autotune run` first, or pass storage=URL)"
+        )
+    try:
+        return RDBStorage(url)
+    except SQLAlchemyError as e:
+        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
+
+
+def study_names(storage: RDBStorage) -> list[str]:
+    """Names of every study in the storage, oldest first."""
+    return optuna.get_all_study_names(storage)
+
+
+def load_existing_study(
+    study_name: str, url: str, storage: RDBStorage | None = None
+) -> optuna.Study:
+    """Load the study ``study_name`` for reading.
+
+    Args:
+        study_name: the Optuna study name.
+        url: the storage URL.
+        storage: an already open storage for ``url`` (opened here when None).
+
+    Raises:
+        StudyNotFoundError: there is no such study; the message lists the ones there are.
+        StorageError: the database cannot be opened.
+    """
+    storage = storage or open_existing_storage(url)
+    names = study_names(storage)
+    if study_name not in names:
+        known = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
+        raise StudyNotFoundError(
+            f"study={study_name}: no such study in {url} (studies there: {known})"
+        )
+    return optuna.load_study(study_name=study_name, storage=storage)

@@ -1,0 +1,248 @@
+"""The results store: reads and writes autotune's tables, hands back frozen records."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from sqlalchemy import Engine, inspect
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from autotune.exceptions import StorageError
+from autotune.storage._migrate import head_revision, schema_revision, upgrade_schema
+from autotune.storage._session import create_results_engine, session_scope
+from autotune.storage.models import HardwareModel, StudyModel, TrialResultModel
+from autotune.storage.records import HardwareFingerprint, StudyRecord, TrialRecord
+
+__all__ = ["ResultsStore"]
+
+_HARDWARE_FIELDS = tuple(f.name for f in dataclasses.fields(HardwareFingerprint))
+#: TrialRecord fields stored as columns of the same name (the study is a foreign key).
+_TRIAL_COLUMNS = tuple(f.name for f in dataclasses.fields(TrialRecord) if f.name != "study_name")
+
+
+def _hardware_record(row: HardwareModel | None) -> HardwareFingerprint | None:
+    if row is None:
+        return None
+    return HardwareFingerprint(**{name: getattr(row, name) for name in _HARDWARE_FIELDS})
+
+
+def _study_record(row: StudyModel) -> StudyRecord:
+    return StudyRecord(
+        study_name=row.optuna_study_name,
+        space_name=row.space_name,
+        space_source=row.space_source,
+        device_kind=row.device_kind,
+        simulated=row.simulated,
+        sampler=row.sampler,
+        seed=row.seed,
+        created_at=row.created_at,
+        hardware=_hardware_record(row.hardware),
+    )
+
+
+def _trial_record(study_name: str, row: TrialResultModel) -> TrialRecord:
+    return TrialRecord(
+        study_name=study_name, **{name: getattr(row, name) for name in _TRIAL_COLUMNS}
+    )
+
+
+class ResultsStore:
+    """autotune's results tables in one database (the study storage URL).
+
+    Open it with :meth:`open`. A store opened with ``create=False`` never writes: where the
+    tables do not exist (a database made before them, or by Optuna alone) it reads as empty.
+
+    Args:
+        engine: the SQLAlchemy engine.
+        url: the storage URL, for messages.
+        available: whether the tables exist at the newest revision.
+    """
+
+    def __init__(self, engine: Engine, url: str, *, available: bool) -> None:
+        self._engine = engine
+        self.url = url
+        self.available = available
+
+    @classmethod
+    def open(cls, url: str, *, create: bool = True) -> ResultsStore:
+        """Open the results tables at ``url``.
+
+        Args:
+            url: the study storage URL (any SQLAlchemy URL).
+            create: create or upgrade the tables (Alembic) when True; read only when False.
+
+        Raises:
+            StorageError: the database fails, or (``create=False``) its tables are at another
+                revision than this version of autotune reads.
+        """
+        engine = create_results_engine(url)
+        if create:
+            upgrade_schema(engine)
+            return cls(engine, url, available=True)
+        revision = schema_revision(engine)
+        if revision is None:
+            return cls(engine, url, available=False)
+        if revision != head_revision():
+            engine.dispose()
+            raise StorageError(
+                f"storage={url}: results tables are at revision {revision}, this autotune reads "
+                f"{head_revision()}; run `autotune run` with this storage once to upgrade them"
+            )
+        return cls(engine, url, available=True)
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for tests and ad-hoc queries)."""
+        return self._engine
+
+    def close(self) -> None:
+        """Release the engine's connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def table_names(self) -> list[str]:
+        """Names of every table in the database (ours and Optuna's)."""
+        return sorted(inspect(self._engine).get_table_names())
+
+    # ----------------------------------------------------------------------------------------
+    # Writing
+
+    def _require_tables(self) -> None:
+        if not self.available:
+            raise StorageError(f"storage={self.url}: the results tables do not exist here")
+
+    @staticmethod
+    def _hardware_row(session: Session, hardware: HardwareFingerprint) -> HardwareModel:
+        sha = hardware.fingerprint_sha256
+        row = HardwareModel.find_by_fingerprint(session, sha)
+        if row is not None:
+            return row
+        try:
+            with session.begin_nested():
+                row = HardwareModel(fingerprint_sha256=sha, **dataclasses.asdict(hardware))
+                session.add(row)
+            return row
+        except IntegrityError:  # another worker inserted the same fingerprint meanwhile
+            found = HardwareModel.find_by_fingerprint(session, sha)
+            assert found is not None
+            return found
+
+    def record_study(self, record: StudyRecord) -> StudyRecord:
+        """Record a study the first time it is opened; later calls keep the first record.
+
+        Returns:
+            The stored record (the first one written).
+
+        Raises:
+            StorageError: the database failed.
+        """
+        self._require_tables()
+        with session_scope(self._engine) as session:
+            row = StudyModel.find_by_name(session, record.study_name)
+            if row is None:
+                hardware = self._hardware_row(session, record.hardware) if record.hardware else None
+                row = StudyModel(
+                    optuna_study_name=record.study_name,
+                    space_name=record.space_name,
+                    space_source=record.space_source,
+                    device_kind=record.device_kind,
+                    simulated=record.simulated,
+                    sampler=record.sampler,
+                    seed=record.seed,
+                    hardware=hardware,
+                )
+                if record.created_at is not None:
+                    row.created_at = record.created_at
+                session.add(row)
+                session.flush()
+            return _study_record(row)
+
+    def record_trials(
+        self, records: Iterable[TrialRecord], hardware: HardwareFingerprint | None = None
+    ) -> int:
+        """Insert or update trial rows (one per study and trial number).
+
+        Args:
+            records: rows built by :func:`autotune.storage.trial_record`; their studies must
+                have been recorded with :meth:`record_study`.
+            hardware: the machine the trials ran on.
+
+        Returns:
+            The number of rows written.
+
+        Raises:
+            StorageError: a study is not recorded, or the database failed.
+        """
+        self._require_tables()
+        written = 0
+        with session_scope(self._engine) as session:
+            hardware_row = self._hardware_row(session, hardware) if hardware else None
+            studies: dict[str, StudyModel] = {}
+            for record in records:
+                study = studies.get(record.study_name) or StudyModel.find_by_name(
+                    session, record.study_name
+                )
+                if study is None:
+                    raise StorageError(
+                        f"results tables: study {record.study_name!r} is not recorded; "
+                        "record_study() comes first"
+                    )
+                studies[record.study_name] = study
+                values = {name: getattr(record, name) for name in _TRIAL_COLUMNS}
+                row = TrialResultModel.find(session, study.id, record.trial_number)
+                if row is None:
+                    row = TrialResultModel(study_id=study.id, **values)
+                    session.add(row)
+                else:
+                    for name, value in values.items():
+                        setattr(row, name, value)
+                if hardware_row is not None:
+                    row.hardware_id = hardware_row.id
+                written += 1
+        return written
+
+    # ----------------------------------------------------------------------------------------
+    # Reading
+
+    def study(self, study_name: str) -> StudyRecord | None:
+        """Our record of the Optuna study ``study_name``, or None."""
+        if not self.available:
+            return None
+        with session_scope(self._engine) as session:
+            row = StudyModel.find_by_name(session, study_name)
+            return _study_record(row) if row is not None else None
+
+    def studies(self) -> list[StudyRecord]:
+        """Every recorded study, oldest first."""
+        if not self.available:
+            return []
+        with session_scope(self._engine) as session:
+            return [_study_record(row) for row in StudyModel.find_all(session)]
+
+    def trials(self, study_name: str) -> list[TrialRecord]:
+        """The trial rows of ``study_name`` by trial number (empty when none are recorded)."""
+        if not self.available:
+            return []
+        with session_scope(self._engine) as session:
+            study = StudyModel.find_by_name(session, study_name)
+            if study is None:
+                return []
+            return [
+                _trial_record(study_name, row)
+                for row in TrialResultModel.find_by_study(session, study.id)
+            ]
+
+    def recorded_trial_numbers(self, study_name: str) -> set[int]:
+        """Trial numbers of ``study_name`` that have a row."""
+        if not self.available:
+            return set()
+        with session_scope(self._engine) as session:
+            study = StudyModel.find_by_name(session, study_name)
+            return TrialResultModel.trial_numbers(session, study.id) if study else set()

@@ -1,0 +1,187 @@
+"""SQLAlchemy 2.0 models of autotune's results tables.
+
+They live in the same database as Optuna's tables and beside them: every table name starts
+with ``autotune_``, they have their own metadata and their own Alembic version table
+(``autotune_alembic_version``), and nothing here references or alters an Optuna table. Studies
+are linked to Optuna's by the study name.
+
+The schema is created and upgraded by the migrations in ``autotune/storage/migrations``
+(:func:`autotune.storage.upgrade_schema`); a test checks these models against them.
+
+Finders are classmethods that take the session explicitly, as in Optuna's ``_rdb/models.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    select,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+__all__ = ["TABLE_PREFIX", "Base", "HardwareModel", "StudyModel", "TrialResultModel"]
+
+#: Prefix of every autotune table, so none can collide with Optuna's.
+TABLE_PREFIX = "autotune_"
+
+_NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Optuna's study names are at most 512 characters.
+_NAME_LEN = 512
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with its own metadata (never Optuna's)."""
+
+    metadata = MetaData(naming_convention=_NAMING)
+
+
+class HardwareModel(Base):
+    """A hardware fingerprint; one row per distinct machine and software stack."""
+
+    __tablename__ = f"{TABLE_PREFIX}hardware"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    device_kind: Mapped[str] = mapped_column(String(16))
+    device_name: Mapped[str] = mapped_column(String(256))
+    device_count: Mapped[int] = mapped_column(Integer)
+    device_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    compute_capability: Mapped[str | None] = mapped_column(String(16))
+    driver_version: Mapped[str | None] = mapped_column(String(64))
+    cuda_version: Mapped[str | None] = mapped_column(String(32))
+    cudnn_version: Mapped[str | None] = mapped_column(String(32))
+    torch_version: Mapped[str] = mapped_column(String(64))
+    cpu_model: Mapped[str] = mapped_column(String(256))
+    cpu_cores: Mapped[int] = mapped_column(Integer)
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    @classmethod
+    def find_by_fingerprint(cls, session: Session, fingerprint_sha256: str) -> HardwareModel | None:
+        """The row with this fingerprint hash, or None."""
+        return session.scalars(
+            select(cls).where(cls.fingerprint_sha256 == fingerprint_sha256)
+        ).one_or_none()
+
+
+class StudyModel(Base):
+    """autotune's record of an Optuna study, linked by ``optuna_study_name``."""
+
+    __tablename__ = f"{TABLE_PREFIX}studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    optuna_study_name: Mapped[str] = mapped_column(String(_NAME_LEN), unique=True)
+    space_name: Mapped[str] = mapped_column(String(256))
+    space_source: Mapped[str] = mapped_column(String(1024))
+    device_kind: Mapped[str] = mapped_column(String(16))
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    sampler: Mapped[str] = mapped_column(String(32))
+    seed: Mapped[int] = mapped_column(Integer)
+    hardware_id: Mapped[int | None] = mapped_column(ForeignKey(f"{TABLE_PREFIX}hardware.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    hardware: Mapped[HardwareModel | None] = relationship(lazy="joined")
+
+    @classmethod
+    def find_by_name(cls, session: Session, study_name: str) -> StudyModel | None:
+        """The record of the Optuna study ``study_name``, or None."""
+        return session.scalars(select(cls).where(cls.optuna_study_name == study_name)).one_or_none()
+
+    @classmethod
+    def find_all(cls, session: Session) -> list[StudyModel]:
+        """Every study record, oldest first."""
+        return list(session.scalars(select(cls).order_by(cls.id)))
+
+
+class TrialResultModel(Base):
+    """One finished trial: every figure (unit in the column name) and the configuration."""
+
+    __tablename__ = f"{TABLE_PREFIX}trial_results"
+    __table_args__ = (UniqueConstraint("study_id", "trial_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey(f"{TABLE_PREFIX}studies.id", ondelete="CASCADE"), index=True
+    )
+    trial_number: Mapped[int] = mapped_column(Integer)
+    hardware_id: Mapped[int | None] = mapped_column(ForeignKey(f"{TABLE_PREFIX}hardware.id"))
+    state: Mapped[str] = mapped_column(String(16))
+    is_baseline: Mapped[bool] = mapped_column(Boolean)
+    is_feasible: Mapped[bool] = mapped_column(Boolean)
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    failure: Mapped[str | None] = mapped_column(String(32))
+    failure_detail: Mapped[str | None] = mapped_column(Text)
+    throughput_sps: Mapped[float | None] = mapped_column(Float)
+    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
+    step_time_s: Mapped[float | None] = mapped_column(Float)
+    step_time_p90_s: Mapped[float | None] = mapped_column(Float)
+    compile_s: Mapped[float | None] = mapped_column(Float)
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    memory_kind: Mapped[str | None] = mapped_column(String(32))
+    val_accuracy: Mapped[float | None] = mapped_column(Float)
+    train_loss: Mapped[float | None] = mapped_column(Float)
+    train_s: Mapped[float | None] = mapped_column(Float)
+    flops_per_sample: Mapped[float | None] = mapped_column(Float)
+    mfu: Mapped[float | None] = mapped_column(Float)
+    energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
+    parameters: Mapped[int | None] = mapped_column(BigInteger)
+    samples_per_step: Mapped[int | None] = mapped_column(Integer)
+    steps: Mapped[int | None] = mapped_column(Integer)
+    timed_steps: Mapped[int | None] = mapped_column(Integer)
+    family: Mapped[str | None] = mapped_column(String(16))
+    depth: Mapped[int | None] = mapped_column(Integer)
+    width: Mapped[int | None] = mapped_column(Integer)
+    batch_size: Mapped[int | None] = mapped_column(Integer)
+    precision: Mapped[str | None] = mapped_column(String(8))
+    memory_format: Mapped[str | None] = mapped_column(String(16))
+    compile_mode: Mapped[str | None] = mapped_column(String(32))
+    num_workers: Mapped[int | None] = mapped_column(Integer)
+    gpu_count: Mapped[int | None] = mapped_column(Integer)
+    seed: Mapped[int | None] = mapped_column(Integer)
+    config_json: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    study: Mapped[StudyModel] = relationship()
+
+    @classmethod
+    def find(cls, session: Session, study_id: int, trial_number: int) -> TrialResultModel | None:
+        """The row of trial ``trial_number`` of study ``study_id``, or None."""
+        return session.scalars(
+            select(cls).where(cls.study_id == study_id, cls.trial_number == trial_number)
+        ).one_or_none()
+
+    @classmethod
+    def find_by_study(cls, session: Session, study_id: int) -> list[TrialResultModel]:
+        """Every row of study ``study_id``, by trial number."""
+        return list(
+            session.scalars(select(cls).where(cls.study_id == study_id).order_by(cls.trial_number))
+        )
+
+    @classmethod
+    def trial_numbers(cls, session: Session, study_id: int) -> set[int]:
+        """Trial numbers of study ``study_id`` that already have a row."""
+        return set(session.scalars(select(cls.trial_number).where(cls.study_id == study_id)))

@@ -1,0 +1,287 @@
+"""Frozen value objects the results store hands back (never ORM rows), and the pure builder
+that turns one finished Optuna trial into a :class:`TrialRecord`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from optuna.trial import FrozenTrial, TrialState
+
+__all__ = [
+    "KNOB_COLUMNS",
+    "HardwareFingerprint",
+    "StudyRecord",
+    "TrialRecord",
+    "is_feasible",
+    "trial_record",
+]
+
+#: The searched knobs, stored one column each (same names as the Optuna parameters).
+KNOB_COLUMNS = (
+    "depth",
+    "width",
+    "batch_size",
+    "precision",
+    "memory_format",
+    "compile_mode",
+    "num_workers",
+    "gpu_count",
+)
+
+
+@dataclass(frozen=True)
+class HardwareFingerprint:
+    """What makes two measurements comparable: the device, its software stack and the host.
+
+    Attributes:
+        device_kind: ``cpu``, ``cuda`` or ``mock``.
+        device_name: GPU model, CPU model, or the mock profile's label (says "simulated").
+        device_count: GPUs visible (cuda, mock) or logical CPU cores (cpu).
+        device_memory_bytes: memory of one device (host RAM on cpu), None when unknown.
+        compute_capability: CUDA ``"major.minor"``, None on cpu.
+        driver_version: NVIDIA driver from NVML, None off CUDA or without NVML.
+        cuda_version: CUDA runtime torch was built with, None off CUDA.
+        cudnn_version: cuDNN version as torch reports it, None off CUDA.
+        torch_version: ``torch.__version__``.
+        cpu_model: host CPU model name.
+        cpu_cores: host logical CPU cores.
+        simulated: True for the mock device: no figure measured on it is real.
+    """
+
+    device_kind: str
+    device_name: str
+    device_count: int
+    device_memory_bytes: int | None
+    compute_capability: str | None
+    driver_version: str | None
+    cuda_version: str | None
+    cudnn_version: str | None
+    torch_version: str
+    cpu_model: str
+    cpu_cores: int
+    simulated: bool
+
+    @property
+    def fingerprint_sha256(self) -> str:
+        """SHA-256 of the fields as sorted JSON: equal hardware and stack, equal hash."""
+        text = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def rows(self) -> list[tuple[str, str]]:
+        """``(label, value)`` pairs for display; unknown values read "n/a"."""
+        mib = self.device_memory_bytes / (1 << 20) if self.device_memory_bytes else None
+        pairs: list[tuple[str, Any]] = [
+            ("device", f"{self.device_kind}: {self.device_name}"),
+            ("device count", self.device_count),
+            ("device memory", f"{mib:,.0f} MiB" if mib is not None else None),
+            ("compute capability", self.compute_capability),
+            ("NVIDIA driver", self.driver_version),
+            ("CUDA", self.cuda_version),
+            ("cuDNN", self.cudnn_version),
+            ("torch", self.torch_version),
+            ("CPU", f"{self.cpu_model} ({self.cpu_cores} logical cores)"),
+            ("simulated", "yes: SIMULATED, no figure is a measurement" if self.simulated else "no"),
+            ("fingerprint", self.fingerprint_sha256[:16]),
+        ]
+        return [(label, "n/a" if value is None else str(value)) for label, value in pairs]
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """Our record of one Optuna study (linked by its study name).
+
+    Attributes:
+        study_name: the Optuna study name.
+        space_name: the search space's ``name``.
+        space_source: the file the space came from.
+        device_kind: ``cpu``, ``cuda`` or ``mock``.
+        simulated: True when the study ran on the mock device.
+        sampler: ``nsga2``, ``tpe``, ``gp`` or ``random``.
+        seed: the sampler seed of the first run.
+        created_at: when the record was written (UTC).
+        hardware: the fingerprint of the machine that opened the study first.
+    """
+
+    study_name: str
+    space_name: str
+    space_source: str
+    device_kind: str
+    simulated: bool
+    sampler: str
+    seed: int
+    created_at: dt.datetime | None
+    hardware: HardwareFingerprint | None
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One row per finished trial: every figure with its unit in its name, and the config.
+
+    Figures are None where the trial produced none (a failed or never-launched trial) or where
+    the measurement did not include them (``flops_per_sample``, ``mfu``,
+    ``energy_j_per_sample`` exist only when the trial recorded them).
+
+    Attributes:
+        study_name: the Optuna study name.
+        trial_number: Optuna's trial number within the study.
+        state: Optuna's state, ``COMPLETE`` or ``PRUNED`` (infeasible, never launched).
+        is_baseline: the study's baseline trial (PyTorch defaults).
+        is_feasible: measured and within every constraint (Optuna's constraints <= 0).
+        simulated: produced by the mock device (no figure is a measurement).
+        failure: ``oom``, ``error``, ``crash``, ``timeout``, ``infeasible`` or None.
+        failure_detail: the end of the error output, or the broken rule.
+        throughput_sps: global training samples/s (median of timed windows).
+        throughput_iqr_sps: interquartile range of the window throughputs (samples/s).
+        step_time_s: median seconds per optimizer step.
+        step_time_p90_s: 90th percentile seconds per optimizer step.
+        compile_s: seconds torch.compile added before the first timed step.
+        peak_memory_bytes: peak memory (see ``memory_kind``).
+        memory_kind: what ``peak_memory_bytes`` is (``cuda_allocator_peak``, ...).
+        val_accuracy: top-1 validation accuracy in [0, 1].
+        train_loss: mean training loss over the last epoch.
+        train_s: wall seconds of the training loop.
+        flops_per_sample: model FLOPs per training sample (forward + backward).
+        mfu: model FLOP/s utilization in [0, 1].
+        energy_j_per_sample: joules per training sample.
+        parameters: trainable parameters.
+        samples_per_step: global batch (per-rank batch times world size).
+        steps: optimizer steps taken.
+        timed_steps: steps inside the timed windows.
+        family, depth, width, batch_size, precision, memory_format, compile_mode,
+        num_workers, gpu_count: the configuration's knobs.
+        seed: the trial's training seed, None when unknown.
+        config_json: the full trial configuration as JSON (knobs, training, data, timing).
+        started_at, completed_at: Optuna's trial start and completion times.
+        duration_s: seconds between them.
+    """
+
+    study_name: str
+    trial_number: int
+    state: str
+    is_baseline: bool
+    is_feasible: bool
+    simulated: bool
+    failure: str | None
+    failure_detail: str | None
+    throughput_sps: float | None
+    throughput_iqr_sps: float | None
+    step_time_s: float | None
+    step_time_p90_s: float | None
+    compile_s: float | None
+    peak_memory_bytes: int | None
+    memory_kind: str | None
+    val_accuracy: float | None
+    train_loss: float | None
+    train_s: float | None
+    flops_per_sample: float | None
+    mfu: float | None
+    energy_j_per_sample: float | None
+    parameters: int | None
+    samples_per_step: int | None
+    steps: int | None
+    timed_steps: int | None
+    family: str | None
+    depth: int | None
+    width: int | None
+    batch_size: int | None
+    precision: str | None
+    memory_format: str | None
+    compile_mode: str | None
+    num_workers: int | None
+    gpu_count: int | None
+    seed: int | None
+    config_json: str
+    started_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    duration_s: float | None
+
+    def as_row(self) -> dict[str, Any]:
+        """The record as a flat mapping (CSV row, JSON payload)."""
+        return dataclasses.asdict(self)
+
+
+#: Figures copied from the trial's user attributes as floats / ints, when present.
+_FLOAT_ATTRS = (
+    "throughput_sps",
+    "throughput_iqr_sps",
+    "step_time_s",
+    "step_time_p90_s",
+    "compile_s",
+    "val_accuracy",
+    "train_loss",
+    "train_s",
+    "flops_per_sample",
+    "mfu",
+    "energy_j_per_sample",
+)
+_INT_ATTRS = ("peak_memory_bytes", "parameters", "samples_per_step", "steps", "timed_steps")
+
+
+def is_feasible(trial: FrozenTrial) -> bool:
+    """Measured (COMPLETE, no ``failure``) and within every Optuna constraint (all <= 0)."""
+    return (
+        trial.state == TrialState.COMPLETE
+        and "failure" not in trial.user_attrs
+        and all(v <= 0 for v in trial.constraints.values())
+    )
+
+
+def _number(value: Any, kind: type) -> Any:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def trial_record(
+    study_name: str, trial: FrozenTrial, config: Mapping[str, Any] | None = None
+) -> TrialRecord:
+    """Build the results row of one finished trial from Optuna's record of it (pure).
+
+    Args:
+        study_name: the Optuna study name.
+        trial: the finished trial (COMPLETE or PRUNED).
+        config: the full trial configuration (``TrialConfig.model_dump(mode="json")``); when
+            None, only the knobs (``trial.params``) are stored in ``config_json``.
+
+    Returns:
+        The row, with None for every figure the trial does not carry.
+    """
+    attrs = trial.user_attrs
+    params = trial.params
+    full = dict(config) if config is not None else {"knobs": dict(params)}
+    family = full.get("family")
+    started, completed = trial.datetime_start, trial.datetime_complete
+    figures: dict[str, Any] = {name: _number(attrs.get(name), float) for name in _FLOAT_ATTRS}
+    figures.update({name: _number(attrs.get(name), int) for name in _INT_ATTRS})
+    knobs = {name: params.get(name) for name in KNOB_COLUMNS}
+    seed = full.get("seed")
+    detail = attrs.get("failure_detail")
+    return TrialRecord(
+        study_name=study_name,
+        trial_number=trial.number,
+        state=trial.state.name,
+        is_baseline=bool(attrs.get("baseline", False)),
+        is_feasible=is_feasible(trial),
+        simulated=bool(attrs.get("simulated", False)),
+        failure=attrs.get("failure"),
+        failure_detail=str(detail)[-2000:] if detail is not None else None,
+        memory_kind=attrs.get("memory_kind"),
+        family=str(family) if family is not None else None,
+        seed=int(seed) if isinstance(seed, int) else None,
+        config_json=json.dumps(full, sort_keys=True),
+        started_at=started,
+        completed_at=completed,
+        duration_s=(completed - started).total_seconds() if started and completed else None,
+        **figures,
+        **knobs,
+    )

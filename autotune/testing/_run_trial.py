@@ -1,0 +1,71 @@
+"""Stand-ins for :func:`autotune.runner.run_trial` that run in this process, in milliseconds."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from autotune.config import TrialConfig
+from autotune.devices.mock import simulate
+from autotune.exceptions import TrialError
+from autotune.measure import Measurement
+from autotune.study import RunTrialFn
+
+__all__ = ["FakeRunTrial", "simulate_trial"]
+
+
+def simulate_trial(config: TrialConfig, timeout_s: float) -> Measurement:
+    """What :func:`autotune.runner.run_trial` returns for a ``mock`` trial, without a child
+    process: the mock cost model, with its ``MemoryError`` reported as ``TrialError("oom")``.
+
+    Args:
+        config: the trial (any device; the mock cost model ignores it).
+        timeout_s: unused; the simulation takes milliseconds.
+
+    Raises:
+        TrialError: ``oom`` when the modelled peak memory exceeds the mock GPU's.
+    """
+    try:
+        return simulate(config)
+    except MemoryError as e:
+        raise TrialError("oom", f"MemoryError: {e}") from None
+
+
+class FakeRunTrial:
+    """A ``run_trial`` that plays scripted outcomes, then falls back to another function.
+
+    Use it as ``run_study(config, n, run_trial_fn=FakeRunTrial([...]))`` or as the
+    ``run_trial`` of :class:`autotune.study.TrialObjective`.
+
+    Args:
+        outcomes: what the first calls do, in order: a :class:`Measurement` is returned, an
+            exception (e.g. ``TrialError("oom", "...")``) is raised.
+        then: what every later call does (default :func:`simulate_trial`).
+
+    Attributes:
+        calls: ``(config, timeout_s)`` of every call, in order.
+    """
+
+    def __init__(
+        self,
+        outcomes: Iterable[Measurement | BaseException] = (),
+        *,
+        then: RunTrialFn = simulate_trial,
+    ) -> None:
+        self._pending = deque(outcomes)
+        self._then = then
+        self.calls: list[tuple[TrialConfig, float]] = []
+
+    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
+        self.calls.append((config, timeout_s))
+        if not self._pending:
+            return self._then(config, timeout_s)
+        outcome = self._pending.popleft()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    @property
+    def configs(self) -> list[TrialConfig]:
+        """The configurations it was called with, in order."""
+        return [config for config, _ in self.calls]

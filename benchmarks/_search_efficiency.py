@@ -1,0 +1,350 @@
+"""Table 2: search efficiency of the samplers on the mock device, against exhaustive truth.
+
+The ``cnn_small`` space is already discrete (depth 1..3 and categorical knobs), so the
+"discretized space" is the space itself: every configuration the mock device's feasibility
+rules allow is simulated once (:func:`autotune.devices.mock.simulate`, milliseconds each)
+and the Pareto front of the feasible ones is the ground truth. Configurations pruned by the
+feasibility rules or out of (simulated) memory are infeasible and never part of a front.
+
+Each sampler then runs the real study objective (:class:`autotune.study.TrialObjective`, with
+the sampler :func:`autotune.study.make_sampler` builds and the PyTorch-defaults baseline
+enqueued first, as ``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
+trial costs milliseconds, so forking a process per trial (``run_study device=mock``) would only
+add time, not fidelity. As in a real study, trial *i* simulates with seed ``seed + i``, so the
+sampler sees noisy values (the mock's measurement noise); the configurations it found are
+scored with their ground-truth (seed 0) values, so every run is judged on one fixed front.
+
+Hypervolume: objectives are mapped to a minimization space where they are comparable:
+``(-log throughput, -accuracy, log peak memory)`` (throughput and memory span orders of
+magnitude and are judged as ratios, accuracy as points), then scaled so that the true front's
+ideal point is 0 and its nadir point is 1 on every axis. The reference point is 1.1 on every
+axis (nadir plus 10 % of the true front's range). The found front's hypervolume is divided by
+the true front's.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import multiprocessing
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optuna
+
+from autotune.baseline import enqueue_baseline
+from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config
+from autotune.devices.mock import simulate
+from autotune.exceptions import TrialError
+from autotune.hardware import (
+    DeviceCapabilities,
+    detect_capabilities,
+    restrict_space,
+    trial_infeasibility_reason,
+)
+from autotune.measure import Measurement
+from autotune.objectives import OBJECTIVES
+from autotune.study import TrialObjective, make_sampler
+
+__all__ = [
+    "REFERENCE_POINT",
+    "SAMPLERS",
+    "EfficiencyRow",
+    "GroundTruth",
+    "enumerate_ground_truth",
+    "hypervolume",
+    "run_search_efficiency",
+]
+
+#: The samplers compared, by their ``sampler=`` names.
+SAMPLERS = ("nsga2", "tpe", "gp", "random")
+#: Reference point in the normalized minimization space (true front: ideal 0, nadir 1).
+REFERENCE_POINT = (1.1, 1.1, 1.1)
+
+Knobs = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Every configuration of the space on the mock device.
+
+    Attributes:
+        knob_names: the knob order of the keys of ``values``.
+        values: ``(throughput_sps, val_accuracy, peak_memory_bytes)`` of every feasible
+            configuration (simulated with seed 0), by knob values.
+        n_configs: configurations enumerated.
+        n_pruned: configurations the feasibility rules refuse (never launched).
+        n_oom: configurations that ran out of simulated memory.
+        front: the true Pareto front, ``(P, 3)`` raw objective values.
+        ideal: per-axis best of the front in the transformed minimization space.
+        nadir: per-axis worst of the front in the transformed minimization space.
+        hypervolume: the true front's hypervolume (normalized space, :data:`REFERENCE_POINT`).
+        seconds: wall time of the enumeration.
+    """
+
+    knob_names: tuple[str, ...]
+    values: dict[Knobs, tuple[float, float, float]]
+    n_configs: int
+    n_pruned: int
+    n_oom: int
+    front: np.ndarray
+    ideal: np.ndarray
+    nadir: np.ndarray
+    hypervolume: float
+    seconds: float
+
+    def normalize(self, raw: np.ndarray) -> np.ndarray:
+        """``(N, 3)`` raw objective values -> the normalized minimization space."""
+        return (_to_minimization(raw) - self.ideal) / (self.nadir - self.ideal)
+
+    def fraction(self, found: Sequence[Knobs]) -> float:
+        """Hypervolume of the feasible configurations in ``found`` over the true front's."""
+        points = [self.values[k] for k in found if k in self.values]
+        if not points:
+            return 0.0
+        raw = np.asarray(points, dtype=float)
+        return hypervolume(self.normalize(_pareto(raw))) / self.hypervolume
+
+
+@dataclass(frozen=True)
+class EfficiencyRow:
+    """One sampler's hypervolume fractions over seeds, per trial budget."""
+
+    sampler: str
+    fractions: dict[int, list[float]]  # budget -> one fraction per seed
+    run_seconds: list[float]  # wall time of each seed's study (sampler + simulation)
+
+    def median(self, budget: int) -> float:
+        """Median fraction over seeds after ``budget`` trials."""
+        return statistics.median(self.fractions[budget])
+
+    def quartiles(self, budget: int) -> tuple[float, float]:
+        """(25th, 75th) percentile of the fractions over seeds after ``budget`` trials."""
+        values = self.fractions[budget]
+        if len(values) < 2:
+            return values[0], values[0]
+        q = statistics.quantiles(values, n=4, method="inclusive")
+        return q[0], q[2]
+
+
+def _to_minimization(raw: np.ndarray) -> np.ndarray:
+    """``(throughput, accuracy, memory)`` -> ``(-log throughput, -accuracy, log memory)``."""
+    return np.stack([-np.log(raw[:, 0]), -raw[:, 1], np.log(np.maximum(raw[:, 2], 1.0))], axis=1)
+
+
+def _pareto(raw: np.ndarray) -> np.ndarray:
+    """The non-dominated rows of raw objective values (max, max, min); duplicates kept once."""
+    signs = np.array([1.0 if o.direction == "minimize" else -1.0 for o in OBJECTIVES])
+    points = np.unique(raw * signs, axis=0)  # minimize all
+    keep = []
+    for i, p in enumerate(points):
+        dominated = np.all(points <= p, axis=1) & np.any(points < p, axis=1)
+        if not dominated.any():
+            keep.append(i)
+    return points[keep] * signs
+
+
+def hypervolume(points: np.ndarray, reference: Sequence[float] = REFERENCE_POINT) -> float:
+    """Hypervolume dominated by ``points`` (all minimized) up to ``reference``.
+
+    Computed by Optuna's own code through its public API: the last value of
+    ``optuna.visualization.plot_hypervolume_history`` on a throw-away in-memory study holding
+    the points (the public face of ``optuna._hypervolume.compute_hypervolume``). Points worse
+    than the reference on any axis add nothing.
+    """
+    if len(points) == 0:
+        return 0.0
+    study = optuna.create_study(directions=["minimize"] * points.shape[1])
+    study.add_trials([optuna.trial.create_trial(values=[float(v) for v in p]) for p in points])
+    with warnings.catch_warnings():  # plot_hypervolume_history is "experimental"
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        figure = optuna.visualization.plot_hypervolume_history(study, np.asarray(reference))
+    return float(figure.data[0].y[-1])
+
+
+def _mock_run(config: RunConfig) -> tuple[SearchSpace, DeviceCapabilities]:
+    caps = detect_capabilities("mock", mock_profile=config.mock.profile)
+    space, _ = restrict_space(config.space, caps)
+    return space, caps
+
+
+def _trial_config(
+    space: SearchSpace, caps: DeviceCapabilities, knobs: dict[str, Any]
+) -> TrialConfig:
+    return TrialConfig(
+        device="mock",
+        family=space.model.family,
+        seed=0,
+        train=space.train,
+        data=space.data,
+        measure=space.measure,
+        mock_profile="default",
+        **knobs,
+    )
+
+
+def enumerate_ground_truth(config: RunConfig) -> GroundTruth:
+    """Simulate every configuration of ``config``'s space on the mock device (seed 0)."""
+    started = time.monotonic()
+    space, caps = _mock_run(config)
+    knobs = space.knobs()
+    names = tuple(knobs)
+    values: dict[Knobs, tuple[float, float, float]] = {}
+    n = pruned = oom = 0
+    for combo in itertools.product(*(knobs[k].values() for k in names)):
+        n += 1
+        trial = _trial_config(space, caps, dict(zip(names, combo, strict=True)))
+        if trial_infeasibility_reason(trial, caps) is not None:
+            pruned += 1
+            continue
+        try:
+            m = simulate(trial)
+        except MemoryError:
+            oom += 1
+            continue
+        values[combo] = (m.throughput_sps, m.val_accuracy, float(m.peak_memory_bytes))
+    front = _pareto(np.asarray(list(values.values()), dtype=float))
+    transformed = _to_minimization(front)
+    ideal, nadir = transformed.min(axis=0), transformed.max(axis=0)
+    truth = GroundTruth(
+        knob_names=names,
+        values=values,
+        n_configs=n,
+        n_pruned=pruned,
+        n_oom=oom,
+        front=front,
+        ideal=ideal,
+        nadir=nadir,
+        hypervolume=0.0,
+        seconds=0.0,
+    )
+    hv = hypervolume(truth.normalize(front))
+    return GroundTruth(
+        **{**truth.__dict__, "hypervolume": hv, "seconds": time.monotonic() - started}
+    )
+
+
+def _simulated_trial(config: TrialConfig, timeout_s: float) -> Measurement:
+    """``run_trial`` for the mock device, in-process: out of memory becomes ``failure=oom``."""
+    try:
+        return simulate(config)
+    except MemoryError as e:
+        raise TrialError("oom", str(e)) from None
+
+
+def sampler_run(
+    config: RunConfig,
+    sampler: str,
+    seed: int,
+    n_trials: int,
+    knob_names: Sequence[str],
+    factory: Callable[[str, int], optuna.samplers.BaseSampler] = make_sampler,
+) -> list[Knobs | None]:
+    """Run one study in-process; the knob values of each finished trial in order (None for
+    trials that were infeasible: pruned or out of memory).
+
+    ``factory(name, seed)`` builds the sampler (autotune's own ``make_sampler`` by default;
+    experiments with other settings pass their own).
+    """
+    space, caps = _mock_run(config)
+    run = config.model_copy(update={"seed": seed, "sampler": sampler})
+    study = optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES], sampler=factory(sampler, seed)
+    )
+    enqueue_baseline(study, space)  # run_study measures the PyTorch defaults first
+    objective = TrialObjective(run, space, caps, _simulated_trial)
+    study.optimize(objective, n_trials=n_trials, gc_after_trial=False)
+    found: list[Knobs | None] = []
+    for t in sorted(study.trials, key=lambda t: t.number):
+        feasible = t.state == optuna.trial.TrialState.COMPLETE and all(
+            v <= 0 for v in t.constraints.values()
+        )
+        found.append(tuple(t.params[k] for k in knob_names) if feasible else None)
+    return found
+
+
+def _run_one(task: tuple[str, int, int, tuple[str, ...], str]) -> tuple[list[Knobs | None], float]:
+    """Pool worker: one (sampler, seed) study; returns its trials' knobs and its wall time."""
+    sampler, seed, n_trials, knob_names, space = task
+    import torch
+
+    # One intra-op thread per run: the GP sampler fits its models with torch, and parallel
+    # runs must not oversubscribe the cores. Sampler time per trial is reported this way.
+    torch.set_num_threads(1)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    started = time.monotonic()
+    config = load_run_config([f"space={space}", "device=mock"])
+    found = sampler_run(config, sampler, seed, n_trials, knob_names)
+    return found, time.monotonic() - started
+
+
+def run_search_efficiency(
+    seeds: int,
+    budgets: Sequence[int] = (10, 25, 50),
+    samplers: Sequence[str] = SAMPLERS,
+    space: str = "cnn_small",
+    jobs: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
+) -> tuple[GroundTruth, list[EfficiencyRow]]:
+    """Table 2: hypervolume fraction after each budget, for each sampler over ``seeds`` seeds.
+
+    Each (sampler, seed) runs one study of ``max(budgets)`` trials; the fraction after ``b``
+    trials is scored on its first ``b`` trials (a sequential study's first ``b`` trials are
+    exactly what a ``b``-trial study would have run). Seeds 0..seeds-1 are shared by all
+    samplers. ``jobs`` runs that many studies at once in spawned processes (mock only: never
+    run this beside real measurements).
+    """
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    config = load_run_config([f"space={space}", "device=mock"])
+    truth = enumerate_ground_truth(config)
+    progress(
+        f"ground truth: {truth.n_configs} configurations, {len(truth.values)} feasible, "
+        f"true front of {len(truth.front)} ({truth.seconds:.1f} s)"
+    )
+    tasks = [
+        (sampler, seed, max(budgets), truth.knob_names, space)
+        for sampler in samplers
+        for seed in range(seeds)
+    ]
+    results: dict[tuple[str, int], tuple[list[Knobs | None], float]] = {}
+    if jobs > 1:
+        ctx = multiprocessing.get_context("spawn")  # never the trial runner's forkserver
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(_run_one, task): task for task in tasks}
+            for future in concurrent.futures.as_completed(futures):
+                sampler, seed = futures[future][:2]
+                results[sampler, seed] = future.result()
+                progress(f"  {sampler} seed {seed} done ({results[sampler, seed][1]:.1f} s)")
+    else:
+        for task in tasks:
+            results[task[0], task[1]] = _run_one(task)
+            progress(f"  {task[0]} seed {task[1]} done ({results[task[0], task[1]][1]:.1f} s)")
+    rows = []
+    for sampler in samplers:
+        fractions: dict[int, list[float]] = {b: [] for b in budgets}
+        for seed in range(seeds):
+            found = results[sampler, seed][0]
+            for b in budgets:
+                fractions[b].append(truth.fraction([k for k in found[:b] if k is not None]))
+        row = EfficiencyRow(sampler, fractions, [results[sampler, s][1] for s in range(seeds)])
+        progress(
+            f"{sampler}: median " + ", ".join(f"{b} trials {row.median(b):.3f}" for b in budgets)
+        )
+        rows.append(row)
+    return truth, rows
+
+
+if __name__ == "__main__":  # Table 2 alone: python benchmarks/_search_efficiency.py [SEEDS] [JOBS]
+    import sys
+
+    run_search_efficiency(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 10,
+        jobs=int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+        progress=print,
+    )

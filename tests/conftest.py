@@ -1,0 +1,65 @@
+"""Shared fixtures: temporary space files, SQLite storage, the real MNIST test set."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+#: The MNIST test set in IDX form (10,000 digits). Tests use it when present; autotune itself
+#: never needs it (a user passes data.root=DIR).
+MNIST_DIR = Path(os.environ.get("AUTOTUNE_TEST_MNIST", "/work/shared/data/mnist"))
+
+#: A small, valid space, in the same form as the shipped ones.
+MINIMAL_SPACE = """\
+name: tiny
+model:
+  family: cnn
+  depth: {low: 1, high: 2}
+  width: [8, 16]
+batch_size: [32, 64]
+train:
+  epochs: 1
+"""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip ``gpu`` tests where torch sees no CUDA GPU."""
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; torch sees none")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def write_space(tmp_path: Path) -> Callable[..., Path]:
+    """Write YAML text to ``tmp_path/<name>`` and return the path."""
+
+    def write(text: str, name: str = "space.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLite storage URL for a study database inside ``tmp_path``."""
+    return f"sqlite:///{tmp_path / 'studies' / 'autotune.db'}"
+
+
+@pytest.fixture
+def mnist_dir() -> Path:
+    """The real MNIST test set, or a skip saying where it was looked for."""
+    if not (MNIST_DIR / "t10k-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"MNIST test set not found at {MNIST_DIR} (set AUTOTUNE_TEST_MNIST=DIR)")
+    return MNIST_DIR

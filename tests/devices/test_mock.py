@@ -1,0 +1,85 @@
+"""The mock device's cost model (autotune/devices/mock.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from autotune.devices.mock import DEFAULT_PROFILE, simulate
+from autotune.testing import make_trial_config
+
+
+def _mock(**overrides: object):
+    return make_trial_config(device="mock", **overrides)
+
+
+def test_same_config_gives_the_same_measurement() -> None:
+    assert simulate(_mock(width=32, precision="bf16")) == simulate(
+        _mock(width=32, precision="bf16")
+    )
+
+
+def test_seed_changes_the_noise() -> None:
+    first, second = simulate(_mock(seed=0)), simulate(_mock(seed=1))
+
+    assert first.throughput_sps != second.throughput_sps
+    assert first.throughput_sps == pytest.approx(second.throughput_sps, rel=0.1)
+
+
+def test_measurement_says_it_is_simulated() -> None:
+    m = simulate(_mock())
+
+    assert m.simulated is True
+    assert m.memory_kind == "simulated"
+    assert m.throughput_sps > 0
+    assert 0.0 <= m.val_accuracy <= 1.0
+    assert 0 < m.peak_memory_bytes <= DEFAULT_PROFILE.memory_bytes
+
+
+def test_steps_follow_epochs_batch_and_world_size() -> None:
+    # digits: 1,438 training samples.
+    assert simulate(_mock(batch_size=64, train={"epochs": 2})).steps == 2 * (1438 // 64)
+    assert simulate(_mock(batch_size=64, gpu_count=2)).steps == 1438 // 128
+    assert simulate(_mock(batch_size=64, train={"epochs": 5, "max_steps": 7})).steps == 7
+
+
+def test_samples_per_step_is_the_global_batch() -> None:
+    assert simulate(_mock(batch_size=32, gpu_count=4)).samples_per_step == 128
+
+
+def test_above_capacity_is_out_of_memory() -> None:
+    config = _mock(depth=3, width=64, batch_size=4096)
+
+    with pytest.raises(MemoryError, match=r"simulated CUDA out of memory: needs \d+ bytes"):
+        simulate(config)
+
+
+def test_capacity_comes_from_the_profile() -> None:
+    config = _mock(depth=3, width=64, batch_size=4096)
+    roomy = dataclasses.replace(DEFAULT_PROFILE, memory_bytes=1 << 40)
+
+    assert simulate(config, roomy).peak_memory_bytes > DEFAULT_PROFILE.memory_bytes
+
+
+def test_lower_precision_is_faster_and_smaller() -> None:
+    fp32 = simulate(_mock(width=32, batch_size=128, precision="fp32"))
+    bf16 = simulate(_mock(width=32, batch_size=128, precision="bf16"))
+
+    assert bf16.throughput_sps > fp32.throughput_sps
+    assert bf16.peak_memory_bytes < fp32.peak_memory_bytes
+
+
+def test_compile_costs_compile_time() -> None:
+    assert simulate(_mock()).compile_s == 0.0
+    assert simulate(_mock(compile_mode="default")).compile_s > 0.0
+
+
+def test_profile_capabilities() -> None:
+    caps = DEFAULT_PROFILE.capabilities()
+
+    assert caps.simulated is True
+    assert caps.kind == "mock"
+    assert caps.memory_bytes == DEFAULT_PROFILE.memory_bytes
+    assert caps.compute_capability == DEFAULT_PROFILE.compute_capability
+    assert caps.count == DEFAULT_PROFILE.count

@@ -1,0 +1,240 @@
+"""The results store: frozen records, upserts, read-only opening, errors, pure row building."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from optuna.trial import TrialState
+from sqlalchemy.exc import SQLAlchemyError
+
+from autotune.exceptions import StorageError
+from autotune.storage import (
+    HardwareFingerprint,
+    ResultsStore,
+    StudyNotFoundError,
+    StudyRecord,
+    TrialRecord,
+    create_results_engine,
+    hardware_fingerprint,
+    load_existing_study,
+    session_scope,
+    trial_record,
+)
+from autotune.testing import make_capabilities
+from tests.storage.studies import make_trial, sqlite_url
+
+HARDWARE = HardwareFingerprint(
+    device_kind="cuda",
+    device_name="NVIDIA H100 80GB HBM3",
+    device_count=8,
+    device_memory_bytes=80 << 30,
+    compute_capability="9.0",
+    driver_version="550.54.15",
+    cuda_version="12.4",
+    cudnn_version="90100",
+    torch_version="2.13.0",
+    cpu_model="Intel Xeon",
+    cpu_cores=64,
+    simulated=False,
+)
+
+
+def _study(name: str = "s", hardware: HardwareFingerprint | None = HARDWARE) -> StudyRecord:
+    return StudyRecord(
+        study_name=name,
+        space_name="cnn_small",
+        space_source="search_spaces/cnn_small.yaml",
+        device_kind="cuda",
+        simulated=False,
+        sampler="nsga2",
+        seed=0,
+        created_at=None,
+        hardware=hardware,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ResultsStore:
+    with ResultsStore.open(sqlite_url(tmp_path)) as s:
+        yield s
+
+
+def test_record_study_keeps_the_first_record_and_returns_frozen_values(store: ResultsStore) -> None:
+    first = store.record_study(_study())
+    again = store.record_study(dataclasses.replace(_study(), sampler="tpe", hardware=None))
+    assert again.sampler == "nsga2" and again.hardware == HARDWARE
+    assert store.study("s") == first
+    assert isinstance(first.hardware, HardwareFingerprint)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.seed = 3  # type: ignore[misc]
+    assert store.study("missing") is None
+    assert [s.study_name for s in store.studies()] == ["s"]
+
+
+def test_hardware_rows_are_shared_by_fingerprint(store: ResultsStore) -> None:
+    store.record_study(_study("a"))
+    store.record_study(_study("b"))
+    other = dataclasses.replace(HARDWARE, driver_version="560.0")
+    store.record_study(_study("c", other))
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM autotune_hardware")).scalar() == 2
+
+
+def test_record_trials_inserts_then_updates_one_row_per_trial(store: ResultsStore) -> None:
+    store.record_study(_study())
+    trial = make_trial(0, (1234.5, 0.91, 5e6), baseline=True)
+    assert store.record_trials([trial_record("s", trial)], HARDWARE) == 1
+    changed = make_trial(0, (2000.0, 0.95, 6e6), baseline=True)
+    store.record_trials([trial_record("s", changed)], HARDWARE)
+    rows = store.trials("s")
+    assert len(rows) == 1 and isinstance(rows[0], TrialRecord)
+    assert rows[0].throughput_sps == 2000.0 and rows[0].peak_memory_bytes == 6_000_000
+    assert rows[0].is_baseline and rows[0].is_feasible
+    assert store.recorded_trial_numbers("s") == {0}
+    with store.engine.connect() as conn:
+        gpu = conn.execute(
+            sa.text(
+                "SELECT h.device_name FROM autotune_trial_results r "
+                "JOIN autotune_hardware h ON h.id = r.hardware_id"
+            )
+        ).scalar()
+    assert gpu == "NVIDIA H100 80GB HBM3"
+
+
+def test_record_trials_of_an_unrecorded_study_is_refused(store: ResultsStore) -> None:
+    with pytest.raises(StorageError, match="not recorded"):
+        store.record_trials([trial_record("ghost", make_trial(0, (1.0, 0.5, 1.0)))])
+    assert store.trials("ghost") == []
+
+
+def test_session_scope_rolls_back_and_raises_storage_error_from_the_cause(tmp_path: Path) -> None:
+    engine = create_results_engine(sqlite_url(tmp_path))
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE t (x INTEGER)"))
+    with (
+        pytest.raises(StorageError, match="database error") as info,
+        session_scope(engine) as session,
+    ):
+        session.execute(sa.text("INSERT INTO t VALUES (1)"))
+        session.execute(sa.text("SELECT * FROM no_such_table"))
+    assert isinstance(info.value.__cause__, SQLAlchemyError)
+    assert "\n" not in str(info.value)
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM t")).scalar() == 0  # rolled back
+
+
+def test_read_only_open_creates_nothing_and_reads_as_empty(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    engine = create_results_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE other (x INTEGER)"))
+    with ResultsStore.open(url, create=False) as reader:
+        assert not reader.available
+        assert reader.studies() == [] and reader.trials("x") == [] and reader.study("x") is None
+        with pytest.raises(StorageError, match="do not exist"):
+            reader.record_study(_study())
+    assert sa.inspect(engine).get_table_names() == ["other"]
+
+
+def test_read_only_open_refuses_tables_at_another_revision(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    ResultsStore.open(url).close()
+    engine = create_results_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE autotune_alembic_version SET version_num = '9999_future'"))
+    with pytest.raises(StorageError, match="revision 9999_future"):
+        ResultsStore.open(url, create=False)
+
+
+def test_trial_record_of_a_measured_trial_copies_every_figure_with_its_unit() -> None:
+    extra = {"flops_per_sample": 3.5e6, "mfu": 0.41, "energy_j_per_sample": 2.0e-4}
+    trial = make_trial(5, (5000.0, 0.97, 7 << 20), extra_attrs=extra, batch_size=128)
+    config = {"family": "cnn", "seed": 5, "batch_size": 128, "train": {"epochs": 5}}
+    record = trial_record("s", trial, config)
+    assert record.trial_number == 5 and record.state == "COMPLETE"
+    assert record.throughput_sps == 5000.0 and record.val_accuracy == 0.97
+    assert record.peak_memory_bytes == 7 << 20 and record.step_time_s == pytest.approx(64 / 5000)
+    assert (record.flops_per_sample, record.mfu, record.energy_j_per_sample) == (
+        3.5e6,
+        0.41,
+        2.0e-4,
+    )
+    assert record.batch_size == 128 and record.family == "cnn" and record.seed == 5
+    assert json.loads(record.config_json) == config
+    assert record.is_feasible and record.failure is None
+
+
+def test_trial_record_of_failed_and_pruned_trials_has_no_figures() -> None:
+    failed = trial_record("s", make_trial(1, None, failure="oom", constraint=1.0))
+    assert failed.failure == "oom" and not failed.is_feasible
+    assert failed.throughput_sps is None and failed.peak_memory_bytes is None
+    assert failed.mfu is None and failed.failure_detail.endswith("last line of oom")
+    pruned = trial_record("s", make_trial(2, state=TrialState.PRUNED, failure="infeasible"))
+    assert pruned.state == "PRUNED" and not pruned.is_feasible
+    assert json.loads(pruned.config_json)["knobs"]["precision"] == "fp32"
+
+
+def test_trial_record_field_names_carry_units() -> None:
+    figures = {
+        "throughput_sps",
+        "throughput_iqr_sps",
+        "step_time_s",
+        "step_time_p90_s",
+        "compile_s",
+        "peak_memory_bytes",
+        "train_s",
+        "duration_s",
+        "energy_j_per_sample",
+        "flops_per_sample",
+    }
+    assert figures <= {f.name for f in dataclasses.fields(TrialRecord)}
+
+
+def test_hardware_fingerprint_of_the_mock_device_is_simulated_and_hash_is_stable() -> None:
+    caps = make_capabilities("mock")
+    fp = hardware_fingerprint(caps)
+    assert fp.simulated and fp.device_kind == "mock"
+    assert fp.cuda_version is None and fp.driver_version is None
+    assert fp.fingerprint_sha256 == hardware_fingerprint(caps).fingerprint_sha256
+    assert (
+        fp.fingerprint_sha256
+        != dataclasses.replace(fp, cpu_cores=fp.cpu_cores + 1).fingerprint_sha256
+    )
+    assert ("simulated", "yes: SIMULATED, no figure is a measurement") in fp.rows()
+
+
+def test_hardware_fingerprint_uses_the_machine_fingerprint_the_study_recorded() -> None:
+    recorded = {
+        "driver_version": "550.1",
+        "cuda_version": "12.4",
+        "cudnn_version": 90100,
+        "torch_version": "2.13.0+cu124",
+        "cpu_model": "EPYC 9654",
+        "logical_cores": 192,
+    }
+    fp = hardware_fingerprint(make_capabilities("cuda"), recorded)
+    assert (fp.driver_version, fp.cuda_version, fp.cudnn_version) == ("550.1", "12.4", "90100")
+    assert (fp.torch_version, fp.cpu_model, fp.cpu_cores) == ("2.13.0+cu124", "EPYC 9654", 192)
+    assert fp.device_name == "fake GPU" and fp.compute_capability == "8.0"
+
+
+def test_reading_a_missing_sqlite_file_fails_without_creating_it(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path / "nowhere")
+    with pytest.raises(StorageError, match="no database file"):
+        load_existing_study("demo", url)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_unknown_study_names_the_ones_there_are(tmp_path: Path) -> None:
+    import optuna
+
+    url = sqlite_url(tmp_path)
+    optuna.create_study(study_name="real", storage=url)
+    with pytest.raises(
+        StudyNotFoundError, match=r"study=fake: no such study .*\(studies there: real\)"
+    ):
+        load_existing_study("fake", url)

@@ -1,0 +1,172 @@
+"""The command line (autotune/cli.py): in-process through ``main([...])``, plus one run of the
+installed ``autotune`` console script.
+
+Bad input must give exit code 2, one line on stderr and no file written; every test runs in
+an empty working directory (the default storage, sqlite:///storage/autotune.db, lands there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+import torch
+
+from autotune.cli import main
+from autotune.config import available_spaces
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+
+#: (arguments, a fragment of the one-line message). Runs in an empty working directory.
+BAD_INPUT = [
+    pytest.param(
+        ["run", "--trials", "0", "device=mock"], "--trials: must be >= 1, but got 0", id="trials-0"
+    ),
+    pytest.param(
+        ["run", "-n", "-3", "device=mock"],
+        "--trials: must be >= 1, but got -3",
+        id="trials-negative",
+    ),
+    pytest.param(
+        ["run", "train.epochs"], "override 'train.epochs': expected key=value", id="no-equals"
+    ),
+    pytest.param(
+        ["run", "device=tpu"], "override device=tpu: device: Input should be", id="device"
+    ),
+    pytest.param(
+        ["run", "sampler=cmaes"], "override sampler=cmaes: sampler: Input should be", id="sampler"
+    ),
+    pytest.param(["run", "bogus=1"], "override bogus=1: bogus: unknown key", id="unknown-key"),
+    pytest.param(
+        ["run", "train.epochs=many"],
+        "override train.epochs=many: train.epochs: Input should be a valid integer",
+        id="wrong-type",
+    ),
+    pytest.param(["run", "precision=[]"], "override precision=[]: precision", id="empty-choices"),
+    pytest.param(["run", "space=nosuch"], "space=nosuch: unknown space name", id="space-name"),
+    pytest.param(
+        ["run", "space=missing.yaml"], "space=missing.yaml: no such file", id="space-file"
+    ),
+    pytest.param(
+        ["run", "device=mock", "data=mnist"], "data=mnist needs data.root=DIR", id="data-root"
+    ),
+    pytest.param(
+        ["run", "device=mock", "data=mnist", "data.root=nowhere"],
+        "data.root=nowhere: no such directory",
+        id="data-dir",
+    ),
+    pytest.param(
+        ["run", "device=cpu", "precision=tf32"],
+        "space cnn_small: precision: no choice can run",
+        id="infeasible-space",
+    ),
+    pytest.param(
+        ["run", "device=mock", "storage=not a url"],
+        "storage=not a url: not a SQLAlchemy database URL",
+        id="storage",
+    ),
+    pytest.param(
+        ["run", "device=cuda"], "device=cuda: torch sees no CUDA GPU", id="no-cuda", marks=NO_CUDA
+    ),
+    pytest.param(["run", "--bogus"], "No such option: --bogus", id="unknown-option"),
+    pytest.param(["run", "--trials", "abc"], "Invalid value for '--trials'", id="trials-not-int"),
+    pytest.param(
+        ["run", "device=mock", "seed=-1"], "seed", id="negative-seed"
+    ),
+]
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p.relative_to(root) for p in root.rglob("*"))
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory and an 80-column environment, as in CI logs."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("argv", "fragment"), BAD_INPUT)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    code = main(argv)
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1, err  # not wrapped, even at 80 columns
+    assert err.startswith("autotune: error: ")
+    assert fragment in err
+    assert _files(workdir) == []
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--help"]) == 0
+
+    out = capsys.readouterr().out
+    assert "--trials" in out
+    assert "KEY=VALUE" in out
+
+
+def test_no_arguments_shows_usage_without_an_empty_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main([])
+
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "Usage: autotune" in out
+    assert err == ""
+
+
+@pytest.mark.slow
+def test_mock_run_prints_the_pareto_table_and_says_simulated(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "device=mock", "--trials", "8"])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "SIMULATED" in out
+    assert "Pareto-optimal trials of study cnn_small" in out
+    assert "samples/s" in out and "peak MiB" in out
+    assert "8 finished trials (8 run now" in out
+    assert (workdir / "storage" / "autotune.db").is_file()
+    study = optuna.load_study(study_name="cnn_small", storage="sqlite:///storage/autotune.db")
+    assert len(study.trials) == 8
+    assert all(t.user_attrs["simulated"] is True for t in study.trials)
+
+
+def _console_script() -> str:
+    found = shutil.which("autotune") or str(Path(sys.executable).with_name("autotune"))
+    if not os.access(found, os.X_OK):
+        pytest.skip("the autotune console script is not installed (pip install -e .)")
+    return found
+
+
+def test_console_script_bad_input(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [_console_script(), "run", "space=nosuch"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"autotune: error: space=nosuch: unknown space name (shipped: "
+        f"{', '.join(available_spaces())}); or pass a path to a .yaml file"
+    ]
+    assert _files(tmp_path) == []

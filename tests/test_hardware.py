@@ -1,0 +1,234 @@
+"""Device capabilities and feasibility rules (autotune/hardware.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from autotune.config import load_space
+from autotune.exceptions import ConfigError, DeviceUnavailableError
+from autotune.hardware import (
+    cpu_model_name,
+    detect_capabilities,
+    infeasibility_reason,
+    resolve_device,
+    restrict_space,
+)
+from autotune.testing import make_capabilities, make_trial_config
+
+from .conftest import MINIMAL_SPACE
+
+VOLTA = make_capabilities("cuda", name="V100", compute_capability=(7, 0), count=2)
+
+
+def _knobs(**overrides: Any) -> dict[str, Any]:
+    return make_trial_config(**overrides).knobs()
+
+
+# --------------------------------------------------------------------------------------------
+# infeasibility_reason
+
+
+def test_default_config_is_feasible_everywhere() -> None:
+    for caps in (make_capabilities("cpu"), make_capabilities("cuda"), make_capabilities("mock")):
+        assert infeasibility_reason(_knobs(), caps) is None
+
+
+def test_tf32_on_cpu() -> None:
+    reason = infeasibility_reason(_knobs(precision="tf32"), make_capabilities("cpu"))
+    assert reason == "tf32 is a CUDA tensor-core mode; the CPU has no TF32"
+
+
+@pytest.mark.parametrize("precision", ["bf16", "tf32"])
+def test_bf16_and_tf32_need_compute_capability_8(precision: str) -> None:
+    reason = infeasibility_reason(_knobs(precision=precision), VOLTA)
+    assert reason == f"{precision} needs CUDA compute capability >= 8.0, but V100 has 7.0"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16"])
+def test_fp32_and_fp16_run_on_compute_capability_7(precision: str) -> None:
+    assert infeasibility_reason(_knobs(precision=precision), VOLTA) is None
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+def test_cpu_precisions_other_than_tf32_are_feasible(precision: str) -> None:
+    assert infeasibility_reason(_knobs(precision=precision), make_capabilities("cpu")) is None
+
+
+def test_bf16_and_tf32_on_ampere_and_the_mock() -> None:
+    for caps in (make_capabilities("cuda"), make_capabilities("mock")):
+        for precision in ("bf16", "tf32"):
+            assert infeasibility_reason(_knobs(precision=precision), caps) is None
+
+
+def test_reduce_overhead_on_cpu() -> None:
+    reason = infeasibility_reason(_knobs(compile_mode="reduce-overhead"), make_capabilities("cpu"))
+    assert reason == "compile mode reduce-overhead uses CUDA graphs and needs a CUDA device"
+
+
+@pytest.mark.parametrize("mode", ["default", "max-autotune"])
+def test_other_compile_modes_on_cpu(mode: str) -> None:
+    assert infeasibility_reason(_knobs(compile_mode=mode), make_capabilities("cpu")) is None
+
+
+def test_reduce_overhead_on_gpu() -> None:
+    reason = infeasibility_reason(_knobs(compile_mode="reduce-overhead"), make_capabilities("cuda"))
+    assert reason is None
+
+
+def test_more_processes_than_cpu_cores() -> None:
+    caps = make_capabilities("cpu", count=2)
+
+    assert infeasibility_reason(_knobs(gpu_count=2), caps) is None
+    assert (
+        infeasibility_reason(_knobs(gpu_count=3), caps)
+        == "gpu_count=3 exceeds the 2 CPU cores of fake CPU"
+    )
+
+
+def test_more_gpus_than_the_device_has() -> None:
+    reason = infeasibility_reason(_knobs(gpu_count=2), make_capabilities("cuda", count=1))
+    assert reason == "gpu_count=2 exceeds the 1 GPUs of fake GPU"
+
+
+def test_precision_rule_is_reported_first() -> None:
+    knobs = _knobs(precision="tf32", compile_mode="reduce-overhead", gpu_count=8)
+    reason = infeasibility_reason(knobs, make_capabilities("cpu"))
+    assert reason is not None and reason.startswith("tf32")
+
+
+# --------------------------------------------------------------------------------------------
+# restrict_space
+
+
+def test_restrict_cnn_small_on_a_cpu() -> None:
+    space, removed = restrict_space(load_space("cnn_small"), make_capabilities("cpu", count=2))
+
+    assert space.precision.values() == ["fp32", "fp16", "bf16"]
+    assert space.compile_mode.values() == ["none", "default", "max-autotune"]
+    assert space.gpu_count.values() == [1, 2]
+    assert removed == [
+        "precision=tf32: tf32 is a CUDA tensor-core mode; the CPU has no TF32",
+        "compile_mode=reduce-overhead: compile mode reduce-overhead uses CUDA graphs and needs "
+        "a CUDA device",
+    ]
+
+
+def test_restrict_removes_world_sizes_beyond_the_device() -> None:
+    space, removed = restrict_space(load_space("cnn_small"), make_capabilities("cuda", count=1))
+
+    assert space.gpu_count.values() == [1]
+    assert removed == ["gpu_count=2: gpu_count=2 exceeds the 1 GPUs of fake GPU"]
+
+
+def test_restrict_turns_a_gpu_range_into_choices(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "gpu_count: {low: 1, high: 8}\n")
+
+    space, removed = restrict_space(load_space(str(path)), make_capabilities("mock"))
+
+    assert space.gpu_count.values() == [1, 2, 3, 4]
+    assert len(removed) == 4
+
+
+def test_restrict_on_volta(write_space: Callable[..., Path]) -> None:
+    space, removed = restrict_space(load_space("cnn_small"), VOLTA)
+
+    assert space.precision.values() == ["fp32", "fp16"]
+    assert space.compile_mode.values() == load_space("cnn_small").compile_mode.values()
+    assert [line.split(":")[0] for line in removed] == ["precision=tf32", "precision=bf16"]
+
+
+def test_restrict_keeps_the_space_order(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "precision: [bf16, tf32, fp32]\n")
+
+    space, _ = restrict_space(load_space(str(path)), make_capabilities("cpu"))
+
+    assert space.precision.values() == ["bf16", "fp32"]
+
+
+def test_restrict_leaves_a_feasible_space_alone() -> None:
+    original = load_space("cnn_small")
+
+    space, removed = restrict_space(original, make_capabilities("mock"))
+
+    assert removed == []
+    assert space == original
+
+
+def test_restrict_errors_when_no_choice_is_left(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "precision: tf32\n")
+
+    with pytest.raises(ConfigError) as err:
+        restrict_space(load_space(str(path)), make_capabilities("cpu"))
+
+    assert str(err.value) == (
+        "space tiny: precision: no choice can run on fake CPU "
+        "(precision=tf32: tf32 is a CUDA tensor-core mode; the CPU has no TF32)"
+    )
+
+
+def test_restrict_errors_when_every_world_size_is_too_large() -> None:
+    space = load_space("cnn_small", ["gpu_count=[2,4]"])
+
+    with pytest.raises(ConfigError, match=r"^space cnn_small: gpu_count: no choice can run"):
+        restrict_space(space, make_capabilities("cuda", count=1))
+
+
+# --------------------------------------------------------------------------------------------
+# Devices of this machine
+
+
+@pytest.mark.parametrize("name", ["cpu", "mock"])
+def test_resolve_explicit_devices(name: str) -> None:
+    assert resolve_device(name) == name
+
+
+def test_resolve_unknown_device() -> None:
+    with pytest.raises(ConfigError, match=r"^device=tpu: unknown device"):
+        resolve_device("tpu")
+
+
+def test_resolve_auto() -> None:
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_resolve_cuda_without_a_gpu() -> None:
+    with pytest.raises(DeviceUnavailableError, match=r"^device=cuda: torch sees no CUDA GPU"):
+        resolve_device("cuda")
+
+
+def test_detect_cpu() -> None:
+    caps = detect_capabilities("cpu")
+
+    assert caps.kind == "cpu"
+    assert caps.count == os.cpu_count()
+    assert caps.memory_bytes is not None and caps.memory_bytes > 0
+    assert caps.compute_capability is None
+    assert caps.simulated is False
+    assert caps.is_gpu is False
+    assert caps.name == cpu_model_name() != ""
+
+
+def test_detect_mock_is_simulated() -> None:
+    caps = detect_capabilities("mock")
+
+    assert caps.kind == "mock"
+    assert caps.simulated is True
+    assert caps.is_gpu is True
+    assert "simulated" in caps.name
+
+
+@pytest.mark.gpu
+def test_detect_cuda() -> None:
+    caps = detect_capabilities("cuda")
+
+    assert caps.kind == "cuda"
+    assert caps.count == torch.cuda.device_count()
+    assert caps.compute_capability == torch.cuda.get_device_capability(0)
+    assert caps.memory_bytes is not None and caps.memory_bytes > 0

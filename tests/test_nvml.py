@@ -1,0 +1,222 @@
+"""NVML access and the GPU window meter (autotune/nvml.py), against the fake NVML."""
+
+from __future__ import annotations
+
+import pynvml
+import pytest
+
+from autotune.nvml import GpuWindowMeter, nvml_session, read_nvml, visible_nvml_indices
+from autotune.testing.fake_nvml import FAKE_MACHINES, FakeNvml, fake_machine
+
+_MIB = 1 << 20
+
+
+class _Clock:
+    """A clock the test advances by hand."""
+
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+# --------------------------------------------------------------------------------------------
+# read_nvml
+
+
+def test_reads_every_gpu_of_an_h100_machine() -> None:
+    info = read_nvml(fake_machine("h100x8"))
+
+    assert info is not None
+    assert len(info.gpus) == 8
+    assert [g.index for g in info.gpus] == list(range(8))
+    gpu = info.gpus[0]
+    assert gpu.name == "NVIDIA H100 80GB HBM3"
+    assert gpu.memory_bytes == 81559 * _MIB
+    assert gpu.compute_capability == (9, 0)
+    assert gpu.power_limit_w == 700.0
+    assert gpu.uuid.startswith("GPU-")
+    assert len({g.uuid for g in info.gpus}) == 8
+    assert info.driver_version == "550.54.15"
+    assert info.cuda_driver_version == "12.4"
+
+
+@pytest.mark.parametrize(
+    ("machine", "count", "name", "cc"),
+    [
+        ("a100x4", 4, "NVIDIA A100-SXM4-80GB", (8, 0)),
+        ("v100x1", 1, "Tesla V100-SXM2-32GB", (7, 0)),
+        ("t4", 1, "Tesla T4", (7, 5)),
+    ],
+)
+def test_reads_the_other_fake_machines(
+    machine: str, count: int, name: str, cc: tuple[int, int]
+) -> None:
+    info = read_nvml(fake_machine(machine))
+
+    assert info is not None
+    assert [(g.name, g.compute_capability) for g in info.gpus] == [(name, cc)] * count
+
+
+def test_no_driver_means_no_nvml() -> None:
+    assert read_nvml(fake_machine("none")) is None
+
+
+def test_this_machine_without_a_gpu_reads_none_or_real_gpus() -> None:
+    info = read_nvml()  # the real pynvml: no driver here, GPUs on a GPU machine
+
+    assert info is None or all(g.memory_bytes > 0 for g in info.gpus)
+
+
+def test_a_missing_power_limit_is_none() -> None:
+    nvml = FakeNvml(FAKE_MACHINES["t4"], unsupported=["nvmlDeviceGetPowerManagementLimit"])
+
+    info = read_nvml(nvml)
+
+    assert info is not None and info.gpus[0].power_limit_w is None
+
+
+def test_session_shuts_nvml_down() -> None:
+    nvml = fake_machine("t4")
+
+    with nvml_session(nvml) as m:
+        assert m is nvml
+        assert m.nvmlDeviceGetCount() == 1
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        nvml.nvmlDeviceGetCount()
+
+
+def test_gpu_info_round_trips_through_a_dict() -> None:
+    info = read_nvml(fake_machine("v100x1"))
+    assert info is not None
+
+    gpu = info.gpus[0]
+
+    assert type(gpu).from_dict(gpu.to_dict()) == gpu
+
+
+# --------------------------------------------------------------------------------------------
+# CUDA_VISIBLE_DEVICES
+
+_UUIDS = ["GPU-aaaa-0", "GPU-bbbb-1", "GPU-cccc-2", "GPU-dddd-3"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, [0, 1, 2, 3]),
+        ("", []),
+        ("2", [2]),
+        ("3,1", [3, 1]),
+        (" 1 , 0 ", [1, 0]),
+        ("1,7,2", [1]),  # the list ends at the first index that names no GPU
+        ("0,-1,2", [0]),  # a negative index ends it too
+        ("1,1,2", [1]),  # a GPU named twice ends it
+        ("GPU-cccc", [2]),  # a unique UUID prefix
+        ("GPU-bbbb-1,0", [1, 0]),
+        ("GPU-nope,0", []),
+        ("MIG-1234,0", []),  # MIG slices are not NVML GPUs
+    ],
+)
+def test_visible_indices_follow_cuda_rules(value: str | None, expected: list[int]) -> None:
+    assert visible_nvml_indices(value, _UUIDS) == expected
+
+
+def test_ambiguous_uuid_prefix_ends_the_list() -> None:
+    assert visible_nvml_indices("GPU-", _UUIDS) == []
+
+
+# --------------------------------------------------------------------------------------------
+# GpuWindowMeter
+
+
+def test_meter_reads_power_utilization_and_the_energy_counter() -> None:
+    clock = _Clock()
+    nvml = FakeNvml(FAKE_MACHINES["a100x4"], clock=clock)
+    nvml.set_load(0, 80.0, power_w=300.0)
+    nvml.set_load(1, 60.0, power_w=200.0)
+    meter = GpuWindowMeter([0, 1], nvml, interval_s=3600.0, clock=clock)
+
+    assert meter.start() is True
+    clock.now_s += 2.0
+    reading = meter.stop()
+
+    assert reading is not None
+    assert reading.duration_s == pytest.approx(2.0)
+    assert reading.mean_power_w == pytest.approx(500.0)  # both GPUs together
+    assert reading.mean_utilization_pct == pytest.approx(70.0)
+    assert reading.energy_source == "energy_counter"
+    assert reading.energy_j == pytest.approx(1000.0, abs=0.01)  # 500 W x 2 s
+    assert reading.samples == 2  # at start and at stop
+
+
+def test_meter_without_an_energy_counter_integrates_power() -> None:
+    clock = _Clock()
+    nvml = FakeNvml(
+        FAKE_MACHINES["t4"], clock=clock, unsupported=["nvmlDeviceGetTotalEnergyConsumption"]
+    )
+    nvml.set_load(0, 100.0)  # full load: the power limit, 70 W
+    meter = GpuWindowMeter([0], nvml, interval_s=3600.0, clock=clock)
+
+    meter.start()
+    clock.now_s += 4.0
+    reading = meter.stop()
+
+    assert reading is not None
+    assert reading.energy_source == "power_samples"
+    assert reading.mean_power_w == pytest.approx(70.0)
+    assert reading.energy_j == pytest.approx(280.0)
+
+
+def test_meter_samples_in_the_background() -> None:
+    nvml = fake_machine("t4")
+    nvml.set_load(0, 50.0)
+    meter = GpuWindowMeter([0], nvml, interval_s=0.005)
+
+    meter.start()
+    import time
+
+    time.sleep(0.1)
+    reading = meter.stop()
+
+    assert reading is not None
+    assert reading.samples > 3
+    assert reading.mean_utilization_pct == pytest.approx(50.0)
+    assert reading.mean_power_w == pytest.approx(10.0 + 60.0 * 0.5)
+
+
+def test_meter_leaves_nvml_shut_down() -> None:
+    nvml = fake_machine("t4")
+    meter = GpuWindowMeter([0], nvml, interval_s=3600.0)
+
+    meter.start()
+    meter.stop()
+
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        nvml.nvmlDeviceGetCount()
+
+
+def test_meter_without_nvml_reads_nothing() -> None:
+    meter = GpuWindowMeter([0], fake_machine("none"))
+
+    assert meter.start() is False
+    assert meter.stop() is None
+
+
+def test_meter_for_cuda_ranks_maps_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    nvml = fake_machine("h100x8")
+    info = read_nvml(nvml)
+    assert info is not None
+    uuid_of_5 = info.gpus[5].uuid
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{uuid_of_5},3")
+
+    meter = GpuWindowMeter.for_cuda_ranks(2, nvml)
+
+    assert meter is not None
+    assert meter._indices == [5, 3]
+    assert GpuWindowMeter.for_cuda_ranks(3, nvml) is None  # only two are visible
+
+
+def test_meter_for_cuda_ranks_without_nvml() -> None:
+    assert GpuWindowMeter.for_cuda_ranks(1, fake_machine("none")) is None

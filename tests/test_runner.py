@@ -1,0 +1,151 @@
+"""Trials in child processes: results, timeouts and failure classification (autotune/runner.py).
+
+Failures are provoked through the mock device's ``mock_fault`` (an exception, a MemoryError,
+death by SIGSEGV, a hang) and through real CPU trials that cannot run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pytest
+import torch
+
+from autotune.devices.mock import simulate
+from autotune.exceptions import TrialError
+from autotune.runner import _failure_kind, run_trial
+from autotune.testing import make_trial_config
+
+
+def _trial_children() -> list[str]:
+    return [
+        p.name for p in multiprocessing.active_children() if p.name.startswith("autotune-trial")
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# _failure_kind
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        MemoryError("simulated"),
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"
+        ),
+    ],
+)
+def test_out_of_memory_kinds(exc: BaseException) -> None:
+    assert _failure_kind(exc) == "oom"
+
+
+@pytest.mark.parametrize(
+    "exc", [ValueError("batch too large"), RuntimeError("shape mismatch"), KeyboardInterrupt()]
+)
+def test_other_exceptions_are_errors(exc: BaseException) -> None:
+    assert _failure_kind(exc) == "error"
+
+
+# --------------------------------------------------------------------------------------------
+# run_trial on the mock device (a child process; the simulation itself takes milliseconds)
+
+
+@pytest.mark.slow
+def test_mock_trial_returns_the_childs_measurement() -> None:
+    config = make_trial_config(device="mock", width=16)
+
+    measurement = run_trial(config, timeout_s=60)
+
+    assert measurement == simulate(config)
+    assert measurement.simulated is True
+    assert _trial_children() == []
+
+
+@pytest.mark.slow
+def test_exception_in_a_rank_is_an_error_with_its_traceback() -> None:
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="error"), timeout_s=60)
+
+    assert err.value.failure == "error"
+    assert err.value.detail.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: simulated error (mock.fault=error)" in err.value.detail
+    assert str(err.value) == "error: RuntimeError: simulated error (mock.fault=error)"
+
+
+@pytest.mark.slow
+def test_memory_error_in_a_rank_is_oom() -> None:
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="oom"), timeout_s=60)
+
+    assert err.value.failure == "oom"
+    assert "MemoryError" in err.value.detail
+
+
+@pytest.mark.slow
+def test_modelled_out_of_memory_is_oom() -> None:
+    config = make_trial_config(device="mock", depth=3, width=64, batch_size=4096)
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=60)
+
+    assert err.value.failure == "oom"
+    assert "simulated CUDA out of memory" in err.value.detail
+
+
+@pytest.mark.slow
+def test_rank_killed_by_a_signal_is_a_crash() -> None:
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="crash"), timeout_s=60)
+
+    assert err.value.failure == "crash"
+    assert err.value.detail.startswith("rank 0 killed by signal SIGSEGV without a result")
+
+
+@pytest.mark.slow
+def test_hanging_rank_times_out_and_is_killed() -> None:
+    started = time.monotonic()
+
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="hang"), timeout_s=1.0)
+
+    assert err.value.failure == "timeout"
+    assert err.value.detail.startswith("no result after the 1 s limit (trial.timeout_s)")
+    assert time.monotonic() - started < 20
+    assert _trial_children() == []
+
+
+# --------------------------------------------------------------------------------------------
+# run_trial on the CPU: trials that cannot run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpu_count", [1, 2])
+def test_batch_larger_than_the_data_is_an_error(gpu_count: int) -> None:
+    config = make_trial_config(batch_size=2048, gpu_count=gpu_count)
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "error"
+    assert str(err.value) == (
+        f"error: ValueError: batch_size=2048 x gpu_count={gpu_count} is larger than the "
+        "1438 training samples"
+    )
+    assert "Traceback" in err.value.detail
+    assert _trial_children() == []
+
+
+@pytest.mark.slow
+def test_missing_data_in_the_child_is_an_error(tmp_path: object) -> None:
+    config = make_trial_config(data={"name": "mnist", "root": f"{tmp_path}/nowhere"})
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "error"
+    assert "DataError" in err.value.detail
+    assert f"data.root={tmp_path}/nowhere: no such directory" in str(err.value)

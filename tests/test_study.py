@@ -1,0 +1,324 @@
+"""The Optuna side: storage, samplers, the study record and the trial objective
+(autotune/study.py). Trials are run by FakeRunTrial; no child process is started."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
+from autotune.exceptions import ConfigError, StorageError, TrialError
+from autotune.hardware import DeviceCapabilities
+from autotune.objectives import OBJECTIVES, failed_values, objective_values
+from autotune.study import (
+    TrialObjective,
+    count_finished,
+    make_sampler,
+    open_storage,
+    open_study,
+    validate_storage_url,
+)
+from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
+
+from .conftest import MINIMAL_SPACE
+
+DIRECTIONS = [optuna.study.StudyDirection.MAXIMIZE] * 2 + [optuna.study.StudyDirection.MINIMIZE]
+
+
+def _run_config(*args: str) -> RunConfig:
+    return load_run_config(["device=mock", *args])
+
+
+def _optimize(
+    objective: TrialObjective, n_trials: int, study: optuna.Study | None = None
+) -> optuna.Study:
+    """Run the objective in an in-memory study with a seeded random sampler."""
+    study = study or optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    study.optimize(objective, n_trials=n_trials)
+    return study
+
+
+def _objective(
+    run_trial: FakeRunTrial,
+    *,
+    caps: DeviceCapabilities | None = None,
+    space: SearchSpace | None = None,
+    config: RunConfig | None = None,
+    **kwargs: Any,
+) -> TrialObjective:
+    config = config or _run_config()
+    return TrialObjective(
+        config, space or config.space, caps or make_capabilities("mock"), run_trial, **kwargs
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Storage and samplers
+
+
+@pytest.mark.parametrize("url", ["not a url", "nosuchdb://host/db"])
+def test_bad_storage_url(url: str) -> None:
+    with pytest.raises(StorageError) as err:
+        validate_storage_url(url)
+
+    message = str(err.value)
+    assert message.startswith(f"storage={url}: ")
+    assert "\n" not in message
+
+
+def test_unknown_dialect_is_named_as_such() -> None:
+    with pytest.raises(StorageError, match=r"^storage=nosuchdb://h/d: unknown database dialect"):
+        validate_storage_url("nosuchdb://h/d")
+
+
+def test_validating_a_url_writes_nothing(tmp_path: Path) -> None:
+    validate_storage_url(f"sqlite:///{tmp_path}/sub/study.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_open_storage_creates_the_sqlite_directory(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/a/b/study.db"
+
+    open_storage(url)
+
+    assert (tmp_path / "a" / "b" / "study.db").is_file()
+
+
+def test_sqlite_directory_that_cannot_be_made_is_a_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+
+    with pytest.raises(StorageError, match=f"^storage=sqlite:///{blocker}/study.db: "):
+        open_storage(f"sqlite:///{blocker}/study.db")
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("nsga2", optuna.samplers.NSGAIISampler),
+        ("tpe", optuna.samplers.TPESampler),
+        ("gp", optuna.samplers.GPSampler),
+        ("random", optuna.samplers.RandomSampler),
+    ],
+)
+def test_make_sampler(name: str, cls: type) -> None:
+    assert isinstance(make_sampler(name, seed=0), cls)
+
+
+def test_unknown_sampler() -> None:
+    with pytest.raises(ConfigError, match=r"^sampler=cmaes: unknown sampler"):
+        make_sampler("cmaes", seed=0)
+
+
+# --------------------------------------------------------------------------------------------
+# open_study
+
+
+def test_new_study_records_objectives_and_space(sqlite_url: str) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=s1")
+    caps = make_capabilities("mock")
+
+    study = open_study(config, config.space, caps, open_storage(sqlite_url))
+
+    assert study.directions == DIRECTIONS
+    assert study.metric_names == ["throughput_sps", "val_accuracy", "peak_memory_bytes"]
+    record = study.user_attrs["autotune"]
+    assert record["space_source"] == "search_spaces/cnn_small.yaml"
+    assert record["device_kind"] == "mock"
+    assert record["simulated"] is True
+    assert SearchSpace.model_validate(record["space"]) == config.space
+    assert isinstance(study.sampler, optuna.samplers.NSGAIISampler)
+
+
+def test_reopening_with_the_same_space_loads_the_study(sqlite_url: str) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=s1")
+    caps = make_capabilities("mock")
+    first = open_study(config, config.space, caps, open_storage(sqlite_url))
+    first.add_trial(optuna.trial.create_trial(values=[1.0, 0.5, 2.0]))
+
+    again = open_study(config, config.space, caps, open_storage(sqlite_url))
+
+    assert again.study_name == "s1"
+    assert len(again.trials) == 1
+
+
+def test_reopening_with_another_space_is_refused(sqlite_url: str) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=s1")
+    caps = make_capabilities("mock")
+    open_study(config, config.space, caps, open_storage(sqlite_url))
+    other = _run_config(f"storage={sqlite_url}", "study=s1", "train.epochs=2")
+
+    with pytest.raises(ConfigError) as err:
+        open_study(other, other.space, caps, open_storage(sqlite_url))
+
+    assert str(err.value) == (
+        "study=s1: it was created with another search space (search_spaces/cnn_small.yaml); "
+        "choose a new study name (study=NAME) or the original settings"
+    )
+
+
+def test_reopening_on_another_device_kind_is_refused(sqlite_url: str) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=s1")
+    open_study(config, config.space, make_capabilities("mock"), open_storage(sqlite_url))
+
+    with pytest.raises(
+        ConfigError, match=r"^study=s1: it was created with another device \(mock\)"
+    ):
+        open_study(config, config.space, make_capabilities("cuda"), open_storage(sqlite_url))
+
+
+# --------------------------------------------------------------------------------------------
+# TrialObjective
+
+
+def test_successful_trial_stores_every_figure() -> None:
+    measurement = make_measurement(throughput_sps=1234.0, val_accuracy=0.75)
+    fake = FakeRunTrial([measurement])
+
+    study = _optimize(_objective(fake), 1)
+
+    trial = study.trials[0]
+    assert trial.state == TrialState.COMPLETE
+    assert trial.values == list(objective_values(measurement))
+    assert trial.constraints == {"failed": 0.0}
+    for key, value in measurement.as_user_attrs().items():
+        assert trial.user_attrs[key] == value
+    assert "failure" not in trial.user_attrs
+
+
+def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
+    config = _run_config("seed=10", "trial.timeout_s=42")
+    fake = FakeRunTrial()
+
+    study = _optimize(_objective(fake, config=config), 3)
+
+    assert len(fake.calls) == 3
+    for trial, (trial_config, timeout_s) in zip(study.trials, fake.calls, strict=True):
+        assert trial_config.knobs() == trial.params
+        assert trial_config.seed == 10 + trial.number
+        assert trial_config.device == "mock"
+        assert trial_config.family == "cnn"
+        assert trial_config.train == config.space.train
+        assert trial_config.data == config.space.data
+        assert timeout_s == 42.0
+
+
+@pytest.mark.parametrize("failure", ["oom", "timeout"])
+def test_failed_trial_is_complete_infeasible_data(failure: str) -> None:
+    caps = make_capabilities("mock")
+    fake = FakeRunTrial([TrialError(failure, "Traceback ...\nthe last line")])
+
+    study = _optimize(_objective(fake, caps=caps), 1)
+
+    trial = study.trials[0]
+    assert trial.state == TrialState.COMPLETE
+    assert trial.values == list(failed_values(caps.memory_bytes))
+    assert trial.values == [0.0, 0.0, float(caps.memory_bytes)]
+    assert trial.constraints == {"failed": 1.0}
+    assert trial.user_attrs["failure"] == failure
+    assert trial.user_attrs["failure_detail"] == "Traceback ...\nthe last line"
+    assert len(fake.calls) == 1  # out of memory and timeouts would only repeat
+
+
+@pytest.mark.parametrize("failure", ["error", "crash"])
+def test_error_or_crash_gets_one_more_try(failure: str) -> None:
+    fake = FakeRunTrial([TrialError(failure, "flaky"), make_measurement()])
+
+    study = _optimize(_objective(fake), 1)
+
+    trial = study.trials[0]
+    assert len(fake.calls) == 2
+    assert fake.configs[0] == fake.configs[1]
+    assert trial.constraints == {"failed": 0.0}
+    assert trial.user_attrs["retried_after"] == f"{failure}: flaky"
+    assert "failure" not in trial.user_attrs
+
+
+def test_error_twice_is_a_failure() -> None:
+    fake = FakeRunTrial([TrialError("error", "first"), TrialError("error", "second")])
+
+    study = _optimize(_objective(fake), 1)
+
+    trial = study.trials[0]
+    assert trial.user_attrs["failure"] == "error"
+    assert trial.user_attrs["failure_detail"] == "second"
+    assert trial.constraints == {"failed": 1.0}
+
+
+def test_failure_detail_keeps_the_last_2000_characters() -> None:
+    detail = "x" * 5000 + "END"
+    fake = FakeRunTrial([TrialError("oom", detail)])
+
+    trial = _optimize(_objective(fake), 1).trials[0]
+
+    assert trial.user_attrs["failure_detail"] == detail[-2000:]
+
+
+def test_infeasible_configuration_is_pruned_and_never_run(
+    write_space: Callable[..., Path],
+) -> None:
+    # The space is not restricted first, so tf32 reaches a CPU and the rule must stop it.
+    space = load_space(str(write_space(MINIMAL_SPACE + "precision: tf32\n")))
+    fake = FakeRunTrial()
+
+    study = _optimize(_objective(fake, caps=make_capabilities("cpu"), space=space), 2)
+
+    assert fake.calls == []
+    for trial in study.trials:
+        assert trial.state == TrialState.PRUNED
+        assert trial.user_attrs["failure"] == "infeasible"
+        assert trial.user_attrs["failure_detail"] == (
+            "tf32 is a CUDA tensor-core mode; the CPU has no TF32"
+        )
+
+
+def test_calling_the_objective_directly_raises_pruned(write_space: Callable[..., Path]) -> None:
+    space = load_space(str(write_space(MINIMAL_SPACE + "compile_mode: reduce-overhead\n")))
+    objective = _objective(FakeRunTrial(), caps=make_capabilities("cpu"), space=space)
+    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+
+    with pytest.raises(optuna.TrialPruned, match="reduce-overhead uses CUDA graphs"):
+        objective(study.ask())
+
+
+def test_memory_and_accuracy_limits_become_constraints(write_space: Callable[..., Path]) -> None:
+    space = load_space(
+        str(
+            write_space(
+                MINIMAL_SPACE + "constraints: {max_memory_bytes: 4MiB, min_accuracy: 0.95}\n"
+            )
+        )
+    )
+    fake = FakeRunTrial([make_measurement(peak_memory_bytes=5 << 20, val_accuracy=0.9)])
+
+    trial = _optimize(_objective(fake, space=space), 1).trials[0]
+
+    assert trial.constraints["failed"] == 0.0
+    assert trial.constraints["max_memory_bytes"] == float(1 << 20)
+    assert trial.constraints["min_accuracy"] == pytest.approx(0.05)
+
+
+def test_mock_fault_reaches_only_the_chosen_trials() -> None:
+    config = _run_config("mock.fault=crash", "mock.fault_trials=[1]")
+    fake = FakeRunTrial([make_measurement()] * 4)
+
+    _optimize(_objective(fake, config=config), 3)
+
+    assert [c.mock_fault for c in fake.configs] == ["none", "crash", "none"]
+
+
+def test_count_finished_counts_complete_and_pruned() -> None:
+    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+    study.add_trial(optuna.trial.create_trial(values=[1.0, 0.5, 2.0]))
+    study.add_trial(optuna.trial.create_trial(state=TrialState.PRUNED))
+    study.add_trial(optuna.trial.create_trial(state=TrialState.FAIL))
+
+    assert count_finished(study) == 2

@@ -1,0 +1,132 @@
+"""Real training of one trial per knob, each in child processes (autotune/trial.py through
+autotune/runner.py). Every trial is one epoch of digits with a tiny model: seconds each,
+except torch.compile (20-30 s cold on two cores)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from autotune.config import TrialConfig
+from autotune.data import load_dataset
+from autotune.measure import Measurement
+from autotune.models import build_model, count_parameters
+from autotune.runner import run_trial
+from autotune.testing import make_trial_config
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT_S = 300.0
+#: digits: 1,797 samples, 359 held out.
+N_TRAIN = 1438
+
+
+def _expected_steps(config: TrialConfig) -> int:
+    per_rank = math.ceil(N_TRAIN / config.gpu_count)  # DistributedSampler pads to equal shares
+    steps = config.train.epochs * (per_rank // config.batch_size)  # drop_last
+    return min(steps, config.train.max_steps or steps)
+
+
+def _check(m: Measurement, config: TrialConfig, memory_kind: str = "cpu_peak_rss_growth") -> None:
+    """What every real trial must report."""
+    assert m.simulated is False
+    assert m.throughput_sps > 0
+    assert 0.0 <= m.val_accuracy <= 1.0
+    assert m.peak_memory_bytes > 0
+    assert m.memory_kind == memory_kind
+    assert m.steps == _expected_steps(config)
+    warmup = min(max(config.train.warmup_steps, config.compile_mode != "none"), m.steps - 1)
+    assert 0 < m.timed_steps <= m.steps - warmup
+    assert m.samples_per_step == config.batch_size * config.gpu_count
+    assert m.step_time_s > 0
+    assert m.train_s > 0
+    assert math.isfinite(m.train_loss)
+    model = build_model(config.family, config.depth, config.width, (1, 8, 8), 10)
+    assert m.parameters == count_parameters(model)
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)],
+)
+@pytest.mark.parametrize("family", ["cnn", "mlp"])
+def test_eager_fp32(device: str, family: str) -> None:
+    config = make_trial_config(device=device, family=family, width=8 if family == "cnn" else 64)
+
+    m = run_trial(config, TIMEOUT_S)
+
+    _check(m, config, "cpu_peak_rss_growth" if device == "cpu" else "cuda_allocator_peak")
+    assert m.compile_s == 0.0
+    assert len(m.window_throughputs_sps) == 5
+
+
+def test_mlp_learns_in_one_epoch() -> None:
+    # Digits are easy: one epoch of AdamW takes an MLP well above chance (10%).
+    config = make_trial_config(family="mlp", width=64, train={"lr": 3.0e-3})
+
+    m = run_trial(config, TIMEOUT_S)
+
+    assert m.val_accuracy > 0.5
+
+
+def test_channels_last() -> None:
+    config = make_trial_config(memory_format="channels_last")
+    _check(run_trial(config, TIMEOUT_S), config)
+
+
+def test_bf16_autocast() -> None:
+    config = make_trial_config(precision="bf16")
+    _check(run_trial(config, TIMEOUT_S), config)
+
+
+def test_compile_default() -> None:
+    config = make_trial_config(family="mlp", width=32, compile_mode="default")
+
+    m = run_trial(config, TIMEOUT_S)
+
+    _check(m, config)
+    assert m.compile_s > 0.0  # the first step holds the compilation
+
+
+def test_one_dataloader_worker() -> None:
+    config = make_trial_config(num_workers=1)
+    _check(run_trial(config, TIMEOUT_S), config)
+
+
+def test_ddp_two_processes_with_gloo() -> None:
+    config = make_trial_config(gpu_count=2)
+
+    m = run_trial(config, TIMEOUT_S)
+
+    _check(m, config)
+    assert m.steps == 11  # ceil(1438 / 2) // 64
+    assert m.samples_per_step == 128
+
+
+def test_max_steps_caps_the_budget() -> None:
+    config = make_trial_config(train={"epochs": 3, "max_steps": 9})
+
+    m = run_trial(config, TIMEOUT_S)
+
+    _check(m, config)
+    assert m.steps == 9
+    assert m.timed_steps == 4  # 9 - 5 warm-up steps, in windows of >= 2 steps
+
+
+def test_synthetic_data_probe() -> None:
+    config = make_trial_config(
+        family="mlp", width=32, data={"name": "synthetic", "synthetic_samples": 640}
+    )
+
+    m = run_trial(config, TIMEOUT_S)
+
+    assert m.steps == 512 // 64
+    assert m.throughput_sps > 0
+    assert 0.0 <= m.val_accuracy <= 1.0
+
+
+def test_dataset_size_assumption() -> None:
+    from autotune.config import DataSettings
+
+    assert len(load_dataset(DataSettings(name="digits")).train_x) == N_TRAIN

@@ -1,0 +1,95 @@
+"""The test helpers themselves (autotune/testing/)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+from pydantic import ValidationError
+
+import autotune.testing
+from autotune.devices.mock import DEFAULT_PROFILE, simulate
+from autotune.exceptions import TrialError
+from autotune.testing import (
+    FakeClock,
+    FakeRunTrial,
+    make_capabilities,
+    make_measurement,
+    make_trial_config,
+    simulate_trial,
+)
+
+
+def test_all_is_the_sorted_public_names() -> None:
+    public = sorted(
+        name
+        for name, value in vars(autotune.testing).items()
+        if not name.startswith("_")
+        and name != "annotations"
+        and not isinstance(value, types.ModuleType)  # submodules (fake_nvml) are not names
+    )
+    assert autotune.testing.__all__ == public
+
+
+def test_fake_run_trial_plays_outcomes_then_simulates() -> None:
+    canned = make_measurement(throughput_sps=1.0)
+    failure = TrialError("oom", "MemoryError")
+    fake = FakeRunTrial([canned, failure])
+    config = make_trial_config(device="mock")
+
+    assert fake(config, 1.0) is canned
+    with pytest.raises(TrialError) as err:
+        fake(config, 2.0)
+    assert err.value is failure
+    assert fake(config, 3.0) == simulate(config)
+    assert [t for _, t in fake.calls] == [1.0, 2.0, 3.0]
+    assert fake.configs == [config] * 3
+
+
+def test_fake_run_trial_then() -> None:
+    fake = FakeRunTrial(then=lambda config, timeout_s: make_measurement(steps=config.depth))
+    assert fake(make_trial_config(depth=3), 1.0).steps == 3
+
+
+def test_simulate_trial_reports_oom_like_the_runner() -> None:
+    with pytest.raises(TrialError) as err:
+        simulate_trial(make_trial_config(depth=3, width=64, batch_size=4096), 1.0)
+
+    assert err.value.failure == "oom"
+    assert "simulated CUDA out of memory" in err.value.detail
+
+
+def test_make_trial_config_merges_groups() -> None:
+    config = make_trial_config(train={"lr": 0.01}, data={"val_fraction": 0.5}, precision="bf16")
+
+    assert config.train.epochs == 1
+    assert config.train.lr == 0.01
+    assert config.data.name == "digits"
+    assert config.data.val_fraction == 0.5
+    assert config.precision == "bf16"
+
+
+def test_make_trial_config_validates() -> None:
+    with pytest.raises(ValidationError):
+        make_trial_config(precision="fp8")
+
+
+def test_make_measurement_overrides() -> None:
+    m = make_measurement(val_accuracy=0.5)
+    assert (m.val_accuracy, m.simulated) == (0.5, True)
+
+
+def test_make_capabilities_per_kind() -> None:
+    assert make_capabilities("cpu").compute_capability is None
+    assert make_capabilities("cuda", compute_capability=(7, 0)).compute_capability == (7, 0)
+    assert make_capabilities("mock") == DEFAULT_PROFILE.capabilities()
+    with pytest.raises(ValueError, match="unknown device kind 'tpu'"):
+        make_capabilities("tpu")
+
+
+def test_fake_clock_advances_by_the_script() -> None:
+    fake = FakeClock([1.0, 2.0])
+
+    assert [fake.clock(), fake.clock(), fake.clock(), fake.clock()] == [0.0, 1.0, 3.0, 3.0]
+    fake.sync()
+    assert (fake.reads, fake.syncs) == (4, 1)
