@@ -340,15 +340,21 @@ class TrialObjective:
             trial.set_user_attr("retried_after", f"{first.failure}: {first.detail[-500:]}")
             return self._run_trial(config, self._config.trial.timeout_s)
 
-    def _set_constraints(self, trial: optuna.Trial, measurement: Measurement) -> None:
-        """Record the user's limits as Optuna constraints (> 0 means violated)."""
+    def _set_constraints(self, trial: optuna.Trial, measurement: Measurement | None) -> None:
+        """Record feasibility as Optuna constraints (> 0 means violated).
+
+        Every trial of a study gets the same constraint keys (GPSampler requires it):
+        ``failed`` always, plus one per limit the space sets. A failed trial (no measurement)
+        is infeasible through ``failed`` alone; its limit constraints read 0.
+        """
         limits = self._space.constraints
-        trial.set_constraint("failed", 0.0)
+        trial.set_constraint("failed", 0.0 if measurement is not None else 1.0)
         if limits.max_memory_bytes is not None:
-            excess = measurement.peak_memory_bytes - int(limits.max_memory_bytes)
+            excess = 0.0 if measurement is None else measurement.peak_memory_bytes - int(limits.max_memory_bytes)
             trial.set_constraint("max_memory_bytes", float(excess))
         if limits.min_accuracy is not None:
-            trial.set_constraint("min_accuracy", limits.min_accuracy - measurement.val_accuracy)
+            shortfall = 0.0 if measurement is None else limits.min_accuracy - measurement.val_accuracy
+            trial.set_constraint("min_accuracy", shortfall)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, float, float]:
         if self._is_surplus(trial):
@@ -367,7 +373,7 @@ class TrialObjective:
         except TrialError as e:
             trial.set_user_attr("failure", e.failure)
             trial.set_user_attr("failure_detail", e.detail[-2000:])
-            trial.set_constraint("failed", 1.0)
+            self._set_constraints(trial, None)
             return failed_values(self._caps.memory_bytes)
         for key, value in measurement.as_user_attrs().items():
             trial.set_user_attr(key, value)

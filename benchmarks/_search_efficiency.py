@@ -163,7 +163,7 @@ def hypervolume(points: np.ndarray, reference: Sequence[float] = REFERENCE_POINT
     study.add_trials([optuna.trial.create_trial(values=[float(v) for v in p]) for p in points])
     with warnings.catch_warnings():  # plot_hypervolume_history is "experimental"
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        figure = optuna.visualization.plot_hypervolume_history(study, np.asarray(reference))
+        figure = optuna.visualization.plot_hypervolume_history(study, [float(r) for r in reference])
     return float(figure.data[0].y[-1])
 
 

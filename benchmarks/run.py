@@ -12,7 +12,7 @@ Benchmarks print figures; they are not timed tests. Every target row says PASS o
 
 Usage::
 
-    python benchmarks/run.py                 # the full run (about an hour on 2 CPU cores)
+    python benchmarks/run.py                 # the full run (30-60 minutes on 2 idle CPU cores)
     python benchmarks/run.py --quick         # a smoke run (< 5 minutes); CI runs it
     python benchmarks/run.py --study-storage sqlite:///storage/bench.db   # reuse a study
 

@@ -75,9 +75,11 @@ def test_crash_detail_names_the_signal(tmp_path: Path) -> None:
 
 
 def test_oom_trials_are_infeasible_for_the_sampler_and_the_study_finishes(tmp_path: Path) -> None:
-    # Done-when 2 of issue 3: the 64 MiB mock GPU runs out of memory on some cnn_small configs.
+    # Done-when 2 of issue 3: the small mock GPU runs out of memory on some cnn_small configs.
+    # NSGA-II explores widely; the default GP sampler (with the pre-launch memory estimate)
+    # learns to avoid the boundary so fast that seed 0 records no OOM at all.
     storage = _sqlite(tmp_path)
-    result = run_study(load_run_config(_mock_run(storage)), 40)
+    result = run_study(load_run_config(_mock_run(storage, "sampler=nsga2")), 40)
     study = optuna.load_study(study_name="s", storage=storage)
     failures = Counter(t.user_attrs.get("failure") for t in study.trials)
     assert result.finished == 40
@@ -163,7 +165,7 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
         "train.epochs=12",
     ]
     first = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # generous: a loaded 2-core machine is slow to start trials
     study = None
     while time.monotonic() < deadline:
         time.sleep(0.5)

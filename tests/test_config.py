@@ -147,7 +147,7 @@ def test_run_config_defaults() -> None:
     assert config.space_source == "search_spaces/cnn_small.yaml"
     assert config.study == "cnn_small"
     assert config.device == "auto"
-    assert config.sampler == "nsga2"
+    assert config.sampler == "gp"
     assert config.storage == DEFAULT_STORAGE_URL
     assert config.seed == 0
     assert config.trial.timeout_s == pytest.approx(600.0)

@@ -135,7 +135,7 @@ def test_new_study_records_objectives_and_space(sqlite_url: str) -> None:
     assert record["device_kind"] == "mock"
     assert record["simulated"] is True
     assert SearchSpace.model_validate(record["space"]) == config.space
-    assert isinstance(study.sampler, optuna.samplers.NSGAIISampler)
+    assert isinstance(study.sampler, optuna.samplers.GPSampler)  # the default sampler
 
 
 def test_reopening_with_the_same_space_loads_the_study(sqlite_url: str) -> None:
