@@ -227,7 +227,6 @@ def run_study(
                 )
             )
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
     helpers = _start_workers(config, n_trials) if worker_index == 0 else []

@@ -65,8 +65,13 @@ def run(
 
     peaks = describe_peaks(prepared.capabilities, prepared.space.precision.values())
     console.print(peaks, style="dim", markup=False, highlight=False)
-    with ProgressDisplay(console, trials, already=0) as display:
-        result = run_study(config, trials, on_trial=display.update, prepared=prepared)
+    try:
+        with ProgressDisplay(console, trials, already=0) as display:
+            result = run_study(config, trials, on_trial=display.update, prepared=prepared)
+    except KeyboardInterrupt:
+        # Typer would turn this into a silent exit code 130; say what happened and what next.
+        _print_error("interrupted; finished trials are saved. Run the same command to resume.")
+        raise typer.Exit(130) from None
     print_result(console, result)
 
 
@@ -228,6 +233,11 @@ def hardware(
     Console(highlight=False, width=None if sys.stdout.isatty() else 160).print(table)
 
 
+def _print_error(message: str) -> None:
+    """One line on stderr, never wrapped: scripts and tests read it."""
+    print(f"autotune: {message}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``autotune`` console script.
 
@@ -235,16 +245,19 @@ def main(argv: list[str] | None = None) -> int:
     on stderr and exits with code 2; Ctrl-C exits with 130 after the running trial is stopped.
     """
 
-    def fail(message: str) -> None:  # one line, never wrapped: scripts and tests read it
-        print(f"autotune: {message}", file=sys.stderr, flush=True)
+    fail = _print_error
 
     try:
-        app(
+        # Without standalone mode, typer returns a command's exit code (typer.Exit) instead of
+        # calling sys.exit; it is 130 after Ctrl-C.
+        code = app(
             # No arguments: show the help and exit 0 (not a usage error).
             args=(argv if argv is not None else sys.argv[1:]) or ["--help"],
             prog_name="autotune",
             standalone_mode=False,
         )
+        if isinstance(code, int):
+            return code
     except typer.Exit as e:  # --help and friends
         return int(getattr(e, "exit_code", 0))
     except typer.Abort:

@@ -38,6 +38,7 @@ from autotune.exceptions import ConfigError
 __all__ = [
     "COMPILE_MODES",
     "DEFAULT_STORAGE_URL",
+    "KNOB_NAMES",
     "MEMORY_FORMATS",
     "PRECISIONS",
     "CategoricalParam",
@@ -70,6 +71,18 @@ DataName = Literal["digits", "mnist", "fashion_mnist", "synthetic"]
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS: tuple[str, ...] = ("contiguous", "channels_last")
 COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-autotune")
+
+#: The searched knobs, as Optuna parameter names, in a fixed order.
+KNOB_NAMES: tuple[str, ...] = (
+    "depth",
+    "width",
+    "batch_size",
+    "precision",
+    "memory_format",
+    "compile_mode",
+    "num_workers",
+    "gpu_count",
+)
 
 #: Where studies live unless ``storage=`` says otherwise (relative to the working directory).
 DEFAULT_STORAGE_URL = "sqlite:///storage/autotune.db"
@@ -389,19 +402,7 @@ class TrialConfig(_Strict):
 
     def knobs(self) -> dict[str, Any]:
         """The searched knobs only, by Optuna parameter name."""
-        return {
-            name: getattr(self, name)
-            for name in (
-                "depth",
-                "width",
-                "batch_size",
-                "precision",
-                "memory_format",
-                "compile_mode",
-                "num_workers",
-                "gpu_count",
-            )
-        }
+        return {name: getattr(self, name) for name in KNOB_NAMES}
 
 
 # --------------------------------------------------------------------------------------------

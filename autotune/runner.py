@@ -81,7 +81,10 @@ def _rank_entry(
 ) -> None:
     """Child-process body: route output to a log, run the rank, send the outcome."""
     _die_with_parent()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # the study was interrupted while this rank started; nothing to report to
+        os._exit(1)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study process decides on Ctrl-C

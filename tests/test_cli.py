@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -75,9 +77,7 @@ BAD_INPUT = [
     ),
     pytest.param(["run", "--bogus"], "No such option: --bogus", id="unknown-option"),
     pytest.param(["run", "--trials", "abc"], "Invalid value for '--trials'", id="trials-not-int"),
-    pytest.param(
-        ["run", "device=mock", "seed=-1"], "seed", id="negative-seed"
-    ),
+    pytest.param(["run", "device=mock", "seed=-1"], "seed", id="negative-seed"),
 ]
 
 
@@ -170,3 +170,48 @@ def test_console_script_bad_input(tmp_path: Path) -> None:
         f"{', '.join(available_spaces())}); or pass a path to a .yaml file"
     ]
     assert _files(tmp_path) == []
+
+
+def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    command = [
+        sys.executable,
+        "-m",
+        "autotune.cli",
+        "run",
+        "--trials",
+        "30",
+        "device=mock",
+        f"storage={storage}",
+        "study=interrupted",
+    ]
+    first = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            study = optuna.load_study(study_name="interrupted", storage=storage)
+        except KeyError:
+            continue
+        if len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) >= 2:
+            break
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=60)
+
+    assert first.returncode == 130
+    assert err.strip().splitlines()[-1] == (
+        "autotune: interrupted; finished trials are saved. Run the same command to resume."
+    )
+    second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    study = optuna.load_study(study_name="interrupted", storage=storage)
+    assert (
+        len(
+            study.get_trials(
+                states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+            )
+        )
+        == 30
+    )

@@ -14,6 +14,8 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.config import KNOB_NAMES
+
 __all__ = [
     "KNOB_COLUMNS",
     "HardwareFingerprint",
@@ -24,16 +26,7 @@ __all__ = [
 ]
 
 #: The searched knobs, stored one column each (same names as the Optuna parameters).
-KNOB_COLUMNS = (
-    "depth",
-    "width",
-    "batch_size",
-    "precision",
-    "memory_format",
-    "compile_mode",
-    "num_workers",
-    "gpu_count",
-)
+KNOB_COLUMNS = KNOB_NAMES
 
 
 @dataclass(frozen=True)
