@@ -431,7 +431,8 @@ class StudySummary:
         feasible: feasible trials.
         pareto: Pareto-optimal trials.
         best_throughput_sps: the best feasible throughput (None without one).
-        best_speedup: the fastest Pareto configuration over the baseline (None without).
+        best_speedup: the fastest Pareto configuration within 0.5 pt of the baseline's
+            accuracy, over the baseline (None without a measured baseline).
         created: when the study was created (its first trial started), or None.
     """
 

@@ -89,7 +89,9 @@ def _check_sqlite_directory(url: str, database: str | None) -> None:
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise StorageError(f"storage={url}: {ancestor} is a file, so the database directory cannot be made")
+        raise StorageError(
+            f"storage={url}: {ancestor} is a file, so the database directory cannot be made"
+        )
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise StorageError(f"storage={url}: no permission to write in {ancestor}")
 
@@ -105,7 +107,11 @@ def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite_directory(url, parsed.database)
         return
-    connect_args = {"connect_timeout": timeout_s} if parsed.get_backend_name() in ("postgresql", "mysql") else {}
+    connect_args = (
+        {"connect_timeout": timeout_s}
+        if parsed.get_backend_name() in ("postgresql", "mysql")
+        else {}
+    )
     engine = sqlalchemy.create_engine(url, connect_args=connect_args)
     try:
         with engine.connect():
@@ -350,10 +356,16 @@ class TrialObjective:
         limits = self._space.constraints
         trial.set_constraint("failed", 0.0 if measurement is not None else 1.0)
         if limits.max_memory_bytes is not None:
-            excess = 0.0 if measurement is None else measurement.peak_memory_bytes - int(limits.max_memory_bytes)
+            excess = (
+                0.0
+                if measurement is None
+                else measurement.peak_memory_bytes - int(limits.max_memory_bytes)
+            )
             trial.set_constraint("max_memory_bytes", float(excess))
         if limits.min_accuracy is not None:
-            shortfall = 0.0 if measurement is None else limits.min_accuracy - measurement.val_accuracy
+            shortfall = (
+                0.0 if measurement is None else limits.min_accuracy - measurement.val_accuracy
+            )
             trial.set_constraint("min_accuracy", shortfall)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, float, float]:

@@ -140,6 +140,10 @@ class HypervolumePoint(NamedTuple):
     hypervolume: float
 
 
+#: The most validation accuracy (0.5 pt) a headline speedup may give up against the baseline.
+HEADLINE_MAX_ACCURACY_DROP = 0.005
+
+
 @dataclass(frozen=True)
 class ReportData:
     """Everything a report or the dashboard shows about one study.
@@ -186,10 +190,26 @@ class ReportData:
         return len(self.points)
 
     @property
+    def headline(self) -> ParetoRow | None:
+        """The fastest Pareto configuration that keeps the baseline's accuracy.
+
+        "Keeps" means at most :data:`HEADLINE_MAX_ACCURACY_DROP` lower (the rule of the
+        benchmarks' tuned-vs-defaults table), so a speedup bought with accuracy is never the
+        headline. None without a measured baseline; the baseline itself when nothing faster
+        keeps its accuracy.
+        """
+        base = self.baseline
+        base_point = next((p for p in self.points if base and p.number == base.number), None)
+        if base_point is None or base_point.val_accuracy is None:
+            return None
+        floor = base_point.val_accuracy - HEADLINE_MAX_ACCURACY_DROP
+        keeping = [r for r in self.pareto if r.speedup is not None and r.val_accuracy >= floor]
+        return max(keeping, key=lambda r: r.speedup or 0.0, default=None)
+
+    @property
     def best_speedup(self) -> float | None:
-        """The fastest Pareto configuration's throughput over the baseline's."""
-        speedups = [row.speedup for row in self.pareto if row.speedup is not None]
-        return max(speedups) if speedups else None
+        """The :attr:`headline` configuration's throughput over the baseline's."""
+        return self.headline.speedup if self.headline is not None else None
 
 
 # --------------------------------------------------------------------------------------------
