@@ -180,23 +180,34 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: P
         "autotune.cli",
         "run",
         "--trials",
-        "30",
+        "12",
         "device=mock",
         f"storage={storage}",
         "study=interrupted",
     ]
+    # Trial 3 hangs on purpose, so the interrupt is sure to land while a trial runs.
     first = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [*command, "mock.fault=hang", "mock.fault_trials=[3]"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + 240
+    running = []
+    while not running and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.5)
         try:
             study = optuna.load_study(study_name="interrupted", storage=storage)
         except KeyError:
             continue
-        if len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) >= 2:
-            break
+        running = [
+            t for t in study.get_trials(states=(optuna.trial.TrialState.RUNNING,)) if t.number == 3
+        ]
+    if not running:
+        first.kill()
+        pytest.fail(f"trial 3 never started (exit code {first.poll()})")
+    assert [t.number for t in running] == [3]
     first.send_signal(signal.SIGINT)
     _, err = first.communicate(timeout=60)
 
@@ -204,14 +215,12 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: P
     assert err.strip().splitlines()[-1] == (
         "autotune: interrupted; finished trials are saved. Run the same command to resume."
     )
+    study = optuna.load_study(study_name="interrupted", storage=storage)
+    assert study.trials[3].state == optuna.trial.TrialState.FAIL
+    kept = {t.number: t.values for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE}
     second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr
     study = optuna.load_study(study_name="interrupted", storage=storage)
-    assert (
-        len(
-            study.get_trials(
-                states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-            )
-        )
-        == 30
-    )
+    finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    assert len(study.get_trials(states=finished)) == 12
+    assert all(study.trials[n].values == values for n, values in kept.items())
