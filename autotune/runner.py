@@ -140,31 +140,60 @@ def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
     with tempfile.TemporaryDirectory(prefix="autotune-trial-") as tmp:
         logs = [Path(tmp) / f"rank{rank}.log" for rank in range(world_size)]
         procs, readers = [], []
-        for rank in range(world_size):
-            reader, writer = ctx.Pipe(duplex=False)
-            proc = ctx.Process(
-                target=_rank_entry,
-                args=(
-                    config,
-                    rank,
-                    world_size,
-                    str(Path(tmp) / "dist_init"),
-                    str(logs[rank]),
-                    writer,
-                ),
-                name=f"autotune-trial-rank{rank}",
-            )
-            proc.start()
-            writer.close()
-            procs.append(proc)
-            readers.append(reader)
+        # Ctrl-C while a rank starts would leave a child no one kills (and interpreter exit
+        # would wait for it): hold SIGINT back until every rank is tracked, then deliver it.
         grace_s = 0.0
         try:
+            with _sigint_deferred():
+                _start_ranks(ctx, config, world_size, Path(tmp), logs, procs, readers)
             result = _wait(procs, readers, logs, timeout_s)
             grace_s = 10.0
             return result
         finally:
             _stop(procs, grace_s)
+
+
+def _start_ranks(
+    ctx: Any,
+    config: TrialConfig,
+    world_size: int,
+    tmp: Path,
+    logs: list[Path],
+    procs: list[Any],
+    readers: list[Any],
+) -> None:
+    """Start one process per rank, appending each to ``procs`` and its pipe to ``readers``."""
+    for rank in range(world_size):
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=_rank_entry,
+            args=(
+                config,
+                rank,
+                world_size,
+                str(tmp / "dist_init"),
+                str(logs[rank]),
+                writer,
+            ),
+            name=f"autotune-trial-rank{rank}",
+        )
+        proc.start()
+        writer.close()
+        procs.append(proc)
+        readers.append(reader)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Any:
+    """Block SIGINT in this thread for the block; a Ctrl-C that came meanwhile follows it."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover (Windows)
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: float) -> Measurement:
