@@ -206,6 +206,19 @@ class Measurement:
     window_throughputs_sps: tuple[float, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_stats(cls, stats: ThroughputStats, **figures: Any) -> Measurement:
+        """A measurement whose timing figures come from ``stats``; ``figures`` gives the rest."""
+        return cls(
+            throughput_sps=stats.throughput_sps,
+            throughput_iqr_sps=stats.throughput_iqr_sps,
+            step_time_s=stats.step_time_s,
+            step_time_p90_s=stats.step_time_p90_s,
+            timed_steps=stats.timed_steps,
+            window_throughputs_sps=stats.window_throughputs_sps,
+            **figures,
+        )
+
     def as_user_attrs(self) -> dict[str, Any]:
         """Flat JSON-ready figures for Optuna trial user attributes."""
         attrs = asdict(self)

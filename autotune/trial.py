@@ -241,23 +241,18 @@ def _train_and_evaluate(
         if rank == 0
         else 0.0
     )
-    return Measurement(
-        throughput_sps=stats.throughput_sps,
-        throughput_iqr_sps=stats.throughput_iqr_sps,
-        step_time_s=stats.step_time_s,
-        step_time_p90_s=stats.step_time_p90_s,
+    return Measurement.from_stats(
+        stats,
         compile_s=compile_s,
         peak_memory_bytes=peak_memory,
         val_accuracy=accuracy,
         train_loss=float(epoch_loss.item() / max(1, epoch_steps)),
         train_s=train_s,
         steps=step,
-        timed_steps=stats.timed_steps,
         samples_per_step=samples_per_step,
         parameters=count_parameters(model),
         memory_kind=backend.memory_kind,
         simulated=False,
-        window_throughputs_sps=stats.window_throughputs_sps,
         extra=extra,
     )
 

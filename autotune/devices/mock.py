@@ -427,22 +427,17 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             gpu_power_w=power_w,
             energy_j_per_sample=power_w / stats.throughput_sps,
         )
-    return Measurement(
-        throughput_sps=stats.throughput_sps,
-        throughput_iqr_sps=stats.throughput_iqr_sps,
-        step_time_s=stats.step_time_s,
-        step_time_p90_s=stats.step_time_p90_s,
+    return Measurement.from_stats(
+        stats,
         compile_s=compile_s,
         peak_memory_bytes=peak_bytes,
         val_accuracy=float(min(1.0, max(0.0, accuracy))),
         train_loss=float(max(0.01, 2.3 * math.exp(-steps / 80))),
         train_s=compile_s + steps * step_s,
         steps=steps,
-        timed_steps=stats.timed_steps,
         samples_per_step=batch * world,
         parameters=params,
         memory_kind="simulated",
         simulated=True,
-        window_throughputs_sps=stats.window_throughputs_sps,
         extra=extra,
     )
