@@ -6,7 +6,10 @@ as a trial user attribute (units in the names). A trial that fails (out of memor
 crash, timeout) is still a data point: it completes with the worst objective values, its
 ``failure`` attribute says why, and it is marked infeasible through Optuna's constraints so
 samplers learn the boundary and it never reaches the Pareto front. A configuration the
-device cannot run at all is never launched: it is pruned with ``failure=infeasible``.
+device cannot run at all is never launched, but it is reported to the sampler the same way
+(``failure=infeasible``): a pruned trial would teach the sampler nothing, and Optuna's GP
+sampler was seen proposing such configurations again and again (30 of 50 trials on the mock
+device with seed 0) when they were pruned.
 """
 
 from __future__ import annotations
@@ -47,9 +50,9 @@ __all__ = [
     "validate_storage_url",
 ]
 
-#: Trial states that count towards ``--trials``: a measured (or failed-as-data) trial, or an
-#: infeasible one that was never launched. FAIL is reserved for interrupted trials, which are
-#: run again.
+#: Trial states that count towards ``--trials``: a measured (or failed-as-data) trial. PRUNED
+#: is what studies made before infeasible trials were reported as COMPLETE hold for a trial
+#: that was never launched. FAIL is reserved for interrupted trials, which are run again.
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 #: States that hold one of the study's ``--trials`` slots: finished, running or queued.
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
@@ -285,8 +288,10 @@ class TrialObjective:
     Returns (when called):
         ``(throughput_sps, val_accuracy, peak_memory_bytes)``.
 
+    A configuration the device's feasibility rules refuse is not launched; it completes with
+    the failed values and ``failure=infeasible``, like a trial that ran out of memory.
+
     Raises (when called):
-        optuna.TrialPruned: the configuration is infeasible on this device (never launched).
         SurplusTrial: the study already holds or is running ``n_trials`` trials.
     """
 
@@ -379,7 +384,8 @@ class TrialObjective:
         if reason is not None:
             trial.set_user_attr("failure", "infeasible")
             trial.set_user_attr("failure_detail", reason)
-            raise optuna.TrialPruned(reason)
+            self._set_constraints(trial, None)
+            return failed_values(self._caps.memory_bytes)
         try:
             measurement = self._run_with_retry(trial, config)
         except TrialError as e:

@@ -96,11 +96,11 @@ def test_reaches_exactly_n_finished_trials(sqlite_url: str) -> None:
     assert result.capabilities.simulated is True
     study = _load(config)
     assert len(study.trials) == 6
-    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
-    pruned = [t for t in study.trials if t.state == TrialState.PRUNED]
-    assert len(complete) + len(pruned) == 6
-    assert len(fake.calls) == len(complete)  # infeasible configurations are never launched
-    assert all(t.user_attrs["failure"] == "infeasible" for t in pruned)
+    assert all(t.state == TrialState.COMPLETE for t in study.trials)
+    infeasible = [t for t in study.trials if t.user_attrs.get("failure") == "infeasible"]
+    # Infeasible configurations are never launched, but they count (and teach the sampler).
+    assert len(fake.calls) == 6 - len(infeasible)
+    assert all(t.constraints["failed"] == 1.0 for t in infeasible)
 
 
 def test_running_again_tops_up_and_keeps_earlier_trials(sqlite_url: str) -> None:
@@ -190,7 +190,7 @@ def test_failures_are_recorded_and_never_on_the_pareto_front(sqlite_url: str) ->
     assert sorted(t.number for t in result.pareto_trials) == [0, 2]
 
 
-def test_infeasible_configurations_are_pruned(
+def test_infeasible_configurations_are_never_launched(
     write_space: Callable[..., Path], sqlite_url: str
 ) -> None:
     # Forced tf32 on a CPU: restrict_space would refuse it up front, so the run is prepared by
@@ -207,22 +207,25 @@ def test_infeasible_configurations_are_pruned(
     assert result.finished == 3
     assert result.pareto_trials == []
     trials = _load(config).trials
-    assert [t.state for t in trials] == [TrialState.PRUNED] * 3
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 3
     assert {t.user_attrs["failure"] for t in trials} == {"infeasible"}
+    assert all(t.constraints["failed"] == 1.0 for t in trials)
 
 
-def test_only_infeasible_choices_are_pruned(sqlite_url: str) -> None:
+def test_only_infeasible_choices_are_refused(sqlite_url: str) -> None:
     config = _config(sqlite_url)
     caps = make_capabilities("cpu", count=2)
+    fake = FakeRunTrial()
 
-    run_study(config, 20, run_trial_fn=FakeRunTrial(), prepared=_prepared(config, caps))
+    run_study(config, 20, run_trial_fn=fake, prepared=_prepared(config, caps))
 
     trials = _load(config).trials
-    pruned = [t for t in trials if t.state == TrialState.PRUNED]
-    complete = [t for t in trials if t.state == TrialState.COMPLETE]
-    assert len(pruned) + len(complete) == 20
-    assert pruned and complete
-    for t in pruned:
+    refused = [t for t in trials if t.user_attrs.get("failure") == "infeasible"]
+    complete = [t for t in trials if t.user_attrs.get("failure") != "infeasible"]
+    assert len(trials) == 20 and all(t.state == TrialState.COMPLETE for t in trials)
+    assert len(fake.calls) >= len(complete)  # every launched trial ran (some maybe retried)
+    assert refused and complete
+    for t in refused:
         assert t.params["precision"] == "tf32" or t.params["compile_mode"] == "reduce-overhead"
     for t in complete:
         assert t.params["precision"] != "tf32"
@@ -253,7 +256,7 @@ def test_optuna_load_study_sees_every_trial(
     assert len(study.trials) == result.finished == 10
     assert study.metric_names == ["throughput_sps", "val_accuracy", "peak_memory_bytes"]
     states = {t.state for t in study.trials}
-    assert states <= {TrialState.COMPLETE, TrialState.PRUNED}
+    assert states == {TrialState.COMPLETE}
     for t in study.trials:
         if t.state == TrialState.COMPLETE and "failure" not in t.user_attrs:
             assert t.user_attrs["throughput_sps"] == t.values[0]

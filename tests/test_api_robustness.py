@@ -45,7 +45,9 @@ def _mock_run(storage: str, *extra: str) -> list[str]:
     ("fault", "failure"),
     [("oom", "oom"), ("error", "error"), ("crash", "crash"), ("hang", "timeout")],
 )
-def test_faulty_trial_is_recorded_and_the_study_goes_on(tmp_path: Path, fault: str, failure: str) -> None:
+def test_faulty_trial_is_recorded_and_the_study_goes_on(
+    tmp_path: Path, fault: str, failure: str
+) -> None:
     storage = _sqlite(tmp_path)
     config = load_run_config(
         _mock_run(storage, f"mock.fault={fault}", "mock.fault_trials=[1]", "trial.timeout_s=3")
@@ -96,7 +98,8 @@ def test_user_constraints_keep_trials_off_the_front(tmp_path: Path) -> None:
     study = optuna.load_study(study_name="s", storage=storage)
     measured = [t for t in study.trials if "peak_memory_bytes" in t.user_attrs]
     violating = [
-        t for t in measured
+        t
+        for t in measured
         if t.user_attrs["peak_memory_bytes"] > 5 * 2**20 or t.user_attrs["val_accuracy"] < 0.9
     ]
     assert violating, "the limits should exclude some trials of this space"
@@ -124,7 +127,9 @@ def _postgres_or_skip() -> str:
     return POSTGRES_URL
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> None:
     storage = _sqlite(tmp_path) if backend == "sqlite" else _postgres_or_skip()
     study_name = f"workers-{uuid.uuid4().hex[:8]}"
@@ -138,7 +143,9 @@ def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> N
         study = optuna.load_study(study_name=study_name, storage=storage)
         numbers = [t.number for t in study.trials]
         finished = [t for t in study.trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-        print(f"{backend}: 4 workers, {len(finished)} finished of {len(numbers)} trials, {wall_s:.1f} s")
+        print(
+            f"{backend}: 4 workers, {len(finished)} finished of {len(numbers)} trials, {wall_s:.1f} s"
+        )
         assert result.finished == 24
         assert len(finished) == 24
         assert len(set(numbers)) == len(numbers)
@@ -157,14 +164,31 @@ def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> N
 def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
     storage = _sqlite(tmp_path)
     command = [
-        sys.executable, "-m", "autotune.cli", "run", "--trials", "3", "space=cnn_small",
-        "device=cpu", f"storage={storage}", "study=killed", "trial.heartbeat_s=1",
+        sys.executable,
+        "-m",
+        "autotune.cli",
+        "run",
+        "--trials",
+        "3",
+        "space=cnn_small",
+        "device=cpu",
+        f"storage={storage}",
+        "study=killed",
+        "trial.heartbeat_s=1",
         # One fixed, eager configuration that trains for a few seconds per trial.
-        "model.depth=2", "model.width=16", "batch_size=16", "precision=fp32",
-        "memory_format=contiguous", "compile_mode=none", "num_workers=0", "gpu_count=1",
+        "model.depth=2",
+        "model.width=16",
+        "batch_size=16",
+        "precision=fp32",
+        "memory_format=contiguous",
+        "compile_mode=none",
+        "num_workers=0",
+        "gpu_count=1",
         "train.epochs=12",
     ]
-    first = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 300  # generous: a loaded 2-core machine is slow to start trials
     study = None
     while time.monotonic() < deadline:

@@ -262,7 +262,7 @@ def test_failure_detail_keeps_the_last_2000_characters() -> None:
     assert trial.user_attrs["failure_detail"] == detail[-2000:]
 
 
-def test_infeasible_configuration_is_pruned_and_never_run(
+def test_infeasible_configuration_is_never_run_but_reported_to_the_sampler(
     write_space: Callable[..., Path],
 ) -> None:
     # The space is not restricted first, so tf32 reaches a CPU and the rule must stop it.
@@ -273,20 +273,30 @@ def test_infeasible_configuration_is_pruned_and_never_run(
 
     assert fake.calls == []
     for trial in study.trials:
-        assert trial.state == TrialState.PRUNED
+        # COMPLETE with a violated constraint, as an OOM: samplers learn from it (a PRUNED
+        # trial teaches them nothing), and it never reaches the Pareto front.
+        assert trial.state == TrialState.COMPLETE
+        assert trial.values == list(failed_values(make_capabilities("cpu").memory_bytes))
+        assert trial.constraints["failed"] == 1.0
         assert trial.user_attrs["failure"] == "infeasible"
         assert trial.user_attrs["failure_detail"] == (
             "tf32 is a CUDA tensor-core mode; the CPU has no TF32"
         )
+    assert study.best_trials == []
 
 
-def test_calling_the_objective_directly_raises_pruned(write_space: Callable[..., Path]) -> None:
+def test_calling_the_objective_directly_returns_failed_values_for_an_infeasible_config(
+    write_space: Callable[..., Path],
+) -> None:
     space = load_space(str(write_space(MINIMAL_SPACE + "compile_mode: reduce-overhead\n")))
-    objective = _objective(FakeRunTrial(), caps=make_capabilities("cpu"), space=space)
+    fake = FakeRunTrial()
+    objective = _objective(fake, caps=make_capabilities("cpu"), space=space)
     study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+    trial = study.ask()
 
-    with pytest.raises(optuna.TrialPruned, match="reduce-overhead uses CUDA graphs"):
-        objective(study.ask())
+    assert objective(trial) == failed_values(make_capabilities("cpu").memory_bytes)
+    assert fake.calls == []
+    assert "reduce-overhead uses CUDA graphs" in study.trials[0].user_attrs["failure_detail"]
 
 
 def test_memory_and_accuracy_limits_become_constraints(write_space: Callable[..., Path]) -> None:

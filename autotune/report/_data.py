@@ -228,7 +228,7 @@ def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
     failure = attrs.get("failure")
     detail = str(attrs.get("failure_detail", "")).strip()
     last_line = detail.splitlines()[-1] if detail else ""
-    if trial.state == TrialState.PRUNED:
+    if trial.state == TrialState.PRUNED or failure == "infeasible":
         return INFEASIBLE, False, f"not launched: {last_line or failure or 'pruned'}"
     if failure is not None:
         return FAILED, False, f"{failure}: {last_line}" if last_line else str(failure)

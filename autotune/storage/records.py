@@ -124,7 +124,8 @@ class TrialRecord:
     Attributes:
         study_name: the Optuna study name.
         trial_number: Optuna's trial number within the study.
-        state: Optuna's state, ``COMPLETE`` or ``PRUNED`` (infeasible, never launched).
+        state: Optuna's state: ``COMPLETE``, or ``PRUNED`` for a never-launched infeasible
+            trial of a study written before such trials were reported as COMPLETE.
         is_baseline: the study's baseline trial (PyTorch defaults).
         is_feasible: measured and within every constraint (Optuna's constraints <= 0).
         simulated: produced by the mock device (no figure is a measurement).

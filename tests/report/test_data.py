@@ -56,6 +56,10 @@ def test_classify_tells_feasible_infeasible_and_failed_apart() -> None:
     assert classify(t[5]) == (FAILED, False, "oom: last line of oom")
     status, measured, reason = classify(t[6])
     assert (status, measured) == (INFEASIBLE, False) and reason.startswith("not launched")
+    # How an infeasible configuration is recorded now (COMPLETE, so the sampler learns).
+    refused = make_trial(8, None, failure="infeasible", constraint=1.0)
+    status, measured, reason = classify(refused)
+    assert (status, measured) == (INFEASIBLE, False) and reason.startswith("not launched")
     with pytest.raises(ValueError, match="RUNNING"):
         classify(t[7])
 
