@@ -24,6 +24,7 @@ from autotune.hardware import (
     resolve_device,
     restrict_space,
 )
+from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import OBJECTIVES
 from autotune.runner import run_trial
 from autotune.storage import open_results_for_run
@@ -167,7 +168,8 @@ def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
     if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        time.sleep(min(heartbeat_s, 5))
+        with sigint_allowed():
+            time.sleep(min(heartbeat_s, 5))
 
 
 def run_study(
@@ -227,24 +229,40 @@ def run_study(
                 )
             )
 
+    def interruptible(trial: optuna.Trial) -> tuple[float, float, float]:
+        with sigint_allowed():
+            return objective(trial)
+
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
-    helpers = _start_workers(config, n_trials) if worker_index == 0 else []
-    try:
-        while count_finished(study) < n_trials:
-            study.optimize(
-                objective,
-                n_trials=None,
-                callbacks=[MaxTrialsCallback(n_trials, states=FINISHED_STATES), results, report],
-                catch=(SurplusTrial,),
-                gc_after_trial=False,
-            )
-            _wait_for_claimed_slots(study, config.trial.heartbeat_s)
-        _join_workers(helpers)
-    finally:
-        for proc in helpers:
-            if proc.is_alive():
-                proc.terminate()
+    helpers: list[multiprocessing.process.BaseProcess] = []
+    # Ctrl-C raises only inside the objective (or while waiting); elsewhere it is held back
+    # until the next such point. Raised anywhere in Optuna's loop, it could land between the
+    # start of a trial's heartbeat thread (not a daemon) and the block that stops it: the
+    # thread would beat forever and interpreter exit would wait for it (see interrupts.py).
+    with sigint_deferred():
+        try:
+            if worker_index == 0:
+                helpers.extend(_start_workers(config, n_trials))
+            while count_finished(study) < n_trials:
+                study.optimize(
+                    interruptible,
+                    n_trials=None,
+                    callbacks=[
+                        MaxTrialsCallback(n_trials, states=FINISHED_STATES),
+                        results,
+                        report,
+                    ],
+                    catch=(SurplusTrial,),
+                    gc_after_trial=False,
+                )
+                _wait_for_claimed_slots(study, config.trial.heartbeat_s)
+            with sigint_allowed():
+                _join_workers(helpers)
+        finally:
+            for proc in helpers:
+                if proc.is_alive():
+                    proc.terminate()
     return StudyResult(
         study_name=study.study_name,
         storage=config.storage,

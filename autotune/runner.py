@@ -25,6 +25,7 @@ from typing import Any
 
 from autotune.config import TrialConfig
 from autotune.exceptions import TrialError
+from autotune.interrupts import sigint_deferred
 from autotune.measure import Measurement
 
 __all__ = ["run_trial"]
@@ -141,10 +142,10 @@ def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
         logs = [Path(tmp) / f"rank{rank}.log" for rank in range(world_size)]
         procs, readers = [], []
         # Ctrl-C while a rank starts would leave a child no one kills (and interpreter exit
-        # would wait for it): hold SIGINT back until every rank is tracked, then deliver it.
+        # would wait for it): hold it back until every rank is tracked, then raise it.
         grace_s = 0.0
         try:
-            with _sigint_deferred():
+            with sigint_deferred():
                 _start_ranks(ctx, config, world_size, Path(tmp), logs, procs, readers)
             result = _wait(procs, readers, logs, timeout_s)
             grace_s = 10.0
@@ -181,19 +182,6 @@ def _start_ranks(
         writer.close()
         procs.append(proc)
         readers.append(reader)
-
-
-@contextlib.contextmanager
-def _sigint_deferred() -> Any:
-    """Block SIGINT in this thread for the block; a Ctrl-C that came meanwhile follows it."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover (Windows)
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: float) -> Measurement:

@@ -1,0 +1,93 @@
+"""Ctrl-C held back outside the places that can take it (autotune/interrupts.py), and the hang it
+prevents: a Ctrl-C just after Optuna started a trial's heartbeat thread (not a daemon) left
+that thread running, and interpreter exit waited for it forever."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import optuna
+import optuna.storages._heartbeat as heartbeat
+import pytest
+from optuna.trial import TrialState
+
+from autotune.api import run_study
+from autotune.config import load_run_config
+from autotune.interrupts import sigint_allowed, sigint_deferred
+from autotune.testing import simulate_trial
+
+
+def _ctrl_c() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_deferred_ctrl_c_is_raised_when_the_block_ends() -> None:
+    reached = False
+    with pytest.raises(KeyboardInterrupt), sigint_deferred():
+        _ctrl_c()
+        reached = True
+    assert reached
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_allowed_window_raises_at_once_and_a_held_back_one_on_entry() -> None:
+    with sigint_deferred():
+        with pytest.raises(KeyboardInterrupt), sigint_allowed():
+            _ctrl_c()
+            pytest.fail("Ctrl-C was not raised inside sigint_allowed()")
+        _ctrl_c()  # held back again once the window is closed
+        with pytest.raises(KeyboardInterrupt), sigint_allowed():
+            pytest.fail("the held-back Ctrl-C was not raised on entry")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_deferred_inside_an_allowed_window_raises_when_it_ends() -> None:
+    with sigint_deferred(), sigint_allowed():
+        reached = False
+        with pytest.raises(KeyboardInterrupt), sigint_deferred():
+            _ctrl_c()
+            reached = True
+        assert reached
+
+
+def test_no_op_where_sigint_is_not_pythons_default() -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        with sigint_deferred(), sigint_allowed():
+            _ctrl_c()
+        assert seen == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_right_after_the_heartbeat_thread_starts_leaves_no_thread_behind(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start = heartbeat.HeartbeatThread.start
+    beats: list[Any] = []
+
+    def start_then_ctrl_c(self: Any) -> None:
+        start(self)
+        beats.append(self)
+        if self._trial_id == 3:  # between Thread.start() and Optuna's `with` block
+            _ctrl_c()
+
+    monkeypatch.setattr(heartbeat.HeartbeatThread, "start", start_then_ctrl_c)
+    config = load_run_config(["device=mock", f"storage={sqlite_url}"])
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_study(config, 6, run_trial_fn=simulate_trial)
+        for beat in beats:
+            beat._thread.join(timeout=10)
+        left = [beat._thread for beat in beats if beat._thread.is_alive()]
+    finally:
+        for beat in beats:  # without the fix, one is left; stop it so pytest can exit
+            beat._stop_event.set()
+    assert left == []
+    study = optuna.load_study(study_name=config.study, storage=config.storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2 + [TrialState.FAIL]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
