@@ -31,6 +31,8 @@ from autotune.measure import Measurement
 __all__ = ["run_trial"]
 
 _TAIL_LINES = 20
+#: Longest uninterrupted wait for a rank, in seconds (see :func:`_wait`).
+_WAKE_S = 1.0
 
 
 #: Modules the forkserver imports once, so that no trial pays for them: torch and our trial
@@ -196,8 +198,12 @@ def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: flo
                 "timeout",
                 f"no result after the {timeout_s:g} s limit (trial.timeout_s)\n{_tail(logs[0])}",
             )
+        # Wake at least once a second: a SIGINT the kernel handed to another thread (Optuna's
+        # heartbeat, the progress display) does not interrupt this wait, and its Python
+        # handler (KeyboardInterrupt) runs only when this, the main thread, runs again.
         ready = multiprocessing.connection.wait(
-            list(pending.values()) + [procs[r].sentinel for r in pending], timeout=remaining
+            list(pending.values()) + [procs[r].sentinel for r in pending],
+            timeout=min(remaining, _WAKE_S),
         )
         for rank, reader in list(pending.items()):
             if reader in ready or procs[rank].sentinel in ready:
