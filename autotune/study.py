@@ -373,6 +373,16 @@ class TrialObjective:
             )
             trial.set_constraint("min_accuracy", shortfall)
 
+    def _record_failure(
+        self, trial: optuna.Trial, failure: str, detail: str
+    ) -> tuple[float, float, float]:
+        """A trial without a measurement (never launched, or failed): why, as constraints,
+        and the worst objective values, so the sampler learns from it."""
+        trial.set_user_attr("failure", failure)
+        trial.set_user_attr("failure_detail", detail[-2000:])
+        self._set_constraints(trial, None)
+        return failed_values(self._caps.memory_bytes)
+
     def __call__(self, trial: optuna.Trial) -> tuple[float, float, float]:
         if self._is_surplus(trial):
             trial.set_user_attr("failure", "surplus")
@@ -382,17 +392,11 @@ class TrialObjective:
         trial.set_user_attr("simulated", self._caps.simulated)
         reason = trial_infeasibility_reason(config, self._caps)
         if reason is not None:
-            trial.set_user_attr("failure", "infeasible")
-            trial.set_user_attr("failure_detail", reason)
-            self._set_constraints(trial, None)
-            return failed_values(self._caps.memory_bytes)
+            return self._record_failure(trial, "infeasible", reason)
         try:
             measurement = self._run_with_retry(trial, config)
         except TrialError as e:
-            trial.set_user_attr("failure", e.failure)
-            trial.set_user_attr("failure_detail", e.detail[-2000:])
-            self._set_constraints(trial, None)
-            return failed_values(self._caps.memory_bytes)
+            return self._record_failure(trial, e.failure, e.detail)
         for key, value in measurement.as_user_attrs().items():
             trial.set_user_attr(key, value)
         self._set_constraints(trial, measurement)
