@@ -1,25 +1,28 @@
-"""``run_study``: the one entry point the CLI and Python users share."""
+"""``run_study`` and ``verify_study``: the entry points the CLI and Python users share."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import multiprocessing.process
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 from optuna.study import MaxTrialsCallback
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import enqueue_baseline
-from autotune.config import RunConfig, SearchSpace
+from autotune.config import DEFAULT_STORAGE_URL, RunConfig, SearchSpace, TrialConfig, VerifySettings
 from autotune.data import load_dataset
-from autotune.exceptions import AutotuneError, ConfigError
+from autotune.exceptions import AutotuneError, ConfigError, TrialError, VerificationError
 from autotune.flops import with_mfu
 from autotune.hardware import (
     DeviceCapabilities,
+    check_study_hardware,
     detect_capabilities,
     resolve_device,
     restrict_space,
@@ -27,7 +30,14 @@ from autotune.hardware import (
 from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import OBJECTIVES
 from autotune.runner import run_trial
-from autotune.storage import open_results_for_run
+from autotune.storage import (
+    ResultsStore,
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
+    load_existing_study,
+    open_results_for_run,
+)
 from autotune.study import (
     FINISHED_STATES,
     RunTrialFn,
@@ -38,8 +48,22 @@ from autotune.study import (
     open_storage,
     open_study,
 )
+from autotune.verification import (
+    VerificationSummary,
+    round_seeds,
+    select_finalists,
+    summarize_verification,
+)
 
-__all__ = ["PreparedRun", "StudyProgress", "StudyResult", "prepare_run", "run_study"]
+__all__ = [
+    "PreparedRun",
+    "StudyProgress",
+    "StudyResult",
+    "VerificationProgress",
+    "prepare_run",
+    "run_study",
+    "verify_study",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +99,8 @@ class StudyResult:
         pareto_trials: the Pareto-optimal feasible trials (Optuna's ``best_trials``).
         capabilities: the device the trials ran on.
         removed_choices: choices dropped because the device can never run them, with reasons.
+        verification: the verified verdict (None with ``verify.rounds=0``, or in a worker
+            process other than the first).
     """
 
     study_name: str
@@ -85,6 +111,7 @@ class StudyResult:
     pareto_trials: list[FrozenTrial]
     capabilities: DeviceCapabilities
     removed_choices: list[str] = field(default_factory=list)
+    verification: VerificationSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -180,12 +207,15 @@ def run_study(
     run_trial_fn: RunTrialFn = run_trial,
     prepared: PreparedRun | None = None,
     worker_index: int = 0,
+    on_verify: Callable[[VerificationProgress], None] | None = None,
 ) -> StudyResult:
-    """Run (or resume) a study until it holds ``n_trials`` finished trials.
+    """Run (or resume) a study until it holds ``n_trials`` finished trials, then verify it.
 
     Running the same call again after an interruption tops the study up to ``n_trials``;
     completed trials are kept, never redone. Interrupted trials are recorded as FAIL and
-    do not count.
+    do not count. Once the study holds its trials, the first worker verifies the finalists
+    (:func:`verify_study`, ``config.verify``); a verification that already covers the same
+    finalists is reused, an interrupted one resumed.
 
     Args:
         config: the validated run configuration.
@@ -195,6 +225,7 @@ def run_study(
         prepared: the result of :func:`prepare_run`, if the caller already has it.
         worker_index: 0 in the process the user started; it starts ``config.workers - 1``
             more worker processes on the same study (1, 2, ... there).
+        on_verify: called after every verification run with a :class:`VerificationProgress`.
 
     Raises:
         ConfigError: bad input (also ``n_trials < 1``), or a study made with another space.
@@ -263,6 +294,18 @@ def run_study(
             for proc in helpers:
                 if proc.is_alive():
                     proc.terminate()
+    verification = None
+    if worker_index == 0 and config.verify.rounds > 0:
+        verification = verify_study(
+            study.study_name,
+            config.storage,
+            settings=config.verify,
+            run_trial_fn=run_trial_fn,
+            timeout_s=config.trial.timeout_s,
+            on_run=on_verify,
+            reuse=True,
+            capabilities=caps,
+        )
     return StudyResult(
         study_name=study.study_name,
         storage=config.storage,
@@ -272,4 +315,227 @@ def run_study(
         pareto_trials=study.best_trials,
         capabilities=caps,
         removed_choices=prepared.removed_choices,
+        verification=verification,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Verification
+
+
+@dataclass(frozen=True)
+class VerificationProgress:
+    """A snapshot after each verification run, for progress displays.
+
+    Attributes:
+        done: runs with a row (this one included).
+        planned: runs planned: (1 + candidates) x rounds.
+        rounds: rounds planned.
+        record: what this run measured (or why it failed).
+    """
+
+    done: int
+    planned: int
+    rounds: int
+    record: VerificationRecord
+
+
+def _study_seed(study: optuna.Study, results: ResultsStore) -> int:
+    record = results.study(study.study_name)
+    return record.seed if record is not None else 0
+
+
+def _trial_configs(
+    study_name: str, results: ResultsStore, numbers: set[int]
+) -> dict[int, TrialConfig]:
+    """The full configuration each trial ran, from its results row.
+
+    Raises:
+        VerificationError: a trial has no row, or its row holds only its knobs (a study
+            written before full configurations were stored).
+    """
+    configs: dict[int, TrialConfig] = {}
+    rows = {r.trial_number: r for r in results.trials(study_name)}
+    for number in sorted(numbers):
+        row = rows.get(number)
+        stored = json.loads(row.config_json) if row is not None else {}
+        if "train" not in stored:
+            raise VerificationError(
+                f"study={study_name}: trial {number} has no stored configuration in the "
+                "results tables; it cannot be re-run"
+            )
+        configs[number] = TrialConfig.model_validate(stored)
+    return configs
+
+
+def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
+    """The stored verification re-measured the same configurations the same way."""
+    return (
+        run.plan.baseline_trial == plan.baseline_trial
+        and run.plan.candidates == plan.candidates
+        and run.plan.rounds == plan.rounds
+        and run.plan.accuracy_tolerance_pt == plan.accuracy_tolerance_pt
+    )
+
+
+def _check_verify_hardware(study: optuna.Study, capabilities: DeviceCapabilities | None) -> None:
+    """Refuse to verify on another machine than the study's (throughputs would not compare).
+
+    Raises:
+        ConfigError, DeviceUnavailableError: another machine, or the device is missing here.
+    """
+    kind = (study.user_attrs.get("autotune") or {}).get("device_kind", "cpu")
+    if kind == "mock":
+        return  # a simulation: nothing to compare
+    caps = capabilities or detect_capabilities(kind)
+    check_study_hardware(study, caps.fingerprint, allow_change=False)
+
+
+def verify_study(
+    study_name: str,
+    storage: str = DEFAULT_STORAGE_URL,
+    *,
+    settings: VerifySettings | None = None,
+    run_trial_fn: RunTrialFn = run_trial,
+    timeout_s: float = 600.0,
+    on_run: Callable[[VerificationProgress], None] | None = None,
+    reuse: bool = False,
+    capabilities: DeviceCapabilities | None = None,
+) -> VerificationSummary:
+    """Re-run a study's baseline and finalists in interleaved rounds of fresh processes.
+
+    An interrupted verification (its last one, rounds missing) is resumed: runs already
+    recorded are kept, never redone. Otherwise a new verification is planned: the finalists
+    (:func:`autotune.verification.select_finalists`) and one new training seed per round
+    (:func:`autotune.verification.round_seeds`); each run is stored in
+    ``autotune_verifications`` as soon as it ends. With ``reuse``, a finished verification
+    of the same finalists, rounds and tolerance is returned as it is (``autotune run`` on a
+    study that is already verified); without it (``autotune verify``) a finished one is
+    repeated with new seeds.
+
+    Args:
+        study_name: the Optuna study.
+        storage: its storage URL.
+        settings: rounds, candidates and accuracy tolerance (default ``VerifySettings()``).
+        run_trial_fn: runs one configuration (default: child processes; tests inject fakes).
+        timeout_s: wall-clock limit of one run, in seconds.
+        on_run: called after every run with a :class:`VerificationProgress`.
+        reuse: return a finished verification of the same plan instead of repeating it.
+        capabilities: the device, when the caller already detected it.
+
+    Returns:
+        The summary of the (now finished) verification, with its recommendation.
+
+    Raises:
+        ConfigError: ``rounds`` is 0, or the study was measured on other hardware.
+        StudyNotFoundError, StorageError: no such study, or the database failed.
+        VerificationError: no measured baseline, or a finalist without a stored configuration.
+        KeyboardInterrupt: on Ctrl-C; the runs recorded so far are kept for a resume.
+    """
+    settings = settings or VerifySettings()
+    if settings.rounds == 0:
+        raise ConfigError("verify.rounds=0: verification is off; ask for 2 rounds or more")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = load_existing_study(study_name, storage)
+    _check_verify_hardware(study, capabilities)
+    trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
+    baseline, finalists = select_finalists(
+        trials,
+        {t.number for t in study.best_trials},
+        settings.candidates,
+        settings.accuracy_tolerance_pt,
+    )
+    simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
+    params: Mapping[int, Mapping[str, Any]] = {t.number: t.params for t in study.trials}
+    with ResultsStore.open(storage, create=True) as results:
+        # Validate before writing: every configuration to run must be stored.
+        configs = _trial_configs(study_name, results, {baseline, *finalists})
+        latest = results.latest_verification(study_name)
+        if latest is not None and not latest.complete:
+            run = latest  # resume it, with its own plan
+            configs.update(
+                _trial_configs(study_name, results, {run.plan.baseline_trial, *run.plan.candidates})
+            )
+        else:
+            number = (latest.number if latest is not None else 0) + 1
+            plan = VerificationPlan(
+                baseline_trial=baseline,
+                candidates=finalists,
+                seeds=round_seeds(_study_seed(study, results), number, settings.rounds),
+                accuracy_tolerance_pt=settings.accuracy_tolerance_pt,
+            )
+            if reuse and latest is not None and _plan_matches(latest, plan):
+                return summarize_verification(latest, params, simulated=simulated)
+            run = results.start_verification(study_name, plan)
+        run = _run_verification(run, results, configs, run_trial_fn, timeout_s, on_run)
+    return summarize_verification(run, params, simulated=simulated)
+
+
+def _run_verification(
+    run: VerificationRun,
+    results: ResultsStore,
+    configs: Mapping[int, TrialConfig],
+    run_trial_fn: RunTrialFn,
+    timeout_s: float,
+    on_run: Callable[[VerificationProgress], None] | None,
+) -> VerificationRun:
+    """Run every planned (round, configuration) without a row, store each, then finish."""
+    plan = run.plan
+    schedule = plan.schedule()
+    done = run.done()
+    for round_index, number in schedule:
+        if (round_index, number) in done:
+            continue
+        seed = plan.seeds[round_index]
+        # The mock device's deliberate faults belong to the search's trials, not to these runs.
+        config = configs[number].model_copy(update={"seed": seed, "mock_fault": "none"})
+        record = _verification_record(round_index, number, plan, config, run_trial_fn, timeout_s)
+        results.record_verification(run.study_name, run.number, record)
+        done.add((round_index, number))
+        if on_run is not None:
+            on_run(VerificationProgress(len(done), len(schedule), plan.rounds, record))
+    return results.complete_verification(run.study_name, run.number)
+
+
+def _verification_record(
+    round_index: int,
+    number: int,
+    plan: VerificationPlan,
+    config: TrialConfig,
+    run_trial_fn: RunTrialFn,
+    timeout_s: float,
+) -> VerificationRecord:
+    """Run one configuration once; a failure is a row too (it disqualifies the candidate)."""
+    common = {
+        "round_index": round_index,
+        "seed": config.seed,
+        "trial_number": number,
+        "is_baseline": number == plan.baseline_trial,
+        "simulated": config.device == "mock",
+        "config_json": config.model_dump_json(),
+    }
+    try:
+        m = run_trial_fn(config, timeout_s)
+    except TrialError as e:
+        return VerificationRecord(
+            **common,
+            failure=e.failure,
+            failure_detail=e.detail[-2000:],
+            throughput_sps=None,
+            throughput_iqr_sps=None,
+            step_time_s=None,
+            val_accuracy=None,
+            peak_memory_bytes=None,
+            train_s=None,
+        )
+    return VerificationRecord(
+        **common,
+        failure=None,
+        failure_detail=None,
+        throughput_sps=m.throughput_sps,
+        throughput_iqr_sps=m.throughput_iqr_sps,
+        step_time_s=m.step_time_s,
+        val_accuracy=m.val_accuracy,
+        peak_memory_bytes=m.peak_memory_bytes,
+        train_s=m.train_s,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -37,8 +38,10 @@ from autotune.exceptions import ConfigError
 
 __all__ = [
     "COMPILE_MODES",
+    "DEFAULT_LR_SCALING",
     "DEFAULT_STORAGE_URL",
     "KNOB_NAMES",
+    "LR_SCALING_RULES",
     "MEMORY_FORMATS",
     "PRECISIONS",
     "CategoricalParam",
@@ -56,9 +59,11 @@ __all__ = [
     "TrainSettings",
     "TrialConfig",
     "TrialSettings",
+    "VerifySettings",
     "available_spaces",
     "load_run_config",
     "load_space",
+    "scaled_lr",
 ]
 
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
@@ -67,10 +72,16 @@ CompileMode = Literal["none", "default", "reduce-overhead", "max-autotune"]
 DeviceName = Literal["auto", "cpu", "cuda", "mock"]
 SamplerName = Literal["nsga2", "tpe", "gp", "random"]
 DataName = Literal["digits", "mnist", "fashion_mnist", "synthetic"]
+OptimizerName = Literal["adamw", "sgd"]
+LrScaling = Literal["none", "linear", "sqrt"]
 
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS: tuple[str, ...] = ("contiguous", "channels_last")
 COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-autotune")
+LR_SCALING_RULES: tuple[str, ...] = ("none", "linear", "sqrt")
+#: The learning-rate scaling rule of each optimizer when ``train.lr_scaling`` is not set (see
+#: :func:`scaled_lr` for the sources): linear for SGD, the square root for Adam(W).
+DEFAULT_LR_SCALING: dict[str, LrScaling] = {"adamw": "sqrt", "sgd": "linear"}
 
 #: The searched knobs, as Optuna parameter names, in a fixed order.
 KNOB_NAMES: tuple[str, ...] = (
@@ -100,6 +111,7 @@ _RUN_KEYS = (
     "mock",
     "warm_start",
     "allow_hardware_change",
+    "verify",
 )
 #: ``key=value`` shorthands: ``data=mnist`` selects the data set by name, as Hydra's groups do.
 _ALIASES = {"data": "data.name"}
@@ -244,16 +256,96 @@ class ModelSpace(_Strict):
         return self
 
 
-class TrainSettings(_Strict):
-    """Fixed training settings shared by every trial of a study."""
+def scaled_lr(lr: float, rule: str, global_batch: int, reference_batch: int) -> float:
+    """The learning rate for a global batch of ``global_batch`` samples, when ``lr`` is the one
+    for ``reference_batch`` samples.
 
-    optimizer: Literal["adamw", "sgd"] = "adamw"
-    lr: float = Field(1.0e-3, gt=0)  # learning rate
+    A fixed budget of epochs gives a larger batch fewer optimizer steps; at the same learning
+    rate it then trains less far. The rules:
+
+    - ``linear``: ``lr * global_batch / reference_batch``, the linear scaling rule for SGD
+      (Goyal et al., "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour", 2017,
+      arXiv:1706.02677, section 2.1: "When the minibatch size is multiplied by k, multiply the
+      learning rate by k"; with a gradual warm-up, section 2.2).
+    - ``sqrt``: ``lr * sqrt(global_batch / reference_batch)``, the learning-rate part of the
+      square-root scaling rule for Adam and RMSprop (Malladi et al., "On the SDEs and Scaling
+      Rules for Adaptive Gradient Algorithms", NeurIPS 2022, arXiv:2205.10287; the rule also
+      adjusts the betas and epsilon, which are kept here).
+    - ``none``: ``lr``.
+
+    Args:
+        lr: the learning rate at the reference batch.
+        rule: ``none``, ``linear`` or ``sqrt``.
+        global_batch: samples per optimizer step over all ranks (batch size x GPU count).
+        reference_batch: the global batch at which ``lr`` holds.
+
+    Raises:
+        ValueError: an unknown rule, or a batch below 1.
+    """
+    if global_batch < 1 or reference_batch < 1:
+        raise ValueError(
+            f"batches must be >= 1, but got global_batch={global_batch}, "
+            f"reference_batch={reference_batch}"
+        )
+    ratio = global_batch / reference_batch
+    if rule == "linear":
+        return lr * ratio
+    if rule == "sqrt":
+        return lr * math.sqrt(ratio)
+    if rule == "none":
+        return lr
+    known = ", ".join(LR_SCALING_RULES)
+    raise ValueError(f"unknown learning-rate scaling rule {rule!r} (known: {known})")
+
+
+class TrainSettings(_Strict):
+    """Fixed training settings shared by every trial of a study.
+
+    ``lr`` is the learning rate at the global batch ``reference_batch_size``; a trial with
+    another global batch trains at ``lr`` scaled by ``lr_scaling`` (:func:`scaled_lr`), after a
+    linear warm-up over ``lr_warmup_fraction`` of its optimizer steps, so that every batch size
+    gets a fair share of the fixed epoch budget. ``lr_scaling=none`` trains every trial at
+    ``lr`` without warm-up.
+    """
+
+    optimizer: OptimizerName = "adamw"
+    lr: float = Field(1.0e-3, gt=0)  # learning rate at the reference batch
     weight_decay: float = Field(0.0, ge=0)
     momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
     epochs: int = Field(5, ge=1)  # passes over the training split (the budget)
     max_steps: int | None = Field(None, ge=1)  # optional cap on optimizer steps per trial
     warmup_steps: int = Field(5, ge=0)  # untimed steps before the timed windows
+    # How lr follows the global batch: none, linear, sqrt; unset: DEFAULT_LR_SCALING's rule
+    # for the optimizer (sqrt for adamw, linear for sgd).
+    lr_scaling: LrScaling | None = None
+    # The global batch (batch_size x gpu_count) at which `lr` holds; unset: the study's
+    # baseline trial's (autotune.baseline), filled in for each trial by the study.
+    reference_batch_size: int | None = Field(None, ge=1)
+    # Share of a trial's optimizer steps over which the learning rate rises linearly to its
+    # peak when scaling (Goyal et al. 2017 warm up for 5 of 90 epochs, 5.6 %).
+    lr_warmup_fraction: float = Field(0.05, ge=0, lt=1)
+
+    @property
+    def lr_scaling_rule(self) -> LrScaling:
+        """The scaling rule trials use: ``lr_scaling``, or the optimizer's default."""
+        return self.lr_scaling or DEFAULT_LR_SCALING[self.optimizer]
+
+    def peak_lr(self, global_batch: int) -> float:
+        """The learning rate after warm-up of a trial whose global batch is ``global_batch``.
+
+        Without a ``reference_batch_size`` (a configuration built outside a study), the trial's
+        own global batch is the reference: it trains at ``lr``.
+        """
+        reference = self.reference_batch_size or global_batch
+        return scaled_lr(self.lr, self.lr_scaling_rule, global_batch, reference)
+
+    def lr_warmup_steps(self, total_steps: int) -> int:
+        """Optimizer steps of the linear warm-up in a trial of ``total_steps`` steps: the
+        ``lr_warmup_fraction`` share rounded up, or 0 when ``lr_scaling`` is ``none``."""
+        if self.lr_scaling_rule == "none":
+            return 0
+        # round() first, so that 0.05 * 60 = 3.0000000000000004 counts as 3, not 4.
+        return min(total_steps, math.ceil(round(self.lr_warmup_fraction * total_steps, 9)))
 
 
 class DataSettings(_Strict):
@@ -357,6 +449,30 @@ class MockSettings(_Strict):
     profile: MockProfileName = "default"
 
 
+class VerifySettings(_Strict):
+    """Verification of the finalists once a study reaches its trials (``verify.*``).
+
+    The baseline and ``candidates`` finalists are re-run in ``rounds`` interleaved rounds of
+    fresh processes, each round with its own training seed; only these verified figures make
+    a claim to the user (see :mod:`autotune.verification`). ``rounds=0`` turns it off; one
+    round is refused, since a confidence interval needs at least two.
+    """
+
+    rounds: int = Field(3, ge=0)  # verification rounds (each: baseline + every finalist)
+    candidates: int = Field(4, ge=1)  # finalists re-run besides the baseline
+    # How far (accuracy points; 0.5 = 0.005) below the baseline's mean a candidate may be.
+    accuracy_tolerance_pt: float = Field(0.5, ge=0, le=100)
+
+    @field_validator("rounds")
+    @classmethod
+    def _not_one(cls, rounds: int) -> int:
+        if rounds == 1:
+            raise ValueError(
+                "must be 0 (off) or >= 2: a 95 % confidence interval needs two rounds at least"
+            )
+        return rounds
+
+
 class RunConfig(_Strict):
     """Everything one ``autotune run`` needs: the space plus where and how to run it."""
 
@@ -367,7 +483,7 @@ class RunConfig(_Strict):
     storage: str = DEFAULT_STORAGE_URL  # any SQLAlchemy URL
     # GP: the best hypervolume after 25 and 50 trials in docs/benchmarks (search efficiency).
     sampler: SamplerName = "gp"
-    seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; trial i trains with seed + i
+    seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; every trial trains with it
     trial: TrialSettings = TrialSettings()
     workers: int = Field(1, ge=1)  # worker processes sharing the study on this machine
     mock: MockSettings = MockSettings()
@@ -375,6 +491,7 @@ class RunConfig(_Strict):
     warm_start: str | None = None
     # Run an existing study on a machine with another hardware fingerprint.
     allow_hardware_change: bool = False
+    verify: VerifySettings = VerifySettings()
 
 
 class TrialConfig(_Strict):
@@ -393,7 +510,7 @@ class TrialConfig(_Strict):
     compile_mode: CompileMode
     num_workers: int = Field(ge=0)
     gpu_count: int = Field(ge=1)  # DDP world size
-    seed: int = 0
+    seed: int = 0  # training seed (initialization, data order); a study gives all trials its own
     train: TrainSettings = TrainSettings()
     data: DataSettings = DataSettings()
     measure: MeasureSettings = MeasureSettings()

@@ -7,6 +7,8 @@
     │   └── DeviceUnavailableError  asked for a device this machine does not have
     ├── DataError                 a data set that is missing or corrupt (CLI exit code 2)
     ├── StorageError              the study database cannot be reached or used (CLI exit code 2)
+    ├── VerificationError         a study cannot be verified (no measured baseline, no stored
+    │                             configuration) (CLI exit code 2)
     └── TrialError                a trial could not produce a measurement (recorded, not raised
                                   out of a study)
 
@@ -22,6 +24,7 @@ __all__ = [
     "DeviceUnavailableError",
     "StorageError",
     "TrialError",
+    "VerificationError",
 ]
 
 
@@ -43,6 +46,11 @@ class DataError(AutotuneError, ValueError):
 
 class StorageError(AutotuneError):
     """The study storage URL is malformed or the database cannot be reached."""
+
+
+class VerificationError(AutotuneError):
+    """A study cannot be verified: no measured baseline, or a finalist without its stored
+    configuration; the message says which trial and why."""
 
 
 class TrialError(AutotuneError):

@@ -1,8 +1,9 @@
 """autotune's results tables, beside Optuna's in the same database.
 
-Three tables, all prefixed ``autotune_`` and versioned by Alembic in their own version table:
-hardware fingerprints, studies (linked to Optuna's by study name), and one row per finished
-trial with every figure (unit in the column name) and the full configuration. See
+Five tables, all prefixed ``autotune_`` and versioned by Alembic in their own version table:
+hardware fingerprints, studies (linked to Optuna's by study name), one row per finished
+trial with every figure (unit in the column name) and the full configuration, and the
+verifications: one row per verification (its plan) and one per configuration and round. See
 ``storage/README.md`` for the columns and example queries.
 
 Rows are written by :class:`ResultsCallback`, an Optuna callback in the study's process;
@@ -34,6 +35,9 @@ from autotune.storage.records import (
     HardwareFingerprint,
     StudyRecord,
     TrialRecord,
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
     is_feasible,
     trial_record,
 )
@@ -49,6 +53,9 @@ __all__ = [
     "StudyNotFoundError",
     "StudyRecord",
     "TrialRecord",
+    "VerificationPlan",
+    "VerificationRecord",
+    "VerificationRun",
     "create_results_engine",
     "hardware_fingerprint",
     "head_revision",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import json
 from collections.abc import Iterable
 
 from sqlalchemy import Engine, inspect
@@ -12,8 +14,21 @@ from sqlalchemy.orm import Session
 from autotune.exceptions import StorageError
 from autotune.storage._migrate import head_revision, schema_revision, upgrade_schema
 from autotune.storage._session import create_results_engine, session_scope
-from autotune.storage.models import HardwareModel, StudyModel, TrialResultModel
-from autotune.storage.records import HardwareFingerprint, StudyRecord, TrialRecord
+from autotune.storage.models import (
+    HardwareModel,
+    StudyModel,
+    TrialResultModel,
+    VerificationModel,
+    VerificationRunModel,
+)
+from autotune.storage.records import (
+    HardwareFingerprint,
+    StudyRecord,
+    TrialRecord,
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
+)
 
 __all__ = ["ResultsStore"]
 
@@ -39,6 +54,35 @@ def _study_record(row: StudyModel) -> StudyRecord:
         seed=row.seed,
         created_at=row.created_at,
         hardware=_hardware_record(row.hardware),
+    )
+
+
+#: VerificationRecord fields stored as columns of the same name.
+_VERIFICATION_COLUMNS = tuple(f.name for f in dataclasses.fields(VerificationRecord))
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _verification_run(
+    study_name: str, run: VerificationRunModel, rows: Iterable[VerificationModel]
+) -> VerificationRun:
+    return VerificationRun(
+        study_name=study_name,
+        number=run.number,
+        plan=VerificationPlan(
+            baseline_trial=run.baseline_trial,
+            candidates=tuple(int(n) for n in json.loads(run.candidates_json)),
+            seeds=tuple(int(s) for s in json.loads(run.seeds_json)),
+            accuracy_tolerance_pt=run.accuracy_tolerance_pt,
+        ),
+        rows=tuple(
+            VerificationRecord(**{name: getattr(row, name) for name in _VERIFICATION_COLUMNS})
+            for row in rows
+        ),
+        started_at=run.started_at,
+        completed_at=run.completed_at,
     )
 
 
@@ -246,3 +290,106 @@ class ResultsStore:
         with session_scope(self._engine) as session:
             study = StudyModel.find_by_name(session, study_name)
             return TrialResultModel.trial_numbers(session, study.id) if study else set()
+
+    # ----------------------------------------------------------------------------------------
+    # Verifications
+
+    def _study_row(self, session: Session, study_name: str) -> StudyModel:
+        row = StudyModel.find_by_name(session, study_name)
+        if row is None:
+            raise StorageError(
+                f"results tables: study {study_name!r} is not recorded; record_study() comes first"
+            )
+        return row
+
+    def start_verification(self, study_name: str, plan: VerificationPlan) -> VerificationRun:
+        """Record a new verification of ``study_name`` (numbered after the newest one).
+
+        Returns:
+            The new run, with no rows yet.
+
+        Raises:
+            StorageError: the study is not recorded, or the database failed.
+        """
+        self._require_tables()
+        with session_scope(self._engine) as session:
+            study = self._study_row(session, study_name)
+            latest = VerificationRunModel.find_latest(session, study.id)
+            run = VerificationRunModel(
+                study_id=study.id,
+                number=(latest.number if latest is not None else 0) + 1,
+                baseline_trial=plan.baseline_trial,
+                candidates_json=json.dumps(list(plan.candidates)),
+                rounds=plan.rounds,
+                seeds_json=json.dumps(list(plan.seeds)),
+                accuracy_tolerance_pt=plan.accuracy_tolerance_pt,
+                started_at=_utcnow(),
+            )
+            session.add(run)
+            session.flush()
+            return _verification_run(study_name, run, [])
+
+    def _run_row(self, session: Session, study_name: str, number: int) -> VerificationRunModel:
+        study = self._study_row(session, study_name)
+        row = VerificationRunModel.find_by_number(session, study.id, number)
+        if row is None:
+            raise StorageError(
+                f"results tables: study {study_name!r} has no verification number {number}"
+            )
+        return row
+
+    def record_verification(self, study_name: str, number: int, record: VerificationRecord) -> None:
+        """Store one configuration's measurement in one round of verification ``number``
+        (a row already there for that round and trial is replaced).
+
+        Raises:
+            StorageError: no such verification, or the database failed.
+        """
+        self._require_tables()
+        with session_scope(self._engine) as session:
+            run = self._run_row(session, study_name, number)
+            values = {name: getattr(record, name) for name in _VERIFICATION_COLUMNS}
+            for row in VerificationModel.find_by_run(session, run.id):
+                if (row.round_index, row.trial_number) == (record.round_index, record.trial_number):
+                    for name, value in values.items():
+                        setattr(row, name, value)
+                    return
+            session.add(VerificationModel(run_id=run.id, **values))
+
+    def complete_verification(self, study_name: str, number: int) -> VerificationRun:
+        """Mark verification ``number`` finished (every round measured) and return it.
+
+        Raises:
+            StorageError: no such verification, or the database failed.
+        """
+        self._require_tables()
+        with session_scope(self._engine) as session:
+            run = self._run_row(session, study_name, number)
+            run.completed_at = _utcnow()
+            session.flush()
+            return _verification_run(
+                study_name, run, VerificationModel.find_by_run(session, run.id)
+            )
+
+    def latest_verification(
+        self, study_name: str, *, complete: bool = False
+    ) -> VerificationRun | None:
+        """The newest verification of ``study_name`` (the newest finished one when
+        ``complete``), with its rows; None when there is none."""
+        if not self.available:
+            return None
+        with session_scope(self._engine) as session:
+            study = StudyModel.find_by_name(session, study_name)
+            if study is None:
+                return None
+            find = (
+                VerificationRunModel.find_latest_complete
+                if complete
+                else VerificationRunModel.find_latest
+            )
+            run = find(session, study.id)
+            if run is None:
+                return None
+            return _verification_run(
+                study_name, run, VerificationModel.find_by_run(session, run.id)
+            )

@@ -30,7 +30,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
-__all__ = ["TABLE_PREFIX", "Base", "HardwareModel", "StudyModel", "TrialResultModel"]
+__all__ = [
+    "TABLE_PREFIX",
+    "Base",
+    "HardwareModel",
+    "StudyModel",
+    "TrialResultModel",
+    "VerificationModel",
+    "VerificationRunModel",
+]
 
 #: Prefix of every autotune table, so none can collide with Optuna's.
 TABLE_PREFIX = "autotune_"
@@ -185,3 +193,90 @@ class TrialResultModel(Base):
     def trial_numbers(cls, session: Session, study_id: int) -> set[int]:
         """Trial numbers of study ``study_id`` that already have a row."""
         return set(session.scalars(select(cls.trial_number).where(cls.study_id == study_id)))
+
+
+class VerificationRunModel(Base):
+    """One verification of a study: its plan (baseline, finalists, rounds, seeds) and state.
+
+    A verification re-runs the baseline and the finalists in ``rounds`` interleaved rounds of
+    fresh processes; its measurements are :class:`VerificationModel` rows. ``completed_at`` is
+    None while rounds are missing (an interrupted verification resumes from its rows).
+    """
+
+    __tablename__ = f"{TABLE_PREFIX}verification_runs"
+    __table_args__ = (UniqueConstraint("study_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey(f"{TABLE_PREFIX}studies.id", ondelete="CASCADE"), index=True
+    )
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... per study
+    baseline_trial: Mapped[int] = mapped_column(Integer)
+    candidates_json: Mapped[str] = mapped_column(Text)  # candidate trial numbers, in order
+    rounds: Mapped[int] = mapped_column(Integer)
+    seeds_json: Mapped[str] = mapped_column(Text)  # the training seed of each round
+    accuracy_tolerance_pt: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+    completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+    @classmethod
+    def find_by_number(
+        cls, session: Session, study_id: int, number: int
+    ) -> VerificationRunModel | None:
+        """Verification ``number`` of study ``study_id``, or None."""
+        return session.scalars(
+            select(cls).where(cls.study_id == study_id, cls.number == number)
+        ).one_or_none()
+
+    @classmethod
+    def find_latest(cls, session: Session, study_id: int) -> VerificationRunModel | None:
+        """The newest verification of study ``study_id``, or None."""
+        return session.scalars(
+            select(cls).where(cls.study_id == study_id).order_by(cls.number.desc()).limit(1)
+        ).one_or_none()
+
+    @classmethod
+    def find_latest_complete(cls, session: Session, study_id: int) -> VerificationRunModel | None:
+        """The newest finished verification of study ``study_id``, or None."""
+        return session.scalars(
+            select(cls)
+            .where(cls.study_id == study_id, cls.completed_at.is_not(None))
+            .order_by(cls.number.desc())
+            .limit(1)
+        ).one_or_none()
+
+
+class VerificationModel(Base):
+    """One configuration measured in one verification round (fresh processes, own seed)."""
+
+    __tablename__ = f"{TABLE_PREFIX}verifications"
+    __table_args__ = (UniqueConstraint("run_id", "round_index", "trial_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey(f"{TABLE_PREFIX}verification_runs.id", ondelete="CASCADE"), index=True
+    )
+    round_index: Mapped[int] = mapped_column(Integer)  # 0-based
+    seed: Mapped[int] = mapped_column(Integer)
+    trial_number: Mapped[int] = mapped_column(Integer)  # the study trial re-measured
+    is_baseline: Mapped[bool] = mapped_column(Boolean)
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    failure: Mapped[str | None] = mapped_column(String(32))
+    failure_detail: Mapped[str | None] = mapped_column(Text)
+    throughput_sps: Mapped[float | None] = mapped_column(Float)
+    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
+    step_time_s: Mapped[float | None] = mapped_column(Float)
+    val_accuracy: Mapped[float | None] = mapped_column(Float)
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    train_s: Mapped[float | None] = mapped_column(Float)
+    config_json: Mapped[str] = mapped_column(Text)
+    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    @classmethod
+    def find_by_run(cls, session: Session, run_id: int) -> list[VerificationModel]:
+        """Every row of verification ``run_id``, by round and then in run order."""
+        return list(
+            session.scalars(
+                select(cls).where(cls.run_id == run_id).order_by(cls.round_index, cls.id)
+            )
+        )
