@@ -50,7 +50,7 @@ def run(
     """Run (or resume) a study: every trial trains for real on the device and is measured."""
     from autotune.api import prepare_run, run_study
     from autotune.config import load_run_config
-    from autotune.console import ProgressDisplay, print_header, print_result
+    from autotune.console import ProgressDisplay, print_header, print_result, verification_line
     from autotune.exceptions import ConfigError
 
     if trials < 1:
@@ -67,12 +67,51 @@ def run(
     console.print(peaks, style="dim", markup=False, highlight=False)
     try:
         with ProgressDisplay(console, trials, already=0) as display:
-            result = run_study(config, trials, on_trial=display.update, prepared=prepared)
+            result = run_study(
+                config,
+                trials,
+                on_trial=display.update,
+                prepared=prepared,
+                on_verify=lambda p: console.print(verification_line(p), highlight=False),
+            )
     except KeyboardInterrupt:
         # Typer would turn this into a silent exit code 130; say what happened and what next.
         _print_error("interrupted; finished trials are saved. Run the same command to resume.")
         raise typer.Exit(130) from None
     print_result(console, result)
+
+
+@app.command()
+def verify(
+    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
+    args: list[str] = typer.Argument(
+        None,
+        metavar="[KEY=VALUE]...",
+        help="storage=URL verify.rounds=R (default 3, >= 2) verify.candidates=K (default 4) "
+        "verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S.",
+    ),
+) -> None:
+    """Re-run the baseline and the finalists in interleaved rounds of fresh processes, each
+    round with its own seed, and print the verified recommendation (resumes an interrupted
+    verification; repeats a finished one with new seeds)."""
+    from autotune.api import verify_study
+    from autotune.config import load_verify_request
+    from autotune.console import print_verdict, verification_line
+
+    request = load_verify_request(args or [])
+    console = _out_console()
+    try:
+        summary = verify_study(
+            study,
+            request.storage,
+            settings=request.verify,
+            timeout_s=request.trial.timeout_s,
+            on_run=lambda p: console.print(verification_line(p), highlight=False),
+        )
+    except KeyboardInterrupt:
+        _print_error("interrupted; finished runs are saved. Run the same command to resume.")
+        raise typer.Exit(130) from None
+    print_verdict(console, summary, request.storage)
 
 
 # --- Results: report, dashboard, best, ls, export (read the study database; never run trials)

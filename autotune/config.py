@@ -59,10 +59,12 @@ __all__ = [
     "TrainSettings",
     "TrialConfig",
     "TrialSettings",
+    "VerifyRequest",
     "VerifySettings",
     "available_spaces",
     "load_run_config",
     "load_space",
+    "load_verify_request",
     "scaled_lr",
 ]
 
@@ -677,3 +679,33 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
         )
     except ValidationError as e:
         raise ConfigError(_format_validation_error(e, "command line", run_texts)) from None
+
+
+class VerifyRequest(_Strict):
+    """The ``key=value`` arguments of ``autotune verify``: where the study is, and how to
+    verify it."""
+
+    storage: str = DEFAULT_STORAGE_URL
+    verify: VerifySettings = VerifySettings()
+    trial: TrialSettings = TrialSettings()
+
+
+def load_verify_request(args: Sequence[str]) -> VerifyRequest:
+    """Validate ``autotune verify``'s ``key=value`` arguments (``storage=URL``,
+    ``verify.rounds=R``, ``verify.candidates=K``, ``verify.accuracy_tolerance_pt=X``,
+    ``trial.timeout_s=S``).
+
+    Raises:
+        ConfigError: an unknown key or a value that breaks a rule; the message names it.
+    """
+    raw: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for key, value, text in _parse_overrides(args):
+        _set_path(raw, key, value, text)
+        texts[key] = text
+    if "storage" in raw and not isinstance(raw["storage"], str):
+        raw["storage"] = str(raw["storage"])
+    try:
+        return VerifyRequest.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, "command line", texts)) from None

@@ -1,4 +1,5 @@
-"""Terminal output of ``autotune run``: the header, live progress, and the Pareto table."""
+"""Terminal output of ``autotune run`` and ``autotune verify``: the header, live progress, the
+Pareto table, the verification table and the one-line verdict."""
 
 from __future__ import annotations
 
@@ -17,9 +18,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from autotune.api import PreparedRun, StudyProgress, StudyResult
+from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
+from autotune.config import DEFAULT_STORAGE_URL
+from autotune.verification import VerificationSummary
 
-__all__ = ["ProgressDisplay", "pareto_table", "print_header", "print_result"]
+__all__ = [
+    "ProgressDisplay",
+    "pareto_table",
+    "print_header",
+    "print_result",
+    "print_verdict",
+    "verification_line",
+    "verification_table",
+]
 
 _MIB = float(1 << 20)
 SIMULATED_BANNER = "SIMULATED: device=mock runs an analytic cost model; no training happens and no figure is a measurement."
@@ -152,8 +163,74 @@ def pareto_table(trials: Sequence[FrozenTrial], title: str) -> Table:
     return table
 
 
+def verification_line(progress: VerificationProgress) -> str:
+    """One verification run as a line: round, trial, and its figures or failure."""
+    r = progress.record
+    who = "baseline" if r.is_baseline else f"trial {r.trial_number}"
+    head = f"[verify {progress.done}/{progress.planned}] round {r.round_index + 1}/{progress.rounds} {who}"
+    if r.failure is not None:
+        last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
+        return f"{head}: {r.failure} ({last[0]})"
+    return (
+        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, acc {100 * (r.val_accuracy or 0):.2f}%, "
+        f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
+    )
+
+
+def verification_table(summary: VerificationSummary) -> Table:
+    """The baseline and every finalist with their verified figures and verdicts."""
+    title = (
+        f"Verification {summary.number} of study {summary.study_name}: {summary.rounds} rounds "
+        f"of fresh processes, seeds {', '.join(map(str, summary.seeds))}"
+        + (" [SIMULATED]" if summary.simulated else "")
+    )
+    table = Table(title=title, title_justify="left")
+    for name in ("trial", "speedup", "95 % CI", "median samples/s", "val acc mean [min-max]"):
+        table.add_column(name, justify="right")
+    table.add_column("peak MiB", justify="right")
+    table.add_column("verdict")
+    table.add_column("changed knobs")
+    for v in (summary.baseline, *summary.candidates):
+        acc = (
+            f"{100 * v.val_accuracy_mean:.2f}% [{100 * (v.val_accuracy_min or 0):.2f}-"
+            f"{100 * (v.val_accuracy_max or 0):.2f}]"
+            if v.val_accuracy_mean is not None
+            else "-"
+        )
+        table.add_row(
+            f"{v.trial_number}{' (baseline)' if v.is_baseline else ''}",
+            f"{v.speedup:.2f}x" if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
+            f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x" if v.speedup_ci95 else "-",
+            f"{v.throughput_median_sps:,.0f}" if v.throughput_median_sps is not None else "-",
+            acc,
+            f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
+            ("RECOMMENDED" if summary.recommended is v else v.verdict),
+            "" if v.is_baseline else v.changes_text(),
+        )
+    return table
+
+
+def _storage_suffix(storage: str) -> str:
+    return "" if storage == DEFAULT_STORAGE_URL else f" storage={storage}"
+
+
+def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
+    """The verification table, then the one-line verdict and the commands that use it."""
+    if summary.candidates:
+        console.print(verification_table(summary))
+    style = "bold green" if summary.recommended is not None else "bold"
+    console.print(f"[{style}]{summary.headline()}[/]", highlight=False, soft_wrap=True)
+    suffix = _storage_suffix(storage)
+    name = summary.study_name
+    if summary.recommended is not None:
+        console.print(
+            f"export it: autotune best {name}{suffix} --export {name}-best.yaml", highlight=False
+        )
+    console.print(f"report:    autotune report {name}{suffix}", highlight=False)
+
+
 def print_result(console: Console, result: StudyResult) -> None:
-    """The Pareto table and a one-line summary."""
+    """The Pareto table, a one-line summary, and the verified verdict last."""
     caps = result.capabilities
     title = f"Pareto-optimal trials of study {result.study_name} on {caps.name}" + (
         " [SIMULATED]" if caps.simulated else ""
@@ -165,3 +242,12 @@ def print_result(console: Console, result: StudyResult) -> None:
     )
     if caps.simulated:
         console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
+    if result.verification is not None:
+        print_verdict(console, result.verification, result.storage)
+    else:
+        console.print(
+            "not verified (verify.rounds=0): no figure above is a verified claim; "
+            f"`autotune verify {result.study_name}{_storage_suffix(result.storage)}` verifies "
+            "the finalists",
+            highlight=False,
+        )

@@ -22,11 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import optuna
 from optuna.trial import FrozenTrial
 from scipy import stats
 
 from autotune.baseline import baseline_trial
 from autotune.exceptions import VerificationError
+from autotune.storage import ResultsStore
 from autotune.storage.records import (
     VerificationPlan,
     VerificationRecord,
@@ -39,6 +41,7 @@ __all__ = [
     "CandidateVerdict",
     "VerificationSummary",
     "changed_knobs",
+    "load_verification",
     "round_seeds",
     "select_finalists",
     "speedup_ci95",
@@ -417,3 +420,19 @@ def summarize_verification(
         candidates=candidates,
         recommended=recommended,
     )
+
+
+def load_verification(study: optuna.Study, results: ResultsStore) -> VerificationSummary | None:
+    """The newest finished verification of ``study``, summarized; None when it has none.
+
+    This is what every output (report, dashboard, ``best``, export) shows as its claim.
+
+    Raises:
+        StorageError: the results tables cannot be read.
+    """
+    run = results.latest_verification(study.study_name, complete=True)
+    if run is None:
+        return None
+    simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
+    params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
+    return summarize_verification(run, params, simulated=simulated)
