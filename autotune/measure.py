@@ -1,29 +1,36 @@
 """Timing discipline and the measurement a trial returns.
 
-Follows ``torch.utils.benchmark``: warm-up steps are thrown away, the device is synchronized
-before every clock read, raw step times are kept, and the throughput is the median of several
-timed windows with its interquartile range (IQR) kept as the spread.
+Follows ``torch.utils.benchmark`` and airbench: warm-up steps are thrown away, and the training
+steps are timed in windows of consecutive steps. The device is synchronized only at the edges
+of a window, never inside one, so the host keeps queueing kernels while the device works, as in
+an untimed training loop (a sync per step would stall a launch-bound eager model on a GPU).
+A window's step time is its seconds over its steps; the throughput is the median of the
+windows' with its interquartile range (IQR) kept as the spread.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
     "Measurement",
-    "StepClock",
     "ThroughputStats",
+    "WindowClock",
+    "WindowPlan",
     "current_rss_bytes",
     "peak_rss_bytes",
+    "plan_windows",
     "reset_peak_rss",
     "summarize_steps",
+    "summarize_windows",
 ]
 
 
@@ -35,8 +42,8 @@ class ThroughputStats:
         throughput_sps: median over windows of samples/s (global: all ranks' samples).
         throughput_iqr_sps: interquartile range of the window throughputs (samples/s).
         window_throughputs_sps: each window's samples/s, in order.
-        step_time_s: median seconds per optimizer step over the timed steps.
-        step_time_p90_s: 90th percentile of the step time (seconds).
+        step_time_s: median over windows of the window's seconds per optimizer step.
+        step_time_p90_s: 90th percentile over windows of the window's seconds per step.
         timed_steps: steps inside the windows.
     """
 
@@ -63,14 +70,154 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+@dataclass(frozen=True)
+class WindowPlan:
+    """Where a training loop of ``total_steps`` steps reads the clock, planned before it runs.
+
+    Steps ``1 .. warmup_steps`` are warm-up (untimed), then ``windows`` windows of
+    ``window_steps`` consecutive steps each are timed, and any steps after the last window
+    train untimed. Step counts below mean "after that many steps" (0: before the first).
+
+    Attributes:
+        total_steps: optimizer steps the loop takes.
+        warmup_steps: untimed steps before the first window.
+        window_steps: steps in each window.
+        windows: the number of windows (>= 1).
+        compiled: the first step holds torch.compile's compilation; the clock is also read
+            after it, so that its time can be told apart (see :attr:`edges`).
+    """
+
+    total_steps: int
+    warmup_steps: int
+    window_steps: int
+    windows: int
+    compiled: bool = False
+
+    @property
+    def timed_steps(self) -> int:
+        """Steps inside the windows."""
+        return self.window_steps * self.windows
+
+    @property
+    def window_edges(self) -> tuple[int, ...]:
+        """Step counts at which the windows start and end (``windows + 1`` of them; a window
+        ends where the next starts)."""
+        return tuple(self.warmup_steps + i * self.window_steps for i in range(self.windows + 1))
+
+    @property
+    def edges(self) -> tuple[int, ...]:
+        """Every step count at which the loop synchronizes the device and reads the clock, in
+        order: the start (0), after the first step when compiling, the window edges, and the
+        end (``total_steps``, for the loop's wall time). At most ``windows + 4`` reads."""
+        first = {1} if self.compiled else set()
+        return tuple(sorted({0, *first, *self.window_edges, self.total_steps}))
+
+    def window_times_s(self, marks_s: Mapping[int, float]) -> tuple[float, ...]:
+        """Each window's seconds, from the clock readings taken at :attr:`edges`.
+
+        Args:
+            marks_s: clock seconds by step count, read at (at least) :attr:`window_edges`.
+        """
+        pairs = itertools.pairwise(self.window_edges)
+        return tuple(marks_s[end] - marks_s[start] for start, end in pairs)
+
+    def summarize(self, marks_s: Mapping[int, float], samples_per_step: int) -> ThroughputStats:
+        """The windows' statistics (:func:`summarize_windows`) from the clock readings."""
+        return summarize_windows(self.window_times_s(marks_s), self.window_steps, samples_per_step)
+
+
+def plan_windows(
+    total_steps: int,
+    *,
+    warmup_steps: int,
+    windows: int,
+    min_window_steps: int = 1,
+    compiled: bool = False,
+) -> WindowPlan:
+    """Plan the warm-up and the timed windows of a loop of ``total_steps`` steps.
+
+    At least one step is always timed, so warm-up is capped at ``total_steps - 1``; when
+    compiling, at least the first step is warm-up (it holds the compilation). The steps after
+    warm-up are cut into ``windows`` equal windows, or fewer when there are not
+    ``windows * min_window_steps`` of them; steps that do not fill the last window train
+    untimed after it.
+
+    Args:
+        total_steps: optimizer steps of the loop (>= 1).
+        warmup_steps: untimed steps wanted before the first window (``train.warmup_steps``).
+        windows: the number of windows wanted (``measure.windows``, >= 1).
+        min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
+        compiled: whether the model is compiled (``compile_mode != "none"``).
+
+    Raises:
+        ValueError: ``total_steps < 1``, ``windows < 1`` or ``min_window_steps < 1``.
+    """
+    if total_steps < 1:
+        raise ValueError(
+            f"no timed steps: the loop takes {total_steps} steps; raise the budget (train.epochs)"
+        )
+    if windows < 1 or min_window_steps < 1:
+        raise ValueError(
+            f"`windows >= 1` and `min_window_steps >= 1` must hold, but got windows={windows}, "
+            f"min_window_steps={min_window_steps}"
+        )
+    warmup = min(max(warmup_steps, 1 if compiled else 0), total_steps - 1)
+    timed = total_steps - warmup
+    n_windows = max(1, min(windows, timed // min_window_steps))
+    return WindowPlan(
+        total_steps=total_steps,
+        warmup_steps=warmup,
+        window_steps=timed // n_windows,
+        windows=n_windows,
+        compiled=compiled,
+    )
+
+
+def summarize_windows(
+    window_times_s: Sequence[float], window_steps: int, samples_per_step: int
+) -> ThroughputStats:
+    """Summarize timed windows of equally many consecutive steps.
+
+    Each window's throughput is ``window_steps * samples_per_step / window_seconds`` and its
+    step time ``window_seconds / window_steps``; the figures are the median over windows (and
+    the IQR and 90th percentile) of these.
+
+    Args:
+        window_times_s: seconds of each window, input pipeline included, in order.
+        window_steps: optimizer steps in each window (>= 1).
+        samples_per_step: global samples per step (per-rank batch size times world size).
+
+    Raises:
+        ValueError: when ``window_times_s`` is empty or holds a non-positive time, or
+            ``window_steps < 1``.
+    """
+    if not window_times_s:
+        raise ValueError("no timed steps: raise the budget (train.epochs) or lower warmup_steps")
+    if min(window_times_s) <= 0:
+        raise ValueError(f"window times must be > 0 s, but got min {min(window_times_s)}")
+    if window_steps < 1:
+        raise ValueError(f"`window_steps >= 1` must hold, but got {window_steps}")
+    window_sps = tuple(window_steps * samples_per_step / t for t in window_times_s)
+    step_times_s = [t / window_steps for t in window_times_s]
+    return ThroughputStats(
+        throughput_sps=statistics.median(window_sps),
+        throughput_iqr_sps=_quantile(window_sps, 0.75) - _quantile(window_sps, 0.25),
+        window_throughputs_sps=window_sps,
+        step_time_s=statistics.median(step_times_s),
+        step_time_p90_s=_quantile(step_times_s, 0.9),
+        timed_steps=window_steps * len(window_times_s),
+    )
+
+
 def summarize_steps(
     step_times_s: Sequence[float], samples_per_step: int, windows: int, min_window_steps: int = 1
 ) -> ThroughputStats:
-    """Cut timed step times into consecutive windows and summarize them.
+    """Cut per-step times into the windows :func:`plan_windows` plans and summarize them.
 
-    Each window's throughput is ``steps_in_window * samples_per_step / window_seconds``; fewer
-    windows are used when there are not ``windows * min_window_steps`` steps; steps that do not
-    fill the last window are left out of the windows (but kept in the step-time statistics).
+    For callers that have one time per step (a simulation, a test): the steps are cut as a
+    loop of ``len(step_times_s)`` steps without warm-up would be, each window's time is the
+    sum of its steps', and steps that do not fill the last window are left out, as a real loop
+    leaves them untimed.
 
     Args:
         step_times_s: seconds of each timed optimizer step, input pipeline included.
@@ -85,24 +232,19 @@ def summarize_steps(
         raise ValueError("no timed steps: raise the budget (train.epochs) or lower warmup_steps")
     if min(step_times_s) <= 0:
         raise ValueError(f"step times must be > 0 s, but got min {min(step_times_s)}")
-    n_windows = max(1, min(windows, len(step_times_s) // max(1, min_window_steps)))
-    per_window = len(step_times_s) // n_windows
-    window_sps = tuple(
-        per_window * samples_per_step / sum(step_times_s[i * per_window : (i + 1) * per_window])
-        for i in range(n_windows)
+    plan = plan_windows(
+        len(step_times_s), warmup_steps=0, windows=windows, min_window_steps=min_window_steps
     )
-    return ThroughputStats(
-        throughput_sps=statistics.median(window_sps),
-        throughput_iqr_sps=_quantile(window_sps, 0.75) - _quantile(window_sps, 0.25),
-        window_throughputs_sps=window_sps,
-        step_time_s=statistics.median(step_times_s),
-        step_time_p90_s=_quantile(step_times_s, 0.9),
-        timed_steps=per_window * n_windows,
-    )
+    n = plan.window_steps
+    window_times_s = [sum(step_times_s[i * n : (i + 1) * n]) for i in range(plan.windows)]
+    return summarize_windows(window_times_s, n, samples_per_step)
 
 
-class StepClock:
-    """A lap clock that synchronizes the device before each read.
+class WindowClock:
+    """A clock read only at window edges: each :meth:`mark` synchronizes the device, then reads.
+
+    Nothing is synchronized between marks, so the steps inside a window run as they would
+    untimed; the window's seconds are the difference of its two marks.
 
     Args:
         sync: waits for queued device work (``torch.cuda.synchronize`` on CUDA; a no-op on CPU).
@@ -112,17 +254,11 @@ class StepClock:
     def __init__(self, sync: Callable[[], None], clock: Callable[[], float] = time.perf_counter):
         self._sync = sync
         self._clock = clock
-        self._last = self._read()
 
-    def _read(self) -> float:
+    def mark(self) -> float:
+        """Wait for the device, then read the clock (seconds)."""
         self._sync()
         return self._clock()
-
-    def lap(self) -> float:
-        """Seconds since the previous lap (or since construction)."""
-        now = self._read()
-        elapsed, self._last = now - self._last, now
-        return elapsed
 
 
 def current_rss_bytes() -> int:
@@ -169,9 +305,11 @@ class Measurement:
     Attributes:
         throughput_sps: global training samples/s, median of timed windows, input pipeline in.
         throughput_iqr_sps: IQR of the window throughputs.
-        step_time_s: median seconds per optimizer step.
-        step_time_p90_s: 90th percentile seconds per step.
-        compile_s: seconds torch.compile added before the first timed step (0 without compile).
+        step_time_s: median over the timed windows of seconds per optimizer step (a window's
+            seconds over its steps).
+        step_time_p90_s: 90th percentile over the timed windows of seconds per step.
+        compile_s: seconds torch.compile added before the first timed step: the first step's
+            seconds minus ``step_time_s`` (0 without compile).
         peak_memory_bytes: CUDA: allocator peak of the busiest GPU; CPU: peak RSS growth of the
             training processes, summed over ranks; mock: the cost model's estimate.
         val_accuracy: top-1 accuracy on the held-out validation split, in [0, 1].
@@ -185,7 +323,8 @@ class Measurement:
             ``cpu_peak_rss_growth``, ``simulated``).
         simulated: True when the mock device produced this (no real training happened).
         window_throughputs_sps: each timed window's samples/s.
-        extra: more per-trial figures (e.g. NVML readings), stored as user attributes too.
+        extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
+            after warm-up), stored as user attributes too.
     """
 
     throughput_sps: float

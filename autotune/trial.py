@@ -9,13 +9,15 @@ batch size and workers -> ``DataLoader`` (pinned memory on CUDA, persistent work
 precision -> ``torch.autocast`` (fp16, bf16; a ``GradScaler`` for fp16 on CUDA) or the TF32
 flags; memory format -> ``channels_last`` for model and inputs; compile mode ->
 ``torch.compile(mode=...)``; GPU count -> ``DistributedDataParallel`` with that world size.
+Timing: the device is synchronized and the clock read only at the edges of the timed windows
+(:func:`autotune.measure.plan_windows`), never inside one, so the host queues kernels ahead of
+the device as in an untimed loop; each window includes fetching its batches from the DataLoader.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import statistics
 import time
 from typing import Any
 
@@ -29,7 +31,7 @@ from autotune.config import TrainSettings, TrialConfig
 from autotune.data import Dataset, load_dataset
 from autotune.devices import Backend, make_backend
 from autotune.flops import trial_extras
-from autotune.measure import Measurement, StepClock, summarize_steps
+from autotune.measure import Measurement, WindowClock, plan_windows
 from autotune.models import build_model, count_parameters
 from autotune.nvml import GpuWindowMeter
 
@@ -152,9 +154,16 @@ def _train_and_evaluate(
     if config.train.max_steps is not None:
         total_steps = min(total_steps, config.train.max_steps)
     compiled = config.compile_mode != "none"
-    # At least the first step is warm-up when compiling (it holds the compilation); at least
-    # one step is always timed.
-    warmup = min(max(config.train.warmup_steps, 1 if compiled else 0), total_steps - 1)
+    plan = plan_windows(
+        total_steps,
+        warmup_steps=config.train.warmup_steps,
+        windows=config.measure.windows,
+        min_window_steps=config.measure.min_window_steps,
+        compiled=compiled,
+    )
+    edges = frozenset(plan.edges)
+    timed_end = plan.window_edges[-1]
+    samples_per_step = config.batch_size * world_size
 
     backend.reset_peak_memory()
     channels_last = config.memory_format == "channels_last"
@@ -173,16 +182,19 @@ def _train_and_evaluate(
     )
 
     model.train()
-    step_times_s: list[float] = []
     epoch_loss = torch.zeros((), device=device)
     epoch_steps = 0
-    clock = StepClock(backend.synchronize)
     step = 0
-    # NVML power and utilization over the timed steps: rank 0 reads every rank's GPU (CUDA).
+    # NVML power and utilization over the timed windows: rank 0 reads every rank's GPU (CUDA).
     gpu_meter = (
         GpuWindowMeter.for_cuda_ranks(world_size) if backend.kind == "cuda" and rank == 0 else None
     )
-    if gpu_meter is not None and warmup == 0:
+    gpu_reading = None
+    # Clock readings (seconds) by step count, taken at the planned edges only: each syncs the
+    # device once; between edges nothing waits for it.
+    clock = WindowClock(backend.synchronize)
+    marks_s = {0: clock.mark()}
+    if gpu_meter is not None and plan.warmup_steps == 0:
         gpu_meter.start()
     for epoch in range(config.train.epochs):
         if isinstance(loader.sampler, DistributedSampler):
@@ -202,24 +214,25 @@ def _train_and_evaluate(
             scaler.update()
             epoch_loss += loss.detach().float()
             epoch_steps += 1
-            step_times_s.append(clock.lap())  # syncs the device: the whole step, loader included
             step += 1
-            if gpu_meter is not None and step == warmup:
-                gpu_meter.start()  # the timed steps start now
+            if step in edges:
+                marks_s[step] = clock.mark()  # syncs the device: the edge of a window
+                if gpu_meter is not None and step == plan.warmup_steps:
+                    gpu_meter.start()  # the timed windows start now
+                if gpu_meter is not None and step == timed_end:
+                    gpu_reading = gpu_meter.stop()  # and end now
             if step >= total_steps:
                 break
         if step >= total_steps:
             break
-    gpu_reading = gpu_meter.stop() if gpu_meter is not None else None
-    train_s = sum(step_times_s)
+    if step not in marks_s:  # never so: the loop always ends at total_steps, an edge
+        marks_s[step] = clock.mark()
+    train_s = marks_s[step] - marks_s[0]  # the whole loop, one sync at its end
     peak_memory = backend.peak_memory_bytes()
 
-    timed = step_times_s[warmup:]
-    samples_per_step = config.batch_size * world_size
-    stats = summarize_steps(
-        timed, samples_per_step, config.measure.windows, config.measure.min_window_steps
-    )
-    compile_s = max(0.0, step_times_s[0] - statistics.median(timed)) if compiled else 0.0
+    stats = plan.summarize(marks_s, samples_per_step)
+    # The first step holds the compilation: its seconds beyond a timed step's.
+    compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if compiled else 0.0
     # FLOPs of one more step on the last batch (x, y), after the timed steps and the memory
     # reading; the model's buffers are restored (autotune.flops.count_training_flops).
     extra = (

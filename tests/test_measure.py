@@ -7,16 +7,51 @@ import math
 import pytest
 
 from autotune.measure import (
-    StepClock,
+    WindowClock,
     current_rss_bytes,
     peak_rss_bytes,
+    plan_windows,
     reset_peak_rss,
     summarize_steps,
+    summarize_windows,
 )
 from autotune.testing import FakeClock, make_measurement
 
 # --------------------------------------------------------------------------------------------
-# summarize_steps
+# summarize_windows
+
+
+def test_windows_give_throughput_and_step_time() -> None:
+    # Three windows of two steps of 10 samples each: 2 s, 4 s and 8 s.
+    stats = summarize_windows([2.0, 4.0, 8.0], window_steps=2, samples_per_step=10)
+
+    assert stats.window_throughputs_sps == pytest.approx((10.0, 5.0, 2.5))
+    assert stats.throughput_sps == pytest.approx(5.0)
+    assert stats.throughput_iqr_sps == pytest.approx(3.75)
+    # Step times per window: 1, 2 and 4 s; the 90th percentile at position 1.8 of 2.
+    assert stats.step_time_s == pytest.approx(2.0)
+    assert stats.step_time_p90_s == pytest.approx(2.0 + 0.8 * 2.0)
+    assert stats.timed_steps == 6
+
+
+def test_no_windows_are_refused() -> None:
+    with pytest.raises(ValueError, match="no timed steps"):
+        summarize_windows([], window_steps=2, samples_per_step=8)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_non_positive_window_time_is_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match="window times must be > 0 s"):
+        summarize_windows([1.0, bad], window_steps=2, samples_per_step=8)
+
+
+def test_empty_windows_are_refused() -> None:
+    with pytest.raises(ValueError, match="window_steps >= 1"):
+        summarize_windows([1.0], window_steps=0, samples_per_step=8)
+
+
+# --------------------------------------------------------------------------------------------
+# summarize_steps (per-step times, cut as plan_windows cuts a loop)
 
 
 def test_constant_steps() -> None:
@@ -39,8 +74,9 @@ def test_windows_median_and_iqr() -> None:
     # Linear-interpolated quartiles of [2.5, 5, 10]: 3.75 and 7.5.
     assert stats.throughput_iqr_sps == pytest.approx(3.75)
     assert stats.throughput_cv == pytest.approx(0.75)
+    # Per-window step times 1, 2 and 4 s: median 2, 90th percentile 3.6.
     assert stats.step_time_s == pytest.approx(2.0)
-    assert stats.step_time_p90_s == pytest.approx(4.0)
+    assert stats.step_time_p90_s == pytest.approx(3.6)
     assert stats.timed_steps == 6
 
 
@@ -51,14 +87,13 @@ def test_median_is_robust_to_one_slow_window() -> None:
     assert stats.window_throughputs_sps[-1] == pytest.approx(0.2)
 
 
-def test_leftover_steps_stay_out_of_the_windows_but_in_step_times() -> None:
-    # 7 steps into 3 windows: 2 steps each, the 7th is left out of the windows.
+def test_leftover_steps_stay_out_of_the_windows_and_the_step_times() -> None:
+    # 7 steps into 3 windows: 2 steps each; the 7th trains untimed, as in a real loop.
     stats = summarize_steps([1.0] * 6 + [100.0], samples_per_step=1, windows=3)
 
     assert stats.timed_steps == 6
     assert stats.window_throughputs_sps == pytest.approx((1.0, 1.0, 1.0))
-    # 90th percentile: position 0.9 * 6 = 5.4, between 1.0 and 100.0.
-    assert stats.step_time_p90_s == pytest.approx(1.0 + 0.4 * 99.0)
+    assert stats.step_time_p90_s == pytest.approx(1.0)
 
 
 def test_fewer_windows_when_steps_run_short() -> None:
@@ -94,33 +129,136 @@ def test_cv_of_zero_throughput_is_infinite() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# StepClock
+# plan_windows
 
 
-def test_step_clock_laps_are_the_elapsed_times() -> None:
-    fake = FakeClock([0.5, 0.25, 2.0])
+def test_plan_warmup_then_equal_windows_then_untimed_steps() -> None:
+    # 22 steps (one epoch of digits at batch 64): 5 warm-up, 17 left for 5 windows of 3,
+    # and the last 2 steps train untimed.
+    plan = plan_windows(22, warmup_steps=5, windows=5, min_window_steps=2)
 
-    clock = StepClock(fake.sync, fake.clock)
-    laps = [clock.lap(), clock.lap(), clock.lap()]
-
-    assert laps == [0.5, 0.25, 2.0]
-
-
-def test_step_clock_syncs_before_every_read() -> None:
-    fake = FakeClock([0.1] * 4)
-
-    clock = StepClock(fake.sync, fake.clock)
-    for _ in range(4):
-        clock.lap()
-
-    assert fake.reads == 5  # construction, then one per lap
-    assert fake.syncs == fake.reads
-    assert fake.events == ["sync", "read"] * 5
+    assert (plan.warmup_steps, plan.windows, plan.window_steps) == (5, 5, 3)
+    assert plan.timed_steps == 15
+    assert plan.window_edges == (5, 8, 11, 14, 17, 20)
+    assert plan.edges == (0, 5, 8, 11, 14, 17, 20, 22)
 
 
-def test_step_clock_defaults_to_a_real_clock() -> None:
-    clock = StepClock(lambda: None)
-    assert 0.0 <= clock.lap() < 1.0
+def test_plan_fewer_windows_when_steps_run_short() -> None:
+    # 9 steps, 5 of them warm-up: 4 left make 2 windows of the minimum 2 steps.
+    plan = plan_windows(9, warmup_steps=5, windows=5, min_window_steps=2)
+
+    assert (plan.warmup_steps, plan.windows, plan.window_steps) == (5, 2, 2)
+    assert plan.edges == (0, 5, 7, 9)
+
+
+def test_plan_compiling_reads_the_clock_after_the_first_step() -> None:
+    plan = plan_windows(20, warmup_steps=5, windows=5, min_window_steps=2, compiled=True)
+
+    assert plan.edges[:3] == (0, 1, 5)
+
+
+def test_plan_compiling_makes_the_first_step_warm_up() -> None:
+    plan = plan_windows(20, warmup_steps=0, windows=5, min_window_steps=2, compiled=True)
+
+    assert plan.warmup_steps == 1
+    assert plan.edges[:2] == (0, 1)
+    assert plan.window_edges[0] == 1
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_plan_always_times_one_step(compiled: bool) -> None:
+    plan = plan_windows(1, warmup_steps=5, windows=5, min_window_steps=2, compiled=compiled)
+
+    assert (plan.warmup_steps, plan.windows, plan.window_steps) == (0, 1, 1)
+    assert plan.edges == (0, 1)
+
+
+@pytest.mark.parametrize("total_steps", [1, 2, 3, 7, 22, 100, 1000])
+@pytest.mark.parametrize("warmup_steps", [0, 1, 5, 50])
+@pytest.mark.parametrize("windows", [1, 3, 5])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_plan_reads_the_clock_at_most_twice_per_window(
+    total_steps: int, warmup_steps: int, windows: int, compiled: bool
+) -> None:
+    plan = plan_windows(
+        total_steps,
+        warmup_steps=warmup_steps,
+        windows=windows,
+        min_window_steps=2,
+        compiled=compiled,
+    )
+
+    # Windows share their edges; the start, the compile edge and the end add at most 3.
+    assert len(plan.edges) <= plan.windows + 4 <= 2 * plan.windows + 3
+    assert plan.edges == tuple(sorted(set(plan.edges)))
+    assert plan.edges[0] == 0 and plan.edges[-1] == total_steps
+    assert set(plan.window_edges) <= set(plan.edges)
+    assert 1 <= plan.timed_steps <= total_steps - plan.warmup_steps
+    assert plan.windows <= windows
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"total_steps": 0}, "no timed steps"),
+        ({"windows": 0}, "windows >= 1"),
+        ({"min_window_steps": 0}, "min_window_steps >= 1"),
+    ],
+)
+def test_plan_refuses_bad_arguments(kwargs: dict[str, int], match: str) -> None:
+    arguments = {"total_steps": 10, "warmup_steps": 2, "windows": 3, "min_window_steps": 1}
+    arguments.update(kwargs)
+    total = arguments.pop("total_steps")
+
+    with pytest.raises(ValueError, match=match):
+        plan_windows(total, **arguments)
+
+
+# --------------------------------------------------------------------------------------------
+# WindowClock
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_timed_loop_syncs_only_at_the_window_edges(compiled: bool) -> None:
+    # The loop of autotune.trial on a fake clock: 100 steps, the first 5 warm-up at 1 s each
+    # (the first at 10 s when compiling), then 0.1 s each; 10 samples per step.
+    plan = plan_windows(100, warmup_steps=5, windows=5, min_window_steps=2, compiled=compiled)
+    fake = FakeClock()
+    clock = WindowClock(fake.sync, fake.clock)
+    edges = set(plan.edges)
+
+    marks_s = {0: clock.mark()}
+    for step in range(1, 101):
+        fake.now_s += 10.0 if compiled and step == 1 else 1.0 if step <= 5 else 0.1
+        if step in edges:
+            marks_s[step] = clock.mark()
+    stats = plan.summarize(marks_s, samples_per_step=10)
+
+    # 95 timed steps make 5 windows of 19: edges 0, 5, 24, 43, 62, 81, 100 (and 1 compiling).
+    assert fake.syncs == fake.reads == len(plan.edges) == 7 + compiled
+    assert fake.syncs <= 2 * plan.windows + 3
+    assert stats.window_throughputs_sps == pytest.approx((100.0,) * 5)
+    assert stats.step_time_s == pytest.approx(0.1)
+    assert stats.timed_steps == 95
+    assert marks_s[100] - marks_s[0] == pytest.approx(4.0 + (10.0 if compiled else 1.0) + 9.5)
+    if compiled:
+        assert marks_s[1] - marks_s[0] - stats.step_time_s == pytest.approx(9.9)
+
+
+def test_window_clock_syncs_before_every_read() -> None:
+    fake = FakeClock()
+
+    clock = WindowClock(fake.sync, fake.clock)
+    for _ in range(3):
+        clock.mark()
+
+    assert fake.events == ["sync", "read"] * 3
+
+
+def test_window_clock_defaults_to_a_real_clock() -> None:
+    clock = WindowClock(lambda: None)
+    start = clock.mark()
+    assert 0.0 <= clock.mark() - start < 1.0
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,10 +10,12 @@ import pytest
 
 from autotune.config import TrialConfig
 from autotune.data import load_dataset
+from autotune.devices.cpu import CpuBackend
 from autotune.measure import Measurement
 from autotune.models import build_model, count_parameters
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
+from autotune.trial import _train_and_evaluate
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +132,45 @@ def test_dataset_size_assumption() -> None:
     from autotune.config import DataSettings
 
     assert len(load_dataset(DataSettings(name="digits")).train_x) == N_TRAIN
+
+
+# --------------------------------------------------------------------------------------------
+# The training loop in this process, on a CPU backend that counts device synchronizations
+
+
+class CountingCpuBackend(CpuBackend):
+    """The CPU backend, counting :meth:`synchronize` calls (each one a clock read's sync)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.syncs = 0
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+        super().synchronize()
+
+
+def _train_here(config: TrialConfig) -> tuple[Measurement, int]:
+    """Train and evaluate ``config`` as rank 0 of 1 in this process; (measurement, syncs)."""
+    backend = CountingCpuBackend()
+    m = _train_and_evaluate(config, backend, load_dataset(config.data), 0, 1)
+    return m, backend.syncs
+
+
+def test_the_loop_syncs_only_at_window_edges() -> None:
+    # Four epochs of digits at batch 64: 88 steps, 5 warm-up, 5 windows of 16, 3 untimed.
+    config = make_trial_config(family="mlp", width=32, train={"epochs": 4})
+
+    m, syncs = _train_here(config)
+
+    windows = len(m.window_throughputs_sps)
+    assert (m.steps, windows, m.timed_steps) == (88, 5, 80)
+    # The start, the end of warm-up, the windows' shared edges and the end: 0, 5, 21, 37, 53,
+    # 69, 85, 88. A sync per step would have made 89.
+    assert syncs == 8
+    assert syncs <= 2 * windows + 3
+    assert syncs < m.steps / 10
+    # The whole loop holds the windows: 16 steps of 64 samples each.
+    window_s = [16 * 64 / sps for sps in m.window_throughputs_sps]
+    assert m.train_s > sum(window_s)
+    assert m.step_time_s == pytest.approx(sorted(window_s)[2] / 16)

@@ -26,7 +26,7 @@ from autotune.hardware import (
     MachineFingerprint,
     estimate_memory,
 )
-from autotune.measure import Measurement, summarize_steps
+from autotune.measure import Measurement, plan_windows, summarize_windows
 from autotune.nvml import read_nvml
 
 if TYPE_CHECKING:
@@ -394,11 +394,17 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     steps = max(1, config.train.epochs * (n_train // (batch * world)))
     if config.train.max_steps is not None:
         steps = min(steps, config.train.max_steps)
-    timed = max(1, steps - config.train.warmup_steps)
-    step_times = list(step_s * rng.lognormal(0.0, 0.02, size=timed))
-    stats = summarize_steps(
-        step_times, batch * world, config.measure.windows, config.measure.min_window_steps
+    # The windows a real loop of `steps` steps would time (autotune.trial), each the sum of
+    # its simulated steps.
+    plan = plan_windows(
+        steps,
+        warmup_steps=config.train.warmup_steps,
+        windows=config.measure.windows,
+        min_window_steps=config.measure.min_window_steps,
+        compiled=config.compile_mode != "none",
     )
+    step_times = step_s * rng.lognormal(0.0, 0.02, size=(plan.windows, plan.window_steps))
+    stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, batch * world)
     compile_s = compile_per_block_s * (1 + config.depth) if config.compile_mode != "none" else 0.0
 
     # Accuracy: a ceiling, minus under-capacity and under-training penalties, plus noise.

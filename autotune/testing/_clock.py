@@ -10,9 +10,10 @@ __all__ = ["FakeClock"]
 class FakeClock:
     """A clock whose time advances by scripted costs, and a device sync that is only counted.
 
-    Pass ``sync=fake.sync, clock=fake.clock`` to :class:`autotune.measure.StepClock`. Each read
-    returns the current time and then advances it by the next cost, so the laps after the
-    first read are exactly ``costs_s`` in order (0 once the script runs out).
+    Pass ``sync=fake.sync, clock=fake.clock`` to :class:`autotune.measure.WindowClock`. Each
+    read returns the current time and then advances it by the next cost, so the intervals
+    after the first read are exactly ``costs_s`` in order (0 once the script runs out); a test
+    may also advance ``now_s`` itself (a step's cost between two reads).
 
     Args:
         costs_s: seconds that pass between consecutive reads.

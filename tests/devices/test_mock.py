@@ -83,3 +83,18 @@ def test_profile_capabilities() -> None:
     assert caps.memory_bytes == DEFAULT_PROFILE.memory_bytes
     assert caps.compute_capability == DEFAULT_PROFILE.compute_capability
     assert caps.count == DEFAULT_PROFILE.count
+
+
+def test_timed_steps_follow_the_window_plan() -> None:
+    # One epoch of digits at batch 64: 22 steps, 5 warm-up, 5 windows of 3 (as autotune.trial).
+    m = simulate(_mock(batch_size=64))
+
+    assert m.steps == 22
+    assert m.timed_steps == 15
+    assert len(m.window_throughputs_sps) == 5
+
+
+def test_compiling_makes_the_first_step_warm_up() -> None:
+    m = simulate(_mock(compile_mode="default", train={"warmup_steps": 0}))
+
+    assert m.timed_steps == 20  # 21 steps after the compiling one: 5 windows of 4
