@@ -310,12 +310,17 @@ class TrialObjective:
         self._n_trials = n_trials
 
     def trial_config(self, trial: optuna.Trial) -> TrialConfig:
-        """Ask the sampler for every knob and freeze the complete configuration."""
+        """Ask the sampler for every knob and freeze the complete configuration.
+
+        Every trial trains with the study's seed (common random numbers: the same
+        initialization and data order, so that accuracy differences come from the knobs, not
+        from luck); only verification rounds use other seeds.
+        """
         knobs = {name: param.suggest(trial, name) for name, param in self._space.knobs().items()}
         return TrialConfig(
             device=self._caps.kind,  # type: ignore[arg-type]
             family=self._space.model.family,
-            seed=self._config.seed + trial.number,
+            seed=self._config.seed,
             train=self._space.train,
             data=self._space.data,
             measure=self._space.measure,

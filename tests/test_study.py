@@ -203,12 +203,23 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
     assert len(fake.calls) == 3
     for trial, (trial_config, timeout_s) in zip(study.trials, fake.calls, strict=True):
         assert trial_config.knobs() == trial.params
-        assert trial_config.seed == 10 + trial.number
+        assert trial_config.seed == 10
         assert trial_config.device == "mock"
         assert trial_config.family == "cnn"
         assert trial_config.train == config.space.train
         assert trial_config.data == config.space.data
         assert timeout_s == 42.0
+
+
+def test_every_trial_of_a_study_trains_with_the_study_seed() -> None:
+    # Common random numbers: the same initialization and data order for every configuration.
+    fake = FakeRunTrial()
+
+    _optimize(_objective(fake, config=_run_config("seed=7")), 4)
+
+    configs = [trial_config for trial_config, _ in fake.calls]
+    assert len({tuple(c.knobs().items()) for c in configs}) > 1  # different configurations
+    assert [c.seed for c in configs] == [7, 7, 7, 7]
 
 
 @pytest.mark.parametrize("failure", ["oom", "timeout"])
