@@ -11,8 +11,10 @@ import optuna
 import pytest
 import sqlalchemy as sa
 
+from autotune.api import verify_study
+from autotune.config import VerifySettings
 from autotune.storage import ResultsStore, create_results_engine, head_revision, schema_revision
-from tests.storage.studies import run_mock_study
+from tests.storage.studies import fail_some, run_mock_study
 
 POSTGRES_URL = os.environ.get(
     "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -35,13 +37,13 @@ def test_results_tables_on_postgres() -> None:
     name = f"results-{uuid.uuid4().hex[:8]}"
     engine = create_results_engine(url)
     try:
-        run_mock_study(url, 4, study=name, constrained=False)
+        run_mock_study(url, 6, study=name, constrained=False, extra=["verify.rounds=0"])
         assert schema_revision(engine) == head_revision()
         with ResultsStore.open(url, create=False) as store:
             rows = store.trials(name)
             record = store.study(name)
         study = optuna.load_study(study_name=name, storage=url)
-        assert [r.trial_number for r in rows] == [t.number for t in study.trials] == [0, 1, 2, 3]
+        assert [r.trial_number for r in rows] == [t.number for t in study.trials] == list(range(6))
         assert rows[0].is_baseline and record is not None and record.hardware is not None
         first, second = re.findall(r"```sql\n(.*?)```", README.read_text(), re.S)
         with engine.connect() as conn:
@@ -49,6 +51,12 @@ def test_results_tables_on_postgres() -> None:
             close = conn.execute(sa.text(second.replace("'cnn_small'", f"'{name}'"))).all()
         assert any(m["gpu_model"] == record.hardware.device_name for m in models)
         assert close
+        summary = verify_study(
+            name, url, settings=VerifySettings(rounds=2, candidates=1), run_trial_fn=fail_some
+        )
+        with ResultsStore.open(url, create=False) as store:
+            stored = store.latest_verification(name, complete=True)
+        assert stored is not None and len(stored.rows) == summary.runs_done == summary.runs_planned
     finally:
         with engine.begin() as conn:
             ids = "SELECT id FROM autotune_studies WHERE optuna_study_name = :n"

@@ -24,7 +24,13 @@ from autotune.storage import (
 from autotune.storage.models import Base
 from tests.storage.studies import sqlite_url
 
-OUR_TABLES = {"autotune_hardware", "autotune_studies", "autotune_trial_results"}
+OUR_TABLES = {
+    "autotune_hardware",
+    "autotune_studies",
+    "autotune_trial_results",
+    "autotune_verification_runs",
+    "autotune_verifications",
+}
 
 
 def _optuna_db(tmp_path: Path) -> str:

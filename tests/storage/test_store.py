@@ -18,6 +18,8 @@ from autotune.storage import (
     StudyNotFoundError,
     StudyRecord,
     TrialRecord,
+    VerificationPlan,
+    VerificationRecord,
     create_results_engine,
     hardware_fingerprint,
     load_existing_study,
@@ -238,3 +240,53 @@ def test_unknown_study_names_the_ones_there_are(tmp_path: Path) -> None:
         StudyNotFoundError, match=r"study=fake: no such study .*\(studies there: real\)"
     ):
         load_existing_study("fake", url)
+
+
+def _verification_row(round_index: int, trial_number: int, **figures: object) -> VerificationRecord:
+    values: dict[str, object] = {
+        "failure": None,
+        "failure_detail": None,
+        "throughput_sps": 1000.0 + trial_number,
+        "throughput_iqr_sps": 5.0,
+        "step_time_s": 0.064,
+        "val_accuracy": 0.9,
+        "peak_memory_bytes": 8 << 20,
+        "train_s": 2.0,
+    }
+    values.update(figures)
+    return VerificationRecord(
+        round_index=round_index,
+        seed=1000 + round_index,
+        trial_number=trial_number,
+        is_baseline=trial_number == 0,
+        simulated=True,
+        config_json="{}",
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def test_verifications_are_numbered_resumable_and_read_back_frozen(store: ResultsStore) -> None:
+    store.record_study(_study())
+    plan = VerificationPlan(0, (3, 5), (1000, 1001), 0.5)
+
+    first = store.start_verification("s", plan)
+    store.record_verification("s", 1, _verification_row(0, 0))
+    store.record_verification("s", 1, _verification_row(0, 3, failure="oom", throughput_sps=None))
+    store.record_verification("s", 1, _verification_row(0, 3))  # replaces the failed row
+
+    latest = store.latest_verification("s")
+    assert first.number == 1 and first.rows == () and not first.complete
+    assert latest is not None and latest.plan == plan and not latest.complete
+    assert latest.done() == {(0, 0), (0, 3)}
+    assert [r.failure for r in latest.rows] == [None, None]
+    assert store.latest_verification("s", complete=True) is None
+    done = store.complete_verification("s", 1)
+    second = store.start_verification("s", plan)
+    assert done.complete and second.number == 2
+    assert store.latest_verification("s", complete=True) == done
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        done.number = 3  # type: ignore[misc]
+    with pytest.raises(StorageError, match="no verification number 9"):
+        store.record_verification("s", 9, _verification_row(0, 0))
+    with pytest.raises(StorageError, match="not recorded"):
+        store.start_verification("other", plan)
