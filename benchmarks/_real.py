@@ -1,8 +1,9 @@
 """Tables 1, 3 and 4: real CPU (or CUDA) measurements through ``autotune.runner.run_trial``.
 
-- Table 1 runs (or reuses) a real ``space=cnn_small`` study through ``autotune.api.run_study``,
-  picks the tuned configuration from its Pareto front, and measures the PyTorch defaults, an
-  expert recipe and the tuned configuration interleaved (A B C A B C ...).
+- Table 1 runs (or reuses) a real ``space=cnn_small`` study through ``autotune.api.run_study``
+  (search and verification), takes the study's verified recommendation as the tuned
+  configuration, and measures the PyTorch defaults, an expert recipe and the tuned
+  configuration interleaved (A B C A B C ...).
 - Table 3 reads the cost of tuning off the same study (wall time, trials until the final best
   was first found, per-trial overhead inside the study) and measures ``run_trial``'s own
   overhead (wall time minus ``Measurement.train_s``) on eager trials.
@@ -36,6 +37,8 @@ from autotune.hardware import (
 )
 from autotune.measure import Measurement
 from autotune.runner import run_trial
+from autotune.storage import ResultsStore
+from autotune.verification import VerificationSummary, load_verification
 
 __all__ = [
     "ACCURACY_TOLERANCE",
@@ -173,12 +176,14 @@ class Selection:
     """The tuned configuration picked from a study.
 
     Attributes:
-        trial: the chosen Pareto-optimal trial.
+        trial: the chosen trial: the study's verified recommendation, else (unverified) the
+            fastest Pareto-optimal trial within the accuracy rule.
         knobs: its knob values.
         defaults_accuracy: the defaults' validation accuracy the rule compares with.
         defaults_source: where that accuracy came from.
         candidates: Pareto-optimal trials meeting the accuracy rule.
         pareto: Pareto-optimal trials in all.
+        verification: the study's newest finished verification (None when it has none).
     """
 
     trial: FrozenTrial
@@ -187,18 +192,34 @@ class Selection:
     defaults_source: str
     candidates: int
     pareto: int
+    verification: VerificationSummary | None = None
+
+    @property
+    def verified(self) -> bool:
+        """The chosen trial is the verified recommendation."""
+        rec = self.verification.recommended if self.verification else None
+        return rec is not None and rec.trial_number == self.trial.number
 
 
 def select_tuned(
-    study: optuna.Study, space: SearchSpace, caps: DeviceCapabilities, timeout_s: float
+    study: optuna.Study,
+    space: SearchSpace,
+    caps: DeviceCapabilities,
+    timeout_s: float,
+    storage: str | None = None,
 ) -> Selection:
-    """The highest-throughput Pareto-optimal trial whose accuracy is within
-    :data:`ACCURACY_TOLERANCE` of the defaults' (measured as the study's baseline trial, or
-    now if the study has none).
+    """The study's verified recommendation (:mod:`autotune.verification`), read from
+    ``storage``; where the study has none, the highest-throughput Pareto-optimal trial whose
+    accuracy is within :data:`ACCURACY_TOLERANCE` of the defaults' (measured as the study's
+    baseline trial, or now if the study has none), which the table then calls unverified.
 
     Raises:
-        ValueError: no Pareto-optimal trial meets the rule.
+        ValueError: no recommendation and no Pareto-optimal trial meets the rule.
     """
+    verification = None
+    if storage is not None:
+        with ResultsStore.open(storage, create=False) as results:
+            verification = load_verification(study, results)
     base = baseline_trial(study.trials)
     if base is not None and _feasible(base):
         defaults_accuracy = float(base.user_attrs["val_accuracy"])
@@ -216,8 +237,13 @@ def select_tuned(
             f"no Pareto-optimal trial has accuracy >= {defaults_accuracy - ACCURACY_TOLERANCE:.4f}"
         )
     best = max(candidates, key=lambda t: (t.values[0], -t.number))
+    rec = verification.recommended if verification is not None else None
+    if rec is not None:
+        best = study.trials[rec.trial_number]
     knobs = {name: best.params[name] for name in space.knobs()}
-    return Selection(best, knobs, defaults_accuracy, source, len(candidates), len(pareto))
+    return Selection(
+        best, knobs, defaults_accuracy, source, len(candidates), len(pareto), verification
+    )
 
 
 @dataclass(frozen=True)
