@@ -144,23 +144,26 @@ def report(
     args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
     out: Path = typer.Option(None, "--out", "-o", help="HTML file (default: STUDY-report.html)."),
 ) -> None:
-    """Write a self-contained HTML report of a study (Plotly inlined; opens offline)."""
+    """Write a self-contained HTML report of a study (Plotly inlined; opens offline); print
+    the verified verdict it shows."""
     from autotune.report import SIMULATED_TEXT, report_study
 
     data, path = report_study(study, _storage_arg(args), out)
     console = _out_console()
     console.print(
         f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): {data.finished} finished trials, "
-        f"{len(data.pareto)} Pareto-optimal"
-        + (
-            f", {data.best_speedup:.2f}x the baseline at its accuracy (within 0.5 pt)"
-            if data.best_speedup
-            else ""
-        ),
+        f"{len(data.pareto)} Pareto-optimal",
         highlight=False,
     )
+    _print_verdict_line(console, data.verdict_line(), data.recommended is not None)
     if data.simulated:
         console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
+
+
+def _print_verdict_line(console: Console, line: str, recommended: bool) -> None:
+    """The one-line verdict (the same in the report, the dashboard and ``best``), unwrapped."""
+    style = "bold green" if recommended else "bold"
+    console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -197,22 +200,44 @@ def best(
         "throughput", "--objective", help="Rank by throughput|accuracy|memory."
     ),
     export: Path = typer.Option(
-        None, "--export", help="Write the best one as YAML with a PyTorch snippet."
+        None,
+        "--export",
+        help="Write the verified recommendation as YAML with a PyTorch snippet (refused when "
+        "there is none; see --trial).",
+    ),
+    trial: int = typer.Option(
+        None,
+        "--trial",
+        metavar="N",
+        help="With --export: export trial N instead (its single-trial figures; not verified).",
     ),
 ) -> None:
-    """Print the Pareto-optimal configurations; optionally export the best one."""
-    from autotune.export import best_configurations, export_best_yaml
+    """Print the verified verdict and the Pareto-optimal configurations (single trials);
+    optionally export the verified recommendation."""
+    from autotune.exceptions import ConfigError
+    from autotune.export import best_configurations, export_best_yaml, export_choice
     from autotune.report import SIMULATED_LINE, best_table
 
+    if trial is not None and export is None:
+        raise ConfigError(f"--trial {trial}: only with --export FILE (it picks what to export)")
     result = best_configurations(study, _storage_arg(args), objective)
+    if export is not None:
+        export_choice(result, trial)  # refuse before printing anything
     console = _out_console()
     if result.simulated:
         console.print(f"[bold yellow]{SIMULATED_LINE}[/]")
+    _print_verdict_line(console, result.verdict, result.recommended_trial is not None)
     console.print(best_table(result))
     if export is not None:
-        document = export_best_yaml(result, export)
+        document = export_best_yaml(result, export, trial=trial)
+        what = (
+            "the verified recommendation"
+            if document["verification"] is not None
+            else "NOT VERIFIED: single-trial figures"
+        )
         console.print(
-            f"wrote {export} (trial {document['trial']}); its PyTorch snippet:", highlight=False
+            f"wrote {export} (trial {document['trial']}, {what}); its PyTorch snippet:",
+            highlight=False,
         )
         console.print(document["pytorch_snippet"], markup=False, highlight=False)
 

@@ -1,9 +1,14 @@
-"""Getting results out: the Pareto-optimal configurations (``autotune best``), the best one as
-YAML with a ready-to-paste PyTorch snippet, every trial as CSV (``autotune export``), and the
-list of studies in a database (``autotune ls``).
+"""Getting results out: the Pareto-optimal configurations (``autotune best``), the verified
+recommendation as YAML with a ready-to-paste PyTorch snippet (``best --export``), every trial
+as CSV (``autotune export``), and the list of studies in a database (``autotune ls``).
+
+What ``best``, ``best --export`` and ``ls`` claim is the newest finished verification's
+recommendation, the same one the report and the dashboard show
+(:attr:`autotune.report.ReportData.verification`); the Pareto table is single-trial figures.
 
 Every function checks its input before it writes anything: an unknown study raises
-:class:`~autotune.storage.StudyNotFoundError` and no file is created.
+:class:`~autotune.storage.StudyNotFoundError`, a study without a recommendation raises
+:class:`~autotune.exceptions.VerificationError`, and no file is created.
 """
 
 from __future__ import annotations
@@ -21,17 +26,24 @@ from typing import Any
 import optuna
 import yaml
 
-from autotune.exceptions import ConfigError
-from autotune.report._data import Baseline, ParetoRow, gather_report
+from autotune.exceptions import ConfigError, VerificationError
+from autotune.report._data import (
+    FEASIBLE,
+    NOT_VERIFIED,
+    Baseline,
+    ParetoRow,
+    gather_report,
+    verify_command,
+)
 from autotune.storage import (
     ResultsStore,
-    StudyRecord,
     TrialRecord,
     load_existing_study,
     open_existing_storage,
     study_names,
     trial_record,
 )
+from autotune.verification import NOTHING_QUALIFIES, VerificationSummary
 
 __all__ = [
     "OBJECTIVE_CHOICES",
@@ -39,6 +51,7 @@ __all__ = [
     "StudySummary",
     "best_configurations",
     "export_best_yaml",
+    "export_choice",
     "export_csv",
     "list_studies",
     "pytorch_settings",
@@ -59,18 +72,25 @@ _AUTOCAST = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
 
 @dataclass(frozen=True)
 class BestConfigs:
-    """The Pareto-optimal configurations of a study, ranked by one objective.
+    """A study's verified verdict and its Pareto-optimal configurations, ranked by one
+    objective.
 
     Attributes:
         study_name: the Optuna study name.
         storage: the storage URL.
-        objective: ``throughput``, ``accuracy`` or ``memory``.
+        objective: ``throughput``, ``accuracy`` or ``memory`` (orders :attr:`rows` only).
         simulated: the figures come from the mock device (SIMULATED).
         device_name: the device the trials ran on.
-        rows: the Pareto-optimal configurations, best first by ``objective``.
+        rows: the Pareto-optimal configurations, best first by ``objective`` (single-trial
+            figures).
         baseline: the study's baseline, or None.
-        configs: the full trial configuration by trial number (knobs, training, data).
+        configs: the full trial configuration by trial number (knobs, training, data), for
+            every feasible, measured trial.
         hardware: ``(label, value)`` rows of the hardware fingerprint.
+        verification: the newest finished verification (None: not verified).
+        verdict: the one-line verdict every output shows
+            (:meth:`autotune.report.ReportData.verdict_line`).
+        configurations: every feasible, measured trial by number (single-trial figures).
     """
 
     study_name: str
@@ -82,6 +102,15 @@ class BestConfigs:
     baseline: Baseline | None
     configs: Mapping[int, Mapping[str, Any]]
     hardware: tuple[tuple[str, str], ...]
+    verification: VerificationSummary | None = None
+    verdict: str = ""
+    configurations: Mapping[int, ParetoRow] = dataclasses.field(default_factory=dict)
+
+    @property
+    def recommended_trial(self) -> int | None:
+        """The verified recommendation's trial number, or None."""
+        rec = self.verification.recommended if self.verification is not None else None
+        return rec.trial_number if rec is not None else None
 
 
 def _check_objective(objective: str) -> tuple[str, bool]:
@@ -125,7 +154,8 @@ def _full_configs(
 def best_configurations(
     study_name: str, storage: str, objective: str = "throughput"
 ) -> BestConfigs:
-    """The Pareto-optimal configurations of ``study_name``, best first by ``objective``.
+    """The verified verdict of ``study_name`` and its Pareto-optimal configurations, best
+    first by ``objective``.
 
     Raises:
         ConfigError: an unknown objective.
@@ -135,10 +165,10 @@ def best_configurations(
     _check_objective(objective)
     study = load_existing_study(study_name, storage)
     with ResultsStore.open(storage, create=False) as results:
-        record = results.study(study_name)
+        data = gather_report(study, results, importances=False)
         records = results.trials(study_name)
-    data = gather_report(study, record, importances=False)
     rows = sort_pareto(data.pareto, objective)
+    configurations = {r.number: r for r in data.configurations}
     return BestConfigs(
         study_name=study_name,
         storage=storage,
@@ -147,8 +177,11 @@ def best_configurations(
         device_name=data.device_name,
         rows=tuple(rows),
         baseline=data.baseline,
-        configs=_full_configs(study, records, {r.number for r in rows}),
+        configs=_full_configs(study, records, set(configurations)),
         hardware=data.hardware,
+        verification=data.verification,
+        verdict=data.verdict_line(),
+        configurations=configurations,
     )
 
 
@@ -284,15 +317,121 @@ def pytorch_snippet(params: Mapping[str, Any], header: Sequence[str] = ()) -> st
     return "\n".join(lines) + textwrap.dedent(_SNIPPET_BODY)
 
 
-def _header(best: BestConfigs, row: ParetoRow) -> list[str]:
-    lines = [
-        f"autotune: study {best.study_name!r}, trial {row.number}, the best Pareto-optimal "
-        f"configuration by {best.objective}, on {best.device_name or 'the study device'}.",
-        f"{row.throughput_sps:,.0f} samples/s"
-        + (f" ({row.speedup:.2f}x the baseline)" if row.speedup is not None else "")
-        + f", validation accuracy {100 * row.val_accuracy:.1f}%, "
-        f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
-    ]
+def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
+    """The configuration ``best --export`` writes: the verified recommendation, or ``trial``.
+
+    Args:
+        best: the study's verdict and configurations (:func:`best_configurations`).
+        trial: export this trial instead (``--trial N``): any feasible, measured trial, with
+            its single-trial figures.
+
+    Returns:
+        The row of the trial to export.
+
+    Raises:
+        VerificationError: no ``trial`` was given and the study has no recommendation (not
+            verified, or nothing qualified); the message says how to export a trial anyway.
+        ConfigError: ``trial`` is not a feasible, measured trial of the study.
+    """
+    name = best.study_name
+    if trial is not None:
+        row = best.configurations.get(trial)
+        if row is None:
+            raise ConfigError(
+                f"--trial {trial}: study={name} has no feasible, measured trial {trial} "
+                f"(feasible ones: {_numbers(best.configurations)})"
+            )
+        return row
+    summary = best.verification
+    anyway = "or export one trial's unverified, single-trial figures with --trial N"
+    if summary is None:
+        raise VerificationError(
+            f"study={name}: {NOT_VERIFIED}, so there is no recommendation to export: run "
+            f"`{verify_command(name, best.storage)}` first, {anyway}"
+        )
+    if summary.recommended is None:
+        raise VerificationError(
+            f"study={name}: {NOTHING_QUALIFIES} (verification {summary.number}, "
+            f"{summary.rounds} rounds), so there is no recommendation to export; {anyway}"
+        )
+    number = summary.recommended.trial_number
+    row = best.configurations.get(number)
+    if row is None:  # the recommendation was a feasible trial when it was verified
+        raise VerificationError(
+            f"study={name}: the recommended trial {number} is no longer a feasible, measured "
+            "trial of the study"
+        )
+    return row
+
+
+def _numbers(rows: Mapping[int, ParetoRow]) -> str:
+    numbers = sorted(rows)
+    shown = ", ".join(map(str, numbers[:20])) + (", ..." if len(numbers) > 20 else "")
+    return shown or "none"
+
+
+def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
+    """The ``verification:`` mapping of an export of the recommended configuration."""
+    rec = summary.recommended
+    assert rec is not None and rec.speedup is not None
+    low, high = rec.speedup_ci95 or (rec.speedup, rec.speedup)
+    return {
+        "verification_number": summary.number,
+        "rounds": summary.rounds,
+        "seeds": list(summary.seeds),
+        "speedup": round(float(rec.speedup), 4),
+        "speedup_ci95": [round(float(low), 4), round(float(high), 4)],
+        "throughput_median_sps": rec.throughput_median_sps,
+        "val_accuracy_mean": rec.val_accuracy_mean,
+        "val_accuracy_min": rec.val_accuracy_min,
+        "val_accuracy_max": rec.val_accuracy_max,
+        "peak_memory_max_bytes": rec.peak_memory_max_bytes,
+        "baseline_trial": summary.baseline.trial_number,
+        "baseline_throughput_median_sps": summary.baseline.throughput_median_sps,
+        "baseline_val_accuracy_mean": summary.baseline.val_accuracy_mean,
+        "accuracy_tolerance_pt": summary.accuracy_tolerance_pt,
+        "verdict": summary.headline(),
+    }
+
+
+def _unverified_note(best: BestConfigs, number: int) -> str:
+    """Why an export chosen with ``--trial`` makes no claim."""
+    summary = best.verification
+    verdict = (
+        next((c.verdict for c in summary.candidates if c.trial_number == number), None)
+        if summary is not None
+        else None
+    )
+    why = (
+        f"verification {summary.number} re-measured it: {verdict}"
+        if summary is not None and verdict is not None
+        else "it was not verified"
+    )
+    return (
+        f"NOT VERIFIED: trial {number} was chosen with --trial; its figures are one trial of "
+        f"the search (single-trial figures), not a verified claim ({why})"
+    )
+
+
+def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
+    device = best.device_name or "the study device"
+    if verified:
+        assert best.verification is not None
+        lines = [
+            f"autotune: study {best.study_name!r}, trial {row.number}, the verified "
+            f"recommendation (verification {best.verification.number}), on {device}.",
+            best.verification.headline(),
+        ]
+    else:
+        lines = [
+            f"autotune: study {best.study_name!r}, trial {row.number}, chosen with --trial, "
+            f"on {device}.",
+            _unverified_note(best, row.number) + ".",
+            f"Its single trial: {row.throughput_sps:,.0f} samples/s"
+            + (f" ({row.speedup:.2f}x the baseline's trial)" if row.speedup is not None else "")
+            + f", validation accuracy {100 * row.val_accuracy:.1f}%, "
+            f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
+        ]
     if best.simulated:
         lines.append(
             "SIMULATED: measured on device=mock (a cost model); re-measure on real hardware."
@@ -300,47 +439,68 @@ def _header(best: BestConfigs, row: ParetoRow) -> list[str]:
     return lines
 
 
-def export_best_yaml(best: BestConfigs, path: Path, rank: int = 0) -> dict[str, Any]:
-    """Write the configuration ranked ``rank`` (0: best) as YAML with its PyTorch snippet.
+def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None) -> dict[str, Any]:
+    """Write the verified recommendation (or ``trial``) as YAML with its PyTorch snippet.
 
-    The file holds the study, the figures (units in the names), the full configuration, the
-    PyTorch settings and ``pytorch_snippet``, the code to paste.
+    The file holds the study, the ``verification:`` figures (rounds, seeds, speedup and its
+    95 % interval, mean accuracy; ``null`` for a trial chosen with ``trial`` that is not the
+    recommendation, with a ``note`` saying so), the trial's single-trial figures from the
+    search (units in the names), the full configuration, the PyTorch settings and
+    ``pytorch_snippet``, the code to paste.
+
+    Args:
+        best: the study's verdict and configurations (:func:`best_configurations`).
+        path: the YAML file to write.
+        trial: export this feasible, measured trial instead of the recommendation.
 
     Returns:
         The mapping written.
 
     Raises:
-        ConfigError: the study has no Pareto-optimal configuration yet.
+        VerificationError: no ``trial`` and no recommendation (nothing is written).
+        ConfigError: ``trial`` is not a feasible, measured trial, or ``path`` cannot be written.
     """
-    if not best.rows:
-        raise ConfigError(f"study={best.study_name}: no feasible trial yet, nothing to export")
-    row = best.rows[rank]
+    row = export_choice(best, trial)
     params = dict(row.params)
+    verified = best.recommended_trial == row.number and best.verification is not None
     document: dict[str, Any] = {
         "study": best.study_name,
         "storage": best.storage,
         "trial": row.number,
-        "ranked_by": best.objective,
+        "selected_by": "verification" if trial is None else "--trial",
         "simulated": best.simulated,
         "device": best.device_name,
         "exported_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "figures": {
-            "throughput_sps": float(row.throughput_sps),
-            "speedup_vs_baseline": None if row.speedup is None else round(float(row.speedup), 4),
-            "baseline_throughput_sps": (
-                None if best.baseline is None else best.baseline.throughput_sps
-            ),
-            "val_accuracy": float(row.val_accuracy),
-            "peak_memory_bytes": int(row.peak_memory_bytes),
-            "step_time_s": row.step_time_s,
-            "compile_s": row.compile_s,
-        },
-        "config": dict(best.configs.get(row.number) or params),
-        "pytorch": pytorch_settings(params),
-        "hardware": dict(best.hardware),
-        "pytorch_snippet": pytorch_snippet(params, _header(best, row)),
+        "verification": (
+            _verification_section(best.verification)
+            if verified and best.verification is not None
+            else None
+        ),
     }
-    text = _dump_yaml(document, _header(best, row))
+    if not verified:
+        document["note"] = _unverified_note(best, row.number)
+    document.update(
+        {
+            "single_trial_figures": {
+                "throughput_sps": float(row.throughput_sps),
+                "speedup_vs_baseline_trial": (
+                    None if row.speedup is None else round(float(row.speedup), 4)
+                ),
+                "baseline_throughput_sps": (
+                    None if best.baseline is None else best.baseline.throughput_sps
+                ),
+                "val_accuracy": float(row.val_accuracy),
+                "peak_memory_bytes": int(row.peak_memory_bytes),
+                "step_time_s": row.step_time_s,
+                "compile_s": row.compile_s,
+            },
+            "config": dict(best.configs.get(row.number) or params),
+            "pytorch": pytorch_settings(params),
+            "hardware": dict(best.hardware),
+            "pytorch_snippet": pytorch_snippet(params, _header(best, row, verified)),
+        }
+    )
+    text = _dump_yaml(document, _header(best, row, verified))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -430,9 +590,12 @@ class StudySummary:
         total: every trial, running and failed-interrupted ones included.
         feasible: feasible trials.
         pareto: Pareto-optimal trials.
-        best_throughput_sps: the best feasible throughput (None without one).
-        best_speedup: the fastest Pareto configuration within 0.5 pt of the baseline's
-            accuracy, over the baseline (None without a measured baseline).
+        best_throughput_sps: the best feasible throughput of a single trial (None without
+            one).
+        verified_speedup: the verified recommendation's speedup over the baseline (None: not
+            verified, or nothing qualifies).
+        recommended_trial: the verified recommendation's trial number, or None.
+        verification: ``"recommended"``, ``"nothing qualifies"`` or ``"not verified"``.
         created: when the study was created (its first trial started), or None.
     """
 
@@ -445,7 +608,9 @@ class StudySummary:
     feasible: int
     pareto: int
     best_throughput_sps: float | None
-    best_speedup: float | None
+    verified_speedup: float | None
+    recommended_trial: int | None
+    verification: str
     created: dt.datetime | None
 
 
@@ -458,13 +623,12 @@ def list_studies(storage: str) -> list[StudySummary]:
     rdb = open_existing_storage(storage)
     summaries: list[StudySummary] = []
     with ResultsStore.open(storage, create=False) as results:
-        records: dict[str, StudyRecord] = {r.study_name: r for r in results.studies()}
         for name in study_names(rdb):
             study = optuna.load_study(study_name=name, storage=rdb)
             trials = study.get_trials(deepcopy=False)
             starts = [t.datetime_start for t in trials if t.datetime_start is not None]
             try:
-                data = gather_report(study, records.get(name), trials=trials, importances=False)
+                data = gather_report(study, results, trials=trials, importances=False)
             except ConfigError:  # another tool's study in the same database
                 summaries.append(
                     StudySummary(
@@ -477,12 +641,15 @@ def list_studies(storage: str) -> list[StudySummary]:
                         feasible=0,
                         pareto=0,
                         best_throughput_sps=None,
-                        best_speedup=None,
+                        verified_speedup=None,
+                        recommended_trial=None,
+                        verification="not verified",
                         created=min(starts) if starts else None,
                     )
                 )
                 continue
-            feasible = [p.throughput_sps for p in data.points if p.status == "feasible"]
+            feasible = [p.throughput_sps for p in data.points if p.status == FEASIBLE]
+            rec = data.recommended
             summaries.append(
                 StudySummary(
                     study_name=name,
@@ -494,7 +661,13 @@ def list_studies(storage: str) -> list[StudySummary]:
                     feasible=len(feasible),
                     pareto=len(data.pareto),
                     best_throughput_sps=max((v for v in feasible if v is not None), default=None),
-                    best_speedup=data.best_speedup,
+                    verified_speedup=rec.speedup if rec is not None else None,
+                    recommended_trial=rec.trial_number if rec is not None else None,
+                    verification=(
+                        "not verified"
+                        if data.verification is None
+                        else ("recommended" if rec is not None else "nothing qualifies")
+                    ),
                     created=min(starts) if starts else None,
                 )
             )

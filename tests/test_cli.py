@@ -78,6 +78,11 @@ BAD_INPUT = [
     pytest.param(["run", "--bogus"], "No such option: --bogus", id="unknown-option"),
     pytest.param(["run", "--trials", "abc"], "Invalid value for '--trials'", id="trials-not-int"),
     pytest.param(["run", "device=mock", "seed=-1"], "seed", id="negative-seed"),
+    pytest.param(
+        ["best", "cnn_small", "--trial", "3"],
+        "--trial 3: only with --export FILE",
+        id="best-trial-without-export",
+    ),
 ]
 
 

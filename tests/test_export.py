@@ -1,4 +1,6 @@
-"""`autotune best`, `export` and `ls`: ranking, the YAML + PyTorch snippet, CSV, the study list."""
+"""`autotune best`, `export` and `ls`: ranking, the YAML + PyTorch snippet of the verified
+recommendation, CSV, the study list. (tests/report/test_verdicts.py checks that `best` and
+`best --export` agree with the report and the dashboard.)"""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from torch.nn import functional as F
 from torch.utils.data import TensorDataset
 
 from autotune.cli import main
-from autotune.exceptions import ConfigError
+from autotune.exceptions import ConfigError, VerificationError
 from autotune.export import (
     best_configurations,
     export_best_yaml,
+    export_choice,
     export_csv,
     list_studies,
     pytorch_settings,
@@ -25,7 +28,8 @@ from autotune.export import (
     sort_pareto,
     trial_records,
 )
-from autotune.storage import StudyNotFoundError, TrialRecord
+from autotune.storage import ResultsStore, StudyNotFoundError, TrialRecord
+from autotune.verification import load_verification
 from tests.storage.studies import DemoStudy, make_trial, shared_demo_study, sqlite_url
 
 PARAMS = {
@@ -121,26 +125,44 @@ def test_best_ranks_the_pareto_front_by_each_objective(demo_study: DemoStudy) ->
         best_configurations(demo_study.name, demo_study.url, "speed")
 
 
-def test_export_best_yaml_holds_config_figures_and_snippet(
+def test_export_best_yaml_holds_the_recommendation_config_figures_and_snippet(
     demo_study: DemoStudy, tmp_path: Path
 ) -> None:
     best = best_configurations(demo_study.name, demo_study.url, "accuracy")
+    assert best.verification is not None and best.recommended_trial is not None
     path = tmp_path / "out" / "best.yaml"
     export_best_yaml(best, path)
     text = path.read_text()
-    assert text.startswith("# autotune: study 'demo', trial ")
+    assert text.startswith(
+        f"# autotune: study 'demo', trial {best.recommended_trial}, the verified recommendation"
+    )
     assert "SIMULATED" in text.split("study:")[0]  # said in the header comment
     doc = yaml.safe_load(text)
-    top = best.rows[0]
-    assert doc["trial"] == top.number and doc["ranked_by"] == "accuracy" and doc["simulated"]
-    assert isinstance(doc["figures"]["throughput_sps"], float)
-    assert doc["figures"]["val_accuracy"] == top.val_accuracy
-    assert doc["figures"]["peak_memory_bytes"] == int(top.peak_memory_bytes)
-    assert doc["config"]["batch_size"] == top.params["batch_size"]
+    # --objective orders the table; the export is the verified recommendation all the same.
+    row = best.configurations[best.recommended_trial]
+    assert doc["trial"] == row.number and doc["selected_by"] == "verification" and doc["simulated"]
+    assert doc["verification"]["rounds"] == best.verification.rounds
+    assert doc["verification"]["verdict"] == best.verdict
+    figures = doc["single_trial_figures"]
+    assert isinstance(figures["throughput_sps"], float)
+    assert figures["val_accuracy"] == row.val_accuracy
+    assert figures["peak_memory_bytes"] == int(row.peak_memory_bytes)
+    assert doc["config"]["batch_size"] == row.params["batch_size"]
     assert doc["config"]["train"]["lr"] == pytest.approx(3.0e-3)
-    assert doc["pytorch"] == pytorch_settings(top.params)
+    assert doc["pytorch"] == pytorch_settings(row.params)
     assert "def autotuned_training(" in doc["pytorch_snippet"]
     assert "pytorch_snippet: |" in text  # a block the reader can copy
+
+
+def test_export_choice_is_the_recommendation_or_the_trial_asked_for(demo_study: DemoStudy) -> None:
+    best = best_configurations(demo_study.name, demo_study.url)
+    assert export_choice(best).number == best.recommended_trial
+    top = sort_pareto(best.rows, "memory")[0]
+    assert export_choice(best, top.number) == top
+    unverified = dataclasses.replace(best, verification=None)
+    with pytest.raises(VerificationError, match="study=demo: not verified, so there is no"):
+        export_choice(unverified)
+    assert export_choice(unverified, top.number) == top
 
 
 def test_best_command_prints_and_exports(
@@ -203,7 +225,8 @@ def test_rows_are_rebuilt_for_a_study_made_without_our_tables(tmp_path: Path) ->
     records = trial_records("old", url)
     assert [(r.trial_number, r.failure) for r in records] == [(0, None), (1, "oom")]
     assert records[0].throughput_sps == 100.0
-    assert list_studies(url)[0].hardware == "unknown"
+    [summary] = list_studies(url)
+    assert summary.hardware == "unknown" and summary.verification == "not verified"
 
 
 def test_a_study_that_is_not_autotunes_is_refused_by_report_and_marked_by_ls(
@@ -228,10 +251,18 @@ def test_ls_lists_studies_with_counts_and_hardware(
     assert summary.finished == summary.total == demo_study.n_trials
     assert summary.simulated and "simulated" in summary.hardware
     assert 0 < summary.pareto <= summary.feasible < summary.finished
-    assert summary.best_speedup is not None and summary.best_speedup >= 1.0
+    # The speedup shown is the verified recommendation's, never a single trial's.
+    study = optuna.load_study(study_name=demo_study.name, storage=demo_study.url)
+    with ResultsStore.open(demo_study.url, create=False) as results:
+        verification = load_verification(study, results)
+    assert verification is not None and verification.recommended is not None
+    assert summary.verification == "recommended"
+    assert summary.recommended_trial == verification.recommended.trial_number
+    assert summary.verified_speedup == verification.recommended.speedup
     assert main(["ls", f"storage={demo_study.url}"]) == 0
     out = capsys.readouterr().out
     assert demo_study.name in out and "[SIMULATED]" in out
+    assert f"{summary.verified_speedup:.2f}x (trial {summary.recommended_trial})" in out
 
 
 def test_ls_of_a_missing_database_exits_2_without_creating_it(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ HTML report, and the live dashboard server.
 ::
 
     optuna.Study ──gather_report──► ReportData ──build_figures──► Plotly figures
-                                        │                              │
-                                        └────── render_report / DashboardApp (HTML, JSON)
+    ResultsStore ──┘ (record,           │                              │
+                     verification)      └────── render_report / DashboardApp (HTML, JSON)
+
+The one claim every page makes is :meth:`ReportData.verdict_line`: the newest finished
+verification's recommendation, or that nothing qualifies, or that the study is not verified.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from autotune.report._data import (
     FAILED,
     FEASIBLE,
     INFEASIBLE,
+    NOT_VERIFIED,
     Baseline,
     HypervolumePoint,
     ParetoRow,
@@ -24,8 +28,10 @@ from autotune.report._data import (
     gather_from_trials,
     gather_report,
     hypervolume_history,
+    not_verified_line,
     param_importances,
     pareto_numbers,
+    verify_command,
 )
 from autotune.report._figures import FIGURE_IDS, PROJECTIONS, build_figures
 from autotune.report._html import SIMULATED_TEXT, fragments, render_report, write_report
@@ -37,6 +43,7 @@ __all__ = [
     "FEASIBLE",
     "FIGURE_IDS",
     "INFEASIBLE",
+    "NOT_VERIFIED",
     "PROJECTIONS",
     "SIMULATED_LINE",
     "SIMULATED_TEXT",
@@ -55,10 +62,12 @@ __all__ = [
     "gather_from_trials",
     "gather_report",
     "hypervolume_history",
+    "not_verified_line",
     "param_importances",
     "pareto_numbers",
     "render_report",
     "report_study",
     "studies_table",
+    "verify_command",
     "write_report",
 ]

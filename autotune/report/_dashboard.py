@@ -103,14 +103,20 @@ class DashboardApp:
 
     def study_payload(self, name: str, since: str | None = None) -> dict[str, Any]:
         """Figures and fragments of study ``name``, or ``{"unchanged": true}`` when its trials
-        are as they were at version ``since``.
+        and its newest finished verification are as they were at version ``since``.
+
+        The fragments carry the same verdict as ``autotune report`` and ``autotune best``
+        (:meth:`ReportData.verdict_line`).
 
         Raises:
             StudyNotFoundError: no such study.
         """
         study = load_existing_study(name, self.storage_url, self._storage)
         trials = study.get_trials(deepcopy=False)
+        # A verification that finishes changes the page too, though no trial changed.
+        verified = self._results.latest_verification(name, complete=True)
         states = ",".join(f"{t.number}:{t.state.name}" for t in trials)
+        states += f";verification:{verified.number if verified is not None else 0}"
         version = hashlib.sha1(states.encode()).hexdigest()[:16]
         if since is not None and since == version:
             return {"unchanged": True, "version": version, "finished": self._finished(trials)}
@@ -118,14 +124,16 @@ class DashboardApp:
             cached = self._cache.get(name)
             if cached is not None and cached[0] == version:
                 return cached[1]
-        data = gather_report(
-            study, self._results.study(name), trials=trials, importances=self._importances
-        )
+        data = gather_report(study, self._results, trials=trials, importances=self._importances)
         payload = {
             "unchanged": False,
             "version": version,
             "finished": data.finished,
             "simulated": data.simulated,
+            "verdict": data.verdict_line(),
+            "recommended_trial": (
+                data.recommended.trial_number if data.recommended is not None else None
+            ),
             "fragments": fragments(data),
             "figures": figures_json(data),
         }

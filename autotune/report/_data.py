@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import shlex
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,14 +21,18 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial
+from autotune.config import DEFAULT_STORAGE_URL
 from autotune.exceptions import ConfigError
 from autotune.objectives import OBJECTIVES
+from autotune.storage import ResultsStore
 from autotune.storage.records import KNOB_COLUMNS, HardwareFingerprint, StudyRecord
+from autotune.verification import CandidateVerdict, VerificationSummary, load_verification
 
 __all__ = [
     "FAILED",
     "FEASIBLE",
     "INFEASIBLE",
+    "NOT_VERIFIED",
     "Baseline",
     "HypervolumePoint",
     "ParetoRow",
@@ -37,8 +42,10 @@ __all__ = [
     "gather_from_trials",
     "gather_report",
     "hypervolume_history",
+    "not_verified_line",
     "param_importances",
     "pareto_numbers",
+    "verify_command",
 ]
 
 #: Measured and within every constraint.
@@ -84,7 +91,8 @@ class TrialPoint(NamedTuple):
 
 
 class ParetoRow(NamedTuple):
-    """A Pareto-optimal configuration with its figures.
+    """A feasible, measured configuration (Pareto-optimal in :attr:`ReportData.pareto`) with
+    the figures of its single search trial.
 
     Attributes:
         number: Optuna's trial number.
@@ -140,13 +148,41 @@ class HypervolumePoint(NamedTuple):
     hypervolume: float
 
 
-#: The most validation accuracy (0.5 pt) a headline speedup may give up against the baseline.
-HEADLINE_MAX_ACCURACY_DROP = 0.005
+#: The first words of what every output says about a study without a finished verification.
+NOT_VERIFIED = "not verified"
+
+
+def verify_command(study_name: str, storage_url: str | None = None) -> str:
+    """The ``autotune verify`` command line for a study (its storage named unless default)."""
+    storage = (
+        f" storage={shlex.quote(storage_url)}"
+        if storage_url and storage_url != DEFAULT_STORAGE_URL
+        else ""
+    )
+    return f"autotune verify {shlex.quote(study_name)}{storage}"
+
+
+def not_verified_line(study_name: str, storage_url: str | None = None) -> str:
+    """What every output says instead of a claim when a study has no finished verification.
+
+    Args:
+        study_name: the Optuna study name.
+        storage_url: its storage URL (named in the command unless it is the default).
+    """
+    return (
+        f"{NOT_VERIFIED}: run `{verify_command(study_name, storage_url)}` to re-measure the "
+        "finalists; single-trial figures are not a claim"
+    )
 
 
 @dataclass(frozen=True)
 class ReportData:
     """Everything a report or the dashboard shows about one study.
+
+    The claim every output makes is :attr:`verification`'s (the newest finished verification
+    of the study, :func:`autotune.verification.load_verification`), said by
+    :meth:`verdict_line`. The points, the Pareto front and their speedups are single-trial
+    figures from the search: they rank candidates and are never a headline.
 
     Attributes:
         study_name: the Optuna study name.
@@ -156,13 +192,17 @@ class ReportData:
         generated_at: when the data was gathered (UTC).
         knob_names: the knobs, in the space's order.
         points: every finished trial, by number.
-        pareto: the Pareto-optimal configurations, fastest first.
+        pareto: the Pareto-optimal configurations, fastest first (single-trial figures).
         baseline: the baseline trial, or None when the study has none finished.
         hypervolume: the hypervolume after each finished trial.
         importances: per objective name, parameter importances (sum 1), largest first.
         hardware: ``(label, value)`` rows of the hardware fingerprint.
         running: trials running now (the dashboard shows it).
         notes: lines worth saying (e.g. why importances are missing).
+        configurations: every feasible, measured trial as a row, by trial number (single-trial
+            figures; :attr:`pareto` is the Pareto-optimal part of them).
+        verification: the newest finished verification, or None when there is none.
+        storage_url: the study's storage URL ("" when unknown), for the commands it names.
     """
 
     study_name: str
@@ -179,6 +219,9 @@ class ReportData:
     hardware: tuple[tuple[str, str], ...]
     running: int = 0
     notes: tuple[str, ...] = ()
+    configurations: tuple[ParetoRow, ...] = ()
+    verification: VerificationSummary | None = None
+    storage_url: str = ""
 
     def count(self, status: str) -> int:
         """Finished trials with this status."""
@@ -190,26 +233,22 @@ class ReportData:
         return len(self.points)
 
     @property
-    def headline(self) -> ParetoRow | None:
-        """The fastest Pareto configuration that keeps the baseline's accuracy.
+    def recommended(self) -> CandidateVerdict | None:
+        """The verified recommendation (None: not verified, or nothing qualifies)."""
+        return self.verification.recommended if self.verification is not None else None
 
-        "Keeps" means at most :data:`HEADLINE_MAX_ACCURACY_DROP` lower (the rule of the
-        benchmarks' tuned-vs-defaults table), so a speedup bought with accuracy is never the
-        headline. None without a measured baseline; the baseline itself when nothing faster
-        keeps its accuracy.
+    def verdict_line(self) -> str:
+        """The one line every output shows as its claim: the verification's verdict
+        (:meth:`~autotune.verification.VerificationSummary.headline`: the recommendation with
+        its rounds and 95 % interval, or that nothing qualifies), or :func:`not_verified_line`.
         """
-        base = self.baseline
-        base_point = next((p for p in self.points if base and p.number == base.number), None)
-        if base_point is None or base_point.val_accuracy is None:
-            return None
-        floor = base_point.val_accuracy - HEADLINE_MAX_ACCURACY_DROP
-        keeping = [r for r in self.pareto if r.speedup is not None and r.val_accuracy >= floor]
-        return max(keeping, key=lambda r: r.speedup or 0.0, default=None)
+        if self.verification is not None:
+            return self.verification.headline()
+        return not_verified_line(self.study_name, self.storage_url or None)
 
-    @property
-    def best_speedup(self) -> float | None:
-        """The :attr:`headline` configuration's throughput over the baseline's."""
-        return self.headline.speedup if self.headline is not None else None
+    def configuration(self, number: int) -> ParetoRow | None:
+        """The row of feasible, measured trial ``number``, or None."""
+        return next((r for r in self.configurations if r.number == number), None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,6 +444,8 @@ def gather_from_trials(
     knob_names: Sequence[str] = KNOB_COLUMNS,
     importances: bool = True,
     now: dt.datetime | None = None,
+    verification: VerificationSummary | None = None,
+    storage_url: str = "",
 ) -> ReportData:
     """Gather what a report shows from a study's trials.
 
@@ -418,6 +459,8 @@ def gather_from_trials(
         knob_names: the knobs in display order (those absent from every trial are dropped).
         importances: compute parameter importances (the one step that is not instant).
         now: the time to stamp (default: now, UTC).
+        verification: the study's newest finished verification (None: not verified).
+        storage_url: the study's storage URL, for the commands the pages name.
 
     Returns:
         The :class:`ReportData`.
@@ -459,22 +502,24 @@ def gather_from_trials(
         )
 
     by_number = {t.number: t for t in finished}
+    configurations = tuple(
+        ParetoRow(
+            number=p.number,
+            throughput_sps=float(p.throughput_sps or 0.0),
+            val_accuracy=float(p.val_accuracy or 0.0),
+            peak_memory_bytes=float(p.peak_memory_bytes or 0.0),
+            step_time_s=_attr_float(by_number[p.number], "step_time_s"),
+            compile_s=_attr_float(by_number[p.number], "compile_s"),
+            speedup=p.speedup,
+            params=p.params,
+            baseline=p.baseline,
+        )
+        for p in points
+        if p.status == FEASIBLE and p.measured
+    )
+    front_numbers = {p.number for p in points if p.pareto}
     pareto_rows = sorted(
-        (
-            ParetoRow(
-                number=p.number,
-                throughput_sps=float(p.throughput_sps or 0.0),
-                val_accuracy=float(p.val_accuracy or 0.0),
-                peak_memory_bytes=float(p.peak_memory_bytes or 0.0),
-                step_time_s=_attr_float(by_number[p.number], "step_time_s"),
-                compile_s=_attr_float(by_number[p.number], "compile_s"),
-                speedup=p.speedup,
-                params=p.params,
-                baseline=p.baseline,
-            )
-            for p in points
-            if p.pareto
-        ),
+        (r for r in configurations if r.number in front_numbers),
         key=lambda r: (-r.throughput_sps, r.number),
     )
 
@@ -517,6 +562,9 @@ def gather_from_trials(
         hardware=tuple(hardware),
         running=running,
         notes=tuple(notes),
+        configurations=configurations,
+        verification=verification,
+        storage_url=storage_url,
     )
 
 
@@ -536,21 +584,24 @@ def _hardware_rows(
 
 def gather_report(
     study: optuna.Study,
-    record: StudyRecord | None = None,
+    results: ResultsStore | None = None,
     *,
     trials: Sequence[FrozenTrial] | None = None,
     importances: bool = True,
 ) -> ReportData:
-    """Gather a study's :class:`ReportData` (reads the study once).
+    """Gather a study's :class:`ReportData`: its trials, our record of it, and its newest
+    finished verification (the claim every output makes).
 
     Args:
         study: the Optuna study.
-        record: our record of it (hardware fingerprint), or None.
+        results: the results tables of its database (our record of the study, its
+            verifications); None: neither (the study then reads as not verified).
         trials: the study's trials, if the caller already read them.
         importances: compute parameter importances.
 
     Raises:
         ConfigError: the study does not have autotune's three objectives.
+        StorageError: the results tables cannot be read.
     """
     if len(study.directions) != len(OBJECTIVES):
         raise ConfigError(
@@ -561,6 +612,8 @@ def gather_report(
     space = attrs.get("space") or {}
     if trials is None:
         trials = study.get_trials(deepcopy=False)
+    record = results.study(study.study_name) if results is not None else None
+    verification = load_verification(study, results) if results is not None else None
     simulated = record.simulated if record is not None else attrs.get("simulated")
     return gather_from_trials(
         study.study_name,
@@ -574,4 +627,6 @@ def gather_report(
         simulated=None if simulated is None else bool(simulated),
         hardware=_hardware_rows(record, attrs),
         importances=importances,
+        verification=verification,
+        storage_url=results.url if results is not None else "",
     )

@@ -78,6 +78,16 @@ _CLASSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"color": "#e7298a", "size": 9, "symbol": "x"},
     ),
     (
+        "recommended",
+        "recommended (verified)",
+        {
+            "color": "#0b6e4f",
+            "size": 15,
+            "symbol": "diamond",
+            "line": {"color": "#ffffff", "width": 1},
+        },
+    ),
+    (
         "baseline",
         "baseline (PyTorch defaults)",
         {
@@ -105,9 +115,11 @@ def _title(data: ReportData, what: str) -> str:
     return f"{what}: study {_esc(data.study_name)}{suffix}"
 
 
-def _point_class(point: TrialPoint) -> str:
+def _point_class(point: TrialPoint, recommended: int | None = None) -> str:
     if point.baseline:
         return "baseline"
+    if point.number == recommended:
+        return "recommended"
     if point.status == FEASIBLE:
         return "pareto" if point.pareto else "dominated"
     if point.status == INFEASIBLE:
@@ -116,7 +128,11 @@ def _point_class(point: TrialPoint) -> str:
     return "failed"
 
 
-def _hover(point: TrialPoint) -> str:
+def _recommended(data: ReportData) -> int | None:
+    return data.recommended.trial_number if data.recommended is not None else None
+
+
+def _hover(point: TrialPoint, data: ReportData) -> str:
     """Hover text of one point (escaped: Plotly renders a subset of HTML)."""
     lines = [
         f"<b>trial {point.number}</b> · {point.status}"
@@ -124,13 +140,21 @@ def _hover(point: TrialPoint) -> str:
     ]
     if point.baseline:
         lines.append("baseline (PyTorch defaults)")
+    summary, rec = data.verification, data.recommended
+    if summary is not None and rec is not None and point.number == rec.trial_number:
+        low, high = rec.speedup_ci95 or (rec.speedup or 0.0, rec.speedup or 0.0)
+        lines.append(
+            f"RECOMMENDED: {rec.speedup or 0.0:.2f}x verified over {summary.rounds} rounds "
+            f"(95 % CI {low:.2f}-{high:.2f}x)"
+        )
     if point.measured:
         lines.append(
-            f"{point.throughput_sps or 0:,.0f} samples/s · {100 * (point.val_accuracy or 0):.1f}% · "
+            f"single trial: {point.throughput_sps or 0:,.0f} samples/s · "
+            f"{100 * (point.val_accuracy or 0):.1f}% · "
             f"{(point.peak_memory_bytes or 0) / _MIB:,.1f} MiB"
         )
         if point.speedup is not None:
-            lines.append(f"{point.speedup:.2f}x the baseline's throughput")
+            lines.append(f"{point.speedup:.2f}x the baseline's throughput (single trials)")
     if point.reason:
         lines.append(_esc(point.reason[:160]))
     knobs = [f"{_esc(k)}={_esc(v)}" for k, v in point.params.items()]
@@ -209,7 +233,8 @@ def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[flo
 def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
     """One 2-D projection of the objectives: every finished trial exactly once.
 
-    Feasible trials are split into Pareto-optimal (of all three objectives) and dominated;
+    These are single-trial figures of the search. Feasible trials are split into
+    Pareto-optimal (of all three objectives) and dominated; the verified recommendation,
     infeasible, never-launched and failed trials are drawn apart. Trials without a
     measurement sit just past the worst corner of the axes. The dashed line is the 2-D front
     of this projection.
@@ -228,8 +253,9 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
                 line={"color": "#d95f02", "width": 1, "dash": "dot"},
             )
         )
+    recommended = _recommended(data)
     for key, label, marker in _CLASSES:
-        members = [p for p in data.points if _point_class(p) == key]
+        members = [p for p in data.points if _point_class(p, recommended) == key]
         if not members:
             continue
         fig.add_trace(
@@ -239,7 +265,7 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
                 mode="markers",
                 name=f"{label} ({len(members)})",
                 marker=marker,
-                text=[_hover(p) for p in members],
+                text=[_hover(p, data) for p in members],
                 hovertemplate="%{text}<extra></extra>",
                 customdata=[p.number for p in members],
             )
@@ -247,7 +273,10 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
     fig.update_layout(
         **_LAYOUT,
         title={
-            "text": _title(data, f"{_AXES[y][0].split(' (')[0]} vs {_AXES[x][0].split(' (')[0]}"),
+            "text": _title(
+                data,
+                f"{_AXES[y][0].split(' (')[0]} vs {_AXES[x][0].split(' (')[0]} (single trials)",
+            ),
             "font": {"size": 13},
         },
         xaxis_title=_AXES[x][0],
@@ -263,8 +292,9 @@ def pareto_3d_figure(data: ReportData) -> go.Figure:
     objectives = ("throughput_sps", "val_accuracy", "peak_memory_bytes")
     pos = _positions(data.points, objectives)
     fig = go.Figure()
+    recommended = _recommended(data)
     for key, label, marker in _CLASSES:
-        members = [p for p in data.points if _point_class(p) == key]
+        members = [p for p in data.points if _point_class(p, recommended) == key]
         if not members:
             continue
         marker3d = {k: v for k, v in marker.items() if k in ("color", "opacity", "line")}
@@ -281,13 +311,13 @@ def pareto_3d_figure(data: ReportData) -> go.Figure:
                 mode="markers",
                 name=f"{label} ({len(members)})",
                 marker=marker3d,
-                text=[_hover(p) for p in members],
+                text=[_hover(p, data) for p in members],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
     fig.update_layout(
         **_LAYOUT,
-        title={"text": _title(data, "All three objectives"), "font": {"size": 13}},
+        title={"text": _title(data, "All three objectives (single trials)"), "font": {"size": 13}},
         scene={
             "xaxis_title": _AXES[objectives[0]][0],
             "yaxis_title": _AXES[objectives[1]][0],

@@ -18,13 +18,7 @@ from urllib.parse import quote
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from autotune.report._data import (
-    FAILED,
-    FEASIBLE,
-    HEADLINE_MAX_ACCURACY_DROP,
-    INFEASIBLE,
-    ReportData,
-)
+from autotune.report._data import FAILED, FEASIBLE, INFEASIBLE, ReportData
 from autotune.report._figures import FIGURE_IDS, build_figures
 
 __all__ = [
@@ -57,7 +51,10 @@ code { background: #eee; padding: 1px 4px; border-radius: 3px; }
 .simulated { background: #fff3cd; border: 2px solid #d39e00; color: #6b4e00; font-weight: 600;
              padding: 8px 12px; margin: 10px 0; border-radius: 4px; }
 .summary { font-size: 14px; line-height: 1.5; }
-.speedup { font-size: 18px; font-weight: 700; color: #0b6e4f; }
+.verdict { font-size: 16px; font-weight: 700; padding: 8px 12px; border-radius: 4px;
+           border: 1px solid #ccc; background: #fff; }
+.verdict.recommended { color: #0b6e4f; border-color: #0b6e4f; }
+.verdict.nothing, .verdict.unverified { color: #6b4e00; border-color: #d39e00; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 12px; }
 .card { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px; padding: 4px; min-height: 200px; }
 table { border-collapse: collapse; font-size: 12.5px; background: #fff; }
@@ -65,6 +62,7 @@ th, td { border-bottom: 1px solid #e6e6e6; padding: 4px 8px; text-align: right; 
 th { background: #f0f0f0; position: sticky; top: 0; }
 td.text, th.text { text-align: left; }
 tr.baseline td { font-weight: 600; background: #f6f6ff; }
+tr.recommended td { font-weight: 600; background: #eaf7f1; }
 .notes { font-size: 12px; color: #666; }
 nav { font-size: 13px; margin: 6px 0; }
 nav a { margin-right: 10px; }
@@ -92,6 +90,15 @@ def _speedup(value: float | None) -> str:
 
 
 def _summary(data: ReportData) -> str:
+    """The verdict (the one claim: :meth:`ReportData.verdict_line`), then the trial counts."""
+    summary = data.verification
+    if summary is None:
+        kind = "unverified"
+    elif summary.recommended is not None:
+        kind = "recommended"
+    else:
+        kind = "nothing"
+    parts = [f'<p id="verdict" class="verdict {kind}">{_esc(data.verdict_line())}</p>']
     counts = (
         f"<b>{data.finished}</b> finished trials: {data.count(FEASIBLE)} feasible, "
         f"{data.count(INFEASIBLE)} infeasible, {data.count(FAILED)} failed; "
@@ -99,22 +106,68 @@ def _summary(data: ReportData) -> str:
     )
     if data.running:
         counts += f"; {data.running} running now"
-    parts = [f"<p>{counts}.</p>"]
-    base = data.baseline
-    best = data.headline
-    if best is not None and best.speedup is not None and base is not None:
+    parts.append(f"<p>{counts}.</p>")
+    if summary is not None:
         parts.append(
-            f'<p><span class="speedup">{best.speedup:.1f}x faster than your defaults</span>: '
-            f"the fastest Pareto-optimal configuration within "
-            f"{100 * HEADLINE_MAX_ACCURACY_DROP:.1f} pt of the baseline's accuracy (trial "
-            f"{best.number}) trains {_sps(best.throughput_sps)} samples/s at "
-            f"{100 * best.val_accuracy:.1f}% validation accuracy; the baseline (trial "
-            f"{base.number}: fp32, contiguous, no compile, num_workers=0, one device) trains "
-            f"{_sps(base.throughput_sps)} samples/s.</p>"
+            f"<p>Verification {summary.number}: the baseline (trial {summary.baseline.trial_number}"
+            f") and {len(summary.candidates)} finalists re-run in {summary.rounds} interleaved "
+            f"rounds of fresh processes, seeds {_esc(', '.join(map(str, summary.seeds)))}; a "
+            f"recommendation keeps the baseline's mean accuracy within "
+            f"{summary.accuracy_tolerance_pt:g} pt and its speedup's 95 % interval lies above "
+            "1.0x. The plots and the Pareto table below are single-trial figures from the "
+            "search: they ranked the finalists and are not a claim.</p>"
         )
-    elif base is not None:
+    else:
+        parts.append(
+            "<p>The plots and the Pareto table below are single-trial figures from the search: "
+            "they rank candidates and are not a claim.</p>"
+        )
+    base = data.baseline
+    if base is not None and base.throughput_sps is None:
         parts.append(f"<p>Baseline: trial {base.number} ({_esc(base.reason or base.status)}).</p>")
     return "\n".join(parts)
+
+
+def _verification_table(data: ReportData) -> str:
+    """The baseline and every finalist with their verified figures and verdicts."""
+    summary = data.verification
+    if summary is None:
+        return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+    head = (
+        "<tr><th>trial</th><th>speedup</th><th>95 % CI</th><th>median samples/s</th>"
+        "<th>val acc mean [min-max]</th><th>peak MiB</th><th class=text>verdict</th>"
+        "<th class=text>changed knobs</th></tr>"
+    )
+    chosen = summary.recommended.trial_number if summary.recommended is not None else None
+    rows = []
+    for v in (summary.baseline, *summary.candidates):
+        recommended = not v.is_baseline and v.trial_number == chosen
+        accuracy = (
+            f"{100 * v.val_accuracy_mean:.2f}% [{100 * (v.val_accuracy_min or 0):.2f}-"
+            f"{100 * (v.val_accuracy_max or 0):.2f}]"
+            if v.val_accuracy_mean is not None
+            else "n/a"
+        )
+        cells = [
+            f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
+            "1.00x" if v.is_baseline else _speedup(v.speedup),
+            "n/a"
+            if v.speedup_ci95 is None
+            else f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x",
+            _sps(v.throughput_median_sps),
+            accuracy,
+            "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
+        ]
+        texts = [
+            "RECOMMENDED" if recommended else v.verdict,
+            "" if v.is_baseline else v.changes_text(),
+        ]
+        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
+            f'<td class="text">{_esc(t)}</td>' for t in texts
+        )
+        css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
+        rows.append(f"<tr{css}>{tds}</tr>")
+    return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
 
 
 def _pareto_table(data: ReportData) -> str:
@@ -122,15 +175,18 @@ def _pareto_table(data: ReportData) -> str:
         return '<p class="notes">No feasible trial yet.</p>'
     knobs = list(data.knob_names)
     head = (
-        "<tr><th>trial</th><th>samples/s</th><th>x baseline</th><th>val acc</th>"
+        "<tr><th>trial</th><th>samples/s</th><th>x baseline (1 trial)</th><th>val acc</th>"
         "<th>peak MiB</th><th>step ms</th><th>compile s</th>"
         + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
         + "</tr>"
     )
+    recommended = data.recommended.trial_number if data.recommended is not None else None
     rows = []
     for row in data.pareto:
         cells = [
-            f"{row.number}" + (" (baseline)" if row.baseline else ""),
+            f"{row.number}"
+            + (" (baseline)" if row.baseline else "")
+            + (" (recommended)" if row.number == recommended else ""),
             _sps(row.throughput_sps),
             _speedup(row.speedup),
             f"{100 * row.val_accuracy:.1f}%",
@@ -168,6 +224,7 @@ def fragments(data: ReportData) -> dict[str, str]:
         if data.simulated
         else "",
         "summary": _summary(data),
+        "verification": _verification_table(data),
         "pareto-table": _pareto_table(data),
         "hardware": _hardware_table(data),
         "notes": f"<ul>{notes}</ul>" if notes else "",
@@ -194,7 +251,9 @@ def _body(frags: Mapping[str, str], heading: str, extra_nav: str = "") -> str:
   <div id="summary" class="summary">{frags.get("summary", "")}</div>
 </header>
 <main>
-  <h2>Pareto front: three 2-D projections</h2>
+  <h2>Verification: the baseline and the finalists, re-measured</h2>
+  <div id="verification" style="overflow-x:auto">{frags.get("verification", "")}</div>
+  <h2>Pareto front: three 2-D projections (single trials of the search)</h2>
   <div class="grid">{plots_2d}
     <div class="card"><div id="pareto-3d" class="plot"></div></div>
   </div>
@@ -204,7 +263,7 @@ def _body(frags: Mapping[str, str], heading: str, extra_nav: str = "") -> str:
     <div><h2>Parameter importance</h2><div class="card"><div id="importances" class="plot"></div></div></div>
     <div><h2>Hypervolume history</h2><div class="card"><div id="hypervolume" class="plot"></div></div></div>
   </div>
-  <h2>Pareto-optimal configurations (speedup over the baseline)</h2>
+  <h2>Pareto-optimal configurations (single-trial figures; speedup over the baseline's trial)</h2>
   <div id="pareto-table" style="overflow-x:auto">{frags.get("pareto-table", "")}</div>
   <h2>Hardware fingerprint</h2>
   <div id="hardware">{frags.get("hardware", "")}</div>

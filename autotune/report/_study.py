@@ -20,7 +20,8 @@ def default_report_path(study_name: str) -> Path:
 
 
 def report_study(study_name: str, storage: str, out: Path | None = None) -> tuple[ReportData, Path]:
-    """Gather a study's data and write its self-contained HTML report.
+    """Gather a study's data (its newest finished verification included) and write its
+    self-contained HTML report.
 
     Args:
         study_name: the Optuna study name.
@@ -37,8 +38,7 @@ def report_study(study_name: str, storage: str, out: Path | None = None) -> tupl
     """
     study = load_existing_study(study_name, storage)
     with ResultsStore.open(storage, create=False) as results:
-        record = results.study(study_name)
-    data = gather_report(study, record)
+        data = gather_report(study, results)
     path = out if out is not None else default_report_path(study_name)
     if path.is_dir():
         raise ConfigError(f"--out {path}: is a directory; give a file name such as report.html")

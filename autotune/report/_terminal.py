@@ -20,10 +20,12 @@ SIMULATED_LINE = (
 
 
 def best_table(best: BestConfigs) -> Table:
-    """The Pareto-optimal configurations, best first by the chosen objective."""
+    """The Pareto-optimal configurations, best first by the chosen objective: single-trial
+    figures of the search (the verified recommendation, when it is one of them, is marked)."""
     title = (
         f"Pareto-optimal configurations of study {best.study_name} on {best.device_name}, "
-        f"by {best.objective}" + (" [SIMULATED]" if best.simulated else "")
+        f"by {best.objective}: single-trial figures, not verified"
+        + (" [SIMULATED]" if best.simulated else "")
     )
     table = Table(title=title, title_justify="left")
     right = (
@@ -48,10 +50,13 @@ def best_table(best: BestConfigs) -> Table:
         "gpus",
     ):
         table.add_column(name, justify="right" if name in right else "left")
+    recommended = best.recommended_trial
     for row in best.rows:
         p = row.params
         table.add_row(
-            f"{row.number}" + (" (baseline)" if row.baseline else ""),
+            f"{row.number}"
+            + (" (baseline)" if row.baseline else "")
+            + (" (recommended)" if row.number == recommended else ""),
             f"{row.throughput_sps:,.0f}",
             "n/a" if row.speedup is None else f"{row.speedup:.2f}x",
             f"{100 * row.val_accuracy:.1f}%",
@@ -69,7 +74,8 @@ def best_table(best: BestConfigs) -> Table:
 
 
 def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
-    """One line per study: trials, hardware, best throughput and speedup."""
+    """One line per study: trials, hardware, best single-trial throughput, and the verified
+    speedup of its recommendation (or why there is none)."""
     table = Table(title=f"Studies in {storage}", title_justify="left")
     for name, justify in (
         ("study", "left"),
@@ -79,8 +85,8 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
         ("all trials", "right"),
         ("feasible", "right"),
         ("Pareto", "right"),
-        ("best samples/s", "right"),
-        ("x baseline", "right"),
+        ("best samples/s (1 trial)", "right"),
+        ("verified speedup", "right"),
         ("created (UTC)", "left"),
     ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
@@ -94,7 +100,11 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
             str(s.feasible),
             str(s.pareto),
             "n/a" if s.best_throughput_sps is None else f"{s.best_throughput_sps:,.0f}",
-            "n/a" if s.best_speedup is None else f"{s.best_speedup:.2f}x",
+            (
+                f"{s.verified_speedup:.2f}x (trial {s.recommended_trial})"
+                if s.verified_speedup is not None
+                else s.verification
+            ),
             "" if s.created is None else s.created.strftime("%Y-%m-%d %H:%M"),
         )
     return table

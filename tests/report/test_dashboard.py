@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from autotune.api import verify_study
 from autotune.exceptions import ConfigError, StorageError
 from autotune.report import DashboardApp, DashboardServer
 from autotune.storage import StudyNotFoundError
+from autotune.testing import simulate_trial
 from tests.report.browser import chromium_page, count_points
 from tests.storage.studies import DemoStudy, run_mock_study, sqlite_url
 
@@ -49,6 +51,9 @@ def test_study_payload_has_every_figure_and_a_version(demo_study: DemoStudy) -> 
         assert payload["finished"] == demo_study.n_trials and payload["simulated"] is True
         assert set(payload["figures"]) >= {"pareto-throughput-accuracy", "pareto-3d"}
         assert "SIMULATED" in payload["fragments"]["simulated"]
+        assert "verified over 3 rounds" in payload["verdict"]
+        assert payload["recommended_trial"] is not None
+        assert ">RECOMMENDED<" in payload["fragments"]["verification"]
         again = app.study_payload(demo_study.name, since=payload["version"])
         assert again == {
             "unchanged": True,
@@ -72,6 +77,21 @@ def test_the_payload_changes_when_a_trial_finishes(tmp_path: Path) -> None:
         second = app.study_payload("demo", since=first["version"])
         assert not second["unchanged"] and second["finished"] == 4
         assert second["version"] != first["version"]
+    finally:
+        app.close()
+
+
+def test_the_payload_changes_when_a_verification_finishes(tmp_path: Path) -> None:
+    url = sqlite_url(tmp_path)
+    run_mock_study(url, 4, constrained=False, extra=["verify.rounds=0"])
+    app = DashboardApp(url, importances=False)
+    try:
+        first = app.study_payload("demo")
+        assert first["verdict"].startswith("not verified: run `autotune verify demo storage=")
+        verify_study("demo", url, run_trial_fn=simulate_trial)  # no trial changes
+        second = app.study_payload("demo", since=first["version"])
+        assert not second["unchanged"] and second["version"] != first["version"]
+        assert not second["verdict"].startswith("not verified")
     finally:
         app.close()
 

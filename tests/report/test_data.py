@@ -9,6 +9,7 @@ import pytest
 from optuna.trial import TrialState
 
 import autotune.report as report
+from autotune.config import DEFAULT_STORAGE_URL
 from autotune.report import (
     FAILED,
     FEASIBLE,
@@ -18,10 +19,13 @@ from autotune.report import (
     gather_from_trials,
     gather_report,
     hypervolume_history,
+    not_verified_line,
     param_importances,
     pareto_numbers,
+    verify_command,
 )
 from autotune.storage import ResultsStore
+from autotune.verification import load_verification
 from tests.storage.studies import DemoStudy, make_trial
 
 MIB = 1 << 20
@@ -87,10 +91,12 @@ def test_gathered_points_speedups_and_pareto_rows() -> None:
     assert by_number[5].throughput_sps is None and by_number[5].speedup is None
     assert [r.number for r in data.pareto] == [1, 2, 0]  # fastest first
     assert data.pareto[0].speedup == pytest.approx(4.0)
-    # Trials 1 and 2 are faster but give up more than 0.5 pt of the baseline's 97 % accuracy,
-    # so the headline stays the baseline itself: no speedup is claimed at the cost of accuracy.
-    assert data.headline is not None and data.headline.number == 0
-    assert data.best_speedup == pytest.approx(1.0)
+    # Every feasible, measured trial is a row (3 is dominated); the Pareto front is part of it.
+    assert [r.number for r in data.configurations] == [0, 1, 2, 3]
+    assert data.configuration(3) is not None and data.configuration(4) is None
+    # Single trials never make the claim: without a verification, the study says so.
+    assert data.verification is None and data.recommended is None
+    assert data.verdict_line().startswith("not verified: run `autotune verify s`")
     assert data.pareto[2].baseline and data.pareto[0].step_time_s == pytest.approx(64 / 4000)
     assert data.baseline is not None and data.baseline.throughput_sps == 1000.0
     assert data.simulated and data.generated_at == now
@@ -101,7 +107,7 @@ def test_without_a_measured_baseline_there_are_no_speedups_and_a_note_says_why()
     trials = [make_trial(0, None, failure="oom", constraint=1.0, baseline=True)]
     trials.append(make_trial(1, (4000.0, 0.85, 4 * MIB)))
     data = gather_from_trials("s", trials, importances=False)
-    assert data.pareto[0].speedup is None and data.best_speedup is None
+    assert data.pareto[0].speedup is None and data.recommended is None
     assert any("baseline (trial 0) has no measurement" in n for n in data.notes)
     data = gather_from_trials("s", trials[1:], importances=False)
     assert data.baseline is None and any("no finished baseline" in n for n in data.notes)
@@ -176,9 +182,27 @@ def test_importances_need_two_feasible_trials() -> None:
 def test_gathered_pareto_front_is_optunas(demo_study: DemoStudy) -> None:
     study = optuna.load_study(study_name=demo_study.name, storage=demo_study.url)
     with ResultsStore.open(demo_study.url, create=False) as store:
-        data = gather_report(study, store.study(demo_study.name), importances=False)
+        data = gather_report(study, store, importances=False)
+        verification = load_verification(study, store)
     assert {r.number for r in data.pareto} == {t.number for t in study.best_trials}
     assert data.finished == demo_study.n_trials
     assert data.baseline is not None and data.baseline.number == 0
     assert dict(data.hardware)["simulated"].startswith("yes: SIMULATED")
     assert data.simulated and data.space_name == "cnn_small"
+    # The claim is the study's newest finished verification, as load_verification reads it.
+    assert verification is not None and data.verification == verification
+    assert data.verdict_line() == verification.headline()
+    assert data.storage_url == demo_study.url
+
+
+def test_the_verdict_line_names_a_storage_other_than_the_default() -> None:
+    assert not_verified_line("s") == (
+        "not verified: run `autotune verify s` to re-measure the finalists; single-trial "
+        "figures are not a claim"
+    )
+    assert verify_command("my study", "sqlite:///x.db") == (
+        "autotune verify 'my study' storage=sqlite:///x.db"
+    )
+    assert verify_command("s", DEFAULT_STORAGE_URL) == "autotune verify s"
+    data = gather_from_trials("s", [], importances=False, storage_url="sqlite:///x.db")
+    assert "`autotune verify s storage=sqlite:///x.db`" in data.verdict_line()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import optuna
@@ -20,7 +21,7 @@ from autotune.report import (
     render_report,
     report_study,
 )
-from autotune.storage import StudyNotFoundError
+from autotune.storage import ResultsStore, StudyNotFoundError
 from tests.report.browser import chromium_page, count_points
 from tests.storage.studies import DemoStudy, make_trial
 
@@ -46,14 +47,42 @@ def _evil_trials() -> list[optuna.trial.FrozenTrial]:
 
 def test_report_is_self_contained_and_says_simulated(demo_study: DemoStudy) -> None:
     study = optuna.load_study(study_name=demo_study.name, storage=demo_study.url)
-    text = render_report(gather_report(study, importances=False))
+    with ResultsStore.open(demo_study.url, create=False) as results:
+        data = gather_report(study, results, importances=False)
+    text = render_report(data)
     bundle = plotly.offline.get_plotlyjs()
     assert text.count(bundle) == 1  # Plotly's JavaScript, inlined once
     page = text.replace(bundle, "")  # (bool(...) keeps pytest from diffing megabytes)
     assert not any(s in page for s in ("<script src", "<link", "https://", "http://"))
     assert SIMULATED_TEXT in page and "[SIMULATED]" in page
     assert all(f'id="{fid}"' in page for fid in FIGURE_IDS)
-    assert "faster than your defaults" in page
+    # The headline is the verification's, word for word; the tables of single trials say so.
+    assert data.recommended is not None
+    assert html.escape(data.verdict_line()) in page and "verified over 3 rounds" in page
+    assert 'id="verification-table-rows"' in page and ">RECOMMENDED<" in page
+    assert "single-trial figures" in page and "x baseline (1 trial)" in page
+
+
+def test_without_a_verification_the_report_claims_nothing(demo_study: DemoStudy) -> None:
+    study = optuna.load_study(study_name=demo_study.name, storage=demo_study.url)
+    page = render_report(gather_report(study, importances=False))  # no results: not verified
+    verdict = page.split('id="verdict"', 1)[1].split("</p>", 1)[0]
+    assert "not verified: run `autotune verify demo`" in verdict
+    assert "faster than your defaults" not in page
+
+
+def test_figures_mark_the_recommendation_and_call_the_rest_single_trials(
+    demo_study: DemoStudy,
+) -> None:
+    study = optuna.load_study(study_name=demo_study.name, storage=demo_study.url)
+    with ResultsStore.open(demo_study.url, create=False) as results:
+        data = gather_report(study, results, importances=False)
+    assert data.recommended is not None
+    figure = build_figures(data)["pareto-throughput-accuracy"]
+    [recommended] = [t for t in figure.data if t.name.startswith("recommended (verified)")]
+    assert list(recommended.customdata) == [data.recommended.trial_number]
+    assert "RECOMMENDED" in recommended.text[0] and "verified over 3 rounds" in recommended.text[0]
+    assert "(single trials)" in figure.layout.title.text
 
 
 def test_real_measurements_are_not_labelled_simulated() -> None:
@@ -93,10 +122,15 @@ def test_each_2d_projection_draws_every_finished_trial_once(demo_study: DemoStud
     assert figures["parallel-coordinates"].data[0].type == "parcoords"
 
 
-def test_report_command_writes_the_file(demo_study: DemoStudy, tmp_path: Path) -> None:
+def test_report_command_writes_the_file_and_prints_the_verdict(
+    demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r" / "demo.html"
     assert main(["report", demo_study.name, f"storage={demo_study.url}", "--out", str(out)]) == 0
     assert out.is_file() and out.stat().st_size > 3_000_000
+    printed = capsys.readouterr().out.splitlines()
+    data, _ = report_study(demo_study.name, demo_study.url, tmp_path / "again.html")
+    assert printed[1] == data.verdict_line() and "verified over 3 rounds" in printed[1]
 
 
 def test_report_of_an_unknown_study_exits_2_and_writes_nothing(
