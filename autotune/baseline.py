@@ -5,7 +5,9 @@ PyTorch's defaults are fp32, contiguous tensors, eager mode (no ``torch.compile`
 the batch size the common 64 (or the space's closest choice). The baseline is enqueued as the
 first trial of a new study, so the same machinery measures it; it counts as one of the
 study's trials and carries the user attribute ``baseline=True``. Every report compares with
-it ("3.2x faster than your defaults").
+it ("3.2x faster than your defaults"). Its global batch is also the reference batch at
+which ``train.lr`` holds when the learning rate is scaled with the batch
+(:func:`trial_train_settings`).
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.config import SearchSpace
+from autotune.config import SearchSpace, TrainSettings
 
 __all__ = [
     "BASELINE_ATTR",
     "COMMON_BATCH_SIZE",
     "PYTORCH_DEFAULTS",
+    "baseline_global_batch",
     "baseline_params",
     "baseline_trial",
     "enqueue_baseline",
+    "trial_train_settings",
 ]
 
 #: The trial user attribute that marks the baseline.
@@ -80,6 +84,27 @@ def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
             params[name] = values[0]
             notes.append(f"{name}: the space has no {default}; the baseline uses {values[0]}")
     return params, notes
+
+
+def baseline_global_batch(space: SearchSpace) -> int:
+    """The baseline configuration's global batch: its batch size times its GPU count."""
+    params, _ = baseline_params(space)
+    return int(params["batch_size"]) * int(params["gpu_count"])
+
+
+def trial_train_settings(space: SearchSpace) -> TrainSettings:
+    """The training settings every trial of a study on ``space`` gets: the space's, with
+    ``reference_batch_size`` filled in with :func:`baseline_global_batch` when the space
+    leaves it unset, so that each trial's configuration says at which batch ``train.lr``
+    holds and the baseline trains at exactly ``train.lr``.
+
+    Args:
+        space: the search space, restricted to what the device can run (as the baseline).
+    """
+    train = space.train
+    if train.reference_batch_size is not None:
+        return train
+    return train.model_copy(update={"reference_batch_size": baseline_global_batch(space)})
 
 
 def baseline_trial(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:

@@ -28,6 +28,7 @@ from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from autotune.baseline import trial_train_settings
 from autotune.config import RunConfig, SearchSpace, TrialConfig
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import (
@@ -314,14 +315,16 @@ class TrialObjective:
 
         Every trial trains with the study's seed (common random numbers: the same
         initialization and data order, so that accuracy differences come from the knobs, not
-        from luck); only verification rounds use other seeds.
+        from luck); only verification rounds use other seeds. The learning rate's reference
+        batch is the baseline's global batch unless the space sets one
+        (:func:`autotune.baseline.trial_train_settings`).
         """
         knobs = {name: param.suggest(trial, name) for name, param in self._space.knobs().items()}
         return TrialConfig(
             device=self._caps.kind,  # type: ignore[arg-type]
             family=self._space.model.family,
             seed=self._config.seed,
-            train=self._space.train,
+            train=trial_train_settings(self._space),
             data=self._space.data,
             measure=self._space.measure,
             mock_fault=self._mock_fault(trial.number),

@@ -9,6 +9,9 @@ batch size and workers -> ``DataLoader`` (pinned memory on CUDA, persistent work
 precision -> ``torch.autocast`` (fp16, bf16; a ``GradScaler`` for fp16 on CUDA) or the TF32
 flags; memory format -> ``channels_last`` for model and inputs; compile mode ->
 ``torch.compile(mode=...)``; GPU count -> ``DistributedDataParallel`` with that world size.
+The learning rate follows the global batch (``train.lr_scaling``) after a linear warm-up
+(``torch.optim.lr_scheduler.LinearLR``).
+
 Timing: the device is synchronized and the clock read only at the edges of the timed windows
 (:func:`autotune.measure.plan_windows`), never inside one, so the host queues kernels ahead of
 the device as in an untimed loop; each window includes fetching its batches from the DataLoader.
@@ -108,12 +111,25 @@ def _replace_memory(m: Measurement, peak_bytes: int) -> Measurement:
     return replace(m, peak_memory_bytes=peak_bytes)
 
 
-def _make_optimizer(settings: TrainSettings, params: Any) -> torch.optim.Optimizer:
+def _make_optimizer(settings: TrainSettings, params: Any, lr: float) -> torch.optim.Optimizer:
     if settings.optimizer == "sgd":
         return torch.optim.SGD(
-            params, lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay
+            params, lr=lr, momentum=settings.momentum, weight_decay=settings.weight_decay
         )
-    return torch.optim.AdamW(params, lr=settings.lr, weight_decay=settings.weight_decay)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=settings.weight_decay)
+
+
+def _make_warmup(
+    optimizer: torch.optim.Optimizer, warmup_steps: int
+) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """A linear warm-up: optimizer step ``k`` (1-based) of the first ``warmup_steps`` uses
+    ``k / warmup_steps`` of the optimizer's learning rate, every later step all of it; None
+    when there is nothing to warm up (fewer than 2 steps)."""
+    if warmup_steps < 2:
+        return None
+    return torch.optim.lr_scheduler.LinearLR(
+        optimizer, start_factor=1.0 / warmup_steps, end_factor=1.0, total_iters=warmup_steps - 1
+    )
 
 
 def _make_loader(
@@ -164,6 +180,7 @@ def _train_and_evaluate(
     edges = frozenset(plan.edges)
     timed_end = plan.window_edges[-1]
     samples_per_step = config.batch_size * world_size
+    peak_lr = config.train.peak_lr(samples_per_step)
 
     backend.reset_peak_memory()
     channels_last = config.memory_format == "channels_last"
@@ -174,7 +191,8 @@ def _train_and_evaluate(
     train_model: torch.nn.Module = model
     if world_size > 1:
         train_model = DistributedDataParallel(model)
-    optimizer = _make_optimizer(config.train, model.parameters())
+    optimizer = _make_optimizer(config.train, model.parameters(), peak_lr)
+    lr_warmup = _make_warmup(optimizer, config.train.lr_warmup_steps(total_steps))
     step_model = torch.compile(train_model, mode=config.compile_mode) if compiled else train_model
     autocast_dtype = _AUTOCAST_DTYPES.get(config.precision)
     scaler = torch.amp.GradScaler(
@@ -212,6 +230,8 @@ def _train_and_evaluate(
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
+            if lr_warmup is not None:
+                lr_warmup.step()
             epoch_loss += loss.detach().float()
             epoch_steps += 1
             step += 1
@@ -249,6 +269,8 @@ def _train_and_evaluate(
         if rank == 0
         else {}
     )
+    if rank == 0:
+        extra["lr_peak"] = peak_lr
     accuracy = (
         _evaluate(model, dataset, device, memory_format, backend.kind, autocast_dtype)
         if rank == 0

@@ -11,6 +11,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from autotune.baseline import baseline_global_batch
 from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import DeviceCapabilities
@@ -206,7 +207,9 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
         assert trial_config.seed == 10
         assert trial_config.device == "mock"
         assert trial_config.family == "cnn"
-        assert trial_config.train == config.space.train
+        assert trial_config.train == config.space.train.model_copy(
+            update={"reference_batch_size": baseline_global_batch(config.space)}
+        )
         assert trial_config.data == config.space.data
         assert timeout_s == 42.0
 
@@ -220,6 +223,28 @@ def test_every_trial_of_a_study_trains_with_the_study_seed() -> None:
     configs = [trial_config for trial_config, _ in fake.calls]
     assert len({tuple(c.knobs().items()) for c in configs}) > 1  # different configurations
     assert [c.seed for c in configs] == [7, 7, 7, 7]
+
+
+def test_trials_carry_the_baseline_global_batch_as_lr_reference() -> None:
+    # cnn_small: batch sizes 16 .. 256, the baseline takes 64 on one device.
+    config = _run_config("space=cnn_small")
+    fake = FakeRunTrial()
+
+    _optimize(_objective(fake, config=config), 3)
+
+    assert baseline_global_batch(config.space) == 64
+    for trial_config, _ in fake.calls:
+        assert trial_config.train.reference_batch_size == 64
+        assert trial_config.train.lr == config.space.train.lr
+
+
+def test_a_reference_batch_the_space_sets_is_kept() -> None:
+    config = _run_config("space=cnn_small", "train.reference_batch_size=256")
+    fake = FakeRunTrial()
+
+    _optimize(_objective(fake, config=config), 2)
+
+    assert {c.train.reference_batch_size for c, _ in fake.calls} == {256}
 
 
 @pytest.mark.parametrize("failure", ["oom", "timeout"])

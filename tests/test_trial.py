@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
 from autotune.config import TrialConfig
 from autotune.data import load_dataset
@@ -15,7 +16,7 @@ from autotune.measure import Measurement
 from autotune.models import build_model, count_parameters
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
-from autotune.trial import _train_and_evaluate
+from autotune.trial import _make_warmup, _train_and_evaluate
 
 pytestmark = pytest.mark.slow
 
@@ -174,3 +175,40 @@ def test_the_loop_syncs_only_at_window_edges() -> None:
     window_s = [16 * 64 / sps for sps in m.window_throughputs_sps]
     assert m.train_s > sum(window_s)
     assert m.step_time_s == pytest.approx(sorted(window_s)[2] / 16)
+
+
+def test_the_peak_learning_rate_follows_the_global_batch() -> None:
+    # SGD, linear rule: batch 128 against the reference 64 trains at twice the rate.
+    config = make_trial_config(
+        family="mlp",
+        width=32,
+        batch_size=128,
+        train={"optimizer": "sgd", "lr": 0.05, "reference_batch_size": 64},
+    )
+
+    m, _ = _train_here(config)
+
+    assert m.extra["lr_peak"] == pytest.approx(0.1)
+    assert math.isfinite(m.train_loss)
+
+
+def test_lr_warmup_rises_linearly_to_the_peak() -> None:
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.4)
+    warmup = _make_warmup(optimizer, 4)
+    assert warmup is not None
+
+    lrs = []
+    for _ in range(6):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        warmup.step()
+
+    assert lrs == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
+
+
+@pytest.mark.parametrize("warmup_steps", [0, 1])
+def test_no_lr_warmup_below_two_steps(warmup_steps: int) -> None:
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.4)
+
+    assert _make_warmup(optimizer, warmup_steps) is None
+    assert optimizer.param_groups[0]["lr"] == 0.4

@@ -3,8 +3,9 @@
 An analytic cost model, in the spirit of ``torch.utils.benchmark``'s ``_MockTimer``: a trial's
 step time comes from per-precision FLOP rates, kernel-launch overhead, the input pipeline and
 DDP communication; its memory from parameters, optimizer state and activations; its accuracy
-from model capacity and the number of optimizer steps. Results are deterministic per seed and
-cost milliseconds. Every measurement it returns has ``simulated=True``.
+from model capacity and the number of optimizer steps, weighted by the learning-rate scale
+(``train.lr_scaling``). Results are deterministic per seed and cost milliseconds. Every
+measurement it returns has ``simulated=True``.
 """
 
 from __future__ import annotations
@@ -316,9 +317,10 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
 
     Returns:
         A :class:`Measurement` with ``simulated=True`` and ``memory_kind="simulated"``; its
-        ``extra`` holds ``flops_per_sample`` (3x the analytic forward FLOPs) and, for GPU
-        profiles, ``gpu_utilization_pct``, ``gpu_power_w`` and ``energy_j_per_sample``, all
-        modelled, with ``simulated_figures=True``.
+        ``extra`` holds ``flops_per_sample`` (3x the analytic forward FLOPs), ``lr_peak`` (the
+        learning rate after warm-up, as a real trial would use) and, for GPU profiles,
+        ``gpu_utilization_pct``, ``gpu_power_w`` and ``energy_j_per_sample``, all modelled,
+        with ``simulated_figures=True``.
 
     Raises:
         MemoryError: when the modelled peak memory exceeds ``profile.memory_bytes`` (the trial
@@ -408,16 +410,23 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     compile_s = compile_per_block_s * (1 + config.depth) if config.compile_mode != "none" else 0.0
 
     # Accuracy: a ceiling, minus under-capacity and under-training penalties, plus noise.
+    # SIMULATION ASSUMPTION: training progresses with the optimizer steps times the
+    # learning-rate scale factor (the peak learning rate over train.lr), so a larger batch
+    # with a scaled learning rate makes up for its fewer steps; with lr_scaling=none the
+    # factor is 1 and only the steps count.
+    lr_peak = config.train.peak_lr(batch * world)
+    effective_steps = steps * lr_peak / config.train.lr
     capacity = math.sqrt(config.depth * config.width / 8)
     accuracy = (
         acc_ceiling
         - 0.03 / capacity
-        - 0.25 * math.exp(-steps / 60)
+        - 0.25 * math.exp(-effective_steps / 60)
         - (0.003 if config.precision == "fp16" else 0.0)
         + rng.normal(0.0, 0.003)
     )
     extra: dict[str, float | bool] = {
         "flops_per_sample": 3.0 * fwd_flops,
+        "lr_peak": lr_peak,
         "simulated_figures": True,
     }
     if profile.is_gpu:
@@ -438,7 +447,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         compile_s=compile_s,
         peak_memory_bytes=peak_bytes,
         val_accuracy=float(min(1.0, max(0.0, accuracy))),
-        train_loss=float(max(0.01, 2.3 * math.exp(-steps / 80))),
+        train_loss=float(max(0.01, 2.3 * math.exp(-effective_steps / 80))),
         train_s=compile_s + steps * step_s,
         steps=steps,
         samples_per_step=batch * world,

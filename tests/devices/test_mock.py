@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -98,3 +99,35 @@ def test_compiling_makes_the_first_step_warm_up() -> None:
     m = simulate(_mock(compile_mode="default", train={"warmup_steps": 0}))
 
     assert m.timed_steps == 20  # 21 steps after the compiling one: 5 windows of 4
+
+
+def test_peak_learning_rate_follows_the_global_batch() -> None:
+    train = {"lr": 1.0e-3, "reference_batch_size": 64}
+
+    assert simulate(_mock(batch_size=256, train=train)).extra["lr_peak"] == pytest.approx(2.0e-3)
+    # SGD scales linearly with the global batch: 32 per rank x 4 ranks = 2 x the reference.
+    sgd = {**train, "optimizer": "sgd"}
+    assert simulate(_mock(batch_size=32, gpu_count=4, train=sgd)).extra["lr_peak"] == 2.0e-3
+
+
+def test_lr_scaling_makes_up_for_fewer_steps() -> None:
+    # Five epochs at batch 256: 25 steps. Scaled by sqrt(256 / 64) = 2, they count as 50.
+    train = {"epochs": 5, "reference_batch_size": 64}
+    scaled = simulate(_mock(batch_size=256, train=train))
+    fixed = simulate(_mock(batch_size=256, train={**train, "lr_scaling": "none"}))
+
+    assert scaled.steps == fixed.steps == 25
+    assert fixed.train_loss == pytest.approx(2.3 * math.exp(-25 / 80))
+    assert scaled.train_loss == pytest.approx(2.3 * math.exp(-50 / 80))
+    # The under-training penalty drops from 0.25 exp(-25/60) to 0.25 exp(-50/60): 5.6 points,
+    # far above the simulated noise (0.3 points).
+    assert scaled.val_accuracy - fixed.val_accuracy == pytest.approx(0.056, abs=0.015)
+
+
+def test_the_reference_batch_trains_as_without_scaling() -> None:
+    train = {"epochs": 5, "reference_batch_size": 64}
+    scaled = simulate(_mock(batch_size=64, train=train))
+    fixed = simulate(_mock(batch_size=64, train={**train, "lr_scaling": "none"}))
+
+    assert scaled.extra["lr_peak"] == fixed.extra["lr_peak"] == 1.0e-3
+    assert scaled.train_loss == fixed.train_loss
