@@ -25,9 +25,9 @@ FAILING_TRIALS = (3,)
 
 
 def fail_some(config: TrialConfig, timeout_s: float) -> Measurement:
-    """The mock cost model, but trials numbered in :data:`FAILING_TRIALS` run out of memory
-    (with ``seed=0`` a trial's training seed is its number)."""
-    if config.seed in FAILING_TRIALS:
+    """The mock cost model, but trials asked to fail (``mock.fault=oom``; :func:`run_mock_study`
+    asks it of the trials numbered in :data:`FAILING_TRIALS`) run out of memory."""
+    if config.mock_fault == "oom":
         raise TrialError("oom", "torch.OutOfMemoryError: CUDA out of memory (injected)")
     return simulate_trial(config, timeout_s)
 
@@ -50,7 +50,15 @@ def run_mock_study(
     With ``constrained``, peak memory is limited to :data:`MAX_MEMORY_BYTES` so some trials
     are infeasible; trial :data:`FAILING_TRIALS` fail with ``oom``.
     """
-    args = ["space=cnn_small", "device=mock", f"study={study}", f"storage={url}", *extra]
+    args = [
+        "space=cnn_small",
+        "device=mock",
+        f"study={study}",
+        f"storage={url}",
+        "mock.fault=oom",
+        f"mock.fault_trials=[{','.join(map(str, FAILING_TRIALS))}]",
+        *extra,
+    ]
     if constrained:
         args.append(f"constraints.max_memory_bytes={MAX_MEMORY_BYTES}")
     return run_study(load_run_config(args), n_trials, run_trial_fn=fail_some)
