@@ -99,8 +99,10 @@ class StudyResult:
         pareto_trials: the Pareto-optimal feasible trials (Optuna's ``best_trials``).
         capabilities: the device the trials ran on.
         removed_choices: choices dropped because the device can never run them, with reasons.
-        verification: the verified verdict (None with ``verify.rounds=0``, or in a worker
-            process other than the first).
+        verification: the verified verdict (None with ``verify.rounds=0``, in a worker
+            process other than the first, or when the study cannot be verified).
+        verification_note: why there is no verification, when the study cannot be verified
+            (e.g. its baseline trial failed); None otherwise.
     """
 
     study_name: str
@@ -112,6 +114,7 @@ class StudyResult:
     capabilities: DeviceCapabilities
     removed_choices: list[str] = field(default_factory=list)
     verification: VerificationSummary | None = None
+    verification_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -294,18 +297,21 @@ def run_study(
             for proc in helpers:
                 if proc.is_alive():
                     proc.terminate()
-    verification = None
+    verification, note = None, None
     if worker_index == 0 and config.verify.rounds > 0:
-        verification = verify_study(
-            study.study_name,
-            config.storage,
-            settings=config.verify,
-            run_trial_fn=run_trial_fn,
-            timeout_s=config.trial.timeout_s,
-            on_run=on_verify,
-            reuse=True,
-            capabilities=caps,
-        )
+        try:
+            verification = verify_study(
+                study.study_name,
+                config.storage,
+                settings=config.verify,
+                run_trial_fn=run_trial_fn,
+                timeout_s=config.trial.timeout_s,
+                on_run=on_verify,
+                reuse=True,
+                capabilities=caps,
+            )
+        except VerificationError as e:  # the study is fine; it only cannot make a claim
+            note = str(e)
     return StudyResult(
         study_name=study.study_name,
         storage=config.storage,
@@ -316,6 +322,7 @@ def run_study(
         capabilities=caps,
         removed_choices=prepared.removed_choices,
         verification=verification,
+        verification_note=note,
     )
 
 

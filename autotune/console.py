@@ -244,6 +244,11 @@ def print_result(console: Console, result: StudyResult) -> None:
         console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
     if result.verification is not None:
         print_verdict(console, result.verification, result.storage)
+    elif result.verification_note is not None:
+        console.print(
+            f"not verified: {result.verification_note}; no figure above is a verified claim",
+            highlight=False,
+        )
     else:
         console.print(
             "not verified (verify.rounds=0): no figure above is a verified claim; "

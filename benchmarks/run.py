@@ -86,6 +86,7 @@ class Budget:
     seeds: int  # seeds per sampler in Table 2
     budgets: tuple[int, ...]  # Table 2 trial budgets
     study_overrides: tuple[str, ...] = ()  # space overrides for the tuning study
+    verify_overrides: tuple[str, ...] = ()  # verify.* settings of the tuning study
     arm_overrides: tuple[str, ...] = ()  # space overrides for every measured configuration
 
 
@@ -99,12 +100,8 @@ QUICK = Budget(
     noise_repeats=3,
     seeds=2,
     budgets=(10, 25),
-    study_overrides=(
-        "compile_mode=[none]",
-        "train.max_steps=30",
-        "verify.rounds=2",
-        "verify.candidates=1",
-    ),
+    study_overrides=("compile_mode=[none]", "train.max_steps=30"),
+    verify_overrides=("verify.rounds=2", "verify.candidates=1"),
     arm_overrides=("train.max_steps=30",),
 )
 
@@ -247,7 +244,12 @@ def run_real(args: argparse.Namespace, budget: Budget, storage: str) -> RealResu
 
     log(f"table 1: tuning study ({budget.trials} trials, {device}, storage {storage})")
     study, config, ran_now = _real.run_tuning_study(
-        storage, args.study_name, budget.trials, device, budget.study_overrides, log
+        storage,
+        args.study_name,
+        budget.trials,
+        device,
+        [*budget.study_overrides, *budget.verify_overrides],
+        log,
     )
     space, caps = _real.open_space(device, [*budget.study_overrides, *budget.arm_overrides])
     selection = _real.select_tuned(study, space, caps, args.trial_timeout, storage)
@@ -810,6 +812,7 @@ def main(argv: Sequence[str]) -> int:
         seeds=args.seeds or base.seeds,
         budgets=base.budgets,
         study_overrides=base.study_overrides,
+        verify_overrides=base.verify_overrides,
         arm_overrides=base.arm_overrides,
     )
     out = args.out or REPO / "docs" / ("benchmarks-quick.md" if args.quick else "benchmarks.md")

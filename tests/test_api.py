@@ -23,7 +23,9 @@ from .conftest import MINIMAL_SPACE
 
 
 def _config(sqlite_url: str, *args: str) -> RunConfig:
-    return load_run_config(["device=mock", f"storage={sqlite_url}", *args])
+    """A mock run; verification off (tests/test_api_verify.py covers it), so the fakes here
+    see the search's trials alone."""
+    return load_run_config(["device=mock", f"storage={sqlite_url}", "verify.rounds=0", *args])
 
 
 def _prepared(config: RunConfig, caps: DeviceCapabilities) -> PreparedRun:

@@ -38,7 +38,15 @@ def _states(study: optuna.Study) -> Counter[str]:
 
 
 def _mock_run(storage: str, *extra: str) -> list[str]:
-    return ["space=cnn_small", "device=mock", f"storage={storage}", "study=s", *extra]
+    """A mock run of the search alone (verification has its own tests: test_api_verify.py)."""
+    return [
+        "space=cnn_small",
+        "device=mock",
+        f"storage={storage}",
+        "study=s",
+        "verify.rounds=0",
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -134,7 +142,14 @@ def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> N
     storage = _sqlite(tmp_path) if backend == "sqlite" else _postgres_or_skip()
     study_name = f"workers-{uuid.uuid4().hex[:8]}"
     config = load_run_config(
-        ["space=cnn_small", "device=mock", f"storage={storage}", f"study={study_name}", "workers=4"]
+        [
+            "space=cnn_small",
+            "device=mock",
+            f"storage={storage}",
+            f"study={study_name}",
+            "workers=4",
+            "verify.rounds=0",
+        ]
     )
     started = time.monotonic()
     try:
