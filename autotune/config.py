@@ -375,6 +375,9 @@ class MeasureSettings(_Strict):
 
     windows: int = Field(5, ge=1)  # timed windows; throughput is their median
     min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
+    # The timed windows cover at least this many seconds: when the budget's windows are
+    # shorter, timing-only steps after the evaluation make up the rest (accuracy unaffected).
+    min_timed_s: float = Field(2.0, ge=0)
 
 
 class SearchSpace(_Strict):

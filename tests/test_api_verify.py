@@ -91,7 +91,8 @@ def test_every_search_trial_trains_with_the_study_seed_and_verification_with_oth
     summary = run_study(config, N_TRIALS, run_trial_fn=runner).verification
 
     assert summary is not None and summary.runs_planned > 0
-    search = runner.configs[: -summary.runs_planned]  # never-launched trials make no call
+    # Never-launched trials make no call; verification makes a warm-up run, then its runs.
+    search = runner.configs[: -(summary.runs_planned + 1)]
     assert len(search) >= 2 and {c.seed for c in search} == {5}
     assert {c.seed for c in runner.configs[-summary.runs_planned :]} == set(summary.seeds)
     assert 5 not in summary.seeds
@@ -105,18 +106,18 @@ def test_an_interrupted_verification_resumes_without_redoing_runs(sqlite_url: st
     with pytest.raises(KeyboardInterrupt):
         verify_study(config.study, config.storage, settings=settings, run_trial_fn=interrupted)
 
-    assert len(_rows(sqlite_url)) == 4
+    assert len(_rows(sqlite_url)) == 3  # call 1 was the discarded warm-up run
     with ResultsStore.open(config.storage, create=False) as results:
         latest = results.latest_verification(config.study)
         assert latest is not None and not latest.complete
     resumed = Recorder()
     summary = verify_study(config.study, config.storage, settings=settings, run_trial_fn=resumed)
 
-    assert len(resumed.configs) == 9 - 4
+    assert len(resumed.configs) == 1 + 9 - 3  # a warm-up run, then the missing runs
     assert summary.complete and summary.number == 1 and summary.runs_done == 9
     assert len(_rows(sqlite_url)) == 9
     # The resumed runs are exactly the ones the interruption left out, in schedule order.
-    assert [(c.seed) for c in resumed.configs] == [_rows(sqlite_url)[i][3] for i in range(4, 9)]
+    assert [c.seed for c in resumed.configs[1:]] == [_rows(sqlite_url)[i][3] for i in range(3, 9)]
 
 
 def test_run_reuses_a_finished_verification_and_verify_repeats_it_with_new_seeds(

@@ -40,7 +40,11 @@ def _check(m: Measurement, config: TrialConfig, memory_kind: str = "cpu_peak_rss
     assert m.memory_kind == memory_kind
     assert m.steps == _expected_steps(config)
     warmup = min(max(config.train.warmup_steps, config.compile_mode != "none"), m.steps - 1)
-    assert 0 < m.timed_steps <= m.steps - warmup
+    extension = m.extra["timing_extension_steps"]
+    if extension:  # timing-only steps after the evaluation: one untimed, then the windows
+        assert m.timed_steps == extension - 1
+    else:
+        assert 0 < m.timed_steps <= m.steps - warmup
     assert m.samples_per_step == config.batch_size * config.gpu_count
     assert m.step_time_s > 0
     assert m.train_s > 0
@@ -108,7 +112,7 @@ def test_ddp_two_processes_with_gloo() -> None:
 
 
 def test_max_steps_caps_the_budget() -> None:
-    config = make_trial_config(train={"epochs": 3, "max_steps": 9})
+    config = make_trial_config(train={"epochs": 3, "max_steps": 9}, measure={"min_timed_s": 0.0})
 
     m = run_trial(config, TIMEOUT_S)
 
@@ -160,7 +164,9 @@ def _train_here(config: TrialConfig) -> tuple[Measurement, int]:
 
 def test_the_loop_syncs_only_at_window_edges() -> None:
     # Four epochs of digits at batch 64: 88 steps, 5 warm-up, 5 windows of 16, 3 untimed.
-    config = make_trial_config(family="mlp", width=32, train={"epochs": 4})
+    config = make_trial_config(
+        family="mlp", width=32, train={"epochs": 4}, measure={"min_timed_s": 0.0}
+    )
 
     m, syncs = _train_here(config)
 
@@ -175,6 +181,18 @@ def test_the_loop_syncs_only_at_window_edges() -> None:
     window_s = [16 * 64 / sps for sps in m.window_throughputs_sps]
     assert m.train_s > sum(window_s)
     assert m.step_time_s == pytest.approx(sorted(window_s)[2] / 16)
+
+
+def test_timing_only_steps_also_sync_only_at_their_window_edges() -> None:
+    config = make_trial_config(
+        family="mlp", width=32, train={"epochs": 4}, measure={"min_timed_s": 0.5}
+    )
+
+    m, syncs = _train_here(config)
+
+    assert m.extra["timing_extension_steps"] == m.timed_steps + 1 > 80
+    # The budget's 8 reads, then the extension's: after its untimed step and at 5 window ends.
+    assert syncs == 8 + 6
 
 
 def test_the_peak_learning_rate_follows_the_global_batch() -> None:
@@ -212,3 +230,19 @@ def test_no_lr_warmup_below_two_steps(warmup_steps: int) -> None:
 
     assert _make_warmup(optimizer, warmup_steps) is None
     assert optimizer.param_groups[0]["lr"] == 0.4
+
+
+def test_short_budgets_are_timed_longer_without_changing_the_accuracy() -> None:
+    """measure.min_timed_s: the same trial timed over its budget alone (0 s) and extended to
+    at least 1 s of windows; the extension runs after the evaluation."""
+    short = make_trial_config(measure={"min_timed_s": 0.0})
+    extended = make_trial_config(measure={"min_timed_s": 1.0})
+
+    a, b = run_trial(short, TIMEOUT_S), run_trial(extended, TIMEOUT_S)
+
+    assert a.extra["timing_extension_steps"] == 0
+    assert b.extra["timing_extension_steps"] > a.timed_steps
+    assert b.timed_steps * b.step_time_s >= 0.5  # about 1 s of windows, sized from the budget
+    assert b.val_accuracy == a.val_accuracy and b.steps == a.steps  # same budget, same seed
+    _check(a, short)
+    _check(b, extended)
