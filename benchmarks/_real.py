@@ -26,7 +26,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.api import run_study
-from autotune.baseline import baseline_params, baseline_trial
+from autotune.baseline import baseline_params, baseline_trial, trial_train_settings
 from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config, load_space
 from autotune.exceptions import TrialError
 from autotune.hardware import (
@@ -78,7 +78,7 @@ def trial_config(
         device=caps.kind,  # type: ignore[arg-type]
         family=space.model.family,
         seed=seed,
-        train=space.train,
+        train=trial_train_settings(space),  # LR scaled as in a study
         data=space.data,
         measure=space.measure,
         **knobs,

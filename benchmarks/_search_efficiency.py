@@ -10,9 +10,10 @@ Each sampler then runs the real study objective (:class:`autotune.study.TrialObj
 the sampler :func:`autotune.study.make_sampler` builds and the PyTorch-defaults baseline
 enqueued first, as ``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
 trial costs milliseconds, so forking a process per trial (``run_study device=mock``) would only
-add time, not fidelity. As in a real study, trial *i* simulates with seed ``seed + i``, so the
-sampler sees noisy values (the mock's measurement noise); the configurations it found are
-scored with their ground-truth (seed 0) values, so every run is judged on one fixed front.
+add time, not fidelity. As in a real study, every trial of a run simulates with the run's seed
+(common random numbers), so the sampler sees that seed's noisy values (the mock's measurement
+noise); the configurations it found are scored with their ground-truth (seed 0) values, so
+every run is judged on one fixed front.
 
 Hypervolume: objectives are mapped to a minimization space where they are comparable:
 ``(-log throughput, -accuracy, log peak memory)`` (throughput and memory span orders of
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from autotune.baseline import enqueue_baseline
+from autotune.baseline import enqueue_baseline, trial_train_settings
 from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
@@ -180,7 +181,7 @@ def _trial_config(
         device="mock",
         family=space.model.family,
         seed=0,
-        train=space.train,
+        train=trial_train_settings(space),  # LR scaled as in a study
         data=space.data,
         measure=space.measure,
         mock_profile="default",

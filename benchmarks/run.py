@@ -530,9 +530,10 @@ def section_search(
         "Each sampler (as `autotune.study.make_sampler` builds it) drives the study's own "
         "objective (`TrialObjective`, baseline trial first, as `run_study` does) in-process on "
         "an in-memory storage, calling the mock's `simulate` directly (a forked process per "
-        "trial would add time, not fidelity). Trial *i* simulates with seed `seed + i`, so "
-        "the sampler sees measurement noise; the configurations it found are scored with "
-        "their ground-truth (seed 0) values.",
+        "trial would add time, not fidelity). Every trial of a run simulates with the run's "
+        "seed (common random numbers, as in a study), so the sampler sees that seed's "
+        "measurement noise; the configurations it found are scored with their ground-truth "
+        "(seed 0) values.",
         "",
         "Hypervolume (Optuna's implementation, through `optuna.visualization."
         "plot_hypervolume_history`) in a normalized space: (-log throughput, -accuracy, "
