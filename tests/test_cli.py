@@ -113,6 +113,32 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(
     assert _files(workdir) == []
 
 
+def _assert_one_line_error(code: int, capsys: pytest.CaptureFixture[str], fragment: str) -> None:
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("autotune: error: ")
+    assert fragment in err
+
+
+def test_mysql_url_without_its_driver_names_the_package_to_install(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # None in sys.modules makes `import MySQLdb` raise ModuleNotFoundError, installed or not.
+    monkeypatch.setitem(sys.modules, "MySQLdb", None)
+
+    code = main(["run", "storage=mysql://u@127.0.0.1:1/x", "device=mock", "--trials", "1"])
+
+    _assert_one_line_error(
+        code,
+        capsys,
+        "storage=mysql://u@127.0.0.1:1/x: the MySQL driver is not installed "
+        "(pip install mysqlclient, or use mysql+pymysql:// with pip install pymysql)",
+    )
+    assert _files(workdir) == []
+
+
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--help"]) == 0
 
