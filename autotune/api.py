@@ -44,6 +44,7 @@ from autotune.study import (
     SurplusTrial,
     TrialObjective,
     check_storage_reachable,
+    check_warm_start,
     count_finished,
     open_storage,
     open_study,
@@ -130,8 +131,10 @@ class PreparedRun:
 def prepare_run(config: RunConfig) -> PreparedRun:
     """Validate everything that can be validated without writing anything.
 
-    Resolves the device, removes choices it can never run, checks the storage URL (and that a
-    database server answers), and loads the data set once (so a missing or corrupt ``data.root`` fails here).
+    Resolves the device, removes choices it can never run, checks the storage URL (its
+    driver is installed, a database server answers), checks that the ``warm_start`` study
+    exists (reading the database, never creating it), and loads the data set once (so a
+    missing or corrupt ``data.root`` fails here).
 
     Raises:
         ConfigError, DeviceUnavailableError, DataError, StorageError: with one-line messages.
@@ -140,6 +143,7 @@ def prepare_run(config: RunConfig) -> PreparedRun:
     caps = detect_capabilities(kind, mock_profile=config.mock.profile)
     space, removed = restrict_space(config.space, caps)
     check_storage_reachable(config.storage)
+    check_warm_start(config)
     load_dataset(space.data)
     return PreparedRun(config=config, capabilities=caps, space=space, removed_choices=removed)
 

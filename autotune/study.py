@@ -44,6 +44,7 @@ __all__ = [
     "SurplusTrial",
     "TrialObjective",
     "check_storage_reachable",
+    "check_warm_start",
     "count_finished",
     "make_sampler",
     "open_storage",
@@ -184,6 +185,59 @@ def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
         raise StorageError(f"storage={url}: cannot reach the database: {reason}") from None
     finally:
         engine.dispose()
+
+
+#: Optuna's table of studies and its name column (``optuna/storages/_rdb/models.py``, the
+#: same since Optuna 1.0), read directly so that checking a name creates nothing.
+_OPTUNA_STUDIES_TABLE = "studies"
+
+
+def _study_exists(url: str, study_name: str) -> bool:
+    """Whether Optuna's storage at ``url`` holds ``study_name``, read without writing anything:
+    a SQLite file that is not there is not created, nor are Optuna's tables where they are
+    missing (opening ``RDBStorage`` would do both).
+
+    Raises:
+        StorageError: the database cannot be read.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database in (None, "", ":memory:"):
+            return False  # a new, empty database on every connection
+        if not Path(parsed.database).expanduser().is_file():
+            return False
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            if not sqlalchemy.inspect(connection).has_table(_OPTUNA_STUDIES_TABLE):
+                return False
+            query = sqlalchemy.text(
+                f"SELECT 1 FROM {_OPTUNA_STUDIES_TABLE} WHERE study_name = :name"
+            )
+            return connection.execute(query, {"name": study_name}).first() is not None
+    except SQLAlchemyError as e:
+        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+        raise StorageError(f"storage={url}: cannot read the database: {reason}") from None
+    finally:
+        engine.dispose()
+
+
+def check_warm_start(config: RunConfig) -> None:
+    """Check that ``warm_start=NAME`` names another study that exists; writes nothing.
+
+    Run before anything is created or printed (:func:`autotune.api.prepare_run`).
+
+    Raises:
+        ConfigError: the study is the one being run, or there is no such study in the storage.
+        StorageError: the database cannot be read.
+    """
+    name = config.warm_start
+    if name is None:
+        return
+    if name == config.study:
+        raise ConfigError(f"warm_start={name}: must name another study than study={config.study}")
+    if not _study_exists(config.storage, name):
+        raise ConfigError(f"warm_start={name}: no such study in storage={config.storage}")
 
 
 def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:

@@ -79,6 +79,16 @@ BAD_INPUT = [
     pytest.param(["run", "--trials", "abc"], "Invalid value for '--trials'", id="trials-not-int"),
     pytest.param(["run", "device=mock", "seed=-1"], "seed", id="negative-seed"),
     pytest.param(
+        ["run", "warm_start=nosuchstudy", "device=mock", "--trials", "1"],
+        "warm_start=nosuchstudy: no such study in storage=sqlite:///storage/autotune.db",
+        id="warm-start-missing-database",
+    ),
+    pytest.param(
+        ["run", "warm_start=cnn_small", "device=mock", "--trials", "1"],
+        "warm_start=cnn_small: must name another study than study=cnn_small",
+        id="warm-start-itself",
+    ),
+    pytest.param(
         ["best", "cnn_small", "--trial", "3"],
         "--trial 3: only with --export FILE",
         id="best-trial-without-export",
@@ -137,6 +147,29 @@ def test_mysql_url_without_its_driver_names_the_package_to_install(
         "(pip install mysqlclient, or use mysql+pymysql:// with pip install pymysql)",
     )
     assert _files(workdir) == []
+
+
+def test_warm_start_from_a_study_the_database_lacks_changes_nothing(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from autotune.api import run_study
+    from autotune.config import load_run_config
+    from autotune.testing import simulate_trial
+
+    run_study(
+        load_run_config(["device=mock", "study=other", "verify.rounds=0"]),
+        1,
+        run_trial_fn=simulate_trial,
+    )
+    database = workdir / "storage" / "autotune.db"
+    before = database.read_bytes()
+    capsys.readouterr()
+
+    code = main(["run", "warm_start=nosuchstudy", "device=mock", "--trials", "1"])
+
+    _assert_one_line_error(code, capsys, "warm_start=nosuchstudy: no such study in storage=")
+    assert database.read_bytes() == before
+    assert optuna.get_all_study_names(f"sqlite:///{database}") == ["other"]
 
 
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:

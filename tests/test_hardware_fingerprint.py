@@ -334,7 +334,7 @@ def test_warm_start_from_a_missing_study_writes_nothing(tmp_path: Path, sqlite_u
     with pytest.raises(ConfigError, match=r"^warm_start=nope: no such study in storage="):
         run_study(_mock_run(sqlite_url, "warm_start=nope"), 2, run_trial_fn=simulate_trial)
 
-    assert optuna.get_all_study_names(sqlite_url) == []
+    assert list(tmp_path.iterdir()) == []  # no database file, not even its directory
 
 
 def test_warm_start_from_itself_is_refused(sqlite_url: str) -> None:
