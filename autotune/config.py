@@ -435,7 +435,7 @@ class TrialSettings(_Strict):
 
 
 MockFault = Literal["none", "oom", "error", "crash", "hang"]
-#: Simulated machines of the mock device (autotune.devices.mock.PROFILE_NAMES).
+#: Simulated machines of the mock device (autotune.simulated.PROFILE_NAMES).
 MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]
 
 

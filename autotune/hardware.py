@@ -5,7 +5,8 @@
   fingerprint of its machine in its user attribute ``hardware``; :func:`check_study_hardware`
   refuses to mix machines in one study unless told to (``--allow-hardware-change``).
 - :class:`DeviceCapabilities` are the facts the feasibility rules read, plus the peak FLOP/s
-  MFU is measured against.
+  MFU is measured against. The mock device's simulated machines (:mod:`autotune.simulated`)
+  are read the same way, through their simulated NVML.
 - Feasibility: each rule is a small pure function returning the reason a configuration cannot
   run, or None. :func:`restrict_space` removes the choices the device can never run before a
   study starts; :func:`trial_infeasibility_reason` names the rule any remaining configuration
@@ -26,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from autotune.config import COMPILE_MODES, PRECISIONS, SearchSpace, TrialConfig
 from autotune.exceptions import ConfigError, DeviceUnavailableError
+from autotune.flops import ModelProfile, measure_matmul_peak, profile_model, published_peak
 from autotune.nvml import GpuInfo, read_nvml, visible_nvml_indices
+from autotune.simulated import get_profile
 
 if TYPE_CHECKING:
     import optuna
-
-    from autotune.flops import ModelProfile
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
@@ -216,16 +217,14 @@ def detect_fingerprint(
         kind: ``cpu``, ``cuda`` or ``mock``; ``auto`` is ``cuda`` when NVML lists a GPU CUDA
             can see, else ``cpu``.
         mock_profile: the mock profile (``kind="mock"`` only).
-        nvml: the ``pynvml`` module or a fake (:mod:`autotune.testing.fake_nvml`); None
-            imports ``pynvml``. Without NVML (no driver) there are no GPUs.
+        nvml: the ``pynvml`` module or a stand-in (:class:`autotune.simulated.SimulatedNvml`);
+            None imports ``pynvml``. Without NVML (no driver) there are no GPUs.
 
     Raises:
         ConfigError: an unknown mock profile.
     """
     if kind == "mock":
-        from autotune.devices.mock import get_profile
-
-        return get_profile(mock_profile).fingerprint()
+        return _simulated_fingerprint(mock_profile)
     import torch
 
     info = read_nvml(nvml)
@@ -254,6 +253,34 @@ def detect_fingerprint(
         physical_cores=physical_cpu_cores(),
         logical_cores=os.cpu_count() or 1,
         ram_bytes=_host_memory_bytes(),
+    )
+
+
+def _simulated_fingerprint(mock_profile: str) -> MachineFingerprint:
+    """The mock profile's simulated machine, read through its simulated NVML as
+    :func:`detect_fingerprint` reads a real one.
+
+    Raises:
+        ConfigError: an unknown mock profile.
+    """
+    import torch
+
+    profile = get_profile(mock_profile)
+    info = read_nvml(profile.nvml())
+    return MachineFingerprint(
+        device_kind="mock",
+        simulated=True,
+        mock_profile=mock_profile,
+        gpus=info.gpus if info else (),
+        driver_version=info.driver_version if info else None,
+        cuda_driver_version=info.cuda_driver_version if info else None,
+        cuda_version=None,
+        cudnn_version=None,
+        torch_version=str(torch.__version__),
+        cpu_model=profile.cpu_model,
+        physical_cores=profile.cpu_cores,
+        logical_cores=profile.cpu_cores,
+        ram_bytes=profile.host_memory_bytes,
     )
 
 
@@ -391,8 +418,6 @@ def capabilities_from_fingerprint(fp: MachineFingerprint) -> DeviceCapabilities:
     Raises:
         DeviceUnavailableError: ``cuda`` with no GPU in the fingerprint.
     """
-    from autotune.flops import measure_matmul_peak, published_peak
-
     if fp.device_kind == "cuda":
         if not fp.gpus:
             raise DeviceUnavailableError("device=cuda: NVML lists no visible NVIDIA GPU")
@@ -452,9 +477,7 @@ def detect_capabilities(
         ConfigError: an unknown mock profile, or a mock profile given for a real device.
     """
     if kind == "mock":
-        from autotune.devices.mock import get_profile
-
-        return get_profile(mock_profile).capabilities()
+        return _simulated_capabilities(mock_profile)
     if mock_profile != "default":
         raise ConfigError(
             f"mock.profile={mock_profile}: only for device=mock (the device is {kind})"
@@ -474,6 +497,28 @@ def detect_capabilities(
             fingerprint=fp,
         )
     return capabilities_from_fingerprint(fp)
+
+
+def _simulated_capabilities(mock_profile: str) -> DeviceCapabilities:
+    """A mock profile as the feasibility rules see it: its GPUs read through its simulated
+    NVML, its rates from the profile (SIMULATED).
+
+    Raises:
+        ConfigError: an unknown mock profile.
+    """
+    profile = get_profile(mock_profile)
+    fp = _simulated_fingerprint(mock_profile)
+    return DeviceCapabilities(
+        kind="mock",
+        name=profile.name,
+        count=len(fp.gpus) if fp.gpus else profile.count,
+        memory_bytes=fp.gpus[0].memory_bytes if fp.gpus else profile.memory_bytes,
+        compute_capability=fp.gpus[0].compute_capability if fp.gpus else None,
+        simulated=True,
+        peak_flops_per_s=dict(profile.peak_flops),
+        peak_flops_source=f"SIMULATED profile rates: {profile.peak_source}",
+        fingerprint=fp,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -626,8 +671,6 @@ def _runtime_bytes(caps: DeviceCapabilities) -> int:
 def estimate_trial_memory(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEstimate:
     """:func:`estimate_memory` for a trial configuration on a device (traces its model once
     per process with :func:`autotune.flops.profile_model`)."""
-    from autotune.flops import profile_model
-
     profile = profile_model(
         config.family,
         config.depth,

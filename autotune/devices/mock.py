@@ -6,241 +6,26 @@ DDP communication; its memory from parameters, optimizer state and activations; 
 from model capacity and the number of optimizer steps, weighted by the learning-rate scale
 (``train.lr_scaling``). Results are deterministic per seed and cost milliseconds. Every
 measurement it returns has ``simulated=True``.
+
+The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
+:mod:`autotune.simulated`, which the study side reads through a simulated NVML as it reads a
+real machine.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from autotune.config import TrialConfig
-from autotune.exceptions import ConfigError
-from autotune.flops import ModelProfile, published_peak
-from autotune.hardware import (
-    CPU_RUNTIME_BYTES,
-    MOCK_RUNTIME_BYTES,
-    DeviceCapabilities,
-    MachineFingerprint,
-    estimate_memory,
-)
+from autotune.flops import ModelProfile
+from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
 from autotune.measure import Measurement, plan_windows, summarize_windows
-from autotune.nvml import read_nvml
+from autotune.simulated import MockProfile, get_profile
 
-if TYPE_CHECKING:
-    from autotune.testing.fake_nvml import FakeNvml
-
-__all__ = ["DEFAULT_PROFILE", "PROFILES", "PROFILE_NAMES", "MockProfile", "get_profile", "simulate"]
-
-_MIB = 1 << 20
-_GIB = 1 << 30
-
-
-@dataclass(frozen=True)
-class MockProfile:
-    """A simulated machine: its GPUs (or none: a CPU) and the rates the cost model uses.
-
-    The feasibility rules and the study's hardware fingerprint see it through a fake NVML
-    (:meth:`fake_nvml`), exactly as they see a real machine through NVML.
-
-    Attributes:
-        name: label shown everywhere the device is named (always says "simulated").
-        memory_bytes: capacity of one GPU (host RAM for a CPU profile); a trial whose
-            modelled peak exceeds it runs out of memory.
-        count: GPUs in the simulated machine (CPU cores for a CPU profile): the largest
-            world size.
-        compute_capability: CUDA capability the feasibility rules see; None for a CPU profile.
-        peak_flops: dense FLOP/s of one device per precision; a precision the device lacks
-            is absent.
-        launch_overhead_s: host cost of one kernel launch in eager mode.
-        host_sample_s: input-pipeline seconds per 28x28 sample on one worker.
-        allreduce_bytes_per_s: DDP gradient all-reduce bandwidth (one direction).
-        peak_source: where ``peak_flops`` come from.
-        gpu_name: the GPU's name as NVML reports it.
-        power_limit_w: a GPU's power limit (board TDP), watts.
-        idle_power_w: a GPU's idle power, watts.
-        runtime_bytes: per-process memory beyond tensors (workspace).
-        cpu_model: the simulated host CPU.
-        cpu_cores: its cores.
-        host_memory_bytes: its RAM.
-    """
-
-    name: str
-    memory_bytes: int
-    count: int
-    compute_capability: tuple[int, int] | None
-    peak_flops: dict[str, float] = field(default_factory=dict)
-    launch_overhead_s: float = 8e-6
-    host_sample_s: float = 4e-6
-    allreduce_bytes_per_s: float = 50e9
-    peak_source: str = ""
-    gpu_name: str = "mock GPU (simulated)"
-    power_limit_w: float = 400.0
-    idle_power_w: float = 55.0
-    runtime_bytes: int = MOCK_RUNTIME_BYTES
-    cpu_model: str = "simulated host CPU"
-    cpu_cores: int = 32
-    host_memory_bytes: int = 256 * _GIB
-
-    @property
-    def is_gpu(self) -> bool:
-        """True when the profile simulates GPUs (False: a CPU-only machine)."""
-        return self.compute_capability is not None
-
-    def fake_nvml(self) -> FakeNvml:
-        """The fake NVML of the simulated machine (no GPU: ``nvmlInit`` fails as without a
-        driver)."""
-        from autotune.testing.fake_nvml import FakeGpu, FakeNvml
-
-        if self.compute_capability is None:
-            return FakeNvml(())
-        gpu = FakeGpu(
-            self.gpu_name,
-            self.memory_bytes,
-            self.compute_capability,
-            self.power_limit_w,
-            self.idle_power_w,
-        )
-        return FakeNvml((gpu,) * self.count)
-
-    def fingerprint(self, key: str | None = None) -> MachineFingerprint:
-        """The simulated machine's fingerprint, read through :meth:`fake_nvml`."""
-        import torch
-
-        info = read_nvml(self.fake_nvml())
-        return MachineFingerprint(
-            device_kind="mock",
-            simulated=True,
-            mock_profile=key or _key_of(self),
-            gpus=info.gpus if info else (),
-            driver_version=info.driver_version if info else None,
-            cuda_driver_version=info.cuda_driver_version if info else None,
-            cuda_version=None,
-            cudnn_version=None,
-            torch_version=str(torch.__version__),
-            cpu_model=self.cpu_model,
-            physical_cores=self.cpu_cores,
-            logical_cores=self.cpu_cores,
-            ram_bytes=self.host_memory_bytes,
-        )
-
-    def capabilities(self) -> DeviceCapabilities:
-        """The profile as the feasibility rules see it (its GPUs read through the fake NVML)."""
-        fp = self.fingerprint()
-        return DeviceCapabilities(
-            kind="mock",
-            name=self.name,
-            count=len(fp.gpus) if fp.gpus else self.count,
-            memory_bytes=fp.gpus[0].memory_bytes if fp.gpus else self.memory_bytes,
-            compute_capability=fp.gpus[0].compute_capability if fp.gpus else None,
-            simulated=True,
-            peak_flops_per_s=dict(self.peak_flops),
-            peak_flops_source=f"SIMULATED profile rates: {self.peak_source}",
-            fingerprint=fp,
-        )
-
-
-def _gpu_profile(
-    gpu_name: str,
-    memory_mib: int,
-    compute_capability: tuple[int, int],
-    power_limit_w: float,
-    idle_power_w: float,
-    count: int,
-    allreduce_bytes_per_s: float,
-) -> MockProfile:
-    """A profile of ``count`` real GPUs of one model, with NVIDIA's published dense peaks."""
-    peak = published_peak(gpu_name)
-    assert peak is not None, gpu_name
-    return MockProfile(
-        name=f"{count} x {gpu_name} (simulated)",
-        memory_bytes=memory_mib * _MIB,
-        count=count,
-        compute_capability=compute_capability,
-        peak_flops=dict(peak.flops_per_s),
-        allreduce_bytes_per_s=allreduce_bytes_per_s,
-        peak_source=peak.source,
-        gpu_name=gpu_name,
-        power_limit_w=power_limit_w,
-        idle_power_w=idle_power_w,
-    )
-
-
-#: A deliberately small simulated GPU (A100 rates, 16 MiB), so that memory limits show up in
-#: the small demo spaces. Rates: NVIDIA A100 datasheet dense peaks (fp32 19.5, tf32 156,
-#: fp16/bf16 312 TFLOP/s).
-DEFAULT_PROFILE = MockProfile(
-    name="mock GPU (simulated; A100 rates, 16 MiB)",
-    memory_bytes=16 * _MIB,
-    count=4,
-    compute_capability=(8, 0),
-    peak_flops={"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12},
-    peak_source="NVIDIA A100 Tensor Core GPU datasheet (dense)",
-    gpu_name="mock GPU (simulated; A100 rates, 16 MiB)",
-)
-
-#: A simulated CPU-only machine: 16 cores at 2.0 GHz with two AVX-512 FMA units, i.e.
-#: 16 x 2.0e9 x 64 fp32 FLOP/cycle = 2.05 TFLOP/s (per-core FMA throughput from the Intel 64
-#: and IA-32 Architectures Optimization Reference Manual); bf16 at twice that (AVX512_BF16
-#: dot products); fp16 at the fp32 rate (converted; no native fp16 FMA). 64 GiB RAM.
-_CPU_PROFILE = MockProfile(
-    name="16-core AVX-512 CPU, 64 GiB (simulated)",
-    memory_bytes=64 * _GIB,
-    count=16,
-    compute_capability=None,
-    peak_flops={"fp32": 2.048e12, "fp16": 2.048e12, "bf16": 4.096e12},
-    launch_overhead_s=5e-6,
-    allreduce_bytes_per_s=10e9,
-    peak_source="16 cores x 2.0 GHz x 64 FP32 FLOP/cycle (2 AVX-512 FMA units; Intel "
-    "Optimization Reference Manual), bf16 2x via AVX512_BF16; gloo all-reduce 10 GB/s assumed",
-    runtime_bytes=CPU_RUNTIME_BYTES,
-    cpu_model="simulated 16-core AVX-512 CPU",
-    cpu_cores=16,
-    host_memory_bytes=64 * _GIB,
-)
-
-#: The ``mock.profile`` choices: ``default`` (:data:`DEFAULT_PROFILE`), four real GPU
-#: machines, and ``cpu`` (no GPU). GPU names and memory are what NVML reports; memory, power
-#: limit (board TDP) and NVLink figures are from NVIDIA's datasheets: H100 SXM5 80 GB, 700 W,
-#: NVLink 4 900 GB/s; A100 SXM4 80 GB, 400 W, NVLink 3 600 GB/s; V100 SXM2 32 GB, 300 W;
-#: T4 16 GB, 70 W, PCIe 3.0 x16. All-reduce bandwidth is half the bidirectional link figure;
-#: idle powers are typical ``nvidia-smi`` readings (assumed). Compute capabilities: NVIDIA's
-#: CUDA GPUs table. Peaks: :data:`autotune.flops.PUBLISHED_PEAKS`. The fake NVML machines of
-#: the tests (:data:`autotune.testing.fake_nvml.FAKE_MACHINES`) are these GPUs.
-PROFILES: dict[str, MockProfile] = {
-    "default": DEFAULT_PROFILE,
-    "h100": _gpu_profile("NVIDIA H100 80GB HBM3", 81559, (9, 0), 700.0, 70.0, 8, 450e9),
-    "a100": _gpu_profile("NVIDIA A100-SXM4-80GB", 81920, (8, 0), 400.0, 55.0, 4, 300e9),
-    "v100": _gpu_profile("Tesla V100-SXM2-32GB", 32768, (7, 0), 300.0, 40.0, 1, 150e9),
-    "t4": _gpu_profile("Tesla T4", 15360, (7, 5), 70.0, 10.0, 1, 16e9),
-    "cpu": _CPU_PROFILE,
-}
-PROFILE_NAMES = tuple(PROFILES)
-
-
-def _key_of(profile: MockProfile) -> str:
-    for key, known in PROFILES.items():
-        if known == profile:
-            return key
-    return "custom"
-
-
-def get_profile(name: str) -> MockProfile:
-    """The mock profile called ``name`` (``mock.profile=NAME``).
-
-    Raises:
-        ConfigError: an unknown name.
-    """
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise ConfigError(
-            f"mock.profile={name}: unknown profile (known: {', '.join(PROFILE_NAMES)})"
-        ) from None
-
+__all__ = ["simulate"]
 
 #: Nominal data shapes the simulation assumes: (C, H, W), training samples, accuracy ceiling.
 _NOMINAL_DATA = {
@@ -362,7 +147,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         world_size=world,
         optimizer=config.train.optimizer,
         on_gpu=profile.is_gpu,
-        runtime_bytes=profile.runtime_bytes,
+        runtime_bytes=MOCK_RUNTIME_BYTES if profile.is_gpu else CPU_RUNTIME_BYTES,
     ).total_bytes
     peak_bytes = int(modelled_bytes * _fragmentation(config))
     if peak_bytes > profile.memory_bytes:

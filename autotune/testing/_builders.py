@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autotune.config import TrialConfig
-from autotune.hardware import DeviceCapabilities
+from autotune.hardware import DeviceCapabilities, detect_capabilities
 from autotune.measure import Measurement
 
 __all__ = ["make_capabilities", "make_measurement", "make_trial_config"]
@@ -101,9 +101,7 @@ def make_capabilities(kind: str = "cuda", **overrides: Any) -> DeviceCapabilitie
         ValueError: an unknown kind.
     """
     if kind == "mock":
-        from autotune.devices.mock import DEFAULT_PROFILE
-
-        return dataclasses.replace(DEFAULT_PROFILE.capabilities(), **overrides)
+        return dataclasses.replace(detect_capabilities("mock"), **overrides)
     if kind == "cuda":
         base = DeviceCapabilities("cuda", "fake GPU", 1, 16 * _GIB, (8, 0))
     elif kind == "cpu":

@@ -7,7 +7,9 @@ import math
 
 import pytest
 
-from autotune.devices.mock import DEFAULT_PROFILE, simulate
+from autotune.devices.mock import simulate
+from autotune.hardware import detect_capabilities
+from autotune.simulated import DEFAULT_PROFILE
 from autotune.testing import make_trial_config
 
 
@@ -77,7 +79,7 @@ def test_compile_costs_compile_time() -> None:
 
 
 def test_profile_capabilities() -> None:
-    caps = DEFAULT_PROFILE.capabilities()
+    caps = detect_capabilities("mock")
 
     assert caps.simulated is True
     assert caps.kind == "mock"

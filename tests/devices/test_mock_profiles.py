@@ -1,5 +1,5 @@
-"""Mock profiles: simulated H100/A100/V100/T4 machines and a CPU, seen through the fake NVML
-(autotune/devices/mock.py, autotune/testing/fake_nvml.py)."""
+"""Mock profiles: simulated H100/A100/V100/T4 machines and a CPU, seen through their simulated
+NVML (autotune/simulated.py, autotune/hardware.py, autotune/devices/mock.py)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from optuna.trial import TrialState
 from autotune.api import run_study
 from autotune.cli import main
 from autotune.config import MockProfileName, load_run_config, load_space
-from autotune.devices.mock import DEFAULT_PROFILE, PROFILE_NAMES, get_profile, simulate
+from autotune.devices.mock import simulate
 from autotune.exceptions import ConfigError
 from autotune.flops import published_peak
-from autotune.hardware import restrict_space, trial_infeasibility_reason
+from autotune.hardware import detect_capabilities, restrict_space, trial_infeasibility_reason
 from autotune.nvml import read_nvml
+from autotune.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.testing import make_trial_config, simulate_trial
 from autotune.testing.fake_nvml import FAKE_MACHINES
 
@@ -39,7 +40,7 @@ def test_profile_names_match_the_config_choices() -> None:
     [("h100", "h100x8"), ("a100", "a100x4"), ("v100", "v100x1"), ("t4", "t4")],
 )
 def test_gpu_profiles_are_the_fake_nvml_machines(profile: str, machine: str) -> None:
-    caps = get_profile(profile).capabilities()
+    caps = detect_capabilities("mock", mock_profile=profile)
     gpus = FAKE_MACHINES[machine]
 
     assert caps.kind == "mock"
@@ -54,8 +55,8 @@ def test_gpu_profiles_are_the_fake_nvml_machines(profile: str, machine: str) -> 
     assert caps.peak_flops_source.startswith("SIMULATED profile rates: NVIDIA")
 
 
-def test_profiles_are_read_through_the_fake_nvml() -> None:
-    info = read_nvml(get_profile("h100").fake_nvml())
+def test_profiles_are_read_through_their_simulated_nvml() -> None:
+    info = read_nvml(get_profile("h100").nvml())
 
     assert info is not None
     assert [g.name for g in info.gpus] == ["NVIDIA H100 80GB HBM3"] * 8
@@ -63,10 +64,9 @@ def test_profiles_are_read_through_the_fake_nvml() -> None:
 
 
 def test_cpu_profile_has_no_gpu() -> None:
-    profile = get_profile("cpu")
-    caps = profile.capabilities()
+    caps = detect_capabilities("mock", mock_profile="cpu")
 
-    assert read_nvml(profile.fake_nvml()) is None
+    assert read_nvml(get_profile("cpu").nvml()) is None
     assert caps.is_gpu is False
     assert caps.compute_capability is None
     assert caps.count == 16
@@ -78,7 +78,7 @@ def test_cpu_profile_has_no_gpu() -> None:
 def test_default_profile_is_a_small_gpu() -> None:
     assert get_profile("default") is DEFAULT_PROFILE
     assert DEFAULT_PROFILE.memory_bytes == 16 * _MIB
-    assert DEFAULT_PROFILE.capabilities().fingerprint.mock_profile == "default"  # type: ignore[union-attr]
+    assert detect_capabilities("mock").fingerprint.mock_profile == "default"  # type: ignore[union-attr]
 
 
 def test_unknown_profile_is_one_line_config_error() -> None:
@@ -107,7 +107,9 @@ def test_unknown_profile_on_the_command_line_writes_nothing(
 
 
 def test_v100_space_loses_bf16_tf32_and_the_second_gpu() -> None:
-    space, removed = restrict_space(load_space("cnn_small"), get_profile("v100").capabilities())
+    space, removed = restrict_space(
+        load_space("cnn_small"), detect_capabilities("mock", mock_profile="v100")
+    )
 
     assert space.precision.values() == ["fp32", "fp16"]
     assert space.gpu_count.values() == [1]
@@ -121,14 +123,14 @@ def test_v100_space_loses_bf16_tf32_and_the_second_gpu() -> None:
 
 def test_t4_has_compute_capability_7_5() -> None:
     reason = trial_infeasibility_reason(
-        _mock("t4", precision="bf16"), get_profile("t4").capabilities()
+        _mock("t4", precision="bf16"), detect_capabilities("mock", mock_profile="t4")
     )
 
     assert reason is not None and "has 7.5" in reason
 
 
 def test_cpu_profile_follows_the_cpu_rules() -> None:
-    caps = get_profile("cpu").capabilities()
+    caps = detect_capabilities("mock", mock_profile="cpu")
 
     assert trial_infeasibility_reason(_mock("cpu", precision="tf32"), caps) == (
         "tf32 is a CUDA tensor-core mode; the CPU has no TF32"
@@ -145,7 +147,7 @@ def test_cpu_profile_follows_the_cpu_rules() -> None:
 def test_h100_runs_all_of_cnn_small() -> None:
     space = load_space("cnn_small")
 
-    restricted, removed = restrict_space(space, get_profile("h100").capabilities())
+    restricted, removed = restrict_space(space, detect_capabilities("mock", mock_profile="h100"))
 
     assert removed == []
     assert restricted == space
@@ -154,7 +156,7 @@ def test_h100_runs_all_of_cnn_small() -> None:
 def test_default_profile_stays_out_of_memory_prone() -> None:
     """Over a slice of cnn_small, the memory rule prunes the hopeless configurations and
     leaves some that still run out of memory (the demo needs both)."""
-    caps = DEFAULT_PROFILE.capabilities()
+    caps = detect_capabilities("mock")
     outcomes: collections.Counter[str] = collections.Counter()
     for depth, width, batch, precision in itertools.product(
         (1, 2, 3), (8, 16, 32, 64), (16, 32, 64, 128, 256), ("fp32", "bf16")

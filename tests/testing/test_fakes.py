@@ -8,8 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 import autotune.testing
-from autotune.devices.mock import DEFAULT_PROFILE, simulate
+from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
+from autotune.hardware import detect_capabilities
 from autotune.testing import (
     FakeClock,
     FakeRunTrial,
@@ -82,7 +83,7 @@ def test_make_measurement_overrides() -> None:
 def test_make_capabilities_per_kind() -> None:
     assert make_capabilities("cpu").compute_capability is None
     assert make_capabilities("cuda", compute_capability=(7, 0)).compute_capability == (7, 0)
-    assert make_capabilities("mock") == DEFAULT_PROFILE.capabilities()
+    assert make_capabilities("mock") == detect_capabilities("mock")
     with pytest.raises(ValueError, match="unknown device kind 'tpu'"):
         make_capabilities("tpu")
 
