@@ -31,6 +31,7 @@ from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import OBJECTIVES
 from autotune.runner import run_trial
 from autotune.storage import (
+    FINISHED_STATES,
     ResultsStore,
     VerificationPlan,
     VerificationRecord,
@@ -39,7 +40,6 @@ from autotune.storage import (
     open_results_for_run,
 )
 from autotune.study import (
-    FINISHED_STATES,
     RunTrialFn,
     SurplusTrial,
     TrialObjective,

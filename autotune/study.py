@@ -26,7 +26,7 @@ import sqlalchemy
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.baseline import trial_train_settings
 from autotune.config import RunConfig, SearchSpace, TrialConfig
@@ -38,9 +38,9 @@ from autotune.hardware import (
 )
 from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES, failed_values, objective_values
+from autotune.storage import FINISHED_STATES, validate_storage_url
 
 __all__ = [
-    "FINISHED_STATES",
     "SurplusTrial",
     "TrialObjective",
     "check_storage_reachable",
@@ -49,13 +49,8 @@ __all__ = [
     "make_sampler",
     "open_storage",
     "open_study",
-    "validate_storage_url",
 ]
 
-#: Trial states that count towards ``--trials``: a measured (or failed-as-data) trial. PRUNED
-#: is what studies made before infeasible trials were reported as COMPLETE hold for a trial
-#: that was never launched. FAIL is reserved for interrupted trials, which are run again.
-FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 #: States that hold one of the study's ``--trials`` slots: finished, running or queued.
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 #: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
@@ -68,81 +63,6 @@ RunTrialFn = Callable[[TrialConfig, float], Measurement]
 
 class SurplusTrial(Exception):
     """A trial asked for after the study's target was claimed by other workers; not run."""
-
-
-#: Database names for messages, by SQLAlchemy backend name.
-_DATABASE_NAMES = {
-    "mariadb": "MariaDB",
-    "mssql": "SQL Server",
-    "mysql": "MySQL",
-    "oracle": "Oracle",
-    "postgresql": "PostgreSQL",
-    "sqlite": "SQLite",
-}
-#: The pip package of each SQLAlchemy driver (the ``+driver`` of a URL, or the dialect's
-#: default): what to install when its module is missing.
-_DRIVER_PACKAGES = {
-    "aiomysql": "aiomysql",
-    "asyncmy": "asyncmy",
-    "asyncpg": "asyncpg",
-    "cx_oracle": "cx_Oracle",
-    "mariadbconnector": "mariadb",
-    "mysqlconnector": "mysql-connector-python",
-    "mysqldb": "mysqlclient",
-    "oracledb": "oracledb",
-    "pg8000": "pg8000",
-    "psycopg": "psycopg[binary]",
-    "psycopg2": "psycopg2-binary",
-    "pymssql": "pymssql",
-    "pymysql": "pymysql",
-    "pyodbc": "pyodbc",
-}
-
-
-def _missing_driver_message(url: str, backend: str, driver: str, error: ImportError) -> str:
-    """One line saying which driver package to install (or why the driver fails to import)."""
-    database = _DATABASE_NAMES.get(backend, backend)
-    package = _DRIVER_PACKAGES.get(driver)
-    if not isinstance(error, ModuleNotFoundError) or package is None:
-        return f"storage={url}: the {database} driver {driver} cannot be imported ({error})"
-    # mysqlclient builds against the MySQL client library; PyMySQL is pure Python.
-    alternative = (
-        f", or use {backend}+pymysql:// with pip install pymysql"
-        if driver == "mysqldb" and backend in ("mysql", "mariadb")
-        else ""
-    )
-    return (
-        f"storage={url}: the {database} driver is not installed "
-        f"(pip install {package}{alternative})"
-    )
-
-
-def validate_storage_url(url: str) -> None:
-    """Check that ``url`` parses as a SQLAlchemy URL with a known dialect whose driver is
-    installed; writes nothing and connects to nothing.
-
-    SQLAlchemy imports a driver only when an engine is created, so a missing one (``mysql://``
-    needs ``mysqlclient``) would otherwise surface as a ``ModuleNotFoundError`` traceback.
-
-    Raises:
-        StorageError: a malformed URL, an unknown database dialect, or a driver that is not
-            installed (the message names the package to install).
-    """
-    try:
-        parsed = make_url(url)
-        dialect = parsed.get_dialect()
-    # NoSuchModuleError subclasses ArgumentError, so it is caught first.
-    except (ImportError, sqlalchemy.exc.NoSuchModuleError) as e:
-        raise StorageError(f"storage={url}: unknown database dialect or driver ({e})") from None
-    except (ArgumentError, ValueError) as e:
-        raise StorageError(f"storage={url}: not a SQLAlchemy database URL ({e})") from None
-    try:
-        dialect.import_dbapi()
-    except ImportError as e:
-        message = _missing_driver_message(
-            url, parsed.get_backend_name(), parsed.get_driver_name(), e
-        )
-        raise StorageError(message) from None
 
 
 def _check_sqlite_directory(url: str, database: str | None) -> None:
@@ -303,7 +223,7 @@ def _study_record(
 
 
 def count_finished(study: optuna.Study) -> int:
-    """Trials that count towards ``--trials`` (:data:`FINISHED_STATES`)."""
+    """Trials that count towards ``--trials`` (:data:`autotune.storage.FINISHED_STATES`)."""
     return len(study.get_trials(deepcopy=False, states=FINISHED_STATES))
 
 

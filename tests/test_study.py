@@ -22,7 +22,6 @@ from autotune.study import (
     make_sampler,
     open_storage,
     open_study,
-    validate_storage_url,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 
@@ -63,26 +62,6 @@ def _objective(
 
 # --------------------------------------------------------------------------------------------
 # Storage and samplers
-
-
-@pytest.mark.parametrize("url", ["not a url", "nosuchdb://host/db"])
-def test_bad_storage_url(url: str) -> None:
-    with pytest.raises(StorageError) as err:
-        validate_storage_url(url)
-
-    message = str(err.value)
-    assert message.startswith(f"storage={url}: ")
-    assert "\n" not in message
-
-
-def test_unknown_dialect_is_named_as_such() -> None:
-    with pytest.raises(StorageError, match=r"^storage=nosuchdb://h/d: unknown database dialect"):
-        validate_storage_url("nosuchdb://h/d")
-
-
-def test_validating_a_url_writes_nothing(tmp_path: Path) -> None:
-    validate_storage_url(f"sqlite:///{tmp_path}/sub/study.db")
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_open_storage_creates_the_sqlite_directory(tmp_path: Path) -> None:

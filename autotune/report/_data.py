@@ -24,7 +24,7 @@ from autotune.baseline import BASELINE_ATTR, baseline_trial
 from autotune.config import DEFAULT_STORAGE_URL
 from autotune.exceptions import ConfigError
 from autotune.objectives import OBJECTIVES
-from autotune.storage import ResultsStore
+from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import KNOB_COLUMNS, HardwareFingerprint, StudyRecord
 from autotune.verification import CandidateVerdict, VerificationSummary, load_verification
 
@@ -55,9 +55,6 @@ FEASIBLE = "feasible"
 INFEASIBLE = "infeasible"
 #: Launched but produced no measurement: out of memory, error, crash or timeout.
 FAILED = "failed"
-
-#: Finished trials (what ``--trials`` counts): measured, failed-as-data, or never launched.
-_FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
 class TrialPoint(NamedTuple):
@@ -261,7 +258,7 @@ def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
     Raises:
         ValueError: the trial is not finished (COMPLETE or PRUNED).
     """
-    if trial.state not in _FINISHED:
+    if trial.state not in FINISHED_STATES:
         raise ValueError(f"trial {trial.number} is {trial.state.name}, not finished")
     attrs = trial.user_attrs
     failure = attrs.get("failure")
@@ -465,7 +462,7 @@ def gather_from_trials(
     Returns:
         The :class:`ReportData`.
     """
-    finished = sorted((t for t in trials if t.state in _FINISHED), key=lambda t: t.number)
+    finished = sorted((t for t in trials if t.state in FINISHED_STATES), key=lambda t: t.number)
     running = sum(t.state == TrialState.RUNNING for t in trials)
     base_trial = baseline_trial(finished)
     base_status = classify(base_trial) if base_trial is not None else None

@@ -29,8 +29,10 @@ from autotune.storage._read import (
 )
 from autotune.storage._session import create_results_engine, session_scope, sqlite_path
 from autotune.storage._store import ResultsStore
+from autotune.storage._url import validate_storage_url
 from autotune.storage.models import TABLE_PREFIX
 from autotune.storage.records import (
+    FINISHED_STATES,
     KNOB_COLUMNS,
     HardwareFingerprint,
     StudyRecord,
@@ -43,6 +45,7 @@ from autotune.storage.records import (
 )
 
 __all__ = [
+    "FINISHED_STATES",
     "KNOB_COLUMNS",
     "MIGRATIONS_DIR",
     "TABLE_PREFIX",
@@ -69,4 +72,5 @@ __all__ = [
     "study_names",
     "trial_record",
     "upgrade_schema",
+    "validate_storage_url",
 ]

@@ -16,8 +16,13 @@ from autotune.config import RunConfig
 from autotune.hardware import DeviceCapabilities
 from autotune.storage._fingerprint import hardware_fingerprint
 from autotune.storage._store import ResultsStore
-from autotune.storage.records import HardwareFingerprint, StudyRecord, TrialRecord, trial_record
-from autotune.study import FINISHED_STATES
+from autotune.storage.records import (
+    FINISHED_STATES,
+    HardwareFingerprint,
+    StudyRecord,
+    TrialRecord,
+    trial_record,
+)
 
 __all__ = ["ResultsCallback", "open_results_for_run"]
 

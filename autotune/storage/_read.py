@@ -8,7 +8,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.exceptions import StorageError
 from autotune.storage._session import sqlite_path
-from autotune.study import validate_storage_url
+from autotune.storage._url import validate_storage_url
 
 __all__ = ["StudyNotFoundError", "load_existing_study", "open_existing_storage", "study_names"]
 

@@ -17,6 +17,7 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.config import KNOB_NAMES
 
 __all__ = [
+    "FINISHED_STATES",
     "KNOB_COLUMNS",
     "HardwareFingerprint",
     "StudyRecord",
@@ -30,6 +31,11 @@ __all__ = [
 
 #: The searched knobs, stored one column each (same names as the Optuna parameters).
 KNOB_COLUMNS = KNOB_NAMES
+#: Trial states that count towards ``--trials`` and get a results row: a measured (or
+#: failed-as-data) trial. PRUNED is what studies made before infeasible trials were reported as
+#: COMPLETE hold for a trial that was never launched. FAIL is reserved for interrupted trials,
+#: which are run again.
+FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 
 
 @dataclass(frozen=True)
