@@ -27,7 +27,7 @@ import optuna
 import yaml
 
 from autotune.exceptions import ConfigError, VerificationError
-from autotune.report._data import (
+from autotune.report import (
     FEASIBLE,
     NOT_VERIFIED,
     Baseline,
