@@ -8,7 +8,7 @@ import multiprocessing.process
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import optuna
@@ -175,7 +175,7 @@ def _worker_main(config: RunConfig, n_trials: int, worker_index: int) -> None:
 def _start_workers(config: RunConfig, n_trials: int) -> list[multiprocessing.process.BaseProcess]:
     """Start ``config.workers - 1`` extra worker processes (spawned: a clean interpreter)."""
     ctx = multiprocessing.get_context("spawn")
-    procs = []
+    procs: list[multiprocessing.process.BaseProcess] = []
     for index in range(1, config.workers):
         proc = ctx.Process(
             target=_worker_main, args=(config, n_trials, index), name=f"autotune-worker{index}"
@@ -526,32 +526,28 @@ def _verification_record(
     timeout_s: float,
 ) -> VerificationRecord:
     """Run one configuration once; a failure is a row too (it disqualifies the candidate)."""
-    common = {
-        "round_index": round_index,
-        "seed": config.seed,
-        "trial_number": number,
-        "is_baseline": number == plan.baseline_trial,
-        "simulated": config.device == "mock",
-        "config_json": config.model_dump_json(),
-    }
+    unmeasured = VerificationRecord(
+        round_index=round_index,
+        seed=config.seed,
+        trial_number=number,
+        is_baseline=number == plan.baseline_trial,
+        simulated=config.device == "mock",
+        config_json=config.model_dump_json(),
+        failure=None,
+        failure_detail=None,
+        throughput_sps=None,
+        throughput_iqr_sps=None,
+        step_time_s=None,
+        val_accuracy=None,
+        peak_memory_bytes=None,
+        train_s=None,
+    )
     try:
         m = run_trial_fn(config, timeout_s)
     except TrialError as e:
-        return VerificationRecord(
-            **common,
-            failure=e.failure,
-            failure_detail=e.detail[-2000:],
-            throughput_sps=None,
-            throughput_iqr_sps=None,
-            step_time_s=None,
-            val_accuracy=None,
-            peak_memory_bytes=None,
-            train_s=None,
-        )
-    return VerificationRecord(
-        **common,
-        failure=None,
-        failure_detail=None,
+        return replace(unmeasured, failure=e.failure, failure_detail=e.detail[-2000:])
+    return replace(
+        unmeasured,
         throughput_sps=m.throughput_sps,
         throughput_iqr_sps=m.throughput_iqr_sps,
         step_time_s=m.step_time_s,

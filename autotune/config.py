@@ -150,7 +150,10 @@ class IntParam(_Strict):
     step: int = 1
     log: bool = False
 
-    _normalize = model_validator(mode="before")(classmethod(lambda cls, v: _as_param_dict(v)))
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize(cls, value: Any) -> Any:
+        return _as_param_dict(value)
 
     @model_validator(mode="after")
     def _check(self) -> IntParam:
@@ -198,7 +201,10 @@ class CategoricalParam(_Strict, Generic[T]):
 
     choices: list[T]
 
-    _normalize = model_validator(mode="before")(classmethod(lambda cls, v: _as_param_dict(v)))
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize(cls, value: Any) -> Any:
+        return _as_param_dict(value)
 
     @field_validator("choices")
     @classmethod
@@ -212,7 +218,7 @@ class CategoricalParam(_Strict, Generic[T]):
 
     def suggest(self, trial: Any, name: str) -> T:
         """Ask an Optuna trial for this knob's value under ``name``."""
-        return trial.suggest_categorical(name, self.choices)  # type: ignore[no-any-return]
+        return trial.suggest_categorical(name, self.choices)
 
     def restricted(self, allowed: Iterable[T]) -> CategoricalParam[T]:
         """This knob keeping only the values in ``allowed``."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,9 +27,9 @@ _IDX_SPLITS = (
     ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 )
-_IDX_DTYPES = {
-    0x08: np.uint8,
-    0x09: np.int8,
+_IDX_DTYPES: dict[int, np.dtype[Any]] = {
+    0x08: np.dtype(np.uint8),
+    0x09: np.dtype(np.int8),
     0x0B: np.dtype(">i2"),
     0x0C: np.dtype(">i4"),
     0x0D: np.dtype(">f4"),
@@ -77,7 +78,7 @@ def read_idx(path: Path) -> np.ndarray:
             magic = f.read(2)
             f.seek(0)
             opener = gzip.open if magic == b"\x1f\x8b" else open
-            with opener(path, "rb") as g:  # type: ignore[operator]
+            with opener(path, "rb") as g:
                 blob = g.read()
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         raise DataError(f"{path}: cannot read IDX file: {e}") from None
@@ -88,7 +89,7 @@ def read_idx(path: Path) -> np.ndarray:
     if ndim == 0 or len(blob) < header:
         raise DataError(f"{path}: truncated IDX header")
     shape = tuple(int.from_bytes(blob[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    dtype = np.dtype(_IDX_DTYPES[blob[2]])
+    dtype = _IDX_DTYPES[blob[2]]
     expected = int(np.prod(shape)) * dtype.itemsize
     if len(blob) - header != expected:
         raise DataError(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -499,7 +499,7 @@ def _flops_text(flops_per_s: float) -> str:
     return f"{flops_per_s / 1e9:,.3g} GFLOP/s"
 
 
-def describe_peaks(caps: DeviceCapabilities, precisions: list[str]) -> str:
+def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
     """One line for the run header: the peak FLOP/s MFU is measured against, and its source."""
     shown = [
         f"{p} {_flops_text(caps.peak_flops_per_s[p])}"

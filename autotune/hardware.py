@@ -771,13 +771,15 @@ def _smallest_trial(space: SearchSpace, caps: DeviceCapabilities, **fixed: Any) 
         "gpu_count": min(space.gpu_count.values()),
         **fixed,
     }
-    return TrialConfig(
-        device=caps.kind,  # type: ignore[arg-type]
-        family=space.model.family,
-        train=space.train,
-        data=space.data,
-        measure=space.measure,
-        **knobs,
+    return TrialConfig.model_validate(
+        {
+            "device": caps.kind,
+            "family": space.model.family,
+            "train": space.train,
+            "data": space.data,
+            "measure": space.measure,
+            **knobs,
+        }
     )
 
 

@@ -139,7 +139,7 @@ def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
                     name=_text(m.nvmlDeviceGetName(h)),
                     uuid=_text(m.nvmlDeviceGetUUID(h)),
                     memory_bytes=int(m.nvmlDeviceGetMemoryInfo(h).total),
-                    compute_capability=tuple(m.nvmlDeviceGetCudaComputeCapability(h)),  # type: ignore[arg-type]
+                    compute_capability=tuple(m.nvmlDeviceGetCudaComputeCapability(h)),
                     power_limit_w=limit_mw / 1e3 if limit_mw is not None else None,
                 )
             )

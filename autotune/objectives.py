@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from autotune.measure import Measurement
 
@@ -14,7 +15,7 @@ class Objective:
     """One objective: the user attribute it reads, Optuna's direction, and a display unit."""
 
     name: str
-    direction: str  # "maximize" or "minimize"
+    direction: Literal["maximize", "minimize"]
     label: str
 
 

@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.baseline import trial_train_settings
-from autotune.config import RunConfig, SearchSpace, TrialConfig
+from autotune.config import MockFault, RunConfig, SearchSpace, TrialConfig
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import (
     DeviceCapabilities,
@@ -353,19 +353,22 @@ class TrialObjective:
         (:func:`autotune.baseline.trial_train_settings`).
         """
         knobs = {name: param.suggest(trial, name) for name, param in self._space.knobs().items()}
-        return TrialConfig(
-            device=self._caps.kind,  # type: ignore[arg-type]
-            family=self._space.model.family,
-            seed=self._config.seed,
-            train=trial_train_settings(self._space),
-            data=self._space.data,
-            measure=self._space.measure,
-            mock_fault=self._mock_fault(trial.number),
-            mock_profile=self._config.mock.profile,
-            **knobs,
+        # Validated here: the sampler's values and the device kind are checked by the model.
+        return TrialConfig.model_validate(
+            {
+                "device": self._caps.kind,
+                "family": self._space.model.family,
+                "seed": self._config.seed,
+                "train": trial_train_settings(self._space),
+                "data": self._space.data,
+                "measure": self._space.measure,
+                "mock_fault": self._mock_fault(trial.number),
+                "mock_profile": self._config.mock.profile,
+                **knobs,
+            }
         )
 
-    def _mock_fault(self, number: int) -> str:
+    def _mock_fault(self, number: int) -> MockFault:
         mock = self._config.mock
         if self._caps.kind != "mock" or (mock.fault_trials and number not in mock.fault_trials):
             return "none"

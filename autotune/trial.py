@@ -196,9 +196,11 @@ def _train_and_evaluate(
     backend.reset_peak_memory()
     channels_last = config.memory_format == "channels_last"
     memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    # Module.to takes memory_format (keyword only; documented, and parsed at run time by
+    # torch._C._nn._parse_to), but torch's overloads of `to` leave it out.
     model = build_model(
         config.family, config.depth, config.width, dataset.input_shape, dataset.num_classes
-    ).to(device=device, memory_format=memory_format)
+    ).to(device=device, memory_format=memory_format)  # type: ignore[call-overload]
     train_model: torch.nn.Module = model
     if world_size > 1:
         train_model = DistributedDataParallel(model)

@@ -124,7 +124,7 @@ def open_results_for_run(
         if trial_config is None:
             return None
         try:
-            return trial_config(FixedTrial(trial.params, trial.number)).model_dump(mode="json")  # type: ignore[no-any-return]
+            return trial_config(FixedTrial(trial.params, trial.number)).model_dump(mode="json")
         except ValueError:  # parameters missing or outside the space: keep the knobs only
             return None
 
