@@ -383,7 +383,9 @@ class MeasureSettings(_Strict):
     min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
     # The timed windows cover at least this many seconds: when the budget's windows are
     # shorter, timing-only steps after the evaluation make up the rest (accuracy unaffected).
-    min_timed_s: float = Field(2.0, ge=0)
+    # Off by default: on the 2-core CPU of docs/benchmarks.md, 2 s did not narrow the spread
+    # between fresh processes (it is per process, not per window) and cost 2 s per trial.
+    min_timed_s: float = Field(0.0, ge=0)
 
 
 class SearchSpace(_Strict):
