@@ -67,8 +67,9 @@ def _failure_kind(exc: BaseException) -> str:
 def _die_with_parent() -> None:
     """Linux: have the kernel SIGKILL this rank when its parent (the forkserver) exits.
 
-    The forkserver exits when the study process dies (even by ``kill -9``), so a trial can
-    never outlive its study and hold a GPU or hang forever. No-op elsewhere.
+    The forkserver exits when the study process dies (even by ``kill -9``; see
+    :func:`_release_forkserver`), so a trial can never outlive its study and hold a GPU or
+    hang forever. No-op elsewhere.
     """
     if not sys.platform.startswith("linux"):
         return
@@ -79,11 +80,32 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
+def _release_forkserver() -> None:
+    """Close this rank's copy of the write end of the forkserver's "alive" pipe.
+
+    multiprocessing hands that pipe to every process the forkserver starts, and the forkserver
+    exits only at EOF, once every copy is closed. A rank holding one kept the forkserver
+    alive after ``kill -9`` of the study process, so :func:`_die_with_parent` never fired and
+    the rank trained on (a hung one for ever, with the forkserver and the resource tracker).
+    No-op outside a forkserver child.
+    """
+    from multiprocessing import forkserver
+
+    server: Any = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    server._forkserver_alive_fd = None
+
+
 def _rank_entry(
     config: TrialConfig, rank: int, world_size: int, init_file: str, log_path: str, conn: Any
 ) -> None:
     """Child-process body: route output to a log, run the rank, send the outcome."""
     _die_with_parent()
+    _release_forkserver()
     try:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError:  # the study was interrupted while this rank started; nothing to report to
@@ -142,7 +164,8 @@ def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
     world_size = config.gpu_count if config.device != "mock" else 1
     with tempfile.TemporaryDirectory(prefix="autotune-trial-") as tmp:
         logs = [Path(tmp) / f"rank{rank}.log" for rank in range(world_size)]
-        procs, readers = [], []
+        procs: list[Any] = []
+        readers: list[Any] = []
         # Ctrl-C while a rank starts would leave a child no one kills (and interpreter exit
         # would wait for it): hold it back until every rank is tracked, then raise it.
         grace_s = 0.0

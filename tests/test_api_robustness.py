@@ -175,7 +175,45 @@ def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> N
             optuna.delete_study(study_name=study_name, storage=storage)
 
 
+def _process_tree(pid: int) -> dict[int, int]:
+    """Every live descendant of ``pid`` with its depth (1: a child), read from ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # it exited meanwhile
+            continue
+        state, ppid = text[text.rindex(")") + 2 :].split()[:2]
+        if state != "Z":
+            children.setdefault(int(ppid), []).append(int(stat.parent.name))
+    tree: dict[int, int] = {}
+    todo = [(pid, 0)]
+    while todo:
+        parent, depth = todo.pop()
+        for child in children.get(parent, []):
+            tree[child] = depth + 1
+            todo.append((child, depth + 1))
+    return tree
+
+
+def _alive(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2] != "Z"  # a zombie has exited
+
+
+def _running_with_all_knobs(study: optuna.Study) -> bool:
+    """A trial is running with every knob its finished trials have (the sampler is done with
+    it; a trial killed while still suggesting would hold only some of them)."""
+    complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
+    running = [t for t in study.trials if t.state == TrialState.RUNNING]
+    return bool(complete) and any(set(t.params) == set(complete[0].params) for t in running)
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process tree in /proc")
 def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
     storage = _sqlite(tmp_path)
     command = [
@@ -190,6 +228,7 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
         f"storage={storage}",
         "study=killed",
         "trial.heartbeat_s=1",
+        "verify.rounds=0",  # the search alone; verification has its own tests
         # One fixed, eager configuration that trains for a few seconds per trial.
         "model.depth=2",
         "model.width=16",
@@ -204,27 +243,35 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
     first = subprocess.Popen(
         command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    # Kill only once a trial is truly under way: all its parameters recorded and its rank
+    # process started (the forkserver's child, a grandchild of `autotune run`).
     deadline = time.monotonic() + 300  # generous: a loaded 2-core machine is slow to start trials
-    study = None
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
+    tree: dict[int, int] = {}
+    while time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.25)
         try:
             study = optuna.load_study(study_name="killed", storage=storage)
         except KeyError:
             continue
-        states = _states(study)
-        if states["COMPLETE"] >= 1 and states["RUNNING"] == 1:
-            break
+        if _running_with_all_knobs(study):
+            tree = _process_tree(first.pid)
+            if max(tree.values(), default=0) >= 2:
+                break
     else:
         first.kill()
-        pytest.fail("the first run never reached its second trial")
-    assert study is not None
+        pytest.fail(f"the first run never got a rank of its second trial going ({first.poll()})")
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
     killed = optuna.load_study(study_name="killed", storage=storage)
-    killed_numbers = [t.number for t in killed.trials if t.state == TrialState.RUNNING]
+    stale_before = [t for t in killed.trials if t.state == TrialState.RUNNING]
     completed_before = {t.number: t.values for t in killed.trials if t.state == TrialState.COMPLETE}
-    assert len(killed_numbers) == 1
+    assert len(stale_before) == 1
+    # Its processes die with it: the forkserver sees the study process gone, its ranks die
+    # with the forkserver (PR_SET_PDEATHSIG), the resource tracker follows.
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert [pid for pid in tree if _alive(pid)] == []
 
     second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
@@ -232,10 +279,11 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
     study = optuna.load_study(study_name="killed", storage=storage)
     states = _states(study)
     assert states["COMPLETE"] == 3
-    stale = study.trials[killed_numbers[0]]
+    stale = study.trials[stale_before[0].number]
     assert stale.state == TrialState.FAIL
+    assert stale.params == stale_before[0].params
     retried = [t for t in study.trials if t.system_attrs.get("failed_trial") == stale.number]
     assert len(retried) == 1 and retried[0].state == TrialState.COMPLETE
-    assert retried[0].params == stale.params
+    assert retried[0].params == stale.params  # the stale trial's configuration, run again
     for number, values in completed_before.items():  # kept, not redone
         assert study.trials[number].values == values
