@@ -4,8 +4,12 @@ that thread running, and interpreter exit waited for it forever."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -13,6 +17,7 @@ import optuna.storages._heartbeat as heartbeat
 import pytest
 from optuna.trial import TrialState
 
+from autotune import runner
 from autotune.api import run_study
 from autotune.config import load_run_config
 from autotune.interrupts import sigint_allowed, sigint_deferred
@@ -91,3 +96,42 @@ def test_ctrl_c_right_after_the_heartbeat_thread_starts_leaves_no_thread_behind(
     study = optuna.load_study(study_name=config.study, storage=config.storage)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2 + [TrialState.FAIL]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+class _SilentRank:
+    """A rank process that neither reports nor exits: its sentinel never becomes ready."""
+
+    def __init__(self) -> None:
+        self.sentinel, self._keep_open = os.pipe()
+
+    def close(self) -> None:
+        os.close(self.sentinel)
+        os.close(self._keep_open)
+
+
+def test_a_ctrl_c_another_thread_took_stops_the_wait_for_a_rank(tmp_path: Path) -> None:
+    """The kernel may hand a process's SIGINT to any thread that does not block it (Optuna's
+    heartbeat thread, say). CPython's C handler then only notes it; the main thread runs the
+    Python handler (KeyboardInterrupt) when it next runs bytecode, and a main thread blocked
+    in the wait for a hung rank, not interrupted by the signal, would do so only at the trial
+    timeout. runner._wait wakes every second for that (runner._WAKE_S)."""
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    rank = _SilentRank()
+
+    def ctrl_c_to_this_thread() -> None:
+        time.sleep(0.5)  # the main thread is blocked in the wait by then
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    other = threading.Thread(target=ctrl_c_to_this_thread)
+    started = time.monotonic()
+    other.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            runner._wait([rank], [reader], [tmp_path / "rank0.log"], timeout_s=60.0)
+        waited_s = time.monotonic() - started
+    finally:
+        other.join()
+        rank.close()
+        reader.close()
+        writer.close()
+    assert waited_s < 5.0  # within a second or so of the Ctrl-C, not at the 60 s timeout
