@@ -281,7 +281,7 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: P
             preexec_fn=_sigint_as_in_a_terminal,
         )
     deadline = time.monotonic() + 240
-    running = []
+    running: list[optuna.trial.FrozenTrial] = []
     while not running and time.monotonic() < deadline and first.poll() is None:
         time.sleep(0.5)
         try:
