@@ -9,7 +9,6 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import optuna
 from optuna.study import MaxTrialsCallback
@@ -53,7 +52,7 @@ from autotune.verification import (
     VerificationSummary,
     round_seeds,
     select_finalists,
-    summarize_verification,
+    summarize_for_study,
 )
 
 __all__ = [
@@ -456,8 +455,6 @@ def verify_study(
         settings.candidates,
         settings.accuracy_tolerance_pt,
     )
-    simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
-    params: Mapping[int, Mapping[str, Any]] = {t.number: t.params for t in study.trials}
     with ResultsStore.open(storage, create=True) as results:
         # Validate before writing: every configuration to run must be stored.
         configs = _trial_configs(study_name, results, {baseline, *finalists})
@@ -476,10 +473,10 @@ def verify_study(
                 accuracy_tolerance_pt=settings.accuracy_tolerance_pt,
             )
             if reuse and latest is not None and _plan_matches(latest, plan):
-                return summarize_verification(latest, params, simulated=simulated)
+                return summarize_for_study(study, latest)
             run = results.start_verification(study_name, plan)
         run = _run_verification(run, results, configs, run_trial_fn, timeout_s, on_run)
-    return summarize_verification(run, params, simulated=simulated)
+    return summarize_for_study(study, run)
 
 
 def _run_verification(
@@ -501,20 +498,22 @@ def _run_verification(
         # process after a start paid for cold caches (the forkserver's, the page cache's, the
         # CPU's clock) and read up to a third slower than the same configuration later.
         round_index, number = pending[0]
-        warmup = configs[number].model_copy(
-            update={"seed": plan.seeds[round_index], "mock_fault": "none"}
-        )
+        warmup = _round_config(configs[number], plan, round_index)
         _verification_record(round_index, number, plan, warmup, run_trial_fn, timeout_s)
     for round_index, number in pending:
-        seed = plan.seeds[round_index]
-        # The mock device's deliberate faults belong to the search's trials, not to these runs.
-        config = configs[number].model_copy(update={"seed": seed, "mock_fault": "none"})
+        config = _round_config(configs[number], plan, round_index)
         record = _verification_record(round_index, number, plan, config, run_trial_fn, timeout_s)
         results.record_verification(run.study_name, run.number, record)
         done.add((round_index, number))
         if on_run is not None:
             on_run(VerificationProgress(len(done), len(schedule), plan.rounds, record))
     return results.complete_verification(run.study_name, run.number)
+
+
+def _round_config(config: TrialConfig, plan: VerificationPlan, round_index: int) -> TrialConfig:
+    """A study trial's configuration as a verification round runs it: the round's seed, and
+    none of the mock device's deliberate faults (they belong to the search's trials)."""
+    return config.model_copy(update={"seed": plan.seeds[round_index], "mock_fault": "none"})
 
 
 def _verification_record(

@@ -19,7 +19,7 @@ from rich.progress import (
 from rich.table import Table
 
 from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
-from autotune.config import DEFAULT_STORAGE_URL
+from autotune.report import study_command, verify_command
 from autotune.verification import VerificationSummary
 
 __all__ = [
@@ -210,23 +210,17 @@ def verification_table(summary: VerificationSummary) -> Table:
     return table
 
 
-def _storage_suffix(storage: str) -> str:
-    return "" if storage == DEFAULT_STORAGE_URL else f" storage={storage}"
-
-
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
     """The verification table, then the one-line verdict and the commands that use it."""
     if summary.candidates:
         console.print(verification_table(summary))
     style = "bold green" if summary.recommended is not None else "bold"
     console.print(f"[{style}]{summary.headline()}[/]", highlight=False, soft_wrap=True)
-    suffix = _storage_suffix(storage)
     name = summary.study_name
     if summary.recommended is not None:
-        console.print(
-            f"export it: autotune best {name}{suffix} --export {name}-best.yaml", highlight=False
-        )
-    console.print(f"report:    autotune report {name}{suffix}", highlight=False)
+        export = study_command("best", name, storage, "--export", f"{name}-best.yaml")
+        console.print(f"export it: {export}", highlight=False)
+    console.print(f"report:    {study_command('report', name, storage)}", highlight=False)
 
 
 def print_result(console: Console, result: StudyResult) -> None:
@@ -252,7 +246,6 @@ def print_result(console: Console, result: StudyResult) -> None:
     else:
         console.print(
             "not verified (verify.rounds=0): no figure above is a verified claim; "
-            f"`autotune verify {result.study_name}{_storage_suffix(result.storage)}` verifies "
-            "the finalists",
+            f"`{verify_command(result.study_name, result.storage)}` verifies the finalists",
             highlight=False,
         )

@@ -45,6 +45,7 @@ __all__ = [
     "round_seeds",
     "select_finalists",
     "speedup_ci95",
+    "summarize_for_study",
     "summarize_verification",
 ]
 
@@ -431,8 +432,11 @@ def load_verification(study: optuna.Study, results: ResultsStore) -> Verificatio
         StorageError: the results tables cannot be read.
     """
     run = results.latest_verification(study.study_name, complete=True)
-    if run is None:
-        return None
+    return summarize_for_study(study, run) if run is not None else None
+
+
+def summarize_for_study(study: optuna.Study, run: VerificationRun) -> VerificationSummary:
+    """:func:`summarize_verification` of ``run`` with the study's knobs and simulated flag."""
     simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
     params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
     return summarize_verification(run, params, simulated=simulated)

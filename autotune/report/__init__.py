@@ -31,6 +31,7 @@ from autotune.report._data import (
     not_verified_line,
     param_importances,
     pareto_numbers,
+    study_command,
     verify_command,
 )
 from autotune.report._figures import FIGURE_IDS, PROJECTIONS, build_figures
@@ -68,6 +69,7 @@ __all__ = [
     "render_report",
     "report_study",
     "studies_table",
+    "study_command",
     "verify_command",
     "write_report",
 ]

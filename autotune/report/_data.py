@@ -45,6 +45,7 @@ __all__ = [
     "not_verified_line",
     "param_importances",
     "pareto_numbers",
+    "study_command",
     "verify_command",
 ]
 
@@ -149,14 +150,23 @@ class HypervolumePoint(NamedTuple):
 NOT_VERIFIED = "not verified"
 
 
-def verify_command(study_name: str, storage_url: str | None = None) -> str:
-    """The ``autotune verify`` command line for a study (its storage named unless default)."""
+def study_command(
+    command: str, study_name: str, storage_url: str | None = None, *options: str
+) -> str:
+    """An ``autotune COMMAND STUDY [storage=URL] [OPTIONS]`` command line, shell-quoted; the
+    storage is named unless it is the default."""
     storage = (
         f" storage={shlex.quote(storage_url)}"
         if storage_url and storage_url != DEFAULT_STORAGE_URL
         else ""
     )
-    return f"autotune verify {shlex.quote(study_name)}{storage}"
+    tail = "".join(f" {shlex.quote(o)}" for o in options)
+    return f"autotune {command} {shlex.quote(study_name)}{storage}{tail}"
+
+
+def verify_command(study_name: str, storage_url: str | None = None) -> str:
+    """The ``autotune verify`` command line for a study (its storage named unless default)."""
+    return study_command("verify", study_name, storage_url)
 
 
 def not_verified_line(study_name: str, storage_url: str | None = None) -> str:

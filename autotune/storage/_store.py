@@ -382,12 +382,7 @@ class ResultsStore:
             study = StudyModel.find_by_name(session, study_name)
             if study is None:
                 return None
-            find = (
-                VerificationRunModel.find_latest_complete
-                if complete
-                else VerificationRunModel.find_latest
-            )
-            run = find(session, study.id)
+            run = VerificationRunModel.find_latest(session, study.id, complete=complete)
             if run is None:
                 return None
             return _verification_run(

@@ -229,21 +229,15 @@ class VerificationRunModel(Base):
         ).one_or_none()
 
     @classmethod
-    def find_latest(cls, session: Session, study_id: int) -> VerificationRunModel | None:
-        """The newest verification of study ``study_id``, or None."""
-        return session.scalars(
-            select(cls).where(cls.study_id == study_id).order_by(cls.number.desc()).limit(1)
-        ).one_or_none()
-
-    @classmethod
-    def find_latest_complete(cls, session: Session, study_id: int) -> VerificationRunModel | None:
-        """The newest finished verification of study ``study_id``, or None."""
-        return session.scalars(
-            select(cls)
-            .where(cls.study_id == study_id, cls.completed_at.is_not(None))
-            .order_by(cls.number.desc())
-            .limit(1)
-        ).one_or_none()
+    def find_latest(
+        cls, session: Session, study_id: int, *, complete: bool = False
+    ) -> VerificationRunModel | None:
+        """The newest verification of study ``study_id`` (the newest finished one when
+        ``complete``), or None."""
+        query = select(cls).where(cls.study_id == study_id)
+        if complete:
+            query = query.where(cls.completed_at.is_not(None))
+        return session.scalars(query.order_by(cls.number.desc()).limit(1)).one_or_none()
 
 
 class VerificationModel(Base):
