@@ -16,7 +16,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import enqueue_baseline
 from autotune.config import DEFAULT_STORAGE_URL, RunConfig, SearchSpace, TrialConfig, VerifySettings
-from autotune.data import load_dataset
 from autotune.exceptions import AutotuneError, ConfigError, TrialError, VerificationError
 from autotune.flops import with_mfu
 from autotune.hardware import (
@@ -27,7 +26,7 @@ from autotune.hardware import (
     restrict_space,
 )
 from autotune.interrupts import sigint_allowed, sigint_deferred
-from autotune.objectives import OBJECTIVES
+from autotune.objectives import Objective, objectives_of_study, study_objectives
 from autotune.runner import run_trial
 from autotune.storage import (
     FINISHED_STATES,
@@ -54,6 +53,7 @@ from autotune.verification import (
     select_finalists,
     summarize_for_study,
 )
+from autotune.workloads import check_workload
 
 __all__ = [
     "PreparedRun",
@@ -125,26 +125,47 @@ class PreparedRun:
     capabilities: DeviceCapabilities
     space: SearchSpace
     removed_choices: list[str]
+    objectives: tuple[Objective, ...]
 
 
 def prepare_run(config: RunConfig) -> PreparedRun:
     """Validate everything that can be validated without writing anything.
 
-    Resolves the device, removes choices it can never run, checks the storage URL (its
-    driver is installed, a database server answers), checks that the ``warm_start`` study
-    exists (reading the database, never creating it), and loads the data set once (so a
-    missing or corrupt ``data.root`` fails here).
+    Resolves the device, checks the workload (it imports, takes the space's knobs, builds
+    its smallest model on the meta device, and its datasets load: so a missing or corrupt
+    ``data.root`` fails here), removes choices the device can never run, checks the storage
+    URL (its driver is installed, a database server answers), and checks that the
+    ``warm_start`` study exists (reading the database, never creating it).
 
     Raises:
-        ConfigError, DeviceUnavailableError, DataError, StorageError: with one-line messages.
+        ConfigError, WorkloadError, DeviceUnavailableError, DataError, StorageError: with
+            one-line messages.
     """
     kind = resolve_device(config.device)
+    spec = config.space.workload_spec()
+    workload = check_workload(spec, config.space.model)
+    objectives = study_objectives(workload.metric_name, workload.metric_direction)
+    if config.space.constraints.min_accuracy is not None and not objectives[1].is_accuracy:
+        raise ConfigError(
+            f"{config.space_source}: constraints.min_accuracy: the workload's metric is "
+            f"{workload.metric_name}, not accuracy; remove the constraint"
+        )
+    if kind == "mock" and not spec.is_builtin:
+        raise ConfigError(
+            f"device=mock: the mock device simulates the built-in workloads (cnn, mlp) only; "
+            f"it has no model of {spec.label}'s accuracy. Run it with device=cpu or device=cuda"
+        )
     caps = detect_capabilities(kind, mock_profile=config.mock.profile)
     space, removed = restrict_space(config.space, caps)
     check_storage_reachable(config.storage)
     check_warm_start(config)
-    load_dataset(space.data)
-    return PreparedRun(config=config, capabilities=caps, space=space, removed_choices=removed)
+    return PreparedRun(
+        config=config,
+        capabilities=caps,
+        space=space,
+        removed_choices=removed,
+        objectives=objectives,
+    )
 
 
 def _best_so_far(study: optuna.Study) -> dict[str, float]:
@@ -154,7 +175,7 @@ def _best_so_far(study: optuna.Study) -> dict[str, float]:
         if all(v <= 0 for v in t.constraints.values())
     ]
     best: dict[str, float] = {}
-    for i, objective in enumerate(OBJECTIVES):
+    for i, objective in enumerate(objectives_of_study(study)):
         values = [t.values[i] for t in feasible]
         if values:
             best[objective.name] = max(values) if objective.direction == "maximize" else min(values)
@@ -245,8 +266,17 @@ def run_study(
     caps = prepared.capabilities
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
     storage = open_storage(config.storage, config.trial.heartbeat_s)
-    study = open_study(config, space, caps, storage, seed_offset=_WORKER_SEED_STRIDE * worker_index)
-    objective = TrialObjective(config, space, caps, with_mfu(run_trial_fn, caps), n_trials)
+    study = open_study(
+        config,
+        space,
+        caps,
+        storage,
+        seed_offset=_WORKER_SEED_STRIDE * worker_index,
+        objectives=prepared.objectives,
+    )
+    objective = TrialObjective(
+        config, space, caps, with_mfu(run_trial_fn, caps), n_trials, prepared.objectives
+    )
     # Our results tables (autotune_*, beside Optuna's): one row per finished trial, written by
     # this callback in this process; the trial processes never touch the database.
     results = open_results_for_run(config, caps, study, objective.trial_config)
@@ -374,7 +404,7 @@ def _trial_configs(
                 f"study={study_name}: trial {number} has no stored configuration in the "
                 "results tables; it cannot be re-run"
             )
-        configs[number] = TrialConfig.model_validate(stored)
+        configs[number] = TrialConfig.from_stored(stored)
     return configs
 
 
@@ -537,7 +567,7 @@ def _verification_record(
         throughput_sps=None,
         throughput_iqr_sps=None,
         step_time_s=None,
-        val_accuracy=None,
+        val_metric=None,
         peak_memory_bytes=None,
         train_s=None,
     )
@@ -550,7 +580,7 @@ def _verification_record(
         throughput_sps=m.throughput_sps,
         throughput_iqr_sps=m.throughput_iqr_sps,
         step_time_s=m.step_time_s,
-        val_accuracy=m.val_accuracy,
+        val_metric=m.val_metric,
         peak_memory_bytes=m.peak_memory_bytes,
         train_s=m.train_s,
     )

@@ -1,8 +1,9 @@
 """The baseline: what an untuned PyTorch training script runs, measured once per study.
 
 PyTorch's defaults are fp32, contiguous tensors, eager mode (no ``torch.compile``), a
-``DataLoader`` with ``num_workers=0`` and one device. The model is the space's middle one and
-the batch size the common 64 (or the space's closest choice). The baseline is enqueued as the
+``DataLoader`` with ``num_workers=0`` and one device. The model is the space's middle one (each
+integer or real model knob at its middle, a list of other choices at its first) and the batch
+size the common 64 (or the space's closest choice). The baseline is enqueued as the
 first trial of a new study, so the same machinery measures it; it counts as one of the
 study's trials and carries the user attribute ``baseline=True``. Every report compares with
 it ("3.2x faster than your defaults"). Its global batch is also the reference batch at
@@ -19,7 +20,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.config import SearchSpace, TrainSettings
+from autotune.config import ChoiceParam, FloatParam, ModelKnob, SearchSpace, TrainSettings
 
 __all__ = [
     "BASELINE_ATTR",
@@ -51,6 +52,16 @@ def _middle(values: Sequence[Any]) -> Any:
     return values[(len(values) - 1) // 2]
 
 
+def _model_default(knob: ModelKnob) -> Any:
+    """A model knob's baseline value: the middle of an integer knob's values or of a real
+    range (geometric on a log scale), the first of a list of other choices."""
+    if isinstance(knob, FloatParam):
+        return knob.middle()
+    if isinstance(knob, ChoiceParam):
+        return knob.choices[0]
+    return _middle(knob.values())
+
+
 def _closest_batch(values: Sequence[int]) -> int:
     """The value closest to :data:`COMMON_BATCH_SIZE` on a log scale (ties: the smaller)."""
     return min(values, key=lambda v: (abs(math.log2(v / COMMON_BATCH_SIZE)), v))
@@ -69,15 +80,13 @@ def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
         ``(params, notes)``: Optuna parameter values by knob name, and one line per knob where
         the baseline could not use PyTorch's default.
     """
-    knobs = space.knobs()
     params: dict[str, Any] = {
-        "depth": _middle(knobs["depth"].values()),
-        "width": _middle(knobs["width"].values()),
-        "batch_size": _closest_batch(knobs["batch_size"].values()),
+        name: _model_default(knob) for name, knob in space.model.knobs.items()
     }
+    params["batch_size"] = _closest_batch(space.batch_size.values())
     notes: list[str] = []
     for name, default in PYTORCH_DEFAULTS.items():
-        values = knobs[name].values()
+        values: list[Any] = getattr(space, name).values()
         if default in values:
             params[name] = default
         else:

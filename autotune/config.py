@@ -29,29 +29,39 @@ from pydantic import (
     ByteSize,
     ConfigDict,
     Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from autotune.exceptions import ConfigError
 
 __all__ = [
+    "BUILTIN_FAMILIES",
+    "BUILTIN_WORKLOAD_REF",
     "COMPILE_MODES",
     "DEFAULT_LR_SCALING",
     "DEFAULT_STORAGE_URL",
-    "KNOB_NAMES",
     "LR_SCALING_RULES",
     "MEMORY_FORMATS",
     "PRECISIONS",
+    "TUNER_KNOBS",
     "CategoricalParam",
+    "ChoiceParam",
     "CompileModeParam",
     "Constraints",
     "DataSettings",
+    "FloatParam",
     "IntParam",
     "MeasureSettings",
     "MemoryFormatParam",
     "MockSettings",
+    "ModelKnob",
     "ModelSpace",
     "PrecisionParam",
     "RunConfig",
@@ -61,10 +71,12 @@ __all__ = [
     "TrialSettings",
     "VerifyRequest",
     "VerifySettings",
+    "WorkloadSpec",
     "available_spaces",
     "load_run_config",
     "load_space",
     "load_verify_request",
+    "parse_model_knob",
     "scaled_lr",
 ]
 
@@ -84,18 +96,6 @@ LR_SCALING_RULES: tuple[str, ...] = ("none", "linear", "sqrt")
 #: The learning-rate scaling rule of each optimizer when ``train.lr_scaling`` is not set (see
 #: :func:`scaled_lr` for the sources): linear for SGD, the square root for Adam(W).
 DEFAULT_LR_SCALING: dict[str, LrScaling] = {"adamw": "sqrt", "sgd": "linear"}
-
-#: The searched knobs, as Optuna parameter names, in a fixed order.
-KNOB_NAMES: tuple[str, ...] = (
-    "depth",
-    "width",
-    "batch_size",
-    "precision",
-    "memory_format",
-    "compile_mode",
-    "num_workers",
-    "gpu_count",
-)
 
 #: Where studies live unless ``storage=`` says otherwise (relative to the working directory).
 DEFAULT_STORAGE_URL = "sqlite:///storage/autotune.db"
@@ -190,6 +190,140 @@ class IntParam(_Strict):
         keep = set(allowed)
         return IntParam(choices=[v for v in self.values() if v in keep])
 
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` is one of the knob's values."""
+        return value in self.values()
+
+    def smallest(self) -> int:
+        """The least value (the model's smallest size, when this is a size knob)."""
+        return min(self.values())
+
+    def largest(self) -> int:
+        """The greatest value."""
+        return max(self.values())
+
+
+Scalar = bool | int | float | str
+
+
+class FloatParam(_Strict):
+    """A real-valued model knob: the range ``[low, high]``, optionally on a log scale or in
+    steps of ``step`` (Optuna's ``suggest_float``).
+
+    Raises:
+        pydantic.ValidationError: ``low > high``, ``log`` with ``low <= 0``, or ``log`` with
+            ``step``.
+    """
+
+    low: float
+    high: float
+    step: float | None = Field(None, gt=0)
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> FloatParam:
+        if self.low > self.high:
+            raise ValueError(f"`low <= high` must hold, but got low={self.low}, high={self.high}")
+        if self.log and (self.low <= 0 or self.step is not None):
+            raise ValueError("`log: true` needs low > 0 and no step")
+        return self
+
+    def suggest(self, trial: Any, name: str) -> float:
+        """Ask an Optuna trial for this knob's value under ``name``."""
+        return float(trial.suggest_float(name, self.low, self.high, step=self.step, log=self.log))
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` lies in the range."""
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    def smallest(self) -> float:
+        """The least value."""
+        return self.low
+
+    def largest(self) -> float:
+        """The greatest value."""
+        return self.high
+
+    def middle(self) -> float:
+        """The middle of the range: the geometric mean on a log scale, else the midpoint."""
+        if self.log:
+            return math.sqrt(self.low * self.high)
+        return (self.low + self.high) / 2
+
+
+class ChoiceParam(_Strict):
+    """A model knob over a list of values of any scalar type (strings, booleans, floats, or
+    integers mixed with them): ``activation: [relu, gelu]``, ``bias: [true, false]``.
+
+    Raises:
+        pydantic.ValidationError: when ``choices`` is empty or has duplicates.
+    """
+
+    choices: list[Scalar]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize(cls, value: Any) -> Any:
+        return _as_param_dict(value)
+
+    @field_validator("choices")
+    @classmethod
+    def _check(cls, choices: list[Scalar]) -> list[Scalar]:
+        _check_choices(choices)
+        return choices
+
+    def values(self) -> list[Scalar]:
+        """All values the knob can take, in order."""
+        return list(self.choices)
+
+    def suggest(self, trial: Any, name: str) -> Scalar:
+        """Ask an Optuna trial for this knob's value under ``name``."""
+        value: Scalar = trial.suggest_categorical(name, self.choices)
+        return value
+
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` is one of the choices."""
+        return value in self.choices
+
+    def smallest(self) -> Scalar:
+        """The first choice (choices have no order autotune could know)."""
+        return self.choices[0]
+
+    def largest(self) -> Scalar:
+        """The last choice."""
+        return self.choices[-1]
+
+
+#: A model knob: an integer (range or choices), a real range, or choices of any scalars.
+ModelKnob = IntParam | FloatParam | ChoiceParam
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_model_knob(value: Any) -> ModelKnob:
+    """Read one knob under ``model:`` by its form.
+
+    - ``{low, high, ...}``: a real range (:class:`FloatParam`) when ``low``, ``high`` or
+      ``step`` is written as a float (``0.0``, ``1.0e-4``), else an integer range.
+    - a list, ``{choices: [...]}`` or a single value: integer choices (:class:`IntParam`) when
+      every value is an integer, else :class:`ChoiceParam`.
+
+    Raises:
+        pydantic.ValidationError: the form's rules (see each class).
+    """
+    if isinstance(value, dict) and ("low" in value or "high" in value):
+        bounds = [value.get(k) for k in ("low", "high", "step")]
+        if any(isinstance(b, float) for b in bounds):
+            return FloatParam.model_validate(value)
+        return IntParam.model_validate(value)
+    normalized = _as_param_dict(value)
+    choices = normalized.get("choices") if isinstance(normalized, dict) else None
+    if isinstance(choices, list) and choices and all(_is_int(c) for c in choices):
+        return IntParam.model_validate(normalized)
+    return ChoiceParam.model_validate(normalized)
+
 
 class CategoricalParam(_Strict, Generic[T]):
     """A categorical knob over a fixed vocabulary (precision, memory format, compile mode).
@@ -220,6 +354,10 @@ class CategoricalParam(_Strict, Generic[T]):
         """Ask an Optuna trial for this knob's value under ``name``."""
         return trial.suggest_categorical(name, self.choices)
 
+    def contains(self, value: Any) -> bool:
+        """Whether ``value`` is one of the choices."""
+        return value in self.choices
+
     def restricted(self, allowed: Iterable[T]) -> CategoricalParam[T]:
         """This knob keeping only the values in ``allowed``."""
         keep = set(allowed)
@@ -245,23 +383,96 @@ def _check_choices(choices: Sequence[Any]) -> None:
         raise ValueError(f"`choices` must be unique, but got {list(choices)}")
 
 
-class ModelSpace(_Strict):
-    """The model family and its size knobs.
+#: The tuner's own knobs (Optuna parameter names), which apply to every workload.
+TUNER_KNOBS: tuple[str, ...] = (
+    "batch_size",
+    "precision",
+    "memory_format",
+    "compile_mode",
+    "num_workers",
+    "gpu_count",
+)
+#: Names a model knob may not take: the tuner's knobs, and the keys of a trial configuration.
+_RESERVED_KNOB_NAMES = frozenset(TUNER_KNOBS) | {"family", "model", "workload", "seed", "device"}
+#: The built-in workloads' knobs, by family: blocks (cnn: conv blocks; mlp: hidden layers) and
+#: width (cnn: base channels; mlp: hidden units).
+BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
 
-    ``depth`` is the number of blocks (conv blocks for ``cnn``, hidden layers for ``mlp``);
-    ``width`` is the base channel count (``cnn``) or hidden units (``mlp``).
+
+class ModelSpace(BaseModel):
+    """The knobs of the model, passed to the workload's ``build_model(**knobs)``.
+
+    Written in YAML as a mapping from knob name to knob (:func:`parse_model_knob`); for the
+    built-in workloads also ``family: cnn | mlp``, whose knobs are ``depth`` (conv blocks or
+    hidden layers) and ``width`` (base channels or hidden units). The knob names are the
+    workload's own; they become Optuna parameter names, so they may not repeat a tuner knob
+    (``batch_size``, ``precision``, ...).
+
+    Attributes:
+        family: the built-in workload (``cnn`` or ``mlp``), or None for a space's own
+            ``workload:``.
+        knobs: the knobs by name, in the order written.
     """
 
-    family: Literal["cnn", "mlp"]
-    depth: IntParam
-    width: IntParam
+    model_config = ConfigDict(frozen=True)
+
+    family: Literal["cnn", "mlp"] | None = None
+    knobs: dict[str, ModelKnob] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, raw: Any) -> Any:
+        """``{family: cnn, depth: ..., width: ...}`` -> ``{family, knobs: {depth, width}}``."""
+        if not isinstance(raw, dict) or "knobs" in raw:
+            return raw
+        knobs = {name: value for name, value in raw.items() if name != "family"}
+        return {"family": raw.get("family"), "knobs": knobs}
+
+    @field_validator("knobs", mode="before")
+    @classmethod
+    def _parse_knobs(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        parsed: dict[str, Any] = {}
+        for name, value in raw.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ValueError(f"knob name {name!r} must be a Python identifier")
+            if name in _RESERVED_KNOB_NAMES:
+                raise ValueError(
+                    f"knob {name!r}: the name is taken by autotune (tuner knobs and trial keys: "
+                    f"{', '.join(sorted(_RESERVED_KNOB_NAMES))})"
+                )
+            if isinstance(value, (IntParam, FloatParam, ChoiceParam)):
+                parsed[name] = value
+                continue
+            try:
+                parsed[name] = parse_model_knob(value)
+            except ValidationError as e:
+                first = e.errors()[0]
+                rule = first["msg"].removeprefix("Value error, ")
+                where = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"{name}{'.' + where if where else ''}: {rule}") from None
+        return parsed
 
     @model_validator(mode="after")
-    def _positive(self) -> ModelSpace:
+    def _builtin_sizes(self) -> ModelSpace:
+        if self.family is None:
+            return self
         for name in ("depth", "width"):
-            if min(getattr(self, name).values()) < 1:
-                raise ValueError(f"model.{name}: every value must be >= 1")
+            knob = self.knobs.get(name)
+            if knob is None:
+                raise ValueError(f"family {self.family} needs the knob {name}")
+            if not isinstance(knob, IntParam) or min(knob.values()) < 1:
+                raise ValueError(f"{name}: every value must be an integer >= 1")
         return self
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Any) -> dict[str, Any]:
+        """Dump as written: ``{family, knob: ...}`` (the form studies record)."""
+        dumped = handler(self)
+        flat: dict[str, Any] = {} if self.family is None else {"family": self.family}
+        flat.update(dumped.get("knobs", {}))
+        return flat
 
 
 def scaled_lr(lr: float, rule: str, global_batch: int, reference_batch: int) -> float:
@@ -388,16 +599,63 @@ class MeasureSettings(_Strict):
     min_timed_s: float = Field(0.0, ge=0)
 
 
-class SearchSpace(_Strict):
-    """One combined search space: model size, batch, precision, memory format, compile mode,
-    DataLoader workers and GPU count, plus the fixed training settings.
+#: The import reference of the built-in workloads (``model.family: cnn | mlp``).
+BUILTIN_WORKLOAD_REF = "autotune.workloads.builtin:ImageClassifier"
+#: Keys only the built-in workloads read; a space with its own ``workload:`` may not set them.
+_BUILTIN_ONLY_KEYS = ("data",)
 
-    Load it with :func:`load_space`; the file format is documented in the README.
+
+class WorkloadSpec(_Strict):
+    """A workload by reference, as a trial process resolves it (:mod:`autotune.workloads`).
+
+    Attributes:
+        ref: ``/absolute/path/file.py:NAME`` or ``package.module:NAME``.
+        args: keyword arguments for NAME when it is a class or factory (JSON values).
+    """
+
+    ref: str = Field(min_length=3)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("ref")
+    @classmethod
+    def _form(cls, ref: str) -> str:
+        path, sep, name = ref.rpartition(":")
+        if not sep or not path or not name.isidentifier():
+            raise ValueError(
+                f"{ref!r} must be FILE.py:NAME or package.module:NAME (NAME a Python identifier)"
+            )
+        return ref
+
+    @property
+    def is_builtin(self) -> bool:
+        """True for autotune's own cnn/mlp workloads."""
+        return self.ref == BUILTIN_WORKLOAD_REF
+
+    @property
+    def label(self) -> str:
+        """A short name for messages: ``cnn`` for a built-in, else ``file.py:NAME``."""
+        if self.is_builtin:
+            return str(self.args.get("family", "builtin"))
+        path, _, name = self.ref.rpartition(":")
+        return f"{Path(path).name if path.endswith('.py') else path}:{name}"
+
+
+class SearchSpace(_Strict):
+    """One combined search space: the model's knobs, batch, precision, memory format, compile
+    mode, DataLoader workers and GPU count, plus the fixed training settings.
+
+    The model is a built-in workload (``model.family: cnn | mlp`` on ``data:``) or the
+    space's own ``workload: FILE.py:NAME | package.module:NAME`` (a relative FILE is relative
+    to the space file; :func:`load_space` makes it absolute), with ``workload_args`` for NAME
+    when it is a class or factory. Load it with :func:`load_space`; the file format is
+    documented in the README.
     """
 
     name: str = Field(min_length=1)
     description: str = ""
-    model: ModelSpace
+    workload: str | None = None
+    workload_args: dict[str, Any] = Field(default_factory=dict)
+    model: ModelSpace = ModelSpace()
     batch_size: IntParam
     precision: PrecisionParam = PrecisionParam(choices=["fp32"])
     memory_format: MemoryFormatParam = MemoryFormatParam(choices=["contiguous"])
@@ -405,7 +663,7 @@ class SearchSpace(_Strict):
     num_workers: IntParam = IntParam(choices=[0])  # DataLoader workers
     gpu_count: IntParam = IntParam(choices=[1])  # DDP world size
     train: TrainSettings = TrainSettings()
-    data: DataSettings = DataSettings()
+    data: DataSettings = DataSettings()  # the built-in workloads' data set
     measure: MeasureSettings = MeasureSettings()
     constraints: Constraints = Constraints()
 
@@ -419,11 +677,45 @@ class SearchSpace(_Strict):
             raise ValueError("gpu_count: every value must be >= 1")
         return self
 
-    def knobs(self) -> dict[str, IntParam | CategoricalParam[Any]]:
-        """The searchable knobs by parameter name, in a fixed order (Optuna param names)."""
+    @model_validator(mode="after")
+    def _one_workload(self) -> SearchSpace:
+        if self.workload is None:
+            if self.model.family is None:
+                raise ValueError(
+                    "model.family: give a built-in family (cnn, mlp), or name your own model "
+                    "with `workload: FILE.py:NAME` or `workload: package.module:NAME`"
+                )
+            if self.workload_args:
+                raise ValueError("workload_args: only with `workload:` (a space's own model)")
+            return self
+        if self.model.family is not None:
+            raise ValueError(
+                f"model.family: a built-in family cannot be combined with "
+                f"`workload: {self.workload}`; remove one of them"
+            )
+        for key in _BUILTIN_ONLY_KEYS:
+            if key in self.model_fields_set:
+                raise ValueError(
+                    f"{key}: applies to the built-in workloads (model.family) only; "
+                    f"the datasets of `workload: {self.workload}` come from its datasets()"
+                )
+        WorkloadSpec(ref=self.workload)  # the reference's form
+        return self
+
+    def workload_spec(self) -> WorkloadSpec:
+        """The workload every trial of this space builds its model from."""
+        if self.workload is None:
+            return WorkloadSpec(
+                ref=BUILTIN_WORKLOAD_REF,
+                args={"family": self.model.family, "data": self.data.model_dump()},
+            )
+        return WorkloadSpec(ref=self.workload, args=dict(self.workload_args))
+
+    def knobs(self) -> dict[str, ModelKnob | CategoricalParam[Any]]:
+        """The searchable knobs by Optuna parameter name: the model's, in the order written,
+        then the tuner's (:data:`TUNER_KNOBS`)."""
         return {
-            "depth": self.model.depth,
-            "width": self.model.width,
+            **self.model.knobs,
             "batch_size": self.batch_size,
             "precision": self.precision,
             "memory_format": self.memory_format,
@@ -507,16 +799,21 @@ class RunConfig(_Strict):
     verify: VerifySettings = VerifySettings()
 
 
+#: A model knob's value in a trial (strict: an int stays an int, a bool a bool).
+KnobValue = StrictBool | StrictInt | StrictFloat | StrictStr
+
+
 class TrialConfig(_Strict):
     """One complete, frozen trial configuration: the knobs a sampler chose plus fixed settings.
 
-    This is what a trial process receives; it never sees the study.
+    This is what a trial process receives; it never sees the study. The model is built by
+    ``workload`` (resolved by reference in the trial process) with the ``model`` knobs as
+    keyword arguments.
     """
 
     device: Literal["cpu", "cuda", "mock"]
-    family: Literal["cnn", "mlp"]
-    depth: int = Field(ge=1)
-    width: int = Field(ge=1)
+    workload: WorkloadSpec
+    model: dict[str, KnobValue] = Field(default_factory=dict)  # build_model(**model)
     batch_size: int = Field(ge=1)  # per rank; the global batch is batch_size * gpu_count
     precision: Precision
     memory_format: MemoryFormat
@@ -525,14 +822,54 @@ class TrialConfig(_Strict):
     gpu_count: int = Field(ge=1)  # DDP world size
     seed: int = 0  # training seed (initialization, data order); a study gives all trials its own
     train: TrainSettings = TrainSettings()
-    data: DataSettings = DataSettings()
     measure: MeasureSettings = MeasureSettings()
     mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
     mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 
     def knobs(self) -> dict[str, Any]:
-        """The searched knobs only, by Optuna parameter name."""
-        return {name: getattr(self, name) for name in KNOB_NAMES}
+        """The searched knobs by Optuna parameter name: the model's, then the tuner's."""
+        return {**self.model, **{name: getattr(self, name) for name in TUNER_KNOBS}}
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> TrialConfig:
+        """A configuration as the results tables store it (``model_dump(mode="json")``),
+        also in the form written before workloads (``family``, ``depth``, ``width`` and
+        ``data`` at the top level), which it converts.
+
+        Raises:
+            pydantic.ValidationError: the stored configuration is not valid.
+        """
+        if "family" in stored and "workload" not in stored:
+            stored = dict(stored)
+            family, data = stored.pop("family"), stored.pop("data", {})
+            stored["model"] = {"depth": stored.pop("depth"), "width": stored.pop("width")}
+            stored["workload"] = {
+                "ref": BUILTIN_WORKLOAD_REF,
+                "args": {"family": family, "data": DataSettings.model_validate(data).model_dump()},
+            }
+        return cls.model_validate(stored)
+
+    @classmethod
+    def from_knobs(cls, knobs: dict[str, Any], space: SearchSpace, **fixed: Any) -> TrialConfig:
+        """The configuration of ``space`` whose knobs (model and tuner, by Optuna parameter
+        name) are ``knobs``; ``fixed`` gives the other fields (``device``, ``seed``, ...) and
+        may replace ``train`` and ``measure``.
+
+        Raises:
+            pydantic.ValidationError: a value of the wrong type or out of range.
+        """
+        model = {name: knobs[name] for name in space.model.knobs if name in knobs}
+        tuner = {name: knobs[name] for name in TUNER_KNOBS if name in knobs}
+        return cls.model_validate(
+            {
+                "workload": space.workload_spec(),
+                "model": model,
+                "train": space.train,
+                "measure": space.measure,
+                **fixed,
+                **tuner,
+            }
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -580,6 +917,8 @@ def _format_validation_error(
     """One line naming where (file or override), which key, and the rule broken."""
     first = err.errors()[0]
     loc = [str(p) for p in first["loc"] if not str(p).startswith(("function-", "tagged-union"))]
+    if loc[:2] == ["model", "knobs"]:  # ModelSpace keeps its knobs apart; YAML does not
+        loc = ["model", *loc[2:]]
     key = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(top level)")
     rule = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
@@ -608,12 +947,32 @@ def load_space(space: str, overrides: Sequence[str] = ()) -> SearchSpace:
     return _load_space_with_source(space, overrides)[0]
 
 
+def _space_directory(source: str) -> Path:
+    """The directory a space's relative ``workload:`` file is resolved against."""
+    if source.startswith("search_spaces/") and not Path(source).is_file():
+        return Path(str(importlib.resources.files("autotune.search_spaces")))
+    return Path(source).parent
+
+
+def _absolute_workload(raw: dict[str, Any], source: str) -> None:
+    """Make a ``workload: FILE.py:NAME`` reference absolute, FILE relative to the space file."""
+    ref = raw.get("workload")
+    if not isinstance(ref, str):
+        return
+    path, sep, name = ref.rpartition(":")
+    if sep and path.endswith(".py") and not Path(path).expanduser().is_absolute():
+        raw["workload"] = f"{(_space_directory(source) / path).resolve()}:{name}"
+    elif sep and path.endswith(".py"):
+        raw["workload"] = f"{Path(path).expanduser()}:{name}"
+
+
 def _load_space_with_source(space: str, overrides: Sequence[str]) -> tuple[SearchSpace, str]:
     raw, source = _read_space_file(space)
     overridden: dict[str, str] = {}
     for key, value, text in _parse_overrides(overrides):
         _set_path(raw, key, value, text)
         overridden[key] = text
+    _absolute_workload(raw, source)
     try:
         return SearchSpace.model_validate(raw), source
     except ValidationError as e:

@@ -41,7 +41,7 @@ def _fmt_best(best: dict[str, float]) -> str:
         return "best: no feasible trial yet"
     return (
         f"best: {best.get('throughput_sps', 0):,.0f} samples/s · "
-        f"acc {100 * best.get('val_accuracy', 0):.1f}% · "
+        f"acc {100 * best.get('val_metric', 0):.1f}% · "
         f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
     )
 
@@ -53,7 +53,7 @@ def _trial_line(trial: FrozenTrial) -> str:
         return f"trial {trial.number}: {attrs['failure']} ({str(attrs.get('failure_detail', '')).strip().splitlines()[-1:] or ''}) {knobs}"
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
-        f"acc {100 * attrs.get('val_accuracy', 0):.1f}%, "
+        f"acc {100 * attrs.get('val_metric', 0):.1f}%, "
         f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB  {knobs}"
     )
 
@@ -148,7 +148,7 @@ def pareto_table(trials: Sequence[FrozenTrial], title: str) -> Table:
         table.add_row(
             str(t.number),
             f"{a['throughput_sps']:,.0f}",
-            f"{100 * a['val_accuracy']:.1f}%",
+            f"{100 * a['val_metric']:.1f}%",
             f"{a['peak_memory_bytes'] / _MIB:,.1f}",
             f"{1e3 * a['step_time_s']:.2f}",
             f"{a['compile_s']:.1f}",
@@ -172,7 +172,7 @@ def verification_line(progress: VerificationProgress) -> str:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
     return (
-        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, acc {100 * (r.val_accuracy or 0):.2f}%, "
+        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, acc {100 * (r.val_metric or 0):.2f}%, "
         f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
     )
 
@@ -192,9 +192,9 @@ def verification_table(summary: VerificationSummary) -> Table:
     table.add_column("changed knobs")
     for v in (summary.baseline, *summary.candidates):
         acc = (
-            f"{100 * v.val_accuracy_mean:.2f}% [{100 * (v.val_accuracy_min or 0):.2f}-"
-            f"{100 * (v.val_accuracy_max or 0):.2f}]"
-            if v.val_accuracy_mean is not None
+            f"{100 * v.val_metric_mean:.2f}% [{100 * (v.val_metric_min or 0):.2f}-"
+            f"{100 * (v.val_metric_max or 0):.2f}]"
+            if v.val_metric_mean is not None
             else "-"
         )
         table.add_row(

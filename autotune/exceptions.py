@@ -4,7 +4,9 @@
 
     AutotuneError                 base of everything below
     ├── ConfigError               bad space file, override or option (CLI exit code 2)
-    │   └── DeviceUnavailableError  asked for a device this machine does not have
+    │   ├── DeviceUnavailableError  asked for a device this machine does not have
+    │   └── WorkloadError         a workload that cannot be imported, or whose model cannot be
+    │                             built with the space's knobs
     ├── DataError                 a data set that is missing or corrupt (CLI exit code 2)
     ├── StorageError              the study database cannot be reached or used (CLI exit code 2)
     ├── VerificationError         a study cannot be verified (no measured baseline, no stored
@@ -25,6 +27,7 @@ __all__ = [
     "StorageError",
     "TrialError",
     "VerificationError",
+    "WorkloadError",
 ]
 
 
@@ -38,6 +41,12 @@ class ConfigError(AutotuneError, ValueError):
 
 class DeviceUnavailableError(ConfigError):
     """The requested device (e.g. ``device=cuda``) is not present on this machine."""
+
+
+class WorkloadError(ConfigError):
+    """A workload reference that does not resolve, an object that is not a workload, or a
+    model its ``build_model`` cannot build with the space's knobs; the message names the
+    space file, the key and the rule."""
 
 
 class DataError(AutotuneError, ValueError):

@@ -63,7 +63,7 @@ __all__ = [
 #: ``--objective`` choices and the figure each ranks by (and whether larger is better).
 OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
     "throughput": ("throughput_sps", True),
-    "accuracy": ("val_accuracy", True),
+    "accuracy": ("val_metric", True),
     "memory": ("peak_memory_bytes", False),
 }
 _MIB = float(1 << 20)
@@ -382,13 +382,13 @@ def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
         "speedup": round(float(rec.speedup), 4),
         "speedup_ci95": [round(float(low), 4), round(float(high), 4)],
         "throughput_median_sps": rec.throughput_median_sps,
-        "val_accuracy_mean": rec.val_accuracy_mean,
-        "val_accuracy_min": rec.val_accuracy_min,
-        "val_accuracy_max": rec.val_accuracy_max,
+        "val_metric_mean": rec.val_metric_mean,
+        "val_metric_min": rec.val_metric_min,
+        "val_metric_max": rec.val_metric_max,
         "peak_memory_max_bytes": rec.peak_memory_max_bytes,
         "baseline_trial": summary.baseline.trial_number,
         "baseline_throughput_median_sps": summary.baseline.throughput_median_sps,
-        "baseline_val_accuracy_mean": summary.baseline.val_accuracy_mean,
+        "baseline_val_metric_mean": summary.baseline.val_metric_mean,
         "accuracy_tolerance_pt": summary.accuracy_tolerance_pt,
         "verdict": summary.headline(),
     }
@@ -429,7 +429,7 @@ def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
             _unverified_note(best, row.number) + ".",
             f"Its single trial: {row.throughput_sps:,.0f} samples/s"
             + (f" ({row.speedup:.2f}x the baseline's trial)" if row.speedup is not None else "")
-            + f", validation accuracy {100 * row.val_accuracy:.1f}%, "
+            + f", validation accuracy {100 * row.val_metric:.1f}%, "
             f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
         ]
     if best.simulated:
@@ -489,7 +489,7 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
                 "baseline_throughput_sps": (
                     None if best.baseline is None else best.baseline.throughput_sps
                 ),
-                "val_accuracy": float(row.val_accuracy),
+                "val_metric": float(row.val_metric),
                 "peak_memory_bytes": int(row.peak_memory_bytes),
                 "step_time_s": row.step_time_s,
                 "compile_s": row.compile_s,

@@ -17,16 +17,17 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
 
-    from autotune.config import TrialConfig
+    from autotune.config import TrialConfig, WorkloadSpec
     from autotune.hardware import DeviceCapabilities
     from autotune.measure import Measurement
     from autotune.nvml import GpuWindowReading
@@ -239,8 +240,10 @@ def count_training_flops(
     y: torch.Tensor,
     *,
     autocast_dtype: torch.dtype | None = None,
+    loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
 ) -> int:
-    """FLOPs of one training forward and backward pass of ``(x, y)`` with cross-entropy loss.
+    """FLOPs of one training forward and backward pass of ``(x, y)`` with the loss ``loss_fn``
+    (default: cross-entropy).
 
     Counted by ``torch.utils.flop_counter.FlopCounterMode`` on the real model (the eager
     module, not a compiled or DDP wrapper). The model is left as it was: its buffers
@@ -249,9 +252,10 @@ def count_training_flops(
 
     Args:
         model: the model, on its device.
-        x: one input batch ``(B, C, H, W)`` on the model's device, in the trial's memory format.
-        y: class labels ``(B,)``.
+        x: one input batch ``(B, ...)`` on the model's device, in the trial's memory format.
+        y: its targets ``(B, ...)`` (class labels ``(B,)`` for cross-entropy).
         autocast_dtype: the trial's autocast dtype (fp16/bf16), or None.
+        loss_fn: ``loss(output, target)``; the workload's loss.
 
     Returns:
         FLOPs of the whole batch (divide by ``B`` for per sample).
@@ -260,6 +264,8 @@ def count_training_flops(
     import torch.nn.functional as F
     from torch.utils.flop_counter import FlopCounterMode
 
+    loss_of = loss_fn or F.cross_entropy
+
     buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
     was_training = model.training
     counter = FlopCounterMode(display=False)
@@ -267,7 +273,7 @@ def count_training_flops(
     try:
         with counter:
             with _autocast(x.device.type, autocast_dtype):
-                loss = F.cross_entropy(model(x), y)
+                loss = loss_of(model(x), y)
             loss.backward()
     finally:
         model.zero_grad(set_to_none=True)
@@ -302,10 +308,9 @@ class ModelProfile:
     input_bytes_per_sample: int
 
 
-def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any) -> int:
+def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any, loss_fn: Any) -> int:
     """Bytes of distinct storages autograd saves during one forward pass (params and x out)."""
     import torch
-    import torch.nn.functional as F
 
     excluded = {p.untyped_storage().data_ptr() for p in model.parameters()}
     excluded.add(x.untyped_storage().data_ptr())
@@ -322,53 +327,62 @@ def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any) -> int:
         torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
         _autocast("cpu", autocast_dtype),
     ):
-        loss = F.cross_entropy(model(x), y)
+        loss = loss_fn(model(x), y)
     del loss
     return sum(seen.values())
 
 
-@functools.lru_cache(maxsize=512)
-def profile_model(
-    family: str,
-    depth: int,
-    width: int,
-    input_shape: tuple[int, int, int],
-    num_classes: int,
-    precision: str,
-) -> ModelProfile:
-    """Trace what a model saves for backward, on the CPU, with batches of 1 and 2 samples.
+def profile_model(spec: WorkloadSpec, knobs: Mapping[str, Any], precision: str) -> ModelProfile:
+    """Trace what a workload's model saves for backward, on the CPU, with batches of 1 and 2
+    samples of its training set.
 
     The difference of the two is the per-sample activation memory; the rest of the 1-sample
     trace is the fixed part. Precision matters through autocast (fp16/bf16 save half-width
     copies); ``tf32`` saves what ``fp32`` does. Memory format does not change byte counts.
-    Cached per process (milliseconds per model of the shipped spaces).
+    Cached per process (milliseconds per model of the shipped spaces); the workload is
+    imported and its ``datasets()`` called once per process.
 
     Args:
-        family, depth, width: the model (:func:`autotune.models.build_model`).
-        input_shape: ``(C, H, W)`` of one sample.
-        num_classes: output classes.
+        spec: the workload.
+        knobs: its model knobs (``build_model(**knobs)``).
         precision: the trial's precision.
+
+    Raises:
+        WorkloadError: the workload cannot be loaded.
+        Exception: whatever the workload's model or data raise.
     """
+    return _profile_cached(
+        spec.model_dump_json(), json.dumps(dict(knobs), sort_keys=True), precision
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _profile_cached(spec_json: str, knobs_json: str, precision: str) -> ModelProfile:
     import torch
+    from torch.utils.data import default_collate
 
-    from autotune.models import build_model, count_parameters
+    from autotune.config import WorkloadSpec
+    from autotune.models import count_parameters
+    from autotune.workloads import load_workload
 
+    workload = load_workload(WorkloadSpec.model_validate_json(spec_json))
+    train, _ = workload.datasets()
+    items = [train[0], train[1 % len(train)]]  # type: ignore[arg-type]
     autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
-    generator = torch.Generator().manual_seed(0)
-    model = build_model(family, depth, width, input_shape, num_classes)
+    torch.manual_seed(0)
+    model = workload.build_model(json.loads(knobs_json))
     model.train()
     saved = []
     for batch in (1, 2):
-        x = torch.randn(batch, *input_shape, generator=generator)
-        y = torch.zeros(batch, dtype=torch.long)
-        saved.append(_saved_bytes(model, x, y, autocast_dtype))
+        x, y = default_collate(items[:batch])
+        saved.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
     per_sample = max(0, saved[1] - saved[0])
-    c, h, w = input_shape
+    x, y = default_collate(items[:1])
     return ModelProfile(
         parameters=count_parameters(model),
         activation_bytes_per_sample=float(per_sample),
         activation_fixed_bytes=max(0, saved[0] - per_sample),
-        input_bytes_per_sample=4 * c * h * w + 8,
+        input_bytes_per_sample=x.element_size() * x.numel() + y.element_size() * y.numel(),
     )
 
 
@@ -383,6 +397,7 @@ def trial_extras(
     *,
     precision: str,
     autocast_dtype: torch.dtype | None,
+    loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
     device_kind: str,
     gpu_reading: GpuWindowReading | None,
     samples_per_s: float,
@@ -394,6 +409,7 @@ def trial_extras(
     Args:
         model: the trained eager model (rank 0's).
         x, y: one training batch at the trial's batch size, on the device.
+        loss_fn: the workload's loss (default: cross-entropy).
         precision: the trial's precision (for a measured peak on an unknown GPU).
         autocast_dtype: the trial's autocast dtype, or None.
         device_kind: ``cpu`` or ``cuda``.
@@ -406,7 +422,9 @@ def trial_extras(
         missing from :data:`PUBLISHED_PEAKS`, ``measured_peak_flops_per_s`` for one GPU.
     """
     extra: dict[str, Any] = {
-        "flops_per_sample": count_training_flops(model, x, y, autocast_dtype=autocast_dtype)
+        "flops_per_sample": count_training_flops(
+            model, x, y, autocast_dtype=autocast_dtype, loss_fn=loss_fn
+        )
         / len(x)
     }
     if gpu_reading is not None and gpu_reading.duration_s > 0:

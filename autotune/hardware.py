@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.config import COMPILE_MODES, PRECISIONS, SearchSpace, TrialConfig
+from autotune.config import COMPILE_MODES, PRECISIONS, IntParam, SearchSpace, TrialConfig
 from autotune.exceptions import ConfigError, DeviceUnavailableError
 from autotune.flops import ModelProfile, measure_matmul_peak, profile_model, published_peak
 from autotune.nvml import GpuInfo, read_nvml, visible_nvml_indices
@@ -657,11 +657,6 @@ def estimate_memory(
     )
 
 
-#: Nominal input shape (C, H, W) of each data set, for estimates made before data is loaded.
-_INPUT_SHAPES = {"digits": (1, 8, 8), "mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28)}
-_NUM_CLASSES = 10
-
-
 def _runtime_bytes(caps: DeviceCapabilities) -> int:
     if caps.kind == "mock":
         return MOCK_RUNTIME_BYTES if caps.is_gpu else CPU_RUNTIME_BYTES
@@ -670,15 +665,13 @@ def _runtime_bytes(caps: DeviceCapabilities) -> int:
 
 def estimate_trial_memory(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEstimate:
     """:func:`estimate_memory` for a trial configuration on a device (traces its model once
-    per process with :func:`autotune.flops.profile_model`)."""
-    profile = profile_model(
-        config.family,
-        config.depth,
-        config.width,
-        _INPUT_SHAPES.get(config.data.name, (1, 28, 28)),
-        _NUM_CLASSES,
-        config.precision,
-    )
+    per process with :func:`autotune.flops.profile_model`).
+
+    Raises:
+        WorkloadError: the workload cannot be loaded.
+        Exception: whatever the workload's model or data raise while it is traced.
+    """
+    profile = profile_model(config.workload, config.model, config.precision)
     return estimate_memory(
         profile,
         batch_size=config.batch_size,
@@ -759,10 +752,10 @@ def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) ->
 
 
 def _smallest_trial(space: SearchSpace, caps: DeviceCapabilities, **fixed: Any) -> TrialConfig:
-    """The configuration of ``space`` with the least memory, some knobs held at ``fixed``."""
+    """The configuration of ``space`` with the least memory, some knobs held at ``fixed``:
+    every model knob at its least value (:meth:`~autotune.config.IntParam.smallest`)."""
     knobs = {
-        "depth": min(space.model.depth.values()),
-        "width": min(space.model.width.values()),
+        **{name: knob.smallest() for name, knob in space.model.knobs.items()},
         "batch_size": min(space.batch_size.values()),
         "precision": min(space.precision.values(), key=lambda p: {"fp16": 0, "bf16": 0}.get(p, 1)),
         "memory_format": space.memory_format.values()[0],
@@ -771,37 +764,30 @@ def _smallest_trial(space: SearchSpace, caps: DeviceCapabilities, **fixed: Any) 
         "gpu_count": min(space.gpu_count.values()),
         **fixed,
     }
-    return TrialConfig.model_validate(
-        {
-            "device": caps.kind,
-            "family": space.model.family,
-            "train": space.train,
-            "data": space.data,
-            "measure": space.measure,
-            **knobs,
-        }
-    )
+    return TrialConfig.from_knobs(knobs, space, device=caps.kind)
 
 
 def _memory_restricted(
     space: SearchSpace, caps: DeviceCapabilities, removed: list[str]
 ) -> SearchSpace:
-    """Remove model sizes and batch sizes that do not fit even with every other knob at its
-    least-memory value (the estimate grows with each of them)."""
+    """Remove batch sizes and integer model-knob values that do not fit even with every other
+    knob at its least value.
+
+    Assumes the memory grows with each integer model knob (sizes: depth, width, layers,
+    channels); a knob where it does not keeps its values, since its smallest configuration
+    then fits. Real-valued and categorical model knobs are never removed.
+    """
     if caps.memory_bytes is None:
         return space
-    largest = _smallest_trial(
-        space,
-        caps,
-        depth=max(space.model.depth.values()),
-        width=max(space.model.width.values()),
-        batch_size=max(space.batch_size.values()),
-    )
+    sized: dict[str, IntParam] = {
+        name: knob for name, knob in space.model.knobs.items() if isinstance(knob, IntParam)
+    }
+    sized["batch_size"] = space.batch_size
+    largest = _smallest_trial(space, caps, **{name: p.largest() for name, p in sized.items()})
     if _memory_reason(estimate_trial_memory(largest, caps), caps) is None:
         return space  # the largest model at the largest batch fits: nothing to remove
     kept: dict[str, list[int]] = {}
-    knobs = {"depth": space.model.depth, "width": space.model.width, "batch_size": space.batch_size}
-    for name, param in knobs.items():
+    for name, param in sized.items():
         kept[name] = []
         for value in param.values():
             reason = _memory_reason(
@@ -816,31 +802,20 @@ def _memory_restricted(
                 f"space {space.name}: {name}: no choice fits in the memory of {caps.name} "
                 f"({removed[-1]})"
             )
-    if all(len(kept[n]) == len(p.values()) for n, p in knobs.items()):
+    shrunk = {n: p.restricted(kept[n]) for n, p in sized.items() if len(kept[n]) < len(p.values())}
+    if not shrunk:
         return space
-    model = space.model.model_copy(
-        update={
-            "depth": space.model.depth.restricted(kept["depth"])
-            if len(kept["depth"]) < len(space.model.depth.values())
-            else space.model.depth,
-            "width": space.model.width.restricted(kept["width"])
-            if len(kept["width"]) < len(space.model.width.values())
-            else space.model.width,
-        }
-    )
-    batch = (
-        space.batch_size.restricted(kept["batch_size"])
-        if len(kept["batch_size"]) < len(space.batch_size.values())
-        else space.batch_size
-    )
+    model_knobs = {n: shrunk.get(n, k) for n, k in space.model.knobs.items()}
+    model = space.model.model_copy(update={"knobs": model_knobs})
+    batch = shrunk.get("batch_size", space.batch_size)
     return space.model_copy(update={"model": model, "batch_size": batch})
 
 
 def restrict_space(space: SearchSpace, caps: DeviceCapabilities) -> tuple[SearchSpace, list[str]]:
     """Remove the choices the device can never run.
 
-    Precision, compile mode and world size follow their rules; then depth, width and batch
-    size values are removed whose smallest configuration already exceeds the memory.
+    Precision, compile mode and world size follow their rules; then batch sizes and integer
+    model-knob values are removed whose smallest configuration already exceeds the memory.
 
     Returns:
         The restricted space and one line per removed choice with the rule's reason.

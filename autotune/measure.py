@@ -312,7 +312,7 @@ class Measurement:
             seconds minus ``step_time_s`` (0 without compile).
         peak_memory_bytes: CUDA: allocator peak of the busiest GPU; CPU: peak RSS growth of the
             training processes, summed over ranks; mock: the cost model's estimate.
-        val_accuracy: top-1 accuracy on the held-out validation split, in [0, 1].
+        val_metric: top-1 accuracy on the held-out validation split, in [0, 1].
         train_loss: mean training loss over the last epoch.
         train_s: wall seconds of the whole training loop, compile and warm-up included.
         steps: optimizer steps taken.
@@ -333,7 +333,7 @@ class Measurement:
     step_time_p90_s: float
     compile_s: float
     peak_memory_bytes: int
-    val_accuracy: float
+    val_metric: float
     train_loss: float
     train_s: float
     steps: int

@@ -37,7 +37,13 @@ from autotune.hardware import (
     trial_infeasibility_reason,
 )
 from autotune.measure import Measurement
-from autotune.objectives import OBJECTIVES, failed_values, objective_values
+from autotune.objectives import (
+    METRIC_INDEX,
+    OBJECTIVES,
+    Objective,
+    failed_values,
+    objective_values,
+)
 from autotune.storage import FINISHED_STATES, validate_storage_url
 
 __all__ = [
@@ -208,7 +214,10 @@ def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
 
 
 def _study_record(
-    config: RunConfig, space: SearchSpace, caps: DeviceCapabilities
+    config: RunConfig,
+    space: SearchSpace,
+    caps: DeviceCapabilities,
+    objectives: tuple[Objective, ...],
 ) -> dict[str, Any]:
     return {
         # Defaults left out: a field added in a later autotune version (with a default that
@@ -218,7 +227,7 @@ def _study_record(
         "device_kind": caps.kind,
         "device_name": caps.name,
         "simulated": caps.simulated,
-        "objectives": [o.name for o in OBJECTIVES],
+        "objectives": [o.name for o in objectives],
     }
 
 
@@ -233,8 +242,12 @@ def open_study(
     caps: DeviceCapabilities,
     storage: RDBStorage,
     seed_offset: int = 0,
+    objectives: tuple[Objective, ...] = OBJECTIVES,
 ) -> optuna.Study:
     """Create the study, or load it to resume; refuse to mix spaces or device kinds.
+
+    ``objectives`` are the study's (:func:`autotune.objectives.study_objectives` of the
+    workload's metric); Optuna keeps their names and directions with the study.
 
     The sampler's seed is ``seed + number of trials already in the study + seed_offset``, so a
     resumed study does not replay the first proposals while staying reproducible, and workers
@@ -244,13 +257,13 @@ def open_study(
         ConfigError: the existing study was made with another space or another device kind.
         StorageError: the database failed.
     """
-    record = _study_record(config, space, caps)
+    record = _study_record(config, space, caps, objectives)
     try:
         warm_start = _warm_start_trials(config, space, storage) if config.warm_start else []
         study = optuna.create_study(
             storage=storage,
             study_name=config.study,
-            directions=[o.direction for o in OBJECTIVES],
+            directions=[o.direction for o in objectives],
             load_if_exists=True,
         )
         # Another machine first: it also explains a space restricted differently.
@@ -259,7 +272,7 @@ def open_study(
         if existing is None:
             with warnings.catch_warnings():  # set_metric_names is "experimental" since 3.2
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                study.set_metric_names([o.name for o in OBJECTIVES])
+                study.set_metric_names([o.name for o in objectives])
             study.set_user_attr("autotune", record)
             for params, source in warm_start:
                 study.enqueue_trial(params, user_attrs={"warm_start_from": source})
@@ -301,7 +314,7 @@ def _warm_start_trials(
     knobs = space.knobs()
     trials: list[tuple[dict[str, Any], str]] = []
     for t in sorted(other.best_trials, key=lambda t: t.number):
-        params = {k: v for k, v in t.params.items() if k in knobs and v in knobs[k].values()}
+        params = {k: v for k, v in t.params.items() if k in knobs and knobs[k].contains(v)}
         if params and all(params != p for p, _ in trials):
             trials.append((params, f"{name}#{t.number}"))
     return trials
@@ -320,7 +333,7 @@ class TrialObjective:
             run but stopped as :class:`SurplusTrial`.
 
     Returns (when called):
-        ``(throughput_sps, val_accuracy, peak_memory_bytes)``.
+        ``(throughput_sps, val_metric, peak_memory_bytes)``.
 
     A configuration the device's feasibility rules refuse is not launched; it completes with
     the failed values and ``failure=infeasible``, like a trial that ran out of memory.
@@ -336,7 +349,9 @@ class TrialObjective:
         caps: DeviceCapabilities,
         run_trial: RunTrialFn,
         n_trials: int | None = None,
+        objectives: tuple[Objective, ...] = OBJECTIVES,
     ) -> None:
+        self._objectives = objectives
         self._config = config
         self._space = space
         self._caps = caps
@@ -354,18 +369,14 @@ class TrialObjective:
         """
         knobs = {name: param.suggest(trial, name) for name, param in self._space.knobs().items()}
         # Validated here: the sampler's values and the device kind are checked by the model.
-        return TrialConfig.model_validate(
-            {
-                "device": self._caps.kind,
-                "family": self._space.model.family,
-                "seed": self._config.seed,
-                "train": trial_train_settings(self._space),
-                "data": self._space.data,
-                "measure": self._space.measure,
-                "mock_fault": self._mock_fault(trial.number),
-                "mock_profile": self._config.mock.profile,
-                **knobs,
-            }
+        return TrialConfig.from_knobs(
+            knobs,
+            self._space,
+            device=self._caps.kind,
+            seed=self._config.seed,
+            train=trial_train_settings(self._space),
+            mock_fault=self._mock_fault(trial.number),
+            mock_profile=self._config.mock.profile,
         )
 
     def _mock_fault(self, number: int) -> MockFault:
@@ -412,9 +423,7 @@ class TrialObjective:
             )
             trial.set_constraint("max_memory_bytes", float(excess))
         if limits.min_accuracy is not None:
-            shortfall = (
-                0.0 if measurement is None else limits.min_accuracy - measurement.val_accuracy
-            )
+            shortfall = 0.0 if measurement is None else limits.min_accuracy - measurement.val_metric
             trial.set_constraint("min_accuracy", shortfall)
 
     def _record_failure(
@@ -425,7 +434,16 @@ class TrialObjective:
         trial.set_user_attr("failure", failure)
         trial.set_user_attr("failure_detail", detail[-2000:])
         self._set_constraints(trial, None)
-        return failed_values(self._caps.memory_bytes)
+        metric = self._objectives[METRIC_INDEX]
+        worst = None
+        if metric.direction == "minimize":
+            measured = [
+                t.values[METRIC_INDEX]
+                for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                if t.values is not None and "failure" not in t.user_attrs
+            ]
+            worst = max(measured, default=None)
+        return failed_values(self._caps.memory_bytes, metric.direction, worst)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, float, float]:
         if self._is_surplus(trial):

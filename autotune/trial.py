@@ -4,10 +4,13 @@ This module runs inside a trial's child process (see :mod:`autotune.runner`), on
 DDP rank. It never sees the study: it takes a frozen config and returns a
 :class:`~autotune.measure.Measurement`.
 
-The knobs map onto PyTorch as follows: depth/width -> :func:`autotune.models.build_model`;
-batch size and workers -> ``DataLoader`` (pinned memory on CUDA, persistent workers);
-precision -> ``torch.autocast`` (fp16, bf16; a ``GradScaler`` for fp16 on CUDA) or the TF32
-flags; memory format -> ``channels_last`` for model and inputs; compile mode ->
+The model, its data, loss and metric come from the trial's workload, imported here by
+reference (:func:`autotune.workloads.load_workload`): the model knobs ->
+``workload.build_model(**knobs)``; ``workload.datasets()`` -> the training and validation
+data. The tuner's knobs map onto PyTorch as follows: batch size and workers -> ``DataLoader``
+(pinned memory on CUDA, persistent workers); precision -> ``torch.autocast`` (fp16, bf16; a
+``GradScaler`` for fp16 on CUDA) or the TF32 flags; memory format -> ``channels_last`` for
+the model and 4-D inputs; compile mode ->
 ``torch.compile(mode=...)``; GPU count -> ``DistributedDataParallel`` with that world size.
 The learning rate follows the global batch (``train.lr_scaling``) after a linear warm-up
 (``torch.optim.lr_scheduler.LinearLR``).
@@ -29,12 +32,10 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, TensorDataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
 
 from autotune.config import TrainSettings, TrialConfig
-from autotune.data import Dataset, load_dataset
 from autotune.devices import Backend, make_backend
 from autotune.flops import trial_extras
 from autotune.measure import (
@@ -44,13 +45,13 @@ from autotune.measure import (
     WindowPlan,
     plan_windows,
 )
-from autotune.models import build_model, count_parameters
+from autotune.models import count_parameters
 from autotune.nvml import GpuWindowMeter
+from autotune.workloads import LoadedWorkload, load_workload
 
 __all__ = ["run_rank"]
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
-_EVAL_BATCH = 1024
 #: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
 _MAX_EXTENSION_STEPS = 100_000
 
@@ -72,6 +73,7 @@ def run_rank(
     Raises:
         torch.OutOfMemoryError, MemoryError: the device ran out of memory.
         ValueError: the batch is larger than the training split.
+        Exception: whatever the workload raises (the runner records it as ``failure=error``).
     """
     if config.device == "mock":
         from autotune.devices.mock import simulate
@@ -87,8 +89,8 @@ def run_rank(
             backend.ddp_backend, init_method=f"file://{init_file}", rank=rank, world_size=world_size
         )
     try:
-        dataset = load_dataset(config.data)
-        local = _train_and_evaluate(config, backend, dataset, rank, world_size)
+        workload = load_workload(config.workload)
+        local = _train_and_evaluate(config, backend, workload, rank, world_size)
         if world_size == 1:
             return local
         gathered: list[Any] = [None] * world_size
@@ -144,15 +146,14 @@ def _make_warmup(
 
 
 def _make_loader(
-    config: TrialConfig, dataset: Dataset, backend: Backend, rank: int, world_size: int
+    config: TrialConfig, data: Dataset[Any], backend: Backend, rank: int, world_size: int
 ) -> DataLoader[Any]:
-    data = TensorDataset(dataset.train_x, dataset.train_y)
     generator = torch.Generator().manual_seed(config.seed)
     sampler: Any
     if world_size > 1:
         sampler = DistributedSampler(data, world_size, rank, shuffle=True, seed=config.seed)
     else:
-        sampler = RandomSampler(data, generator=generator)
+        sampler = RandomSampler(data, generator=generator)  # type: ignore[arg-type]
     return DataLoader(
         data,
         batch_size=config.batch_size,
@@ -165,17 +166,36 @@ def _make_loader(
     )
 
 
+def _to_device(
+    batch: Any, device: torch.device, memory_format: torch.memory_format
+) -> torch.Tensor:
+    """One collated input or target on the device; 4-D tensors in ``memory_format``.
+
+    Raises:
+        TypeError: the batch is not a tensor (the workload's items collate to something else).
+    """
+    if not isinstance(batch, torch.Tensor):
+        raise TypeError(
+            f"the workload's datasets() items must collate to tensors (input, target), "
+            f"got a {type(batch).__name__}"
+        )
+    if batch.dim() == 4:
+        return batch.to(device, non_blocking=True, memory_format=memory_format)
+    return batch.to(device, non_blocking=True)
+
+
 def _train_and_evaluate(
-    config: TrialConfig, backend: Backend, dataset: Dataset, rank: int, world_size: int
+    config: TrialConfig, backend: Backend, workload: LoadedWorkload, rank: int, world_size: int
 ) -> Measurement:
     device = backend.torch_device()
+    train_data, val_data = workload.datasets()
     torch.manual_seed(config.seed)
-    loader = _make_loader(config, dataset, backend, rank, world_size)
+    loader = _make_loader(config, train_data, backend, rank, world_size)
     steps_per_epoch = len(loader)
     if steps_per_epoch == 0:
         raise ValueError(
             f"batch_size={config.batch_size} x gpu_count={world_size} is larger than the "
-            f"{len(dataset.train_x)} training samples"
+            f"{len(train_data)} training samples"  # type: ignore[arg-type]
         )
     total_steps = config.train.epochs * steps_per_epoch
     if config.train.max_steps is not None:
@@ -198,9 +218,9 @@ def _train_and_evaluate(
     memory_format = torch.channels_last if channels_last else torch.contiguous_format
     # Module.to takes memory_format (keyword only; documented, and parsed at run time by
     # torch._C._nn._parse_to), but torch's overloads of `to` leave it out.
-    model = build_model(
-        config.family, config.depth, config.width, dataset.input_shape, dataset.num_classes
-    ).to(device=device, memory_format=memory_format)  # type: ignore[call-overload]
+    model = workload.build_model(config.model).to(  # type: ignore[call-overload]
+        device=device, memory_format=memory_format
+    )
     train_model: torch.nn.Module = model
     if world_size > 1:
         train_model = DistributedDataParallel(model)
@@ -215,7 +235,7 @@ def _train_and_evaluate(
     def train_step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """One optimizer step on the batch ``(x, y)`` (already on the device); its loss."""
         with torch.autocast(backend.kind, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            loss = F.cross_entropy(step_model(x), y)
+            loss = workload.loss(step_model(x), y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -245,8 +265,8 @@ def _train_and_evaluate(
         epoch_loss.zero_()
         epoch_steps = 0
         for x, y in loader:
-            x = x.to(device, non_blocking=True, memory_format=memory_format)  # (B, C, H, W)
-            y = y.to(device, non_blocking=True)  # (B,)
+            x = _to_device(x, device, memory_format)  # (B, ...): (B, C, H, W) for images
+            y = _to_device(y, device, memory_format)  # (B, ...)
             loss = train_step(x, y)
             epoch_loss += loss.detach().float()
             epoch_steps += 1
@@ -270,8 +290,8 @@ def _train_and_evaluate(
     # The first step holds the compilation: its seconds beyond a timed step's.
     compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if compiled else 0.0
     # The budget's accuracy, before any timing-only step changes the weights.
-    accuracy = (
-        _evaluate(model, dataset, device, memory_format, backend.kind, autocast_dtype)
+    metric = (
+        _evaluate(workload, model, val_data, config, device, memory_format, autocast_dtype)
         if rank == 0
         else 0.0
     )
@@ -286,8 +306,8 @@ def _train_and_evaluate(
                     loader.sampler.set_epoch(epoch_index)
                 for bx, by in loader:
                     yield (
-                        bx.to(device, non_blocking=True, memory_format=memory_format),
-                        by.to(device, non_blocking=True),
+                        _to_device(bx, device, memory_format),
+                        _to_device(by, device, memory_format),
                     )
 
         stats, extension_steps = _extend_timing(
@@ -307,6 +327,7 @@ def _train_and_evaluate(
             model,
             x,
             y,
+            loss_fn=workload.loss,
             precision=config.precision,
             autocast_dtype=autocast_dtype,
             device_kind=backend.kind,
@@ -323,7 +344,7 @@ def _train_and_evaluate(
         stats,
         compile_s=compile_s,
         peak_memory_bytes=peak_memory,
-        val_accuracy=accuracy,
+        val_metric=metric,
         train_loss=float(epoch_loss.item() / max(1, epoch_steps)),
         train_s=train_s,
         steps=step,
@@ -393,19 +414,21 @@ def _extend_timing(
 
 @torch.no_grad()
 def _evaluate(
+    workload: LoadedWorkload,
     model: torch.nn.Module,
-    dataset: Dataset,
+    val_data: Dataset[Any],
+    config: TrialConfig,
     device: torch.device,
     memory_format: torch.memory_format,
-    device_type: str,
     autocast_dtype: torch.dtype | None,
 ) -> float:
-    """Top-1 accuracy of the eager model on the validation split, in [0, 1]."""
+    """The workload's validation metric of the eager model (top-1 accuracy in [0, 1] unless
+    the workload brings its own ``evaluate``), in eval mode, under the trial's autocast.
+
+    The validation batches are the trial's batch size, in order, without workers.
+    """
     model.eval()
-    correct = 0
-    for start in range(0, len(dataset.val_x), _EVAL_BATCH):
-        x = dataset.val_x[start : start + _EVAL_BATCH].to(device, memory_format=memory_format)
-        y = dataset.val_y[start : start + _EVAL_BATCH].to(device)
-        with torch.autocast(device_type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            correct += int((model(x).argmax(dim=1) == y).sum())
-    return correct / len(dataset.val_x)
+    loader = DataLoader(val_data, batch_size=config.batch_size, shuffle=False)
+    device_type = device.type
+    with torch.autocast(device_type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+        return workload.evaluate(model, loader, device, memory_format)

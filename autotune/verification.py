@@ -108,7 +108,7 @@ def select_finalists(
             )
         )
         raise VerificationError(f"the study {why}; there is nothing to compare against")
-    floor = float(base.user_attrs["val_accuracy"]) - accuracy_tolerance_pt / 100.0
+    floor = float(base.user_attrs["val_metric"]) - accuracy_tolerance_pt / 100.0
     base_sps = float(base.user_attrs["throughput_sps"])
     eligible = [
         t
@@ -116,7 +116,7 @@ def select_finalists(
         if t.number != base.number
         and is_feasible(t)
         and _measured(t)
-        and float(t.user_attrs["val_accuracy"]) >= floor
+        and float(t.user_attrs["val_metric"]) >= floor
         and float(t.user_attrs["throughput_sps"]) > base_sps
     ]
     # Pareto-optimal first (False sorts before True), then fastest first, then lower number.
@@ -198,9 +198,9 @@ class CandidateVerdict:
         speedup: geometric mean over rounds of its throughput over the same round's baseline
             (None for the baseline itself, or without a paired round).
         speedup_ci95: 95 % confidence interval of ``speedup`` (:func:`speedup_ci95`).
-        val_accuracy_mean: mean validation accuracy over rounds (in [0, 1]).
-        val_accuracy_min: lowest over rounds.
-        val_accuracy_max: highest over rounds.
+        val_metric_mean: mean validation accuracy over rounds (in [0, 1]).
+        val_metric_min: lowest over rounds.
+        val_metric_max: highest over rounds.
         peak_memory_max_bytes: the highest peak memory over rounds.
         qualifies: it may be recommended (every round measured, accuracy within the tolerance,
             the interval above 1.0).
@@ -216,9 +216,9 @@ class CandidateVerdict:
     throughput_median_sps: float | None
     speedup: float | None
     speedup_ci95: tuple[float, float] | None
-    val_accuracy_mean: float | None
-    val_accuracy_min: float | None
-    val_accuracy_max: float | None
+    val_metric_mean: float | None
+    val_metric_min: float | None
+    val_metric_max: float | None
     peak_memory_max_bytes: int | None
     qualifies: bool
     verdict: str
@@ -280,7 +280,7 @@ class VerificationSummary:
         if rec is None:
             return f"{prefix}{NOTHING_QUALIFIES} (verified over {self.rounds} rounds)"
         assert rec.speedup is not None and rec.speedup_ci95 is not None
-        assert rec.val_accuracy_mean is not None and self.baseline.val_accuracy_mean is not None
+        assert rec.val_metric_mean is not None and self.baseline.val_metric_mean is not None
         low, high = rec.speedup_ci95
         memory = (
             f", peak memory {rec.peak_memory_max_bytes / (1 << 20):,.0f} MiB"
@@ -290,8 +290,8 @@ class VerificationSummary:
         return (
             f"{prefix}{rec.speedup:.2f}x faster than your defaults (verified over "
             f"{self.rounds} rounds, 95 % CI {low:.2f}-{high:.2f}x) at "
-            f"{100 * rec.val_accuracy_mean:.2f} % accuracy (defaults "
-            f"{100 * self.baseline.val_accuracy_mean:.2f} %){memory}: trial "
+            f"{100 * rec.val_metric_mean:.2f} % accuracy (defaults "
+            f"{100 * self.baseline.val_metric_mean:.2f} %){memory}: trial "
             f"{rec.trial_number}, {rec.changes_text()}"
         )
 
@@ -309,7 +309,7 @@ def _verdict(
     is_base = number == plan.baseline_trial
     measured = [r for r in rows if r.failure is None and r.throughput_sps is not None]
     failures = tuple(f"round {r.round_index + 1}: {r.failure}" for r in rows if r.failure)
-    accuracies = [r.val_accuracy for r in measured if r.val_accuracy is not None]
+    accuracies = [r.val_metric for r in measured if r.val_metric is not None]
     memories = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
     ratios = [
         r.throughput_sps / base.throughput_sps
@@ -353,9 +353,9 @@ def _verdict(
         ),
         speedup=speedup,
         speedup_ci95=ci,
-        val_accuracy_mean=accuracy_mean,
-        val_accuracy_min=min(accuracies) if accuracies else None,
-        val_accuracy_max=max(accuracies) if accuracies else None,
+        val_metric_mean=accuracy_mean,
+        val_metric_min=min(accuracies) if accuracies else None,
+        val_metric_max=max(accuracies) if accuracies else None,
         peak_memory_max_bytes=max(memories) if memories else None,
         qualifies=qualifies,
         verdict=verdict,
@@ -386,7 +386,7 @@ def summarize_verification(
         if r.failure is None and r.throughput_sps is not None
     }
     base_params = params_by_trial.get(plan.baseline_trial, {})
-    base_acc = [r.val_accuracy for r in base_rows.values() if r.val_accuracy is not None]
+    base_acc = [r.val_metric for r in base_rows.values() if r.val_metric is not None]
     base_accuracy_mean = statistics.fmean(base_acc) if base_acc else None
     planned = len(plan.schedule())
     done = len(run.done() & set(plan.schedule()))

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from autotune.config import TrialConfig
+from autotune.config import DataSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
 from autotune.measure import Measurement, plan_windows, summarize_windows
@@ -45,13 +46,43 @@ _COMPILE = {
 }
 
 
-def _model_cost(config: TrialConfig, shape: tuple[int, int, int]) -> tuple[float, int, int]:
+@dataclass(frozen=True)
+class _BuiltinModel:
+    """A built-in workload's model and data, the only workloads the mock device models."""
+
+    family: str
+    depth: int
+    width: int
+    data: DataSettings
+
+
+def _builtin_model(config: TrialConfig) -> _BuiltinModel:
+    """The built-in model a configuration trains.
+
+    Raises:
+        ValueError: the configuration's workload is not a built-in one.
+    """
+    if not config.workload.is_builtin:
+        raise ValueError(
+            f"the mock device simulates the built-in workloads (cnn, mlp) only, "
+            f"not {config.workload.label}"
+        )
+    args = config.workload.args
+    return _BuiltinModel(
+        family=str(args["family"]),
+        depth=int(config.model["depth"]),
+        width=int(config.model["width"]),
+        data=DataSettings.model_validate(args.get("data") or {}),
+    )
+
+
+def _model_cost(m: _BuiltinModel, shape: tuple[int, int, int]) -> tuple[float, int, int]:
     """(forward FLOPs per sample, parameters, activation elements per sample)."""
     c, h, w = shape
     flops, params, acts = 0.0, 0, 0
-    if config.family == "cnn":
-        for i in range(config.depth):
-            out = config.width * 2**i
+    if m.family == "cnn":
+        for i in range(m.depth):
+            out = m.width * 2**i
             flops += 2 * h * w * c * out * 9
             params += c * out * 9 + 2 * out
             acts += 3 * h * w * out  # conv, BatchNorm and ReLU outputs saved for backward
@@ -61,17 +92,17 @@ def _model_cost(config: TrialConfig, shape: tuple[int, int, int]) -> tuple[float
         features = c
     else:
         features = c * h * w
-        for _ in range(config.depth):
-            flops += 2 * features * config.width
-            params += features * config.width + config.width
-            acts += 2 * config.width
-            features = config.width
+        for _ in range(m.depth):
+            flops += 2 * features * m.width
+            params += features * m.width + m.width
+            acts += 2 * m.width
+            features = m.width
     flops += 2 * features * 10
     params += features * 10 + 10
     return flops, params, acts
 
 
-def _fragmentation(config: TrialConfig) -> float:
+def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
     """What a real allocator adds to the modelled bytes: a factor in [1.0, 1.5), fixed per
     model, batch, precision, compile mode and world size (the seed does not change it).
 
@@ -81,7 +112,7 @@ def _fragmentation(config: TrialConfig) -> float:
     trials the estimate lets through (autotune.hardware) still run out of memory, as on real
     hardware."""
     key = (
-        f"{config.family}/{config.depth}/{config.width}/{config.batch_size}/{config.precision}/"
+        f"{m.family}/{m.depth}/{m.width}/{config.batch_size}/{config.precision}/"
         f"{config.compile_mode}/{config.gpu_count}/{config.train.optimizer}"
     )
     digest = hashlib.sha256(key.encode()).digest()
@@ -115,16 +146,17 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         MemoryError: when the modelled peak memory exceeds ``profile.memory_bytes`` (the trial
             runner records it as ``failure=oom``).
         ValueError: a precision the profile's device does not have (the feasibility rules
-            remove those before a trial starts).
+            remove those before a trial starts), or a workload other than the built-ins.
     """
     if profile is None:
         profile = get_profile(config.mock_profile)
     if config.precision not in profile.peak_flops:
         raise ValueError(f"precision {config.precision} is not supported by {profile.name}")
-    shape, n_train, acc_ceiling = _NOMINAL_DATA[config.data.name]
-    if config.data.name == "synthetic":
-        n_train = int(config.data.synthetic_samples * (1 - config.data.val_fraction))
-    fwd_flops, params, acts = _model_cost(config, shape)
+    m = _builtin_model(config)
+    shape, n_train, acc_ceiling = _NOMINAL_DATA[m.data.name]
+    if m.data.name == "synthetic":
+        n_train = int(m.data.synthetic_samples * (1 - m.data.val_fraction))
+    fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count
     rng = _rng(config)
 
@@ -149,7 +181,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         on_gpu=profile.is_gpu,
         runtime_bytes=MOCK_RUNTIME_BYTES if profile.is_gpu else CPU_RUNTIME_BYTES,
     ).total_bytes
-    peak_bytes = int(modelled_bytes * _fragmentation(config))
+    peak_bytes = int(modelled_bytes * _fragmentation(config, m))
     if peak_bytes > profile.memory_bytes:
         what = "CUDA" if profile.is_gpu else "host"
         raise MemoryError(
@@ -159,11 +191,11 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
 
     # Step time: compute at a utilization that grows with batch and width, plus launches,
     # plus the input pipeline (overlapped with compute when workers > 0), plus all-reduce.
-    utilization = 0.7 * batch / (batch + 4096 / config.width)
+    utilization = 0.7 * batch / (batch + 4096 / m.width)
     layout_gain = (
         1.25
         if (
-            config.family == "cnn"
+            m.family == "cnn"
             and config.memory_format == "channels_last"
             and config.precision in ("fp16", "bf16")
         )
@@ -173,7 +205,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     if not profile.is_gpu:
         rate /= world  # CPU ranks share the cores the peak is for
     compute_s = batch * 3 * fwd_flops / rate * compute_rel
-    launch_s = (10 * config.depth + 8) * profile.launch_overhead_s * launch_rel
+    launch_s = (10 * m.depth + 8) * profile.launch_overhead_s * launch_rel
     load_s = batch * profile.host_sample_s * (shape[1] * shape[2]) / 784
     if config.num_workers > 0:
         step_s = max(compute_s + launch_s, load_s / config.num_workers)
@@ -202,7 +234,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         step_s * run_factor * rng.lognormal(0.0, 0.02, size=(plan.windows, plan.window_steps))
     )
     stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, batch * world)
-    compile_s = compile_per_block_s * (1 + config.depth) if config.compile_mode != "none" else 0.0
+    compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
 
     # Accuracy: a ceiling, minus under-capacity and under-training penalties, plus noise.
     # SIMULATION ASSUMPTION: training progresses with the optimizer steps times the
@@ -211,7 +243,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     # factor is 1 and only the steps count.
     lr_peak = config.train.peak_lr(batch * world)
     effective_steps = steps * lr_peak / config.train.lr
-    capacity = math.sqrt(config.depth * config.width / 8)
+    capacity = math.sqrt(m.depth * m.width / 8)
     accuracy = (
         acc_ceiling
         - 0.03 / capacity
@@ -241,7 +273,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         stats,
         compile_s=compile_s,
         peak_memory_bytes=peak_bytes,
-        val_accuracy=float(min(1.0, max(0.0, accuracy))),
+        val_metric=float(min(1.0, max(0.0, accuracy))),
         train_loss=float(max(0.01, 2.3 * math.exp(-effective_steps / 80))),
         train_s=compile_s + steps * step_s,
         steps=steps,

@@ -68,7 +68,7 @@ class TrialPoint(NamedTuple):
         pareto: on the Pareto front of the feasible trials (all three objectives).
         baseline: the study's baseline trial (PyTorch defaults).
         throughput_sps: training samples/s.
-        val_accuracy: validation accuracy in [0, 1].
+        val_metric: validation accuracy in [0, 1].
         peak_memory_bytes: peak memory in bytes.
         params: the knobs, by Optuna parameter name.
         reason: why the trial is infeasible or failed ("" when feasible).
@@ -81,7 +81,7 @@ class TrialPoint(NamedTuple):
     pareto: bool
     baseline: bool
     throughput_sps: float | None
-    val_accuracy: float | None
+    val_metric: float | None
     peak_memory_bytes: float | None
     params: Mapping[str, Any]
     reason: str
@@ -95,7 +95,7 @@ class ParetoRow(NamedTuple):
     Attributes:
         number: Optuna's trial number.
         throughput_sps: training samples/s.
-        val_accuracy: validation accuracy in [0, 1].
+        val_metric: validation accuracy in [0, 1].
         peak_memory_bytes: peak memory in bytes.
         step_time_s: median seconds per optimizer step (None if not recorded).
         compile_s: seconds torch.compile added (None if not recorded).
@@ -106,7 +106,7 @@ class ParetoRow(NamedTuple):
 
     number: int
     throughput_sps: float
-    val_accuracy: float
+    val_metric: float
     peak_memory_bytes: float
     step_time_s: float | None
     compile_s: float | None
@@ -344,7 +344,7 @@ def hypervolume_history(points: Sequence[TrialPoint]) -> tuple[HypervolumePoint,
             front.append(
                 [
                     point.throughput_sps or 0.0,
-                    point.val_accuracy or 0.0,
+                    point.val_metric or 0.0,
                     point.peak_memory_bytes or 0.0,
                 ]
             )
@@ -500,7 +500,7 @@ def gather_from_trials(
                 pareto=trial.number in front,
                 baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
                 throughput_sps=values[0],
-                val_accuracy=values[1],
+                val_metric=values[1],
                 peak_memory_bytes=values[2],
                 params=dict(trial.params),
                 reason=reason,
@@ -513,7 +513,7 @@ def gather_from_trials(
         ParetoRow(
             number=p.number,
             throughput_sps=float(p.throughput_sps or 0.0),
-            val_accuracy=float(p.val_accuracy or 0.0),
+            val_metric=float(p.val_metric or 0.0),
             peak_memory_bytes=float(p.peak_memory_bytes or 0.0),
             step_time_s=_attr_float(by_number[p.number], "step_time_s"),
             compile_s=_attr_float(by_number[p.number], "compile_s"),

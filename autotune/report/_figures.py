@@ -35,15 +35,15 @@ _MIB = float(1 << 20)
 #: Display axis per objective: (label, scale from the stored unit).
 _AXES: dict[str, tuple[str, float]] = {
     "throughput_sps": ("throughput (samples/s)", 1.0),
-    "val_accuracy": ("validation accuracy (%)", 100.0),
+    "val_metric": ("validation accuracy (%)", 100.0),
     "peak_memory_bytes": ("peak memory (MiB)", 1.0 / _MIB),
 }
 _DIRECTIONS = {o.name: o.direction for o in OBJECTIVES}
 #: The three 2-D projections: (figure id, x objective, y objective).
 PROJECTIONS: tuple[tuple[str, str, str], ...] = (
-    ("pareto-throughput-accuracy", "throughput_sps", "val_accuracy"),
+    ("pareto-throughput-accuracy", "throughput_sps", "val_metric"),
     ("pareto-throughput-memory", "throughput_sps", "peak_memory_bytes"),
-    ("pareto-accuracy-memory", "val_accuracy", "peak_memory_bytes"),
+    ("pareto-accuracy-memory", "val_metric", "peak_memory_bytes"),
 )
 #: Every figure a page shows, in page order.
 FIGURE_IDS: tuple[str, ...] = (
@@ -150,7 +150,7 @@ def _hover(point: TrialPoint, data: ReportData) -> str:
     if point.measured:
         lines.append(
             f"single trial: {point.throughput_sps or 0:,.0f} samples/s · "
-            f"{100 * (point.val_accuracy or 0):.1f}% · "
+            f"{100 * (point.val_metric or 0):.1f}% · "
             f"{(point.peak_memory_bytes or 0) / _MIB:,.1f} MiB"
         )
         if point.speedup is not None:
@@ -289,7 +289,7 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
 
 def pareto_3d_figure(data: ReportData) -> go.Figure:
     """All three objectives in 3-D, with the same point classes as the 2-D projections."""
-    objectives = ("throughput_sps", "val_accuracy", "peak_memory_bytes")
+    objectives = ("throughput_sps", "val_metric", "peak_memory_bytes")
     pos = _positions(data.points, objectives)
     fig = go.Figure()
     recommended = _recommended(data)

@@ -143,9 +143,9 @@ def _verification_table(data: ReportData) -> str:
     for v in (summary.baseline, *summary.candidates):
         recommended = not v.is_baseline and v.trial_number == chosen
         accuracy = (
-            f"{100 * v.val_accuracy_mean:.2f}% [{100 * (v.val_accuracy_min or 0):.2f}-"
-            f"{100 * (v.val_accuracy_max or 0):.2f}]"
-            if v.val_accuracy_mean is not None
+            f"{100 * v.val_metric_mean:.2f}% [{100 * (v.val_metric_min or 0):.2f}-"
+            f"{100 * (v.val_metric_max or 0):.2f}]"
+            if v.val_metric_mean is not None
             else "n/a"
         )
         cells = [
@@ -189,7 +189,7 @@ def _pareto_table(data: ReportData) -> str:
             + (" (recommended)" if row.number == recommended else ""),
             _sps(row.throughput_sps),
             _speedup(row.speedup),
-            f"{100 * row.val_accuracy:.1f}%",
+            f"{100 * row.val_metric:.1f}%",
             f"{row.peak_memory_bytes / _MIB:,.1f}",
             "n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}",
             "n/a" if row.compile_s is None else f"{row.compile_s:.1f}",

@@ -59,7 +59,7 @@ def best_table(best: BestConfigs) -> Table:
             + (" (recommended)" if row.number == recommended else ""),
             f"{row.throughput_sps:,.0f}",
             "n/a" if row.speedup is None else f"{row.speedup:.2f}x",
-            f"{100 * row.val_accuracy:.1f}%",
+            f"{100 * row.val_metric:.1f}%",
             f"{row.peak_memory_bytes / _MIB:,.1f}",
             "n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}",
             f"d{p.get('depth', '?')} w{p.get('width', '?')}",

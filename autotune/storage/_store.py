@@ -54,6 +54,8 @@ def _study_record(row: StudyModel) -> StudyRecord:
         seed=row.seed,
         created_at=row.created_at,
         hardware=_hardware_record(row.hardware),
+        metric_name=row.metric_name,
+        metric_direction=row.metric_direction,
     )
 
 
@@ -200,6 +202,8 @@ class ResultsStore:
                     simulated=record.simulated,
                     sampler=record.sampler,
                     seed=record.seed,
+                    metric_name=record.metric_name,
+                    metric_direction=record.metric_direction,
                     hardware=hardware,
                 )
                 if record.created_at is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.config import KNOB_NAMES
+from autotune.config import TUNER_KNOBS
 
 __all__ = [
     "FINISHED_STATES",
@@ -29,8 +29,9 @@ __all__ = [
     "trial_record",
 ]
 
-#: The searched knobs, stored one column each (same names as the Optuna parameters).
-KNOB_COLUMNS = KNOB_NAMES
+#: The tuner's knobs, stored one column each (same names as the Optuna parameters); the
+#: model's knobs, whose names are the workload's own, are stored as JSON (``model_knobs_json``).
+KNOB_COLUMNS = TUNER_KNOBS
 #: Trial states that count towards ``--trials`` and get a results row: a measured (or
 #: failed-as-data) trial. PRUNED is what studies made before infeasible trials were reported as
 #: COMPLETE hold for a trial that was never launched. FAIL is reserved for interrupted trials,
@@ -107,6 +108,8 @@ class StudyRecord:
         simulated: True when the study ran on the mock device.
         sampler: ``nsga2``, ``tpe``, ``gp`` or ``random``.
         seed: the sampler seed of the first run.
+        metric_name: the workload's validation metric (``accuracy``, ``val_loss``, ...).
+        metric_direction: ``maximize`` or ``minimize``: the metric's better direction.
         created_at: when the record was written (UTC).
         hardware: the fingerprint of the machine that opened the study first.
     """
@@ -120,6 +123,8 @@ class StudyRecord:
     seed: int
     created_at: dt.datetime | None
     hardware: HardwareFingerprint | None
+    metric_name: str = "accuracy"
+    metric_direction: str = "maximize"
 
 
 @dataclass(frozen=True)
@@ -147,7 +152,8 @@ class TrialRecord:
         compile_s: seconds torch.compile added before the first timed step.
         peak_memory_bytes: peak memory (see ``memory_kind``).
         memory_kind: what ``peak_memory_bytes`` is (``cuda_allocator_peak``, ...).
-        val_accuracy: top-1 validation accuracy in [0, 1].
+        val_metric: the workload's validation metric (top-1 accuracy in [0, 1] for the
+            built-ins; see the study's ``metric_name``).
         train_loss: mean training loss over the last epoch.
         train_s: wall seconds of the training loop.
         flops_per_sample: model FLOPs per training sample (forward + backward).
@@ -157,8 +163,10 @@ class TrialRecord:
         samples_per_step: global batch (per-rank batch times world size).
         steps: optimizer steps taken.
         timed_steps: steps inside the timed windows.
-        family, depth, width, batch_size, precision, memory_format, compile_mode,
-        num_workers, gpu_count: the configuration's knobs.
+        workload: the workload's short name (``cnn``, ``gpt.py:CharGPT``), None when unknown.
+        model_knobs_json: the model knobs as JSON (``{"depth": 2, "width": 16}``).
+        batch_size, precision, memory_format, compile_mode, num_workers, gpu_count: the
+            tuner's knobs.
         seed: the trial's training seed, None when unknown.
         config_json: the full trial configuration as JSON (knobs, training, data, timing).
         started_at, completed_at: Optuna's trial start and completion times.
@@ -180,7 +188,7 @@ class TrialRecord:
     compile_s: float | None
     peak_memory_bytes: int | None
     memory_kind: str | None
-    val_accuracy: float | None
+    val_metric: float | None
     train_loss: float | None
     train_s: float | None
     flops_per_sample: float | None
@@ -190,9 +198,8 @@ class TrialRecord:
     samples_per_step: int | None
     steps: int | None
     timed_steps: int | None
-    family: str | None
-    depth: int | None
-    width: int | None
+    workload: str | None
+    model_knobs_json: str | None
     batch_size: int | None
     precision: str | None
     memory_format: str | None
@@ -257,7 +264,7 @@ class VerificationRecord:
         throughput_sps: global training samples/s (median of timed windows).
         throughput_iqr_sps: interquartile range of the window throughputs.
         step_time_s: median seconds per optimizer step.
-        val_accuracy: validation metric (top-1 accuracy in [0, 1]).
+        val_metric: validation metric (top-1 accuracy in [0, 1]).
         peak_memory_bytes: peak memory in bytes.
         train_s: wall seconds of the training loop.
         config_json: the full trial configuration that ran (seed included).
@@ -273,7 +280,7 @@ class VerificationRecord:
     throughput_sps: float | None
     throughput_iqr_sps: float | None
     step_time_s: float | None
-    val_accuracy: float | None
+    val_metric: float | None
     peak_memory_bytes: int | None
     train_s: float | None
     config_json: str
@@ -316,7 +323,7 @@ _FLOAT_ATTRS = (
     "step_time_s",
     "step_time_p90_s",
     "compile_s",
-    "val_accuracy",
+    "val_metric",
     "train_loss",
     "train_s",
     "flops_per_sample",
@@ -344,6 +351,21 @@ def _number(value: Any, kind: type) -> Any:
         return None
 
 
+def _workload_label(config: Mapping[str, Any]) -> str | None:
+    """The short name of a trial configuration's workload (``cnn``, ``gpt.py:CharGPT``);
+    ``family`` for configurations written before workloads."""
+    workload = config.get("workload")
+    if isinstance(workload, Mapping) and isinstance(workload.get("ref"), str):
+        ref = str(workload["ref"])
+        args = workload.get("args") or {}
+        if ref.endswith(":ImageClassifier") and ref.startswith("autotune."):
+            return str(args.get("family", "builtin"))
+        path, _, name = ref.rpartition(":")
+        return f"{path.rsplit('/', 1)[-1]}:{name}"
+    family = config.get("family")
+    return str(family) if family is not None else None
+
+
 def trial_record(
     study_name: str, trial: FrozenTrial, config: Mapping[str, Any] | None = None
 ) -> TrialRecord:
@@ -361,9 +383,12 @@ def trial_record(
     attrs = trial.user_attrs
     params = trial.params
     full = dict(config) if config is not None else {"knobs": dict(params)}
-    family = full.get("family")
+    model_knobs = {k: v for k, v in params.items() if k not in KNOB_COLUMNS}
+    workload = _workload_label(full)
     started, completed = trial.datetime_start, trial.datetime_complete
     figures: dict[str, Any] = {name: _number(attrs.get(name), float) for name in _FLOAT_ATTRS}
+    if figures["val_metric"] is None:  # studies written before workloads: val_accuracy
+        figures["val_metric"] = _number(attrs.get("val_accuracy"), float)
     figures.update({name: _number(attrs.get(name), int) for name in _INT_ATTRS})
     knobs = {name: params.get(name) for name in KNOB_COLUMNS}
     seed = full.get("seed")
@@ -378,7 +403,8 @@ def trial_record(
         failure=attrs.get("failure"),
         failure_detail=str(detail)[-2000:] if detail is not None else None,
         memory_kind=attrs.get("memory_kind"),
-        family=str(family) if family is not None else None,
+        workload=workload,
+        model_knobs_json=json.dumps(model_knobs, sort_keys=True),
         seed=int(seed) if isinstance(seed, int) else None,
         config_json=json.dumps(full, sort_keys=True),
         started_at=started,

@@ -42,7 +42,9 @@ def make_trial_config(**overrides: Any) -> TrialConfig:
     Args:
         **overrides: any ``TrialConfig`` field. ``train``, ``data`` and ``measure`` may be
             mappings; they are merged onto the defaults (``train={"lr": 0.01}`` keeps
-            ``epochs=1``).
+            ``epochs=1``). The built-in model is set with ``family``, ``depth``, ``width``
+            and ``data`` (converted as :meth:`TrialConfig.from_stored` does); ``workload``
+            and ``model`` set another workload instead.
 
     Raises:
         pydantic.ValidationError: an override breaks a field's rule.
@@ -53,7 +55,10 @@ def make_trial_config(**overrides: Any) -> TrialConfig:
             fields[key] = {**fields[key], **value}
         else:
             fields[key] = value
-    return TrialConfig.model_validate(fields)
+    if "workload" in overrides:
+        for key in ("family", "depth", "width", "data"):
+            fields.pop(key, None)
+    return TrialConfig.from_stored(fields)
 
 
 def make_measurement(**overrides: Any) -> Measurement:
@@ -71,7 +76,7 @@ def make_measurement(**overrides: Any) -> Measurement:
         "step_time_p90_s": 0.07,
         "compile_s": 0.0,
         "peak_memory_bytes": 8 * _MIB,
-        "val_accuracy": 0.9,
+        "val_metric": 0.9,
         "train_loss": 0.3,
         "train_s": 1.5,
         "steps": 22,
