@@ -34,6 +34,7 @@ if _TYPE_CHECKING:
         SearchSpace,
         TrialConfig,
         VerifySettings,
+        WorkloadSpec,
         load_run_config,
         load_space,
     )
@@ -45,10 +46,12 @@ if _TYPE_CHECKING:
         StorageError,
         TrialError,
         VerificationError,
+        WorkloadError,
     )
     from autotune.measure import Measurement
     from autotune.storage import StudyNotFoundError
     from autotune.verification import CandidateVerdict, VerificationSummary
+    from autotune.workloads import Workload
 
     __version__: str
 
@@ -72,6 +75,9 @@ __all__ = [
     "VerificationProgress",
     "VerificationSummary",
     "VerifySettings",
+    "Workload",
+    "WorkloadError",
+    "WorkloadSpec",
     "__version__",
     "load_run_config",
     "load_space",
@@ -101,6 +107,9 @@ _SOURCES = {
     "VerificationProgress": "autotune.api",
     "VerificationSummary": "autotune.verification",
     "VerifySettings": "autotune.config",
+    "Workload": "autotune.workloads",
+    "WorkloadError": "autotune.exceptions",
+    "WorkloadSpec": "autotune.config",
     "load_run_config": "autotune.config",
     "load_space": "autotune.config",
     "prepare_run": "autotune.api",

@@ -16,7 +16,13 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import enqueue_baseline
 from autotune.config import DEFAULT_STORAGE_URL, RunConfig, SearchSpace, TrialConfig, VerifySettings
-from autotune.exceptions import AutotuneError, ConfigError, TrialError, VerificationError
+from autotune.exceptions import (
+    AutotuneError,
+    ConfigError,
+    TrialError,
+    VerificationError,
+    WorkloadError,
+)
 from autotune.flops import with_mfu
 from autotune.hardware import (
     DeviceCapabilities,
@@ -143,7 +149,10 @@ def prepare_run(config: RunConfig) -> PreparedRun:
     """
     kind = resolve_device(config.device)
     spec = config.space.workload_spec()
-    workload = check_workload(spec, config.space.model)
+    try:
+        workload = check_workload(spec, config.space.model)
+    except WorkloadError as e:
+        raise WorkloadError(f"{config.space_source}: {e}") from e.__cause__
     objectives = study_objectives(workload.metric_name, workload.metric_direction)
     if config.space.constraints.min_accuracy is not None and not objectives[1].is_accuracy:
         raise ConfigError(
