@@ -74,14 +74,12 @@ def trial_config(
     space: SearchSpace, caps: DeviceCapabilities, knobs: dict[str, Any], seed: int
 ) -> TrialConfig:
     """A complete trial configuration of ``space`` (as ``TrialObjective`` builds one)."""
-    return TrialConfig(
-        device=caps.kind,  # type: ignore[arg-type]
-        family=space.model.family,
+    return TrialConfig.from_knobs(
+        knobs,
+        space,
+        device=caps.kind,
         seed=seed,
         train=trial_train_settings(space),  # LR scaled as in a study
-        data=space.data,
-        measure=space.measure,
-        **knobs,
     )
 
 
@@ -149,7 +147,7 @@ def run_tuning_study(
         t = p.last
         what = t.user_attrs.get("failure") or (
             f"{t.user_attrs.get('throughput_sps', 0):,.0f} samples/s, "
-            f"acc {t.user_attrs.get('val_accuracy', 0):.3f}"
+            f"acc {t.user_attrs.get('val_metric', 0):.3f}"
         )
         progress(
             f"  study {study_name}: trial {p.finished}/{p.target} ({p.elapsed_s:.0f} s): {what}"
@@ -222,11 +220,11 @@ def select_tuned(
             verification = load_verification(study, results)
     base = baseline_trial(study.trials)
     if base is not None and _feasible(base):
-        defaults_accuracy = float(base.user_attrs["val_accuracy"])
+        defaults_accuracy = float(base.user_attrs["val_metric"])
         source = f"the study's baseline trial #{base.number}"
     else:
         m = run_trial(trial_config(space, caps, defaults_knobs(space), 0), timeout_s)
-        defaults_accuracy = m.val_accuracy
+        defaults_accuracy = m.val_metric
         source = "one defaults trial run now (the study has no baseline trial)"
     pareto = study.best_trials
     candidates = [
@@ -373,7 +371,7 @@ def _measure(
     runs.rounds[round_no] = m
     runs.wall_s[round_no] = wall
     progress(
-        f"  {label}: {m.throughput_sps:,.0f} samples/s, acc {m.val_accuracy:.3f}, "
+        f"  {label}: {m.throughput_sps:,.0f} samples/s, acc {m.val_metric:.3f}, "
         f"train {m.train_s:.1f} s, wall {wall:.1f} s"
     )
 

@@ -76,7 +76,7 @@ class GroundTruth:
 
     Attributes:
         knob_names: the knob order of the keys of ``values``.
-        values: ``(throughput_sps, val_accuracy, peak_memory_bytes)`` of every feasible
+        values: ``(throughput_sps, val_metric, peak_memory_bytes)`` of every feasible
             configuration (simulated with seed 0), by knob values.
         n_configs: configurations enumerated.
         n_pruned: configurations the feasibility rules refuse (never launched).
@@ -177,15 +177,13 @@ def _mock_run(config: RunConfig) -> tuple[SearchSpace, DeviceCapabilities]:
 def _trial_config(
     space: SearchSpace, caps: DeviceCapabilities, knobs: dict[str, Any]
 ) -> TrialConfig:
-    return TrialConfig(
+    return TrialConfig.from_knobs(
+        knobs,
+        space,
         device="mock",
-        family=space.model.family,
         seed=0,
         train=trial_train_settings(space),  # LR scaled as in a study
-        data=space.data,
-        measure=space.measure,
         mock_profile="default",
-        **knobs,
     )
 
 
@@ -208,7 +206,7 @@ def enumerate_ground_truth(config: RunConfig) -> GroundTruth:
         except MemoryError:
             oom += 1
             continue
-        values[combo] = (m.throughput_sps, m.val_accuracy, float(m.peak_memory_bytes))
+        values[combo] = (m.throughput_sps, m.val_metric, float(m.peak_memory_bytes))
     front = _pareto(np.asarray(list(values.values()), dtype=float))
     transformed = _to_minimization(front)
     ideal, nadir = transformed.min(axis=0), transformed.max(axis=0)

@@ -384,7 +384,7 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
         expert = by_name["expert"].median_throughput()
         for r in runs:
             paired = r.paired_ratios(by_name["defaults"])
-            accs = [m.val_accuracy for m in r.measurements]
+            accs = [m.val_metric for m in r.measurements]
             rows.append(
                 [
                     dataset,
@@ -430,8 +430,8 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
         tuned = by_name["tuned"].median_throughput()
         over_defaults = tuned / by_name["defaults"].median_throughput()
         over_expert = tuned / by_name["expert"].median_throughput()
-        acc_t = median([m.val_accuracy for m in by_name["tuned"].measurements])
-        acc_d = median([m.val_accuracy for m in by_name["defaults"].measurements])
+        acc_t = median([m.val_metric for m in by_name["tuned"].measurements])
+        acc_d = median([m.val_metric for m in by_name["defaults"].measurements])
         device = "GPU" if real.device == "cuda" else "CPU"
         targets.append(
             report.target(
@@ -479,7 +479,7 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
             r.arm.name: {
                 "knobs": r.arm.knobs,
                 "throughput_sps": r.throughputs(),
-                "val_accuracy": [m.val_accuracy for m in r.measurements],
+                "val_metric": [m.val_metric for m in r.measurements],
                 "train_s": [m.train_s for m in r.measurements],
                 "compile_s": [m.compile_s for m in r.measurements],
                 "peak_memory_bytes": [m.peak_memory_bytes for m in r.measurements],
