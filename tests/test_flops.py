@@ -83,9 +83,27 @@ def test_counting_leaves_the_model_as_it_was() -> None:
     assert all(torch.equal(before[k], after[k]) for k in before)  # BatchNorm stats too
 
 
+def test_a_workloads_loss_is_counted() -> None:
+    model = build_model("mlp", 1, 8, (1, 8, 8), 10)
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+    called: list[tuple[int, ...]] = []
+
+    def loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        called.append(tuple(output.shape))
+        return (output @ output.T).sum()  # a 4x10 @ 10x4 matmul the default loss does not do
+
+    default = count_training_flops(model, x, y)
+    own = count_training_flops(model, x, y, loss_fn=loss)
+
+    assert called == [(4, 10)]
+    assert own > default
+
+
 def test_profile_model_counts_what_backward_keeps() -> None:
-    fp32 = profile_model("cnn", 3, 64, (1, 8, 8), 10, "fp32")
-    bf16 = profile_model("cnn", 3, 64, (1, 8, 8), 10, "bf16")
+    spec = make_trial_config(family="cnn").workload  # the built-in cnn on digits (1x8x8)
+    knobs = {"depth": 3, "width": 64}
+    fp32 = profile_model(spec, knobs, "fp32")
+    bf16 = profile_model(spec, knobs, "bf16")
 
     assert fp32.parameters == count_parameters(build_model("cnn", 3, 64, (1, 8, 8), 10))
     # Block 1 alone saves its conv output and BatchNorm/ReLU output (2 x 64 x 8 x 8 fp32).
@@ -93,7 +111,7 @@ def test_profile_model_counts_what_backward_keeps() -> None:
     assert bf16.activation_bytes_per_sample < 0.75 * fp32.activation_bytes_per_sample
     assert bf16.activation_fixed_bytes > fp32.activation_fixed_bytes  # autocast weight casts
     assert fp32.input_bytes_per_sample == 4 * 64 + 8
-    assert profile_model("cnn", 3, 64, (1, 8, 8), 10, "tf32") == fp32
+    assert profile_model(spec, knobs, "tf32") == fp32
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autotune.config import load_space
@@ -103,10 +105,11 @@ def test_trial_estimate_uses_the_devices_runtime() -> None:
     assert cpu.activations_bytes == gpu.activations_bytes > 10 * _MIB
 
 
-def test_trial_estimate_follows_the_data_sets_image_size() -> None:
+def test_trial_estimate_follows_the_data_sets_image_size(mnist_dir: Path) -> None:
     digits = estimate_trial_memory(make_trial_config(), make_capabilities("cuda"))
-    mnist = estimate_trial_memory(
-        make_trial_config(data={"name": "mnist", "root": "/x"}), make_capabilities("cuda")
+    mnist = estimate_trial_memory(  # the workload's own data: the real set is loaded
+        make_trial_config(data={"name": "mnist", "root": str(mnist_dir)}),
+        make_capabilities("cuda"),
     )
 
     assert mnist.activations_bytes > 10 * digits.activations_bytes  # 28x28 vs 8x8 pixels
@@ -158,8 +161,8 @@ def test_trial_rule_on_cpu_counts_the_ranks_on_one_host() -> None:
 # restrict_space removes what never fits
 
 
-def test_restrict_removes_batch_sizes_that_never_fit() -> None:
-    space = load_space("cnn_small", ["data=mnist", "data.root=/x"])
+def test_restrict_removes_batch_sizes_that_never_fit(mnist_dir: Path) -> None:
+    space = load_space("cnn_small", ["data=mnist", f"data.root={mnist_dir}"])
     caps = make_capabilities("cuda", memory_bytes=24 * _MIB, count=2)
 
     restricted, removed = restrict_space(space, caps)
