@@ -455,7 +455,6 @@ def _study(storage: str, name: str) -> optuna.Study:
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="waiting for the workload loader")
 def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
     from autotune.api import run_study
     from autotune.config import load_run_config
@@ -496,7 +495,6 @@ def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="waiting for the workload loader")
 def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
     from autotune.api import run_study
     from autotune.config import load_run_config
