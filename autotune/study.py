@@ -44,6 +44,7 @@ from autotune.objectives import (
     failed_values,
     objective_values,
 )
+from autotune.samplers import OneThreadSampler
 from autotune.storage import FINISHED_STATES, validate_storage_url
 
 __all__ = [
@@ -194,23 +195,27 @@ def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
         raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
 
 
-def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """The sampler for ``sampler=NAME``, seeded.
+def make_sampler(name: str, seed: int) -> OneThreadSampler:
+    """The sampler for ``sampler=NAME``, seeded, on one torch thread while it samples
+    (:class:`autotune.samplers.OneThreadSampler`; ``.sampler`` is Optuna's).
 
     Raises:
         ConfigError: for an unknown sampler name.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler: optuna.samplers.BaseSampler
         if name == "nsga2":
-            return optuna.samplers.NSGAIISampler(population_size=NSGA2_POPULATION, seed=seed)
-        if name == "tpe":
-            return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=10)
-        if name == "gp":
-            return optuna.samplers.GPSampler(seed=seed, n_startup_trials=10)
-        if name == "random":
-            return optuna.samplers.RandomSampler(seed=seed)
-    raise ConfigError(f"sampler={name}: unknown sampler (known: nsga2, tpe, gp, random)")
+            sampler = optuna.samplers.NSGAIISampler(population_size=NSGA2_POPULATION, seed=seed)
+        elif name == "tpe":
+            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=10)
+        elif name == "gp":
+            sampler = optuna.samplers.GPSampler(seed=seed, n_startup_trials=10)
+        elif name == "random":
+            sampler = optuna.samplers.RandomSampler(seed=seed)
+        else:
+            raise ConfigError(f"sampler={name}: unknown sampler (known: nsga2, tpe, gp, random)")
+    return OneThreadSampler(sampler)
 
 
 def _study_record(
