@@ -48,7 +48,9 @@ def test_fake_run_trial_plays_outcomes_then_simulates() -> None:
 
 
 def test_fake_run_trial_then() -> None:
-    fake = FakeRunTrial(then=lambda config, timeout_s: make_measurement(steps=config.depth))
+    fake = FakeRunTrial(
+        then=lambda config, timeout_s: make_measurement(steps=int(config.model["depth"]))
+    )
     assert fake(make_trial_config(depth=3), 1.0).steps == 3
 
 
@@ -65,9 +67,21 @@ def test_make_trial_config_merges_groups() -> None:
 
     assert config.train.epochs == 1
     assert config.train.lr == 0.01
-    assert config.data.name == "digits"
-    assert config.data.val_fraction == 0.5
+    data = config.workload.args["data"]  # the built-in workload's data settings
+    assert data["name"] == "digits"
+    assert data["val_fraction"] == 0.5
     assert config.precision == "bf16"
+
+
+def test_make_trial_config_builds_the_builtin_workload_or_another() -> None:
+    builtin = make_trial_config(family="mlp", depth=2, width=16)
+    other = make_trial_config(workload={"ref": "pkg.mod:Net"}, model={"layers": 3})
+
+    assert builtin.workload.is_builtin
+    assert builtin.workload.args["family"] == "mlp"
+    assert builtin.model == {"depth": 2, "width": 16}
+    assert other.workload.ref == "pkg.mod:Net"
+    assert other.model == {"layers": 3}
 
 
 def test_make_trial_config_validates() -> None:
@@ -76,8 +90,8 @@ def test_make_trial_config_validates() -> None:
 
 
 def test_make_measurement_overrides() -> None:
-    m = make_measurement(val_accuracy=0.5)
-    assert (m.val_accuracy, m.simulated) == (0.5, True)
+    m = make_measurement(val_metric=0.5)
+    assert (m.val_metric, m.simulated) == (0.5, True)
 
 
 def test_make_capabilities_per_kind() -> None:
