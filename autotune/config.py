@@ -88,6 +88,7 @@ SamplerName = Literal["nsga2", "tpe", "gp", "random"]
 DataName = Literal["digits", "mnist", "fashion_mnist", "synthetic"]
 OptimizerName = Literal["adamw", "sgd"]
 LrScaling = Literal["none", "linear", "sqrt"]
+LrSchedule = Literal["constant", "cosine"]
 
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS: tuple[str, ...] = ("contiguous", "channels_last")
@@ -524,7 +525,8 @@ class TrainSettings(_Strict):
     another global batch trains at ``lr`` scaled by ``lr_scaling`` (:func:`scaled_lr`), after a
     linear warm-up over ``lr_warmup_fraction`` of its optimizer steps, so that every batch size
     gets a fair share of the fixed epoch budget. ``lr_scaling=none`` trains every trial at
-    ``lr`` without warm-up.
+    ``lr`` without warm-up. After the warm-up, ``lr_schedule`` decays the learning rate to 0
+    along a cosine (default) or keeps it constant.
     """
 
     optimizer: OptimizerName = "adamw"
@@ -543,6 +545,9 @@ class TrainSettings(_Strict):
     # Share of a trial's optimizer steps over which the learning rate rises linearly to its
     # peak when scaling (Goyal et al. 2017 warm up for 5 of 90 epochs, 5.6 %).
     lr_warmup_fraction: float = Field(0.05, ge=0, lt=1)
+    # After the warm-up: cosine (decay to 0 at the last step) or constant (stay at the peak).
+    # The built-in CNN on MNIST: 98.4 % with cosine, 98.05 % constant (5 seeds, README).
+    lr_schedule: LrSchedule = "cosine"
 
     @property
     def lr_scaling_rule(self) -> LrScaling:

@@ -744,11 +744,24 @@ def infeasibility_reason(knobs: Mapping[str, Any], caps: DeviceCapabilities) -> 
     )
 
 
+def _estimate_or_none(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEstimate | None:
+    """:func:`estimate_trial_memory`, or None when the workload raises while its model is
+    built or traced: the memory rule then lets the configuration through, and the trial
+    itself fails with the workload's error (recorded as ``failure=error``)."""
+    try:
+        return estimate_trial_memory(config, caps)
+    except Exception:  # the workload's own error; its trial reports it
+        return None
+
+
 def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) -> str | None:
-    """Every rule: the knob rules of :func:`infeasibility_reason`, then the memory estimate."""
-    return infeasibility_reason(config.knobs(), caps) or _memory_reason(
-        estimate_trial_memory(config, caps), caps
-    )
+    """Every rule: the knob rules of :func:`infeasibility_reason`, then the memory estimate
+    (skipped when the workload cannot be traced for it)."""
+    knob_reason = infeasibility_reason(config.knobs(), caps)
+    if knob_reason is not None:
+        return knob_reason
+    estimate = _estimate_or_none(config, caps)
+    return None if estimate is None else _memory_reason(estimate, caps)
 
 
 def _smallest_trial(space: SearchSpace, caps: DeviceCapabilities, **fixed: Any) -> TrialConfig:
@@ -784,15 +797,15 @@ def _memory_restricted(
     }
     sized["batch_size"] = space.batch_size
     largest = _smallest_trial(space, caps, **{name: p.largest() for name, p in sized.items()})
-    if _memory_reason(estimate_trial_memory(largest, caps), caps) is None:
+    estimate = _estimate_or_none(largest, caps)
+    if estimate is not None and _memory_reason(estimate, caps) is None:
         return space  # the largest model at the largest batch fits: nothing to remove
     kept: dict[str, list[int]] = {}
     for name, param in sized.items():
         kept[name] = []
         for value in param.values():
-            reason = _memory_reason(
-                estimate_trial_memory(_smallest_trial(space, caps, **{name: value}), caps), caps
-            )
+            estimate = _estimate_or_none(_smallest_trial(space, caps, **{name: value}), caps)
+            reason = None if estimate is None else _memory_reason(estimate, caps)
             if reason is None:
                 kept[name].append(value)
             else:

@@ -9,17 +9,21 @@ __all__ = ["MLP", "ConvNet", "build_model", "count_parameters"]
 
 
 class ConvNet(nn.Module):
-    """A plain CNN: ``depth`` blocks of conv3x3-BatchNorm-ReLU-maxpool, then a linear head.
+    """A plain CNN: ``depth`` blocks of conv3x3-BatchNorm-ReLU-maxpool, then a linear head on
+    the flattened feature map (as LeNet-5 and PyTorch's MNIST example net keep the spatial
+    map to the head; a global-average-pooling head reached 82 % on MNIST at depth 2, width
+    16, this one 98.4 %: docs/benchmarks.md).
 
     Block ``i`` has ``width * 2**i`` output channels; pooling halves the spatial size while it
-    is at least 2. Input ``(B, C, H, W)``, output logits ``(B, num_classes)``.
+    is at least 2 (8x8 digits at depth 3: a 1x1 map; 28x28 MNIST at depth 3: 3x3). Input
+    ``(B, C, H, W)``, output logits ``(B, num_classes)``.
     """
 
     def __init__(
         self, depth: int, width: int, input_shape: tuple[int, int, int], num_classes: int
     ) -> None:
         super().__init__()
-        channels, height, _ = input_shape
+        channels, height, breadth = input_shape
         layers: list[nn.Module] = []
         for i in range(depth):
             out = width * 2**i
@@ -28,14 +32,12 @@ class ConvNet(nn.Module):
                 nn.BatchNorm2d(out),
                 nn.ReLU(inplace=True),
             ]
-            if height >= 2:
+            if height >= 2 and breadth >= 2:
                 layers.append(nn.MaxPool2d(2))
-                height //= 2
+                height, breadth = height // 2, breadth // 2
             channels = out
         self.features = nn.Sequential(*layers)
-        self.head = nn.Sequential(
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, num_classes)
-        )
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(channels * height * breadth, num_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.features(x)  # (B, width * 2**(depth-1), H', W')

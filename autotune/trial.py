@@ -13,7 +13,8 @@ data. The tuner's knobs map onto PyTorch as follows: batch size and workers -> `
 the model and 4-D inputs; compile mode ->
 ``torch.compile(mode=...)``; GPU count -> ``DistributedDataParallel`` with that world size.
 The learning rate follows the global batch (``train.lr_scaling``) after a linear warm-up
-(``torch.optim.lr_scheduler.LinearLR``).
+(``torch.optim.lr_scheduler.LinearLR``), then ``train.lr_schedule`` (cosine decay to 0 by
+default).
 
 Timing: the device is synchronized and the clock read only at the edges of the timed windows
 (:func:`autotune.measure.plan_windows`), never inside one, so the host queues kernels ahead of
@@ -132,16 +133,32 @@ def _make_optimizer(settings: TrainSettings, params: Any, lr: float) -> torch.op
     return torch.optim.AdamW(params, lr=lr, weight_decay=settings.weight_decay)
 
 
-def _make_warmup(
-    optimizer: torch.optim.Optimizer, warmup_steps: int
+def _make_lr_schedule(
+    optimizer: torch.optim.Optimizer, settings: TrainSettings, total_steps: int
 ) -> torch.optim.lr_scheduler.LRScheduler | None:
-    """A linear warm-up: optimizer step ``k`` (1-based) of the first ``warmup_steps`` uses
-    ``k / warmup_steps`` of the optimizer's learning rate, every later step all of it; None
-    when there is nothing to warm up (fewer than 2 steps)."""
-    if warmup_steps < 2:
-        return None
-    return torch.optim.lr_scheduler.LinearLR(
-        optimizer, start_factor=1.0 / warmup_steps, end_factor=1.0, total_iters=warmup_steps - 1
+    """The learning rate over a trial's ``total_steps`` optimizer steps, stepped once per step.
+
+    A linear warm-up over ``settings.lr_warmup_steps(total_steps)`` steps (step ``k`` of ``w``
+    uses ``k / w`` of the peak), then ``settings.lr_schedule``: ``constant`` keeps the peak;
+    ``cosine`` decays it to 0 at the last step (Loshchilov & Hutter, "SGDR", ICLR 2017,
+    without restarts). None when the learning rate never changes.
+    """
+    warmup_steps = settings.lr_warmup_steps(total_steps)
+    warmup = (
+        torch.optim.lr_scheduler.LinearLR(
+            optimizer, start_factor=1.0 / warmup_steps, end_factor=1.0, total_iters=warmup_steps - 1
+        )
+        if warmup_steps >= 2
+        else None
+    )
+    if settings.lr_schedule == "constant" or total_steps - max(warmup_steps, 1) < 1:
+        return warmup
+    decay_steps = total_steps - max(warmup_steps, 1) + 1
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=decay_steps, eta_min=0.0)
+    if warmup is None:
+        return cosine
+    return torch.optim.lr_scheduler.SequentialLR(
+        optimizer, [warmup, cosine], milestones=[warmup_steps - 1]
     )
 
 
@@ -225,7 +242,7 @@ def _train_and_evaluate(
     if world_size > 1:
         train_model = DistributedDataParallel(model)
     optimizer = _make_optimizer(config.train, model.parameters(), peak_lr)
-    lr_warmup = _make_warmup(optimizer, config.train.lr_warmup_steps(total_steps))
+    lr_schedule = _make_lr_schedule(optimizer, config.train, total_steps)
     step_model = torch.compile(train_model, mode=config.compile_mode) if compiled else train_model
     autocast_dtype = _AUTOCAST_DTYPES.get(config.precision)
     scaler = torch.amp.GradScaler(
@@ -240,8 +257,8 @@ def _train_and_evaluate(
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        if lr_warmup is not None:
-            lr_warmup.step()
+        if lr_schedule is not None:
+            lr_schedule.step()
         return loss
 
     model.train()

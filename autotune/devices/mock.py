@@ -28,12 +28,16 @@ from autotune.simulated import MockProfile, get_profile
 
 __all__ = ["simulate"]
 
-#: Nominal data shapes the simulation assumes: (C, H, W), training samples, accuracy ceiling.
+#: Nominal data the simulation assumes: (C, H, W), training samples, accuracy ceiling, and
+#: the under-capacity penalty (accuracy lost by a model of capacity 1; see ``simulate``).
+#: digits and mnist are fitted to the built-in CNN's measured accuracy (flatten head, 5
+#: epochs, AdamW 3e-3 with a cosine schedule; 14 configurations on this repository's 2-core
+#: CPU, RMS error 0.39 points, largest 0.64); fashion_mnist and synthetic are not measured.
 _NOMINAL_DATA = {
-    "digits": ((1, 8, 8), 1438, 0.985),
-    "mnist": ((1, 28, 28), 48000, 0.993),
-    "fashion_mnist": ((1, 28, 28), 48000, 0.92),
-    "synthetic": ((1, 28, 28), 3277, 0.1),
+    "digits": ((1, 8, 8), 1438, 1.0, 0.118),
+    "mnist": ((1, 28, 28), 48000, 0.986, 0.023),
+    "fashion_mnist": ((1, 28, 28), 48000, 0.92, 0.023),
+    "synthetic": ((1, 28, 28), 3277, 0.1, 0.0),
 }
 _BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 #: Relative compute time and launch overhead per compile mode (fusion cuts launches; CUDA
@@ -86,10 +90,10 @@ def _model_cost(m: _BuiltinModel, shape: tuple[int, int, int]) -> tuple[float, i
             flops += 2 * h * w * c * out * 9
             params += c * out * 9 + 2 * out
             acts += 3 * h * w * out  # conv, BatchNorm and ReLU outputs saved for backward
-            if h >= 2:
+            if h >= 2 and w >= 2:
                 h, w = h // 2, w // 2
             c = out
-        features = c
+        features = c * h * w  # the flattened feature map feeds the linear head
     else:
         features = c * h * w
         for _ in range(m.depth):
@@ -153,7 +157,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     if config.precision not in profile.peak_flops:
         raise ValueError(f"precision {config.precision} is not supported by {profile.name}")
     m = _builtin_model(config)
-    shape, n_train, acc_ceiling = _NOMINAL_DATA[m.data.name]
+    shape, n_train, acc_ceiling, under_capacity = _NOMINAL_DATA[m.data.name]
     if m.data.name == "synthetic":
         n_train = int(m.data.synthetic_samples * (1 - m.data.val_fraction))
     fwd_flops, params, acts = _model_cost(m, shape)
@@ -243,11 +247,13 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     # factor is 1 and only the steps count.
     lr_peak = config.train.peak_lr(batch * world)
     effective_steps = steps * lr_peak / config.train.lr
-    capacity = math.sqrt(m.depth * m.width / 8)
+    # Width counts more than depth: on digits, depth 2 x width 8 (93.7 %) and depth 1 x
+    # width 16 (96.0 %) have the same depth x width.
+    capacity = m.depth * (m.width / 8) ** 2
     accuracy = (
         acc_ceiling
-        - 0.03 / capacity
-        - 0.25 * math.exp(-effective_steps / 60)
+        - under_capacity / capacity
+        - 0.36 * math.exp(-effective_steps / 24.5)
         - (0.003 if config.precision == "fp16" else 0.0)
         + rng.normal(0.0, 0.003)
     )
