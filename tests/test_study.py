@@ -15,7 +15,14 @@ from autotune.baseline import baseline_global_batch
 from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import DeviceCapabilities
-from autotune.objectives import OBJECTIVES, failed_values, objective_values
+from autotune.objectives import (
+    OBJECTIVES,
+    failed_values,
+    objective_values,
+    objectives_of_study,
+    study_objectives,
+)
+from autotune.samplers import OneThreadSampler
 from autotune.study import (
     TrialObjective,
     count_finished,
@@ -90,7 +97,9 @@ def test_sqlite_directory_that_cannot_be_made_is_a_storage_error(tmp_path: Path)
     ],
 )
 def test_make_sampler(name: str, cls: type) -> None:
-    assert isinstance(make_sampler(name, seed=0), cls)
+    sampler = make_sampler(name, seed=0)
+    assert isinstance(sampler, OneThreadSampler)
+    assert isinstance(sampler.sampler, cls)
 
 
 def test_unknown_sampler() -> None:
@@ -109,13 +118,15 @@ def test_new_study_records_objectives_and_space(sqlite_url: str) -> None:
     study = open_study(config, config.space, caps, open_storage(sqlite_url))
 
     assert study.directions == DIRECTIONS
-    assert study.metric_names == ["throughput_sps", "val_accuracy", "peak_memory_bytes"]
+    assert study.metric_names == ["throughput_sps", "accuracy", "peak_memory_bytes"]
+    assert objectives_of_study(study) == OBJECTIVES
     record = study.user_attrs["autotune"]
     assert record["space_source"] == "search_spaces/cnn_small.yaml"
     assert record["device_kind"] == "mock"
     assert record["simulated"] is True
     assert SearchSpace.model_validate(record["space"]) == config.space
-    assert isinstance(study.sampler, optuna.samplers.GPSampler)  # the default sampler
+    assert isinstance(study.sampler, OneThreadSampler)
+    assert isinstance(study.sampler.sampler, optuna.samplers.GPSampler)  # the default sampler
 
 
 def test_reopening_with_the_same_space_loads_the_study(sqlite_url: str) -> None:
@@ -155,12 +166,34 @@ def test_reopening_on_another_device_kind_is_refused(sqlite_url: str) -> None:
         open_study(config, config.space, make_capabilities("cuda"), open_storage(sqlite_url))
 
 
+def test_a_study_keeps_its_workloads_metric(sqlite_url: str) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=loss")
+    objectives = study_objectives("val_loss", "minimize")
+
+    open_study(
+        config,
+        config.space,
+        make_capabilities("mock"),
+        open_storage(sqlite_url),
+        objectives=objectives,
+    )
+    study = optuna.load_study(study_name="loss", storage=sqlite_url)
+
+    assert study.metric_names == ["throughput_sps", "val_loss", "peak_memory_bytes"]
+    assert (
+        study.directions
+        == [optuna.study.StudyDirection.MAXIMIZE] + [optuna.study.StudyDirection.MINIMIZE] * 2
+    )
+    assert objectives_of_study(study) == objectives
+    assert study.user_attrs["autotune"]["objectives"] == [o.name for o in objectives]
+
+
 # --------------------------------------------------------------------------------------------
 # TrialObjective
 
 
 def test_successful_trial_stores_every_figure() -> None:
-    measurement = make_measurement(throughput_sps=1234.0, val_accuracy=0.75)
+    measurement = make_measurement(throughput_sps=1234.0, val_metric=0.75)
     fake = FakeRunTrial([measurement])
 
     study = _optimize(_objective(fake), 1)
@@ -185,11 +218,12 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
         assert trial_config.knobs() == trial.params
         assert trial_config.seed == 10
         assert trial_config.device == "mock"
-        assert trial_config.family == "cnn"
+        assert trial_config.workload == config.space.workload_spec()
+        assert trial_config.workload.args["family"] == "cnn"
+        assert trial_config.workload.args["data"] == config.space.data.model_dump()
         assert trial_config.train == config.space.train.model_copy(
             update={"reference_batch_size": baseline_global_batch(config.space)}
         )
-        assert trial_config.data == config.space.data
         assert timeout_s == 42.0
 
 
@@ -300,6 +334,42 @@ def test_infeasible_configuration_is_never_run_but_reported_to_the_sampler(
     assert study.best_trials == []
 
 
+def test_a_failed_trial_of_a_minimized_metric_gets_the_worst_measured_value() -> None:
+    objectives = study_objectives("val_loss", "minimize")
+    caps = make_capabilities("mock")
+    fake = FakeRunTrial(
+        [
+            TrialError("oom", "before any measurement"),
+            make_measurement(val_metric=2.5),
+            make_measurement(val_metric=1.0),
+            TrialError("oom", "after two"),
+        ]
+    )
+    study = optuna.create_study(
+        directions=[o.direction for o in objectives],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+
+    _optimize(_objective(fake, caps=caps, objectives=objectives), 4, study)
+
+    first, _, _, last = study.trials
+    assert first.values == [0.0, 0.0, float(caps.memory_bytes)]  # nothing measured yet
+    assert last.values == [0.0, 2.5, float(caps.memory_bytes)]  # the worst loss measured
+    assert last.user_attrs["failure"] == "oom"
+    assert study.best_trials and all("failure" not in t.user_attrs for t in study.best_trials)
+
+
+@pytest.mark.parametrize(
+    ("direction", "worst", "expected"),
+    [("maximize", 0.3, 0.0), ("minimize", 4.2, 4.2), ("minimize", None, 0.0)],
+)
+def test_failed_values_take_the_worst_metric_of_its_direction(
+    direction: str, worst: float | None, expected: float
+) -> None:
+    assert failed_values(1024, direction, worst) == (0.0, expected, 1024.0)
+    assert failed_values(None) == (0.0, 0.0, 0.0)
+
+
 def test_calling_the_objective_directly_returns_failed_values_for_an_infeasible_config(
     write_space: Callable[..., Path],
 ) -> None:
@@ -322,7 +392,7 @@ def test_memory_and_accuracy_limits_become_constraints(write_space: Callable[...
             )
         )
     )
-    fake = FakeRunTrial([make_measurement(peak_memory_bytes=5 << 20, val_accuracy=0.9)])
+    fake = FakeRunTrial([make_measurement(peak_memory_bytes=5 << 20, val_metric=0.9)])
 
     trial = _optimize(_objective(fake, space=space), 1).trials[0]
 
