@@ -57,6 +57,7 @@ from autotune.verification import (
     VerificationSummary,
     round_seeds,
     select_finalists,
+    study_metric,
     summarize_for_study,
 )
 from autotune.workloads import check_workload
@@ -493,6 +494,7 @@ def verify_study(
         {t.number for t in study.best_trials},
         settings.candidates,
         settings.accuracy_tolerance_pt,
+        study_metric(study),
     )
     with ResultsStore.open(storage, create=True) as results:
         # Validate before writing: every configuration to run must be stored.

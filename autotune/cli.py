@@ -52,12 +52,14 @@ def run(
     from autotune.config import load_run_config
     from autotune.console import ProgressDisplay, print_header, print_result, verification_line
     from autotune.exceptions import ConfigError
+    from autotune.objectives import METRIC_INDEX
 
     if trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
     hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
     config = load_run_config([*(overrides or []), *hardware_args])
     prepared = prepare_run(config)
+    metric = prepared.objectives[METRIC_INDEX]
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     print_header(console, prepared, trials)
@@ -66,19 +68,19 @@ def run(
     peaks = describe_peaks(prepared.capabilities, prepared.space.precision.values())
     console.print(peaks, style="dim", markup=False, highlight=False)
     try:
-        with ProgressDisplay(console, trials, already=0) as display:
+        with ProgressDisplay(console, trials, already=0, metric=metric) as display:
             result = run_study(
                 config,
                 trials,
                 on_trial=display.update,
                 prepared=prepared,
-                on_verify=lambda p: console.print(verification_line(p), highlight=False),
+                on_verify=lambda p: console.print(verification_line(p, metric), highlight=False),
             )
     except KeyboardInterrupt:
         # Typer would turn this into a silent exit code 130; say what happened and what next.
         _print_error("interrupted; finished trials are saved. Run the same command to resume.")
         raise typer.Exit(130) from None
-    print_result(console, result)
+    print_result(console, result, metric)
 
 
 @app.command()
@@ -97,8 +99,12 @@ def verify(
     from autotune.api import verify_study
     from autotune.config import load_verify_request
     from autotune.console import print_verdict, verification_line
+    from autotune.storage import load_existing_study
+    from autotune.verification import study_metric
 
     request = load_verify_request(args or [])
+    # The study's metric, for the lines of each run (verify_study reads the same study).
+    metric = study_metric(load_existing_study(study, request.storage))
     console = _out_console()
     try:
         summary = verify_study(
@@ -106,7 +112,7 @@ def verify(
             request.storage,
             settings=request.verify,
             timeout_s=request.trial.timeout_s,
-            on_run=lambda p: console.print(verification_line(p), highlight=False),
+            on_run=lambda p: console.print(verification_line(p, metric), highlight=False),
         )
     except KeyboardInterrupt:
         _print_error("interrupted; finished runs are saved. Run the same command to resume.")
@@ -197,7 +203,10 @@ def best(
     study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
     args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
     objective: str = typer.Option(
-        "throughput", "--objective", help="Rank by throughput|accuracy|memory."
+        "throughput",
+        "--objective",
+        help="Rank by throughput|accuracy|memory (accuracy: the study's validation metric, "
+        "best first in its direction; `metric` is the same).",
     ),
     export: Path = typer.Option(
         None,

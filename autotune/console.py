@@ -19,8 +19,9 @@ from rich.progress import (
 from rich.table import Table
 
 from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
-from autotune.report import study_command, verify_command
-from autotune.verification import VerificationSummary
+from autotune.objectives import Objective
+from autotune.report import metric_column, metric_spread, model_text, study_command, verify_command
+from autotune.verification import ACCURACY, VerificationSummary, trial_metric
 
 __all__ = [
     "ProgressDisplay",
@@ -36,24 +37,31 @@ _MIB = float(1 << 20)
 SIMULATED_BANNER = "SIMULATED: device=mock runs an analytic cost model; no training happens and no figure is a measurement."
 
 
-def _fmt_best(best: dict[str, float]) -> str:
+def _metric_text(metric: Objective, value: float | None, digits: int = 1) -> str:
+    """``acc 98.1%`` for accuracy; ``val_loss 1.234`` for another metric."""
+    name = "acc" if metric.is_accuracy else metric.name
+    return f"{name} {metric.format(value or 0.0, digits)}"
+
+
+def _fmt_best(best: dict[str, float], metric: Objective = ACCURACY) -> str:
+    """The best feasible value so far of each objective (keyed by objective name)."""
     if not best:
         return "best: no feasible trial yet"
     return (
         f"best: {best.get('throughput_sps', 0):,.0f} samples/s · "
-        f"acc {100 * best.get('val_metric', 0):.1f}% · "
+        f"{_metric_text(metric, best.get(metric.name))} · "
         f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
     )
 
 
-def _trial_line(trial: FrozenTrial) -> str:
+def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     attrs = trial.user_attrs
     knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
     if "failure" in attrs:
         return f"trial {trial.number}: {attrs['failure']} ({str(attrs.get('failure_detail', '')).strip().splitlines()[-1:] or ''}) {knobs}"
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
-        f"acc {100 * attrs.get('val_metric', 0):.1f}%, "
+        f"{_metric_text(metric, trial_metric(trial))}, "
         f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB  {knobs}"
     )
 
@@ -73,10 +81,20 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
 
 
 class ProgressDisplay:
-    """A rich progress bar on a terminal; one plain line per trial otherwise (logs, CI)."""
+    """A rich progress bar on a terminal; one plain line per trial otherwise (logs, CI).
 
-    def __init__(self, console: Console, target: int, already: int) -> None:
+    Args:
+        console: where to print.
+        target: the ``--trials`` target.
+        already: trials finished before this run.
+        metric: the study's validation metric (:attr:`autotune.api.PreparedRun.objectives`).
+    """
+
+    def __init__(
+        self, console: Console, target: int, already: int, metric: Objective = ACCURACY
+    ) -> None:
         self._console = console
+        self._metric = metric
         self._progress: Progress | None = None
         if console.is_terminal:
             self._progress = Progress(
@@ -104,28 +122,32 @@ class ProgressDisplay:
         """Show one finished trial."""
         if self._progress is not None:
             self._progress.update(
-                self._task, completed=progress.finished, best=_fmt_best(progress.best)
+                self._task,
+                completed=progress.finished,
+                best=_fmt_best(progress.best, self._metric),
             )
             if "failure" in progress.last.user_attrs:
                 self._progress.console.print(
-                    f"[dim]{_trial_line(progress.last)}[/]", highlight=False
+                    f"[dim]{_trial_line(progress.last, self._metric)}[/]", highlight=False
                 )
         else:
             self._console.print(
                 f"[{progress.finished}/{progress.target} {progress.elapsed_s:.0f}s] "
-                f"{_trial_line(progress.last)} | {_fmt_best(progress.best)}",
+                f"{_trial_line(progress.last, self._metric)} | "
+                f"{_fmt_best(progress.best, self._metric)}",
                 highlight=False,
                 soft_wrap=True,
             )
 
 
-def pareto_table(trials: Sequence[FrozenTrial], title: str) -> Table:
-    """The Pareto-optimal trials, fastest first, with figures and configurations."""
+def pareto_table(trials: Sequence[FrozenTrial], title: str, metric: Objective = ACCURACY) -> Table:
+    """The Pareto-optimal trials, fastest first, with figures and configurations (the model
+    as its knobs, ``depth=2 width=16``)."""
     table = Table(title=title, title_justify="left")
     for name in (
         "trial",
         "samples/s",
-        "val acc",
+        metric_column(metric),
         "peak MiB",
         "step ms",
         "compile s",
@@ -148,11 +170,11 @@ def pareto_table(trials: Sequence[FrozenTrial], title: str) -> Table:
         table.add_row(
             str(t.number),
             f"{a['throughput_sps']:,.0f}",
-            f"{100 * a['val_metric']:.1f}%",
+            metric.format(trial_metric(t), 1),
             f"{a['peak_memory_bytes'] / _MIB:,.1f}",
             f"{1e3 * a['step_time_s']:.2f}",
             f"{a['compile_s']:.1f}",
-            f"d{p['depth']} w{p['width']}",
+            model_text(p),
             str(p["batch_size"]),
             p["precision"],
             p["memory_format"],
@@ -163,8 +185,9 @@ def pareto_table(trials: Sequence[FrozenTrial], title: str) -> Table:
     return table
 
 
-def verification_line(progress: VerificationProgress) -> str:
-    """One verification run as a line: round, trial, and its figures or failure."""
+def verification_line(progress: VerificationProgress, metric: Objective = ACCURACY) -> str:
+    """One verification run as a line: round, trial, and its figures or failure (the
+    metric as ``acc 98.42%`` or ``val_loss 1.2340``)."""
     r = progress.record
     who = "baseline" if r.is_baseline else f"trial {r.trial_number}"
     head = f"[verify {progress.done}/{progress.planned}] round {r.round_index + 1}/{progress.rounds} {who}"
@@ -172,7 +195,7 @@ def verification_line(progress: VerificationProgress) -> str:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
     return (
-        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, acc {100 * (r.val_metric or 0):.2f}%, "
+        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {_metric_text(metric, r.val_metric, 2)}, "
         f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
     )
 
@@ -185,15 +208,21 @@ def verification_table(summary: VerificationSummary) -> Table:
         + (" [SIMULATED]" if summary.simulated else "")
     )
     table = Table(title=title, title_justify="left")
-    for name in ("trial", "speedup", "95 % CI", "median samples/s", "val acc mean [min-max]"):
+    metric = summary.metric
+    for name in (
+        "trial",
+        "speedup",
+        "95 % CI",
+        "median samples/s",
+        f"{metric_column(metric)} mean [min-max]",
+    ):
         table.add_column(name, justify="right")
     table.add_column("peak MiB", justify="right")
     table.add_column("verdict")
     table.add_column("changed knobs")
     for v in (summary.baseline, *summary.candidates):
         acc = (
-            f"{100 * v.val_metric_mean:.2f}% [{100 * (v.val_metric_min or 0):.2f}-"
-            f"{100 * (v.val_metric_max or 0):.2f}]"
+            metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
             if v.val_metric_mean is not None
             else "-"
         )
@@ -223,13 +252,21 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
     console.print(f"report:    {study_command('report', name, storage)}", highlight=False)
 
 
-def print_result(console: Console, result: StudyResult) -> None:
-    """The Pareto table, a one-line summary, and the verified verdict last."""
+def print_result(console: Console, result: StudyResult, metric: Objective | None = None) -> None:
+    """The Pareto table, a one-line summary, and the verified verdict last.
+
+    Args:
+        console: where to print.
+        result: what the run left behind.
+        metric: the study's validation metric (default: the verification's, else accuracy).
+    """
+    if metric is None:
+        metric = result.verification.metric if result.verification is not None else ACCURACY
     caps = result.capabilities
     title = f"Pareto-optimal trials of study {result.study_name} on {caps.name}" + (
         " [SIMULATED]" if caps.simulated else ""
     )
-    console.print(pareto_table(result.pareto_trials, title))
+    console.print(pareto_table(result.pareto_trials, title, metric))
     console.print(
         f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
         f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same command."

@@ -13,6 +13,7 @@ Every function checks its input before it writes anything: an unknown study rais
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
@@ -25,14 +26,19 @@ from typing import Any
 
 import optuna
 import yaml
+from pydantic import ValidationError
 
+from autotune.config import BUILTIN_WORKLOAD_REF, TUNER_KNOBS, DataSettings, TrialConfig
 from autotune.exceptions import ConfigError, VerificationError
+from autotune.objectives import Objective
 from autotune.report import (
     FEASIBLE,
     NOT_VERIFIED,
     Baseline,
     ParetoRow,
     gather_report,
+    model_knobs,
+    model_text,
     verify_command,
 )
 from autotune.storage import (
@@ -43,7 +49,12 @@ from autotune.storage import (
     study_names,
     trial_record,
 )
-from autotune.verification import NOTHING_QUALIFIES, VerificationSummary
+from autotune.verification import (
+    ACCURACY,
+    VerificationSummary,
+    nothing_qualifies,
+    tolerance_text,
+)
 
 __all__ = [
     "OBJECTIVE_CHOICES",
@@ -61,9 +72,12 @@ __all__ = [
 ]
 
 #: ``--objective`` choices and the figure each ranks by (and whether larger is better).
+#: ``accuracy`` (or ``metric``) is the study's validation metric, whatever its name; it ranks
+#: in the metric's own direction (a ``val_loss``: lower first), see :func:`sort_pareto`.
 OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
     "throughput": ("throughput_sps", True),
     "accuracy": ("val_metric", True),
+    "metric": ("val_metric", True),
     "memory": ("peak_memory_bytes", False),
 }
 _MIB = float(1 << 20)
@@ -78,7 +92,8 @@ class BestConfigs:
     Attributes:
         study_name: the Optuna study name.
         storage: the storage URL.
-        objective: ``throughput``, ``accuracy`` or ``memory`` (orders :attr:`rows` only).
+        objective: ``throughput``, ``accuracy`` (the study's metric) or ``memory`` (orders
+            :attr:`rows` only).
         simulated: the figures come from the mock device (SIMULATED).
         device_name: the device the trials ran on.
         rows: the Pareto-optimal configurations, best first by ``objective`` (single-trial
@@ -91,6 +106,7 @@ class BestConfigs:
         verdict: the one-line verdict every output shows
             (:meth:`autotune.report.ReportData.verdict_line`).
         configurations: every feasible, measured trial by number (single-trial figures).
+        metric: the study's validation metric (name, direction, display format).
     """
 
     study_name: str
@@ -105,6 +121,7 @@ class BestConfigs:
     verification: VerificationSummary | None = None
     verdict: str = ""
     configurations: Mapping[int, ParetoRow] = dataclasses.field(default_factory=dict)
+    metric: Objective = ACCURACY
 
     @property
     def recommended_trial(self) -> int | None:
@@ -121,32 +138,72 @@ def _check_objective(objective: str) -> tuple[str, bool]:
     return OBJECTIVE_CHOICES[objective]
 
 
-def sort_pareto(rows: Sequence[ParetoRow], objective: str) -> list[ParetoRow]:
+def sort_pareto(
+    rows: Sequence[ParetoRow], objective: str, metric: Objective = ACCURACY
+) -> list[ParetoRow]:
     """Pareto rows best first by ``objective`` (ties: faster, then lower trial number).
+
+    Args:
+        rows: the rows to sort.
+        objective: an :data:`OBJECTIVE_CHOICES` key.
+        metric: the study's validation metric: ``accuracy``/``metric`` rank in its direction
+            (default: accuracy, higher first).
 
     Raises:
         ConfigError: an unknown objective.
     """
     name, larger_is_better = _check_objective(objective)
+    if name == "val_metric":
+        larger_is_better = metric.direction == "maximize"
     sign = -1.0 if larger_is_better else 1.0
     return sorted(rows, key=lambda r: (sign * getattr(r, name), -r.throughput_sps, r.number))
+
+
+def _current_form(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored configuration in the current form (``workload`` and ``model`` knobs by name);
+    one written before workloads (``family``, ``depth``, ``width``, ``data``) is converted by
+    :meth:`TrialConfig.from_stored`, and kept as it is if it cannot be."""
+    if "family" not in config or "workload" in config:
+        return config
+    try:
+        return TrialConfig.from_stored(config).model_dump(mode="json")
+    except (ValidationError, KeyError):
+        return config
+
+
+def _space_workload(space: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The workload reference of a study's recorded space (``workload:``, or a built-in
+    ``model.family`` on ``data:``), None when the record names neither."""
+    if isinstance(space.get("workload"), str):
+        return {"ref": space["workload"], "args": dict(space.get("workload_args") or {})}
+    family = (space.get("model") or {}).get("family")
+    if family is None:
+        return None
+    data: dict[str, Any] = dict(space.get("data") or {})
+    with contextlib.suppress(ValidationError):  # kept as recorded if it no longer validates
+        data = DataSettings.model_validate(data).model_dump(mode="json")
+    return {"ref": BUILTIN_WORKLOAD_REF, "args": {"family": family, "data": data}}
 
 
 def _full_configs(
     study: optuna.Study, records: Sequence[TrialRecord], numbers: set[int]
 ) -> dict[int, dict[str, Any]]:
-    """Full configurations from the results rows; rebuilt from the study where none exists."""
+    """Full configurations from the results rows, in the current form (old rows converted);
+    rebuilt from the study's recorded space where no row exists."""
     configs = {
-        r.trial_number: json.loads(r.config_json) for r in records if r.trial_number in numbers
+        r.trial_number: _current_form(json.loads(r.config_json))
+        for r in records
+        if r.trial_number in numbers
     }
     space = (study.user_attrs.get("autotune") or {}).get("space") or {}
     for trial in study.get_trials(deepcopy=False):
         if trial.number in numbers and "train" not in configs.get(trial.number, {}):
             configs[trial.number] = {
-                "family": (space.get("model") or {}).get("family"),
-                **trial.params,
+                "workload": _space_workload(space),
+                "model": model_knobs(trial.params),
+                **{name: trial.params[name] for name in TUNER_KNOBS if name in trial.params},
                 "train": space.get("train"),
-                "data": space.get("data"),
+                "measure": space.get("measure"),
             }
     return configs
 
@@ -167,7 +224,7 @@ def best_configurations(
     with ResultsStore.open(storage, create=False) as results:
         data = gather_report(study, results, importances=False)
         records = results.trials(study_name)
-    rows = sort_pareto(data.pareto, objective)
+    rows = sort_pareto(data.pareto, objective, data.metric)
     configurations = {r.number: r for r in data.configurations}
     return BestConfigs(
         study_name=study_name,
@@ -182,6 +239,7 @@ def best_configurations(
         verification=data.verification,
         verdict=data.verdict_line(),
         configurations=configurations,
+        metric=data.metric,
     )
 
 
@@ -351,7 +409,7 @@ def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
         )
     if summary.recommended is None:
         raise VerificationError(
-            f"study={name}: {NOTHING_QUALIFIES} (verification {summary.number}, "
+            f"study={name}: {nothing_qualifies(summary.metric)} (verification {summary.number}, "
             f"{summary.rounds} rounds), so there is no recommendation to export; {anyway}"
         )
     number = summary.recommended.trial_number
@@ -382,6 +440,8 @@ def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
         "speedup": round(float(rec.speedup), 4),
         "speedup_ci95": [round(float(low), 4), round(float(high), 4)],
         "throughput_median_sps": rec.throughput_median_sps,
+        "metric": summary.metric.name,
+        "metric_direction": summary.metric.direction,
         "val_metric_mean": rec.val_metric_mean,
         "val_metric_min": rec.val_metric_min,
         "val_metric_max": rec.val_metric_max,
@@ -390,6 +450,7 @@ def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
         "baseline_throughput_median_sps": summary.baseline.throughput_median_sps,
         "baseline_val_metric_mean": summary.baseline.val_metric_mean,
         "accuracy_tolerance_pt": summary.accuracy_tolerance_pt,
+        "tolerance": tolerance_text(summary.metric, summary.accuracy_tolerance_pt),
         "verdict": summary.headline(),
     }
 
@@ -413,6 +474,16 @@ def _unverified_note(best: BestConfigs, number: int) -> str:
     )
 
 
+def _model_words(best: BestConfigs, row: ParetoRow) -> str:
+    """The model's knobs and its workload: ``depth=2 width=16 (workload cnn)``."""
+    workload = (best.configs.get(row.number) or {}).get("workload")
+    label = None
+    if isinstance(workload, Mapping):
+        ref, args = str(workload.get("ref")), workload.get("args") or {}
+        label = str(args.get("family", ref)) if ref == BUILTIN_WORKLOAD_REF else ref
+    return model_text(row.params) + (f" (workload {label})" if label else "")
+
+
 def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
     device = best.device_name or "the study device"
     if verified:
@@ -429,9 +500,10 @@ def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
             _unverified_note(best, row.number) + ".",
             f"Its single trial: {row.throughput_sps:,.0f} samples/s"
             + (f" ({row.speedup:.2f}x the baseline's trial)" if row.speedup is not None else "")
-            + f", validation accuracy {100 * row.val_metric:.1f}%, "
+            + f", {best.metric.label} {best.metric.format(row.val_metric, 1)}, "
             f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
         ]
+    lines.append(f"Model: {_model_words(best, row)}.")
     if best.simulated:
         lines.append(
             "SIMULATED: measured on device=mock (a cost model); re-measure on real hardware."
@@ -443,10 +515,12 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
     """Write the verified recommendation (or ``trial``) as YAML with its PyTorch snippet.
 
     The file holds the study, the ``verification:`` figures (rounds, seeds, speedup and its
-    95 % interval, mean accuracy; ``null`` for a trial chosen with ``trial`` that is not the
+    95 % interval, mean metric; ``null`` for a trial chosen with ``trial`` that is not the
     recommendation, with a ``note`` saying so), the trial's single-trial figures from the
-    search (units in the names), the full configuration, the PyTorch settings and
-    ``pytorch_snippet``, the code to paste.
+    search (units in the names; ``metric`` names the validation metric ``val_metric`` is),
+    the workload reference (``workload``: ``ref`` and ``args``, as ``autotune`` resolves it)
+    and the model's knobs under their own names (``model``), the full configuration, the
+    PyTorch settings and ``pytorch_snippet``, the code to paste.
 
     Args:
         best: the study's verdict and configurations (:func:`best_configurations`).
@@ -462,6 +536,7 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
     """
     row = export_choice(best, trial)
     params = dict(row.params)
+    config = dict(best.configs.get(row.number) or params)
     verified = best.recommended_trial == row.number and best.verification is not None
     document: dict[str, Any] = {
         "study": best.study_name,
@@ -489,12 +564,16 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
                 "baseline_throughput_sps": (
                     None if best.baseline is None else best.baseline.throughput_sps
                 ),
+                "metric": best.metric.name,
+                "metric_direction": best.metric.direction,
                 "val_metric": float(row.val_metric),
                 "peak_memory_bytes": int(row.peak_memory_bytes),
                 "step_time_s": row.step_time_s,
                 "compile_s": row.compile_s,
             },
-            "config": dict(best.configs.get(row.number) or params),
+            "workload": config.get("workload"),
+            "model": model_knobs(params),
+            "config": config,
             "pytorch": pytorch_settings(params),
             "hardware": dict(best.hardware),
             "pytorch_snippet": pytorch_snippet(params, _header(best, row, verified)),
@@ -597,6 +676,8 @@ class StudySummary:
         recommended_trial: the verified recommendation's trial number, or None.
         verification: ``"recommended"``, ``"nothing qualifies"`` or ``"not verified"``.
         created: when the study was created (its first trial started), or None.
+        metric: the validation metric and its direction (``accuracy (max)``,
+            ``val_loss (min)``).
     """
 
     study_name: str
@@ -612,6 +693,7 @@ class StudySummary:
     recommended_trial: int | None
     verification: str
     created: dt.datetime | None
+    metric: str = ""
 
 
 def list_studies(storage: str) -> list[StudySummary]:
@@ -669,6 +751,7 @@ def list_studies(storage: str) -> list[StudySummary]:
                         else ("recommended" if rec is not None else "nothing qualifies")
                     ),
                     created=min(starts) if starts else None,
+                    metric=f"{data.metric.name} ({data.metric.direction[:3]})",
                 )
             )
     rdb.remove_session()

@@ -18,6 +18,8 @@ from autotune.measure import Measurement
 from autotune.storage import ResultsStore
 from autotune.testing import FakeRunTrial, make_measurement, simulate_trial
 from autotune.verification import NOTHING_QUALIFIES, round_seeds
+from tests.report import loss_study
+from tests.report.loss_study import loss_config
 
 #: Trials of the study each test verifies (the baseline is trial 0).
 N_TRIALS = 14
@@ -149,11 +151,11 @@ def _scripted(speedup: float, accuracy_drop: float = 0.0, fail_trial: int | None
         if not baseline_knobs:
             baseline_knobs.update(knobs)  # the first run of a round is the baseline
         if knobs == baseline_knobs:
-            return make_measurement(throughput_sps=1000.0 + config.seed % 7, val_accuracy=0.95)
+            return make_measurement(throughput_sps=1000.0 + config.seed % 7, val_metric=0.95)
         if fail_trial is not None and knobs["batch_size"] == fail_trial:
             raise TrialError("oom", "MemoryError: scripted")
         return make_measurement(
-            throughput_sps=speedup * (1000.0 + config.seed % 5), val_accuracy=0.95 - accuracy_drop
+            throughput_sps=speedup * (1000.0 + config.seed % 5), val_metric=0.95 - accuracy_drop
         )
 
     return run
@@ -245,3 +247,31 @@ def test_cli_verify_prints_the_verdict_last_and_refuses_bad_input(
     err = capsys.readouterr().err
     assert "no such study" in err and "a 95 % confidence interval needs two rounds" in err
     assert json.loads(json.dumps(optuna.get_all_study_names(config.storage))) == [config.study]
+
+
+def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
+    config = loss_config(tmp_path, "verify.rounds=0")
+    run_study(config, loss_study.N_TRIALS, run_trial_fn=loss_study.scripted_loss)
+    study = optuna.load_study(study_name=config.study, storage=config.storage)
+    faster_but_worse = {
+        t.number
+        for t in study.trials
+        if t.values is not None and t.values[0] > 1000.0 and t.values[1] > 1.005
+    }
+    assert faster_but_worse  # the scripted figures have them (batch 128, one layer)
+
+    summary = verify_study(
+        config.study,
+        config.storage,
+        settings=VerifySettings(rounds=2, candidates=4),
+        run_trial_fn=loss_study.scripted_loss,
+    )
+
+    assert summary.metric.name == "val_loss" and summary.metric.direction == "minimize"
+    finalists = {c.trial_number for c in summary.candidates}
+    assert finalists and not finalists & faster_but_worse
+    assert all(
+        c.val_metric_mean is not None and c.val_metric_mean <= 1.005 for c in summary.candidates
+    )
+    assert summary.recommended is not None
+    assert " at val_loss 0.999 (defaults 1.000)" in summary.headline()

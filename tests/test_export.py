@@ -118,7 +118,7 @@ def test_best_ranks_the_pareto_front_by_each_objective(demo_study: DemoStudy) ->
     memory = sort_pareto(best.rows, "memory")
     assert [r.peak_memory_bytes for r in memory] == sorted(r.peak_memory_bytes for r in best.rows)
     accuracy = sort_pareto(best.rows, "accuracy")
-    assert accuracy[0].val_accuracy == max(r.val_accuracy for r in best.rows)
+    assert accuracy[0].val_metric == max(r.val_metric for r in best.rows)
     assert best.simulated and best.baseline is not None
     assert all(best.configs[r.number]["train"]["optimizer"] == "adamw" for r in best.rows)
     with pytest.raises(ConfigError, match="--objective speed: unknown objective"):
@@ -145,7 +145,7 @@ def test_export_best_yaml_holds_the_recommendation_config_figures_and_snippet(
     assert doc["verification"]["verdict"] == best.verdict
     figures = doc["single_trial_figures"]
     assert isinstance(figures["throughput_sps"], float)
-    assert figures["val_accuracy"] == row.val_accuracy
+    assert figures["val_metric"] == row.val_metric
     assert figures["peak_memory_bytes"] == int(row.peak_memory_bytes)
     assert doc["config"]["batch_size"] == row.params["batch_size"]
     assert doc["config"]["train"]["lr"] == pytest.approx(3.0e-3)
@@ -268,3 +268,29 @@ def test_ls_lists_studies_with_counts_and_hardware(
 def test_ls_of_a_missing_database_exits_2_without_creating_it(tmp_path: Path) -> None:
     assert main(["ls", f"storage={sqlite_url(tmp_path / 'none')}"]) == 2
     assert not (tmp_path / "none").exists()
+
+
+def test_configurations_stored_before_workloads_are_exported_in_the_current_form() -> None:
+    from autotune.export import _current_form
+
+    legacy = {
+        "device": "mock",
+        "family": "cnn",
+        "depth": 2,
+        "width": 16,
+        "data": {"name": "digits"},
+        **{k: v for k, v in PARAMS.items() if k not in ("depth", "width")},
+        "train": {"epochs": 1},
+    }
+
+    current = _current_form(legacy)
+
+    assert current["model"] == {"depth": 2, "width": 16}
+    assert current["workload"]["ref"] == "autotune.workloads.builtin:ImageClassifier"
+    assert current["workload"]["args"]["family"] == "cnn"
+    assert current["workload"]["args"]["data"]["name"] == "digits"
+    assert "family" not in current and "depth" not in current
+    assert _current_form({"not": "a configuration", "family": "cnn"}) == {
+        "not": "a configuration",
+        "family": "cnn",
+    }

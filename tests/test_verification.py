@@ -14,15 +14,24 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.exceptions import VerificationError
+from autotune.objectives import METRIC_INDEX, study_objectives
 from autotune.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.verification import (
     NOTHING_QUALIFIES,
     changed_knobs,
+    metric_allowance,
+    nothing_qualifies,
     round_seeds,
     select_finalists,
     speedup_ci95,
     summarize_verification,
+    within_tolerance,
 )
+
+#: A user workload's metric: a validation loss, lower is better.
+VAL_LOSS = study_objectives("val_loss", "minimize")[METRIC_INDEX]
+#: A user workload's metric that is maximized but is not a top-1 accuracy.
+F1 = study_objectives("f1", "maximize")[METRIC_INDEX]
 
 #: Student's t quantile t(0.975, 2), from any table.
 T_975_2 = 4.302652729911275
@@ -32,7 +41,7 @@ def _trial(
     number: int,
     batch_size: int,
     throughput_sps: float | None,
-    val_accuracy: float | None,
+    val_metric: float | None,
     *,
     baseline: bool = False,
     failure: str | None = None,
@@ -40,12 +49,12 @@ def _trial(
 ) -> FrozenTrial:
     attrs: dict[str, Any] = {"baseline": True} if baseline else {}
     if throughput_sps is not None:
-        attrs.update(throughput_sps=throughput_sps, val_accuracy=val_accuracy)
+        attrs.update(throughput_sps=throughput_sps, val_metric=val_metric)
     if failure is not None:
         attrs["failure"] = failure
     trial = optuna.trial.create_trial(
         state=TrialState.COMPLETE,
-        values=[throughput_sps or 0.0, val_accuracy or 0.0, 1.0],
+        values=[throughput_sps or 0.0, val_metric or 0.0, 1.0],
         params={"batch_size": batch_size},
         distributions={"batch_size": CategoricalDistribution([16, 32, 64, 128, 256, 512])},
         user_attrs=attrs,
@@ -149,6 +158,54 @@ def test_no_eligible_trial_gives_no_finalist() -> None:
     assert select_finalists(trials, {1}, 4, 0.5) == (0, ())
 
 
+def test_finalists_of_a_minimized_metric_are_within_the_tolerance_above_it() -> None:
+    trials = [
+        _trial(0, 64, 1000.0, 2.000, baseline=True),
+        _trial(1, 128, 1800.0, 2.008),  # faster, 0.4 % higher loss: eligible
+        _trial(2, 256, 2500.0, 2.012),  # 0.6 % higher loss: too lossy
+        _trial(3, 32, 1500.0, 1.500),  # faster and a lower loss
+        _trial(4, 16, 900.0, 1.000),  # slower than the baseline
+    ]
+
+    assert select_finalists(trials, {3}, 4, 0.5, VAL_LOSS) == (0, (3, 1))
+    # Read as accuracy (maximized), the same figures would pick the higher losses.
+    assert select_finalists(trials, set(), 4, 0.5) == (0, (2, 1))
+
+
+def test_finalists_of_studies_written_before_workloads_read_val_accuracy() -> None:
+    old = [_trial(0, 64, 1000.0, None, baseline=True), _trial(1, 128, 1500.0, None)]
+    for trial, value in zip(old, (0.950, 0.948), strict=True):
+        del trial.user_attrs["val_metric"]
+        trial.user_attrs["val_accuracy"] = value
+
+    assert select_finalists(old, set(), 4, 0.5) == (0, (1,))
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "baseline", "within"),
+    [
+        (VAL_LOSS, 2.01, 2.0, True),  # 0.5 % of 2.0 = 0.01 above: just within
+        (VAL_LOSS, 2.011, 2.0, False),
+        (VAL_LOSS, 0.5, 2.0, True),  # lower is better
+        (F1, 0.796, 0.8, True),  # 0.5 % of 0.8 = 0.004 below
+        (F1, 0.795, 0.8, False),
+        (F1, 0.9, 0.8, True),
+    ],
+)
+def test_tolerance_of_other_metrics_is_relative_to_the_baseline_in_their_direction(
+    metric: Any, value: float, baseline: float, within: bool
+) -> None:
+    assert within_tolerance(metric, value, baseline, 0.5) is within
+
+
+def test_tolerance_of_accuracy_is_in_points() -> None:
+    accuracy = study_objectives()[METRIC_INDEX]
+    assert metric_allowance(accuracy, 0.95, 0.5) == pytest.approx(0.005)
+    assert metric_allowance(VAL_LOSS, 3.0, 0.5) == pytest.approx(0.015)
+    assert within_tolerance(accuracy, 0.945, 0.95, 0.5)
+    assert not within_tolerance(accuracy, 0.944, 0.95, 0.5)
+
+
 @pytest.mark.parametrize(
     ("trials", "why"),
     [
@@ -171,7 +228,7 @@ def _row(
     round_index: int,
     trial_number: int,
     throughput_sps: float | None,
-    val_accuracy: float | None = 0.95,
+    val_metric: float | None = 0.95,
     *,
     baseline: bool = False,
     failure: str | None = None,
@@ -187,7 +244,7 @@ def _row(
         throughput_sps=throughput_sps,
         throughput_iqr_sps=1.0 if throughput_sps else None,
         step_time_s=0.01 if throughput_sps else None,
-        val_accuracy=val_accuracy if failure is None else None,
+        val_metric=val_metric if failure is None else None,
         peak_memory_bytes=(1 << 20) * (1 + trial_number) if failure is None else None,
         train_s=1.0,
         config_json="{}",
@@ -244,9 +301,9 @@ def test_recommendation_is_the_fastest_qualifying_candidate() -> None:
     rec = summary.recommended
     assert rec.speedup == pytest.approx((2.0 * 2.01 * 2.02) ** (1 / 3))
     assert rec.speedup_ci95 is not None and 1.0 < rec.speedup_ci95[0] < 2.0 < rec.speedup_ci95[1]
-    assert rec.val_accuracy_mean == pytest.approx(0.949)
+    assert rec.val_metric_mean == pytest.approx(0.949)
     assert rec.changed == (("precision", "fp32", "bf16"),)
-    assert summary.baseline.val_accuracy_mean == pytest.approx(0.950)
+    assert summary.baseline.val_metric_mean == pytest.approx(0.950)
     line = summary.headline()
     assert line.startswith("2.01x faster than your defaults (verified over 3 rounds, 95 % CI ")
     assert "trial 2, precision fp32->bf16" in line
@@ -297,3 +354,47 @@ def test_without_finalists_the_headline_says_nothing_was_faster() -> None:
     assert summary.complete and summary.recommended is None and summary.runs_planned == 0
     assert NOTHING_QUALIFIES in summary.headline()
     assert "no trial of the search was faster" in summary.headline()
+
+
+def test_a_minimized_metric_recommends_the_fastest_within_the_tolerance_above() -> None:
+    rows = [_row(r, 0, tp, 2.0, baseline=True) for r, tp in enumerate((1000.0, 1100.0, 900.0))]
+    for r, base in enumerate((1000.0, 1100.0, 900.0)):
+        rows += [
+            _row(r, 1, base * 3.0, 2.02),  # fastest, but a 1 % higher loss
+            _row(r, 2, base * (2.0 + 0.01 * r), 2.005),  # qualifies
+            _row(r, 3, base * 1.5, 1.9),  # qualifies, slower
+        ]
+
+    summary = summarize_verification(
+        _run([1, 2, 3], rows), PARAMS, simulated=False, metric=VAL_LOSS
+    )
+
+    assert summary.metric == VAL_LOSS
+    assert summary.recommended is not None and summary.recommended.trial_number == 2
+    by_trial = {c.trial_number: c for c in summary.candidates}
+    assert by_trial[1].verdict == "val_loss more than 0.5 % higher than the baseline's"
+    assert by_trial[3].verdict == "verified faster at the same val_loss"
+    line = summary.headline()
+    assert " at val_loss 2.005 (defaults 2.000), peak memory " in line
+    assert "accuracy" not in line
+    assert summary.tolerance_text() == "0.5 % of the baseline's val_loss"
+
+
+def test_a_maximized_metric_other_than_accuracy_is_not_shown_as_a_percentage() -> None:
+    rows = [_row(r, 0, 1000.0, 0.80, baseline=True) for r in range(3)]
+    rows += [_row(r, 2, 2000.0 + r, 0.799) for r in range(3)]
+
+    summary = summarize_verification(_run([2], rows), PARAMS, simulated=False, metric=F1)
+
+    assert summary.recommended is not None
+    assert " at f1 0.799 (defaults 0.800)" in summary.headline()
+
+
+def test_nothing_qualifies_names_the_metric() -> None:
+    assert nothing_qualifies() == NOTHING_QUALIFIES
+    assert nothing_qualifies(VAL_LOSS).endswith("at the same val_loss")
+    summary = summarize_verification(_run([], []), PARAMS, simulated=False, metric=VAL_LOSS)
+    assert summary.headline() == (
+        f"{nothing_qualifies(VAL_LOSS)} (no trial of the search was faster than the defaults "
+        "within 0.5 % of their val_loss)"
+    )

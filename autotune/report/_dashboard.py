@@ -131,6 +131,7 @@ class DashboardApp:
             "finished": data.finished,
             "simulated": data.simulated,
             "verdict": data.verdict_line(),
+            "metric": {"name": data.metric.name, "direction": data.metric.direction},
             "recommended_trial": (
                 data.recommended.trial_number if data.recommended is not None else None
             ),

@@ -21,9 +21,15 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial
-from autotune.config import DEFAULT_STORAGE_URL
+from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS
 from autotune.exceptions import ConfigError
-from autotune.objectives import OBJECTIVES
+from autotune.objectives import (
+    METRIC_INDEX,
+    OBJECTIVES,
+    Objective,
+    objectives_of_study,
+    study_objectives,
+)
 from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import KNOB_COLUMNS, HardwareFingerprint, StudyRecord
 from autotune.verification import CandidateVerdict, VerificationSummary, load_verification
@@ -42,6 +48,10 @@ __all__ = [
     "gather_from_trials",
     "gather_report",
     "hypervolume_history",
+    "metric_column",
+    "metric_spread",
+    "model_knobs",
+    "model_text",
     "not_verified_line",
     "param_importances",
     "pareto_numbers",
@@ -68,7 +78,7 @@ class TrialPoint(NamedTuple):
         pareto: on the Pareto front of the feasible trials (all three objectives).
         baseline: the study's baseline trial (PyTorch defaults).
         throughput_sps: training samples/s.
-        val_metric: validation accuracy in [0, 1].
+        val_metric: the study's validation metric (accuracy: in [0, 1]).
         peak_memory_bytes: peak memory in bytes.
         params: the knobs, by Optuna parameter name.
         reason: why the trial is infeasible or failed ("" when feasible).
@@ -95,7 +105,7 @@ class ParetoRow(NamedTuple):
     Attributes:
         number: Optuna's trial number.
         throughput_sps: training samples/s.
-        val_metric: validation accuracy in [0, 1].
+        val_metric: the study's validation metric (accuracy: in [0, 1]).
         peak_memory_bytes: peak memory in bytes.
         step_time_s: median seconds per optimizer step (None if not recorded).
         compile_s: seconds torch.compile added (None if not recorded).
@@ -148,6 +158,31 @@ class HypervolumePoint(NamedTuple):
 
 #: The first words of what every output says about a study without a finished verification.
 NOT_VERIFIED = "not verified"
+
+
+def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's knobs among a trial's parameters: all but the tuner's (:data:`TUNER_KNOBS`),
+    in their order (``depth``, ``width`` for the built-ins; a workload's own names)."""
+    return {name: value for name, value in params.items() if name not in TUNER_KNOBS}
+
+
+def model_text(params: Mapping[str, Any]) -> str:
+    """The model's knobs for a table cell: ``depth=2 width=16``, ``n_layer=4 n_embd=128``;
+    ``-`` when the space has none."""
+    return " ".join(f"{name}={value}" for name, value in model_knobs(params).items()) or "-"
+
+
+def metric_column(metric: Objective) -> str:
+    """A table's header for the metric: ``val acc`` for accuracy, else its name."""
+    return "val acc" if metric.is_accuracy else metric.name
+
+
+def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:
+    """A verified mean with its range over rounds: ``98.42% [98.10-98.70]`` for accuracy,
+    ``1.2340 [1.2100-1.2500]`` otherwise."""
+    if metric.is_accuracy:
+        return f"{100 * mean:.2f}% [{100 * (low or 0):.2f}-{100 * (high or 0):.2f}]"
+    return f"{metric.format(mean)} [{metric.format(low)}-{metric.format(high)}]"
 
 
 def study_command(
@@ -204,6 +239,8 @@ class ReportData:
         hypervolume: the hypervolume after each finished trial.
         importances: per objective name, parameter importances (sum 1), largest first.
         hardware: ``(label, value)`` rows of the hardware fingerprint.
+        objectives: the study's objectives (:func:`autotune.objectives.objectives_of_study`):
+            throughput, the validation metric (its name, direction and format), peak memory.
         running: trials running now (the dashboard shows it).
         notes: lines worth saying (e.g. why importances are missing).
         configurations: every feasible, measured trial as a row, by trial number (single-trial
@@ -229,6 +266,12 @@ class ReportData:
     configurations: tuple[ParetoRow, ...] = ()
     verification: VerificationSummary | None = None
     storage_url: str = ""
+    objectives: tuple[Objective, ...] = OBJECTIVES
+
+    @property
+    def metric(self) -> Objective:
+        """The study's validation metric (``accuracy``, ``val_loss``, ...)."""
+        return self.objectives[METRIC_INDEX]
 
     def count(self, status: str) -> int:
         """Finished trials with this status."""
@@ -289,13 +332,17 @@ def _dominates(a: Sequence[float], b: Sequence[float], signs: Sequence[float]) -
     return better_or_equal and any(s * x > s * y for x, y, s in zip(a, b, signs, strict=True))
 
 
-def pareto_numbers(values: Mapping[int, Sequence[float]]) -> set[int]:
-    """Trial numbers not dominated by any other, in :data:`OBJECTIVES` order and directions.
+def pareto_numbers(
+    values: Mapping[int, Sequence[float]], objectives: Sequence[Objective] = OBJECTIVES
+) -> set[int]:
+    """Trial numbers not dominated by any other, in the objectives' order and directions.
 
     Args:
         values: objective values by trial number (feasible trials only).
+        objectives: the study's objectives (default: a built-in workload's, accuracy
+            maximized).
     """
-    signs = [1.0 if o.direction == "maximize" else -1.0 for o in OBJECTIVES]
+    signs = [1.0 if o.direction == "maximize" else -1.0 for o in objectives]
     items = list(values.items())
     return {n for n, v in items if not any(_dominates(w, v, signs) for m, w in items if m != n)}
 
@@ -304,26 +351,49 @@ def pareto_numbers(values: Mapping[int, Sequence[float]]) -> set[int]:
 # Hypervolume
 
 
-def _goodness(values: np.ndarray, memory_ref_bytes: float, throughput_max_sps: float) -> np.ndarray:
-    """Map (throughput, accuracy, memory) rows to [0, 1] per objective, larger = better."""
+def _metric_scale(metric: Objective, values: Sequence[float]) -> tuple[float, float]:
+    """``(worst reference, best)`` of the metric axis of the hypervolume: ``(0, 1)`` for
+    accuracy; otherwise the best feasible value and a reference 10 % of the feasible range
+    (or of the best value, or 1) past the worst."""
+    if metric.is_accuracy:
+        return 0.0, 1.0
+    sign = 1.0 if metric.direction == "maximize" else -1.0
+    best = max(values, key=lambda v: sign * v)
+    worst = min(values, key=lambda v: sign * v)
+    span = abs(best - worst) or abs(best) or 1.0
+    return worst - sign * 0.1 * span, best
+
+
+def _goodness(
+    values: np.ndarray,
+    memory_ref_bytes: float,
+    throughput_max_sps: float,
+    metric_scale: tuple[float, float] = (0.0, 1.0),
+) -> np.ndarray:
+    """Map (throughput, metric, memory) rows to [0, 1] per objective, larger = better."""
     out = np.empty_like(values, dtype=float)
     out[:, 0] = values[:, 0] / throughput_max_sps
-    out[:, 1] = values[:, 1]
+    worst, best = metric_scale
+    out[:, 1] = (values[:, 1] - worst) / (best - worst)
     out[:, 2] = 1.0 - values[:, 2] / memory_ref_bytes
     return np.clip(out, 0.0, 1.0)
 
 
-def hypervolume_history(points: Sequence[TrialPoint]) -> tuple[HypervolumePoint, ...]:
+def hypervolume_history(
+    points: Sequence[TrialPoint], metric: Objective = OBJECTIVES[METRIC_INDEX]
+) -> tuple[HypervolumePoint, ...]:
     """Hypervolume of the feasible trials after each finished trial, in trial-number order.
 
     Each objective is normalized to [0, 1], larger is better: throughput over the study's best
-    feasible throughput; accuracy as is; memory as ``1 - peak / (1.1 * largest feasible
-    peak)``. The hypervolume is the volume these points dominate in the unit cube from the
+    feasible throughput; accuracy as is (another metric linearly, from a reference 10 % of the
+    feasible range past the worst feasible value, 0, to the best, 1, in the metric's
+    direction); memory as ``1 - peak / (1.1 * largest feasible peak)``. The hypervolume is the volume these points dominate in the unit cube from the
     reference point (0, 0, 0) (Optuna's ``compute_hypervolume``, WFG algorithm), so 1.0 would
     be one configuration that is fastest, 100 % accurate and uses no memory.
 
     Args:
         points: finished trials (any order).
+        metric: the study's validation metric (default: accuracy, maximized).
 
     Returns:
         One point per finished trial; empty when no trial is feasible.
@@ -336,6 +406,7 @@ def hypervolume_history(points: Sequence[TrialPoint]) -> tuple[HypervolumePoint,
         return ()
     throughput_max = max(p.throughput_sps or 0.0 for p in feasible) or 1.0
     memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
+    scale = _metric_scale(metric, [p.val_metric or 0.0 for p in feasible])
     history: list[HypervolumePoint] = []
     front: list[list[float]] = []
     volume = 0.0
@@ -348,7 +419,7 @@ def hypervolume_history(points: Sequence[TrialPoint]) -> tuple[HypervolumePoint,
                     point.peak_memory_bytes or 0.0,
                 ]
             )
-            good = _goodness(np.asarray(front), memory_ref, throughput_max)
+            good = _goodness(np.asarray(front), memory_ref, throughput_max, scale)
             # compute_hypervolume minimizes: negate goodness, reference point at 0.
             volume = float(compute_hypervolume(-good, np.zeros(3)))
         history.append(HypervolumePoint(point.number, volume))
@@ -369,7 +440,7 @@ def _objective_value(index: int) -> Callable[[FrozenTrial], float]:
 
 
 def param_importances(
-    trials: Sequence[FrozenTrial], *, seed: int = 0
+    trials: Sequence[FrozenTrial], *, seed: int = 0, objectives: Sequence[Objective] = OBJECTIVES
 ) -> tuple[dict[str, dict[str, float]], list[str]]:
     """Parameter importances per objective, from the feasible trials only.
 
@@ -380,6 +451,7 @@ def param_importances(
     Args:
         trials: finished trials of one study.
         seed: the evaluator's seed (same trials, same seed: same importances).
+        objectives: the study's objectives (their names key the result).
 
     Returns:
         ``(importances, notes)``: per objective name, importance by parameter (largest first,
@@ -399,12 +471,12 @@ def param_importances(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         copy = optuna.create_study(
-            directions=[StudyDirection[o.direction.upper()] for o in OBJECTIVES]
+            directions=[StudyDirection[o.direction.upper()] for o in objectives]
         )
         copy.add_trials(feasible)
         result: dict[str, dict[str, float]] = {}
         notes: list[str] = []
-        for index, objective in enumerate(OBJECTIVES):
+        for index, objective in enumerate(objectives):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -448,11 +520,12 @@ def gather_from_trials(
     device_name: str = "",
     simulated: bool | None = None,
     hardware: Sequence[tuple[str, str]] = (),
-    knob_names: Sequence[str] = KNOB_COLUMNS,
+    knob_names: Sequence[str] | None = None,
     importances: bool = True,
     now: dt.datetime | None = None,
     verification: VerificationSummary | None = None,
     storage_url: str = "",
+    objectives: Sequence[Objective] = OBJECTIVES,
 ) -> ReportData:
     """Gather what a report shows from a study's trials.
 
@@ -463,11 +536,14 @@ def gather_from_trials(
         device_name: the device the trials ran on.
         simulated: whether the figures are SIMULATED; None: any trial says so.
         hardware: ``(label, value)`` rows of the hardware fingerprint.
-        knob_names: the knobs in display order (those absent from every trial are dropped).
+        knob_names: the knobs in display order (those absent from every trial are dropped);
+            None: the model's knobs in the trials' order, then the tuner's.
         importances: compute parameter importances (the one step that is not instant).
         now: the time to stamp (default: now, UTC).
         verification: the study's newest finished verification (None: not verified).
         storage_url: the study's storage URL, for the commands the pages name.
+        objectives: the study's objectives (default: a built-in workload's, accuracy
+            maximized).
 
     Returns:
         The :class:`ReportData`.
@@ -486,7 +562,8 @@ def gather_from_trials(
     feasible_values = {
         t.number: list(t.values) for t in finished if classified[t.number][0] == FEASIBLE
     }
-    front = pareto_numbers(feasible_values)
+    objectives = tuple(objectives)
+    front = pareto_numbers(feasible_values, objectives)
 
     points: list[TrialPoint] = []
     for trial in finished:
@@ -533,7 +610,7 @@ def gather_from_trials(
     notes: list[str] = []
     importance_values: dict[str, dict[str, float]] = {}
     if importances:
-        importance_values, importance_notes = param_importances(finished)
+        importance_values, importance_notes = param_importances(finished, objectives=objectives)
         notes.extend(importance_notes)
     baseline = None
     if base_trial is not None and base_status is not None:
@@ -552,6 +629,9 @@ def gather_from_trials(
         notes.append("this study has no finished baseline trial; speedups are not available")
     if simulated is None:
         simulated = any(t.user_attrs.get("simulated") for t in finished)
+    if knob_names is None:
+        model = {k: None for t in finished for k in model_knobs(t.params)}
+        knob_names = [*model, *KNOB_COLUMNS]
     present = [k for k in knob_names if any(k in t.params for t in finished)]
     extra = sorted({k for t in finished for k in t.params} - set(present))
     return ReportData(
@@ -564,7 +644,7 @@ def gather_from_trials(
         points=tuple(points),
         pareto=tuple(pareto_rows),
         baseline=baseline,
-        hypervolume=hypervolume_history(points),
+        hypervolume=hypervolume_history(points, objectives[METRIC_INDEX]),
         importances=importance_values,
         hardware=tuple(hardware),
         running=running,
@@ -572,6 +652,7 @@ def gather_from_trials(
         configurations=configurations,
         verification=verification,
         storage_url=storage_url,
+        objectives=objectives,
     )
 
 
@@ -620,6 +701,9 @@ def gather_report(
     if trials is None:
         trials = study.get_trials(deepcopy=False)
     record = results.study(study.study_name) if results is not None else None
+    objectives = objectives_of_study(study)
+    if study.metric_names is None and record is not None:  # our record names the metric
+        objectives = study_objectives(record.metric_name, record.metric_direction)
     verification = load_verification(study, results) if results is not None else None
     simulated = record.simulated if record is not None else attrs.get("simulated")
     return gather_from_trials(
@@ -636,4 +720,5 @@ def gather_report(
         importances=importances,
         verification=verification,
         storage_url=results.url if results is not None else "",
+        objectives=objectives,
     )

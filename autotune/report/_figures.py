@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import plotly.graph_objects as go
 
-from autotune.objectives import OBJECTIVES
+from autotune.objectives import Objective
 from autotune.report._data import FAILED, FEASIBLE, INFEASIBLE, ReportData, TrialPoint
 
 __all__ = [
@@ -32,13 +32,44 @@ __all__ = [
 ]
 
 _MIB = float(1 << 20)
-#: Display axis per objective: (label, scale from the stored unit).
-_AXES: dict[str, tuple[str, float]] = {
-    "throughput_sps": ("throughput (samples/s)", 1.0),
-    "val_metric": ("validation accuracy (%)", 100.0),
-    "peak_memory_bytes": ("peak memory (MiB)", 1.0 / _MIB),
-}
-_DIRECTIONS = {o.name: o.direction for o in OBJECTIVES}
+#: The objectives' fields of a :class:`TrialPoint`, in the objectives' order.
+_FIELDS = ("throughput_sps", "val_metric", "peak_memory_bytes")
+
+
+class _Axis(NamedTuple):
+    """How one objective is drawn: its label, the scale from the stored unit to the display
+    unit, and its direction (``maximize`` or ``minimize``)."""
+
+    label: str
+    scale: float
+    direction: str
+
+
+def _metric_label(metric: Objective) -> str:
+    """``validation accuracy (%)`` for accuracy; ``val_loss (validation, lower is better)``."""
+    if metric.is_accuracy:
+        return "validation accuracy (%)"
+    better = "higher" if metric.direction == "maximize" else "lower"
+    return f"{metric.name} (validation, {better} is better)"
+
+
+def _axes(data: ReportData) -> dict[str, _Axis]:
+    """Display axis per objective field of :class:`TrialPoint`, for this study's objectives."""
+    throughput, metric, memory = data.objectives
+    return {
+        "throughput_sps": _Axis("throughput (samples/s)", 1.0, throughput.direction),
+        "val_metric": _Axis(
+            _metric_label(metric), 100.0 if metric.is_accuracy else 1.0, metric.direction
+        ),
+        "peak_memory_bytes": _Axis("peak memory (MiB)", 1.0 / _MIB, memory.direction),
+    }
+
+
+def _short(label: str) -> str:
+    """An axis label without its parenthesis: ``validation accuracy``, ``val_loss``."""
+    return label.split(" (")[0]
+
+
 #: The three 2-D projections: (figure id, x objective, y objective).
 PROJECTIONS: tuple[tuple[str, str, str], ...] = (
     ("pareto-throughput-accuracy", "throughput_sps", "val_metric"),
@@ -148,9 +179,11 @@ def _hover(point: TrialPoint, data: ReportData) -> str:
             f"(95 % CI {low:.2f}-{high:.2f}x)"
         )
     if point.measured:
+        metric = data.metric
+        shown = metric.format(point.val_metric or 0, 1)
         lines.append(
             f"single trial: {point.throughput_sps or 0:,.0f} samples/s · "
-            f"{100 * (point.val_metric or 0):.1f}% · "
+            f"{shown if metric.is_accuracy else _esc(metric.name) + ' ' + shown} · "
             f"{(point.peak_memory_bytes or 0) / _MIB:,.1f} MiB"
         )
         if point.speedup is not None:
@@ -163,37 +196,39 @@ def _hover(point: TrialPoint, data: ReportData) -> str:
     return "<br>".join(lines)
 
 
-def _value(point: TrialPoint, objective: str) -> float | None:
-    raw = getattr(point, objective)
-    return None if raw is None else float(raw) * _AXES[objective][1]
+def _value(point: TrialPoint, axis: str, axes: Mapping[str, _Axis]) -> float | None:
+    raw = getattr(point, axis)
+    return None if raw is None else float(raw) * axes[axis].scale
 
 
-def _floors(points: Sequence[TrialPoint], objective: str) -> tuple[float, float]:
+def _floors(
+    points: Sequence[TrialPoint], objective: str, axes: Mapping[str, _Axis]
+) -> tuple[float, float]:
     """Where unmeasured trials sit on this axis: just past the worst measured value.
 
     Returns:
         ``(floor, span)`` in display units.
     """
-    values = [v for p in points if p.measured and (v := _value(p, objective)) is not None]
+    values = [v for p in points if p.measured and (v := _value(p, objective, axes)) is not None]
     if not values:
         return 0.0, 1.0
     low, high = min(values), max(values)
     span = (high - low) or (abs(high) * 0.1) or 1.0
-    worst_is_low = _DIRECTIONS[objective] == "maximize"
+    worst_is_low = axes[objective].direction == "maximize"
     return (low - 0.08 * span if worst_is_low else high + 0.08 * span), span
 
 
 def _positions(
-    points: Sequence[TrialPoint], objectives: Sequence[str]
+    points: Sequence[TrialPoint], objectives: Sequence[str], axes: Mapping[str, _Axis]
 ) -> dict[int, tuple[float, ...]]:
     """Display coordinates of every point; unmeasured ones past the worst corner, spread a
     little (deterministically) so each can be hovered."""
-    floors = {o: _floors(points, o) for o in objectives}
+    floors = {o: _floors(points, o, axes) for o in objectives}
     out: dict[int, tuple[float, ...]] = {}
     unmeasured = 0
     for point in points:
         if point.measured:
-            out[point.number] = tuple(_value(point, o) or 0.0 for o in objectives)
+            out[point.number] = tuple(_value(point, o, axes) or 0.0 for o in objectives)
             continue
         offsets = ((unmeasured % 7) - 3) / 3.0, ((unmeasured // 7) % 5 - 2) / 2.0, 0.0
         out[point.number] = tuple(
@@ -205,11 +240,12 @@ def _positions(
 
 def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[float]]:
     """The 2-D non-dominated staircase of the feasible points in this projection."""
-    sx = 1 if _DIRECTIONS[x] == "maximize" else -1
-    sy = 1 if _DIRECTIONS[y] == "maximize" else -1
+    axes = _axes(data)
+    sx = 1 if axes[x].direction == "maximize" else -1
+    sy = 1 if axes[y].direction == "maximize" else -1
     pts = sorted(
         {
-            (_value(p, x) or 0.0, _value(p, y) or 0.0)
+            (_value(p, x, axes) or 0.0, _value(p, y, axes) or 0.0)
             for p in data.points
             if p.status == FEASIBLE and p.measured
         },
@@ -239,7 +275,8 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
     measurement sit just past the worst corner of the axes. The dashed line is the 2-D front
     of this projection.
     """
-    pos = _positions(data.points, (x, y))
+    axes = _axes(data)
+    pos = _positions(data.points, (x, y), axes)
     fig = go.Figure()
     fx, fy = _front_line(data, x, y)
     if fx:
@@ -275,12 +312,12 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
         title={
             "text": _title(
                 data,
-                f"{_AXES[y][0].split(' (')[0]} vs {_AXES[x][0].split(' (')[0]} (single trials)",
+                f"{_esc(_short(axes[y].label))} vs {_esc(_short(axes[x].label))} (single trials)",
             ),
             "font": {"size": 13},
         },
-        xaxis_title=_AXES[x][0],
-        yaxis_title=_AXES[y][0],
+        xaxis_title=_esc(axes[x].label),
+        yaxis_title=_esc(axes[y].label),
         height=480,
     )
     fig.update_layout(margin={"l": 60, "r": 20, "t": 50, "b": 130})
@@ -289,8 +326,9 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
 
 def pareto_3d_figure(data: ReportData) -> go.Figure:
     """All three objectives in 3-D, with the same point classes as the 2-D projections."""
-    objectives = ("throughput_sps", "val_metric", "peak_memory_bytes")
-    pos = _positions(data.points, objectives)
+    objectives = _FIELDS
+    axes = _axes(data)
+    pos = _positions(data.points, objectives, axes)
     fig = go.Figure()
     recommended = _recommended(data)
     for key, label, marker in _CLASSES:
@@ -319,9 +357,9 @@ def pareto_3d_figure(data: ReportData) -> go.Figure:
         **_LAYOUT,
         title={"text": _title(data, "All three objectives (single trials)"), "font": {"size": 13}},
         scene={
-            "xaxis_title": _AXES[objectives[0]][0],
-            "yaxis_title": _AXES[objectives[1]][0],
-            "zaxis_title": _AXES[objectives[2]][0],
+            "xaxis_title": _esc(axes[objectives[0]].label),
+            "yaxis_title": _esc(axes[objectives[1]].label),
+            "zaxis_title": _esc(axes[objectives[2]].label),
         },
         height=480,
     )
@@ -349,7 +387,11 @@ def parallel_coordinates_figure(data: ReportData) -> go.Figure:
     fig = go.Figure()
     if measured:
         dims = [_dimension(k, [p.params.get(k, "—") for p in measured]) for k in data.knob_names]
-        dims += [_dimension(_AXES[o][0], [_value(p, o) or 0.0 for p in measured]) for o in _AXES]
+        axes = _axes(data)
+        dims += [
+            _dimension(axis.label, [_value(p, o, axes) or 0.0 for p in measured])
+            for o, axis in axes.items()
+        ]
         fig.add_trace(
             go.Parcoords(
                 line={
@@ -383,7 +425,7 @@ def importances_figure(data: ReportData) -> go.Figure:
     """Parameter importances (fANOVA) per objective, as grouped horizontal bars."""
     fig = go.Figure()
     params = list(data.knob_names)
-    for objective in OBJECTIVES:
+    for objective, axis in zip(data.objectives, _axes(data).values(), strict=True):
         values: Mapping[str, float] = data.importances.get(objective.name, {})
         if not values:
             continue
@@ -392,7 +434,7 @@ def importances_figure(data: ReportData) -> go.Figure:
                 y=[_esc(p) for p in params],
                 x=[values.get(p, 0.0) for p in params],
                 orientation="h",
-                name=_AXES[objective.name][0],
+                name=_esc(axis.label),
                 hovertemplate="%{y}: %{x:.2f}<extra>" + _esc(objective.name) + "</extra>",
             )
         )

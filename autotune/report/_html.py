@@ -18,8 +18,16 @@ from urllib.parse import quote
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from autotune.report._data import FAILED, FEASIBLE, INFEASIBLE, ReportData
+from autotune.report._data import (
+    FAILED,
+    FEASIBLE,
+    INFEASIBLE,
+    ReportData,
+    metric_column,
+    metric_spread,
+)
 from autotune.report._figures import FIGURE_IDS, build_figures
+from autotune.verification import VerificationSummary
 
 __all__ = [
     "PLOTLY_CONFIG",
@@ -112,9 +120,8 @@ def _summary(data: ReportData) -> str:
             f"<p>Verification {summary.number}: the baseline (trial {summary.baseline.trial_number}"
             f") and {len(summary.candidates)} finalists re-run in {summary.rounds} interleaved "
             f"rounds of fresh processes, seeds {_esc(', '.join(map(str, summary.seeds)))}; a "
-            f"recommendation keeps the baseline's mean accuracy within "
-            f"{summary.accuracy_tolerance_pt:g} pt and its speedup's 95 % interval lies above "
-            "1.0x. The plots and the Pareto table below are single-trial figures from the "
+            f"recommendation {_esc(_tolerance_words(summary))} and its speedup's 95 % interval "
+            "lies above 1.0x. The plots and the Pareto table below are single-trial figures from the "
             "search: they ranked the finalists and are not a claim.</p>"
         )
     else:
@@ -128,6 +135,15 @@ def _summary(data: ReportData) -> str:
     return "\n".join(parts)
 
 
+def _tolerance_words(summary: VerificationSummary) -> str:
+    """What a recommendation keeps of the baseline's metric, in words."""
+    metric, tolerance = summary.metric, summary.accuracy_tolerance_pt
+    if metric.is_accuracy:
+        return f"keeps the baseline's mean accuracy within {tolerance:g} pt"
+    side = "below" if metric.direction == "maximize" else "above"
+    return f"has a mean {metric.name} at most {tolerance:g} % {side} the baseline's"
+
+
 def _verification_table(data: ReportData) -> str:
     """The baseline and every finalist with their verified figures and verdicts."""
     summary = data.verification
@@ -135,16 +151,15 @@ def _verification_table(data: ReportData) -> str:
         return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
     head = (
         "<tr><th>trial</th><th>speedup</th><th>95 % CI</th><th>median samples/s</th>"
-        "<th>val acc mean [min-max]</th><th>peak MiB</th><th class=text>verdict</th>"
-        "<th class=text>changed knobs</th></tr>"
+        f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
+        "<th class=text>verdict</th><th class=text>changed knobs</th></tr>"
     )
     chosen = summary.recommended.trial_number if summary.recommended is not None else None
     rows = []
     for v in (summary.baseline, *summary.candidates):
         recommended = not v.is_baseline and v.trial_number == chosen
         accuracy = (
-            f"{100 * v.val_metric_mean:.2f}% [{100 * (v.val_metric_min or 0):.2f}-"
-            f"{100 * (v.val_metric_max or 0):.2f}]"
+            metric_spread(summary.metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
             if v.val_metric_mean is not None
             else "n/a"
         )
@@ -175,8 +190,8 @@ def _pareto_table(data: ReportData) -> str:
         return '<p class="notes">No feasible trial yet.</p>'
     knobs = list(data.knob_names)
     head = (
-        "<tr><th>trial</th><th>samples/s</th><th>x baseline (1 trial)</th><th>val acc</th>"
-        "<th>peak MiB</th><th>step ms</th><th>compile s</th>"
+        "<tr><th>trial</th><th>samples/s</th><th>x baseline (1 trial)</th>"
+        f"<th>{_esc(metric_column(data.metric))}</th><th>peak MiB</th><th>step ms</th><th>compile s</th>"
         + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
         + "</tr>"
     )
@@ -189,7 +204,7 @@ def _pareto_table(data: ReportData) -> str:
             + (" (recommended)" if row.number == recommended else ""),
             _sps(row.throughput_sps),
             _speedup(row.speedup),
-            f"{100 * row.val_metric:.1f}%",
+            data.metric.format(row.val_metric, 1),
             f"{row.peak_memory_bytes / _MIB:,.1f}",
             "n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}",
             "n/a" if row.compile_s is None else f"{row.compile_s:.1f}",

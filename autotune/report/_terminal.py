@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from autotune.report._data import metric_column, model_text
+
 if TYPE_CHECKING:  # export imports report; the tables only need its types
     from autotune.export import BestConfigs, StudySummary
 
@@ -32,7 +34,7 @@ def best_table(best: BestConfigs) -> Table:
         "trial",
         "samples/s",
         "x baseline",
-        "val acc",
+        metric_column(best.metric),
         "peak MiB",
         "step ms",
         "batch",
@@ -59,10 +61,10 @@ def best_table(best: BestConfigs) -> Table:
             + (" (recommended)" if row.number == recommended else ""),
             f"{row.throughput_sps:,.0f}",
             "n/a" if row.speedup is None else f"{row.speedup:.2f}x",
-            f"{100 * row.val_metric:.1f}%",
+            best.metric.format(row.val_metric, 1),
             f"{row.peak_memory_bytes / _MIB:,.1f}",
             "n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}",
-            f"d{p.get('depth', '?')} w{p.get('width', '?')}",
+            model_text(p),
             str(p.get("batch_size", "")),
             str(p.get("precision", "")),
             str(p.get("memory_format", "")),
@@ -81,6 +83,7 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
         ("study", "left"),
         ("space", "left"),
         ("hardware", "left"),
+        ("metric", "left"),
         ("finished", "right"),
         ("all trials", "right"),
         ("feasible", "right"),
@@ -95,6 +98,7 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
             s.study_name,
             s.space_name,
             s.hardware + (" [SIMULATED]" if s.simulated else ""),
+            s.metric,
             str(s.finished),
             str(s.total),
             str(s.feasible),

@@ -165,7 +165,7 @@ def test_importances_find_the_knob_that_drives_an_objective() -> None:
     importances, notes = param_importances(trials)
     assert notes == []
     assert max(importances["throughput_sps"], key=importances["throughput_sps"].get) == "batch_size"
-    assert max(importances["val_accuracy"], key=importances["val_accuracy"].get) == "depth"
+    assert max(importances["accuracy"], key=importances["accuracy"].get) == "depth"
     assert (
         max(importances["peak_memory_bytes"], key=importances["peak_memory_bytes"].get)
         == "precision"

@@ -85,9 +85,9 @@ def test_every_output_recommends_the_same_verified_trial_and_speedup(
     assert verification["seeds"] == list(summary.seeds)
     assert verification["speedup"] == pytest.approx(rec.speedup, abs=1e-4)
     assert verification["speedup_ci95"] == pytest.approx(list(rec.speedup_ci95), abs=1e-4)
-    assert verification["val_accuracy_mean"] == pytest.approx(rec.val_accuracy_mean)
-    assert verification["baseline_val_accuracy_mean"] == pytest.approx(
-        summary.baseline.val_accuracy_mean
+    assert verification["val_metric_mean"] == pytest.approx(rec.val_metric_mean)
+    assert verification["baseline_val_metric_mean"] == pytest.approx(
+        summary.baseline.val_metric_mean
     )
     assert verification["verdict"] == line and "note" not in doc
     assert f"trial {rec.trial_number}, the verified recommendation" in out["export_out"]
