@@ -15,11 +15,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.api import PreparedRun, StudyProgress, prepare_run, run_study
 from autotune.config import RunConfig, load_run_config
-from autotune.exceptions import ConfigError, DataError, StorageError, TrialError
+from autotune.exceptions import ConfigError, DataError, StorageError, TrialError, WorkloadError
 from autotune.hardware import DeviceCapabilities
+from autotune.objectives import OBJECTIVES, study_objectives
+from autotune.storage import ResultsStore
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 
 from .conftest import MINIMAL_SPACE
+from .workloads.sources import REGRESSION_SPACE, write_regression
 
 
 def _config(sqlite_url: str, *args: str) -> RunConfig:
@@ -30,7 +33,13 @@ def _config(sqlite_url: str, *args: str) -> RunConfig:
 
 def _prepared(config: RunConfig, caps: DeviceCapabilities) -> PreparedRun:
     """A run on a fake device, with the space deliberately left unrestricted."""
-    return PreparedRun(config=config, capabilities=caps, space=config.space, removed_choices=[])
+    return PreparedRun(
+        config=config,
+        capabilities=caps,
+        space=config.space,
+        removed_choices=[],
+        objectives=OBJECTIVES,
+    )
 
 
 def _load(config: RunConfig) -> optuna.Study:
@@ -79,6 +88,83 @@ def test_prepare_refuses_before_writing(
         prepare_run(_config(sqlite_url, *args))
 
     assert list(tmp_path.iterdir()) == []
+
+
+def test_prepare_checks_the_workload_and_takes_its_metric(tmp_path: Path, sqlite_url: str) -> None:
+    space = write_regression(tmp_path)
+
+    prepared = prepare_run(_config(sqlite_url, f"space={space}", "device=cpu"))
+
+    assert prepared.objectives == study_objectives("val_mse", "minimize")
+    assert prepared.space.model.knobs == prepared.config.space.model.knobs  # nothing too big
+    assert prepare_run(_config(sqlite_url)).objectives == OBJECTIVES  # the built-in: accuracy
+
+
+@pytest.mark.parametrize(
+    ("space", "args", "error", "message"),
+    [
+        (
+            REGRESSION_SPACE.replace("  hidden: [4, 8]", "  hidden: [4, 8]\n  depth: [1]"),
+            ["device=cpu"],
+            WorkloadError,
+            "model.depth: build_model() of regression.py:Regression has no such argument",
+        ),
+        (
+            REGRESSION_SPACE,
+            ["device=mock"],
+            ConfigError,
+            "device=mock: the mock device simulates the built-in workloads (cnn, mlp) only",
+        ),
+        (
+            REGRESSION_SPACE + "constraints: {min_accuracy: 0.9}\n",
+            ["device=cpu"],
+            ConfigError,
+            "constraints.min_accuracy: the workload's metric is val_mse, not accuracy",
+        ),
+    ],
+    ids=["unknown-knob", "mock-device", "min-accuracy"],
+)
+def test_prepare_refuses_a_workload_before_writing(
+    tmp_path: Path,
+    space: str,
+    args: list[str],
+    error: type[Exception],
+    message: str,
+) -> None:
+    path = write_regression(tmp_path, space)
+    before = sorted(tmp_path.iterdir())
+    url = f"sqlite:///{tmp_path / 'studies' / 'autotune.db'}"
+
+    with pytest.raises(error) as err:
+        prepare_run(_config(url, f"space={path}", *args))
+
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+    assert sorted(tmp_path.iterdir()) == before  # no database, no directory
+
+
+def test_a_workload_study_records_its_metric(tmp_path: Path, sqlite_url: str) -> None:
+    space = write_regression(tmp_path)
+    config = _config(sqlite_url, f"space={space}", "device=cpu")
+    prepared = prepare_run(config)
+    fake = FakeRunTrial([make_measurement(val_metric=v, simulated=False) for v in (0.5, 0.2, 0.9)])
+
+    result = run_study(config, 3, run_trial_fn=fake, prepared=prepared)
+
+    study = _load(config)
+    assert result.finished == 3
+    assert study.metric_names == ["throughput_sps", "val_mse", "peak_memory_bytes"]
+    assert study.directions[1] == optuna.study.StudyDirection.MINIMIZE
+    for trial_config, _ in fake.calls:
+        assert trial_config.workload == config.space.workload_spec()
+        assert set(trial_config.model) == {"hidden", "activation", "scale"}
+    with ResultsStore.open(sqlite_url) as store:
+        record = store.study(config.study)
+        rows = store.trials(config.study)
+    assert record is not None
+    assert (record.metric_name, record.metric_direction) == ("val_mse", "minimize")
+    assert sorted(r.val_metric for r in rows if r.val_metric is not None) == [0.2, 0.5, 0.9]
+    assert {r.workload for r in rows} == {"regression.py:Regression"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +235,7 @@ def test_on_trial_reports_every_finished_trial(sqlite_url: str) -> None:
     assert [p.finished for p in seen] == [1, 2, 3, 4]
     assert {p.target for p in seen} == {4}
     assert [p.last.number for p in seen] == [0, 1, 2, 3]
-    assert set(seen[-1].best) == {"throughput_sps", "val_accuracy", "peak_memory_bytes"}
+    assert set(seen[-1].best) == {"throughput_sps", "accuracy", "peak_memory_bytes"}
     assert seen[-1].best["throughput_sps"] == max(p.last.values[0] for p in seen)
 
 
@@ -174,9 +260,9 @@ def test_failures_are_recorded_and_never_on_the_pareto_front(sqlite_url: str) ->
     caps = make_capabilities("mock", memory_bytes=None)
     fake = FakeRunTrial(
         [
-            make_measurement(throughput_sps=500.0, val_accuracy=0.9, peak_memory_bytes=8 << 20),
+            make_measurement(throughput_sps=500.0, val_metric=0.9, peak_memory_bytes=8 << 20),
             TrialError("oom", "MemoryError: out of memory"),
-            make_measurement(throughput_sps=900.0, val_accuracy=0.8, peak_memory_bytes=9 << 20),
+            make_measurement(throughput_sps=900.0, val_metric=0.8, peak_memory_bytes=9 << 20),
             TrialError("timeout", "no result after the 600 s limit"),
         ]
     )
@@ -256,7 +342,7 @@ def test_optuna_load_study_sees_every_trial(
 
     study = optuna.load_study(study_name="shared", storage=sqlite_url)
     assert len(study.trials) == result.finished == 10
-    assert study.metric_names == ["throughput_sps", "val_accuracy", "peak_memory_bytes"]
+    assert study.metric_names == ["throughput_sps", "accuracy", "peak_memory_bytes"]
     states = {t.state for t in study.trials}
     assert states == {TrialState.COMPLETE}
     for t in study.trials:

@@ -14,6 +14,7 @@ from optuna.trial import FixedTrial, FrozenTrial
 
 from autotune.config import RunConfig
 from autotune.hardware import DeviceCapabilities
+from autotune.objectives import METRIC_INDEX, objectives_of_study
 from autotune.storage._fingerprint import hardware_fingerprint
 from autotune.storage._store import ResultsStore
 from autotune.storage.records import (
@@ -105,6 +106,7 @@ def open_results_for_run(
     changes = study.user_attrs.get("hardware_changes") or []
     recorded = changes[-1].get("hardware") if changes else study.user_attrs.get("hardware")
     hardware = hardware_fingerprint(caps, recorded if isinstance(recorded, Mapping) else None)
+    metric = objectives_of_study(study)[METRIC_INDEX]  # the workload's, as Optuna keeps it
     store = ResultsStore.open(config.storage, create=True)
     store.record_study(
         StudyRecord(
@@ -117,6 +119,8 @@ def open_results_for_run(
             seed=config.seed,
             created_at=None,
             hardware=hardware,
+            metric_name=metric.name,
+            metric_direction=metric.direction,
         )
     )
 
