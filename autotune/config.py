@@ -73,6 +73,7 @@ __all__ = [
     "VerifySettings",
     "WorkloadSpec",
     "available_spaces",
+    "format_knob_value",
     "load_run_config",
     "load_space",
     "load_verify_request",
@@ -297,6 +298,14 @@ class ChoiceParam(_Strict):
 
 #: A model knob: an integer (range or choices), a real range, or choices of any scalars.
 ModelKnob = IntParam | FloatParam | ChoiceParam
+
+
+def format_knob_value(value: Any) -> str:
+    """A knob's value for display: a real number to 3 significant digits (``0.163``), any
+    other value as written."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
 
 
 def _is_int(value: Any) -> bool:

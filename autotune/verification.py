@@ -34,6 +34,7 @@ from optuna.trial import FrozenTrial
 from scipy import stats
 
 from autotune.baseline import baseline_trial
+from autotune.config import format_knob_value
 from autotune.exceptions import VerificationError
 from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective, objectives_of_study
 from autotune.storage import ResultsStore
@@ -306,7 +307,10 @@ class CandidateVerdict:
         """The changed knobs as ``precision fp32->bf16, batch_size 64->256``."""
         if not self.changed:
             return "no knob changed"
-        return ", ".join(f"{name} {old}->{new}" for name, old, new in self.changed)
+        return ", ".join(
+            f"{name} {format_knob_value(old)}->{format_knob_value(new)}"
+            for name, old, new in self.changed
+        )
 
 
 @dataclass(frozen=True)

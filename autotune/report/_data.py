@@ -21,7 +21,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial
-from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS
+from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, format_knob_value
 from autotune.exceptions import ConfigError
 from autotune.objectives import (
     METRIC_INDEX,
@@ -169,7 +169,8 @@ def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
 def model_text(params: Mapping[str, Any]) -> str:
     """The model's knobs for a table cell: ``depth=2 width=16``, ``n_layer=4 n_embd=128``;
     ``-`` when the space has none."""
-    return " ".join(f"{name}={value}" for name, value in model_knobs(params).items()) or "-"
+    knobs = model_knobs(params).items()
+    return " ".join(f"{name}={format_knob_value(value)}" for name, value in knobs) or "-"
 
 
 def metric_column(metric: Objective) -> str:
