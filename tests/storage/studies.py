@@ -19,7 +19,7 @@ from autotune.measure import Measurement
 from autotune.testing import simulate_trial
 
 #: A memory limit that a few cnn_small configurations break (so some trials are infeasible).
-MAX_MEMORY_BYTES = 6 * (1 << 20)
+MAX_MEMORY_BYTES = 9 * (1 << 20)
 #: Trial numbers that fail on purpose (out of memory) in :func:`run_mock_study`.
 FAILING_TRIALS = (3,)
 
@@ -102,7 +102,7 @@ def make_trial(
 
     Args:
         number: its trial number.
-        values: ``(throughput_sps, val_accuracy, peak_memory_bytes)`` of a measured trial;
+        values: ``(throughput_sps, val_metric, peak_memory_bytes)`` of a measured trial;
             None for a failed or pruned one.
         state: COMPLETE or PRUNED.
         failure: ``oom``, ``error``, ... (stored with a detail line), or ``infeasible``.
@@ -116,7 +116,7 @@ def make_trial(
     if values is not None:
         attrs.update(
             throughput_sps=values[0],
-            val_accuracy=values[1],
+            val_metric=values[1],
             peak_memory_bytes=int(values[2]),
             step_time_s=64 / values[0] if values[0] else 0.0,
             compile_s=0.0,

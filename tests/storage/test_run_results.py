@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 from autotune.baseline import baseline_params, baseline_trial, enqueue_baseline
 from autotune.config import load_space
 from autotune.hardware import restrict_space
-from autotune.storage import ResultsStore, create_results_engine
+from autotune.storage import KNOB_COLUMNS, ResultsStore, create_results_engine
 from autotune.testing import make_capabilities
 from tests.storage.studies import FAILING_TRIALS, DemoStudy, run_mock_study, sqlite_url
 
@@ -34,7 +34,9 @@ def test_every_finished_trial_has_one_row_matching_optuna(demo_study: DemoStudy)
         else:
             assert row.throughput_sps == trial.user_attrs["throughput_sps"]
             assert row.peak_memory_bytes == trial.user_attrs["peak_memory_bytes"]
-        assert {k: getattr(row, k) for k in trial.params} == trial.params
+        tuner = {k: getattr(row, k) for k in KNOB_COLUMNS}
+        assert {**json.loads(row.model_knobs_json), **tuner} == trial.params
+        assert row.workload == "cnn"
         assert row.is_feasible == (
             "failure" not in trial.user_attrs and all(v <= 0 for v in trial.constraints.values())
         )
@@ -60,7 +62,7 @@ def test_the_baseline_is_trial_0_with_pytorch_defaults(demo_study: DemoStudy) ->
     assert base is not None and base.number == 0
     assert sum(bool(t.user_attrs.get("baseline")) for t in study.trials) == 1
     assert base.params == {
-        "depth": 2,
+        "depth": 3,  # the middle of cnn_small's 2..4
         "width": 16,
         "batch_size": 64,
         "precision": "fp32",
@@ -101,9 +103,9 @@ def test_a_new_run_writes_the_rows_that_are_missing(tmp_path: Path) -> None:
 
 
 def test_baseline_params_take_the_middle_model_and_a_common_batch() -> None:
-    space = load_space("cnn_small")  # depth 1..3, width [8, 16, 32, 64], batch [16..256]
+    space = load_space("cnn_small")  # depth 2..4, width [8, 16, 32, 64], batch [16..256]
     params, notes = baseline_params(space)
-    assert (params["depth"], params["width"], params["batch_size"]) == (2, 16, 64)
+    assert (params["depth"], params["width"], params["batch_size"]) == (3, 16, 64)
     assert notes == []
     odd = load_space("cnn_small", ["batch_size=[16,100,500]", "model.width=[8,16,32]"])
     params, _ = baseline_params(odd)

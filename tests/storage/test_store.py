@@ -6,8 +6,10 @@ import dataclasses
 import json
 from pathlib import Path
 
+import optuna
 import pytest
 import sqlalchemy as sa
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -26,7 +28,7 @@ from autotune.storage import (
     session_scope,
     trial_record,
 )
-from autotune.testing import make_capabilities
+from autotune.testing import make_capabilities, make_trial_config
 from tests.storage.studies import make_trial, sqlite_url
 
 HARDWARE = HardwareFingerprint(
@@ -155,19 +157,61 @@ def test_read_only_open_refuses_tables_at_another_revision(tmp_path: Path) -> No
 def test_trial_record_of_a_measured_trial_copies_every_figure_with_its_unit() -> None:
     extra = {"flops_per_sample": 3.5e6, "mfu": 0.41, "energy_j_per_sample": 2.0e-4}
     trial = make_trial(5, (5000.0, 0.97, 7 << 20), extra_attrs=extra, batch_size=128)
-    config = {"family": "cnn", "seed": 5, "batch_size": 128, "train": {"epochs": 5}}
+    config = make_trial_config(seed=5, batch_size=128, depth=2, width=16).model_dump(mode="json")
     record = trial_record("s", trial, config)
     assert record.trial_number == 5 and record.state == "COMPLETE"
-    assert record.throughput_sps == 5000.0 and record.val_accuracy == 0.97
+    assert record.throughput_sps == 5000.0 and record.val_metric == 0.97
     assert record.peak_memory_bytes == 7 << 20 and record.step_time_s == pytest.approx(64 / 5000)
     assert (record.flops_per_sample, record.mfu, record.energy_j_per_sample) == (
         3.5e6,
         0.41,
         2.0e-4,
     )
-    assert record.batch_size == 128 and record.family == "cnn" and record.seed == 5
+    assert record.batch_size == 128 and record.workload == "cnn" and record.seed == 5
+    assert json.loads(record.model_knobs_json or "") == {"depth": 2, "width": 16}
     assert json.loads(record.config_json) == config
     assert record.is_feasible and record.failure is None
+
+
+@pytest.mark.parametrize(
+    ("config", "workload"),
+    [
+        ({"family": "mlp", "depth": 2, "width": 16}, "mlp"),  # written before workloads
+        ({"workload": {"ref": "/home/me/gpt.py:CharGPT", "args": {}}}, "gpt.py:CharGPT"),
+        ({"workload": {"ref": "my_models.gpt:CharGPT"}}, "my_models.gpt:CharGPT"),
+        (None, None),
+    ],
+)
+def test_trial_record_names_the_workload_and_keeps_any_model_knobs(
+    config: dict[str, object] | None, workload: str | None
+) -> None:
+    trial = optuna.trial.create_trial(
+        values=[100.0, 1.25, 1024.0],
+        params={"n_layer": 4, "dropout": 0.1, "batch_size": 32, "precision": "bf16"},
+        distributions={
+            "n_layer": IntDistribution(2, 6),
+            "dropout": FloatDistribution(0.0, 0.5),
+            "batch_size": CategoricalDistribution((16, 32)),
+            "precision": CategoricalDistribution(("fp32", "bf16")),
+        },
+        user_attrs={"val_metric": 1.25, "simulated": False},
+        constraints={"failed": 0.0},
+    )
+
+    record = trial_record("s", trial, config)
+
+    assert record.workload == workload
+    assert json.loads(record.model_knobs_json or "") == {"n_layer": 4, "dropout": 0.1}
+    assert (record.batch_size, record.precision, record.gpu_count) == (32, "bf16", None)
+    assert record.val_metric == 1.25
+
+
+def test_trial_record_reads_val_accuracy_of_studies_before_workloads() -> None:
+    trial = make_trial(1, (100.0, 0.5, 1024.0))
+    trial.user_attrs.pop("val_metric")
+    trial.user_attrs["val_accuracy"] = 0.93
+
+    assert trial_record("s", trial).val_metric == 0.93
 
 
 def test_trial_record_of_failed_and_pruned_trials_has_no_figures() -> None:
@@ -249,7 +293,7 @@ def _verification_row(round_index: int, trial_number: int, **figures: object) ->
         "throughput_sps": 1000.0 + trial_number,
         "throughput_iqr_sps": 5.0,
         "step_time_s": 0.064,
-        "val_accuracy": 0.9,
+        "val_metric": 0.9,
         "peak_memory_bytes": 8 << 20,
         "train_s": 2.0,
     }
