@@ -108,13 +108,13 @@ def test_user_constraints_keep_trials_off_the_front(tmp_path: Path) -> None:
     violating = [
         t
         for t in measured
-        if t.user_attrs["peak_memory_bytes"] > 5 * 2**20 or t.user_attrs["val_accuracy"] < 0.9
+        if t.user_attrs["peak_memory_bytes"] > 5 * 2**20 or t.user_attrs["val_metric"] < 0.9
     ]
     assert violating, "the limits should exclude some trials of this space"
     assert result.pareto_trials
     for t in result.pareto_trials:
         assert t.user_attrs["peak_memory_bytes"] <= 5 * 2**20
-        assert t.user_attrs["val_accuracy"] >= 0.9
+        assert t.user_attrs["val_metric"] >= 0.9
 
 
 def test_rerun_with_the_same_target_runs_nothing(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def test_measurement_says_it_is_simulated() -> None:
     assert m.simulated is True
     assert m.memory_kind == "simulated"
     assert m.throughput_sps > 0
-    assert 0.0 <= m.val_accuracy <= 1.0
+    assert 0.0 <= m.val_metric <= 1.0
     assert 0 < m.peak_memory_bytes <= DEFAULT_PROFILE.memory_bytes
 
 
@@ -123,7 +123,7 @@ def test_lr_scaling_makes_up_for_fewer_steps() -> None:
     assert scaled.train_loss == pytest.approx(2.3 * math.exp(-50 / 80))
     # The under-training penalty drops from 0.25 exp(-25/60) to 0.25 exp(-50/60): 5.6 points,
     # far above the simulated noise (0.3 points).
-    assert scaled.val_accuracy - fixed.val_accuracy == pytest.approx(0.056, abs=0.015)
+    assert scaled.val_metric - fixed.val_metric == pytest.approx(0.056, abs=0.015)
 
 
 def test_the_reference_batch_trains_as_without_scaling() -> None:
