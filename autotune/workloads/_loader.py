@@ -326,16 +326,16 @@ def _check_datasets(workload: LoadedWorkload) -> None:
     try:
         train, validation = workload.datasets()
         sizes = [len(train), len(validation)]  # type: ignore[arg-type]
-        item = train[0]
+        if min(sizes) < 1:
+            raise WorkloadError(
+                f"workload: datasets() of {label} gave {sizes[0]} training and {sizes[1]} "
+                "validation items; both need at least one"
+            )
+        item = train[0]  # after the sizes: an empty set has no item 0
     except AutotuneError:
         raise
     except Exception as e:
         raise WorkloadError(f"workload: datasets() of {label} failed: {_last_line(e)}") from e
-    if min(sizes) < 1:
-        raise WorkloadError(
-            f"workload: datasets() of {label} gave {sizes[0]} training and {sizes[1]} "
-            "validation items; both need at least one"
-        )
     if not isinstance(item, (tuple, list)) or len(item) != 2:
         raise WorkloadError(
             f"workload: datasets() of {label}: an item must be an (input, target) pair, "
