@@ -357,6 +357,7 @@ class TrialObjective:
         objectives: tuple[Objective, ...] = OBJECTIVES,
     ) -> None:
         self._objectives = objectives
+        self._sampler_s_seen = 0.0  # the sampler's seconds already attributed to a trial
         self._config = config
         self._space = space
         self._caps = caps
@@ -431,6 +432,15 @@ class TrialObjective:
             shortfall = 0.0 if measurement is None else limits.min_accuracy - measurement.val_metric
             trial.set_constraint("min_accuracy", shortfall)
 
+    def _record_sampler_time(self, trial: optuna.Trial) -> None:
+        """Store the seconds the sampler spent proposing this trial's parameters as the user
+        attribute ``sampler_s`` (relative and independent sampling; measured by
+        :class:`autotune.samplers.OneThreadSampler`, absent with another sampler)."""
+        sampler = trial.study.sampler
+        if isinstance(sampler, OneThreadSampler):
+            trial.set_user_attr("sampler_s", sampler.fit_s - self._sampler_s_seen)
+            self._sampler_s_seen = sampler.fit_s
+
     def _record_failure(
         self, trial: optuna.Trial, failure: str, detail: str
     ) -> tuple[float, float, float]:
@@ -457,6 +467,7 @@ class TrialObjective:
             raise SurplusTrial(f"trial {trial.number}: the study already has its trials")
         config = self.trial_config(trial)
         trial.set_user_attr("simulated", self._caps.simulated)
+        self._record_sampler_time(trial)
         reason = trial_infeasibility_reason(config, self._caps)
         if reason is not None:
             return self._record_failure(trial, "infeasible", reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import optuna
+import pytest
 import torch
 
 from autotune.samplers import OneThreadSampler, one_torch_thread
@@ -52,3 +53,22 @@ def test_the_wrapper_proposes_what_the_wrapped_sampler_proposes() -> None:
     plain.optimize(objective, n_trials=15)
     wrapped.optimize(objective, n_trials=15)
     assert [t.params for t in plain.trials] == [t.params for t in wrapped.trials]
+
+
+def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
+    from autotune.config import load_run_config
+    from autotune.hardware import detect_capabilities
+    from autotune.study import TrialObjective, make_sampler
+    from autotune.testing import make_measurement
+
+    config = load_run_config(["device=mock", "verify.rounds=0"])
+    caps = detect_capabilities("mock")
+    objective = TrialObjective(
+        config, config.space, caps, lambda trial_config, timeout_s: make_measurement()
+    )
+    sampler = make_sampler("tpe", seed=0)
+    study = optuna.create_study(directions=["maximize", "maximize", "minimize"], sampler=sampler)
+    study.optimize(objective, n_trials=4)
+    seconds = [t.user_attrs["sampler_s"] for t in study.trials]
+    assert all(s >= 0 for s in seconds)
+    assert sum(seconds) == pytest.approx(sampler.fit_s)
