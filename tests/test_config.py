@@ -72,7 +72,7 @@ def test_cnn_small_has_the_documented_knobs() -> None:
     space = load_space("cnn_small")
 
     assert space.model.family == "cnn"
-    assert space.model.knobs["depth"].values() == [1, 2, 3]
+    assert space.model.knobs["depth"].values() == [2, 3, 4]
     assert space.model.knobs["width"].values() == [8, 16, 32, 64]
     assert space.batch_size.values() == [16, 32, 64, 128, 256]
     assert space.precision.values() == ["fp32", "tf32", "fp16", "bf16"]
@@ -138,8 +138,8 @@ def test_override_with_a_float_value() -> None:
 
 
 def test_override_range_bounds() -> None:
-    space = load_space("cnn_small", ["model.depth.high=2"])
-    assert space.model.knobs["depth"].values() == [1, 2]
+    space = load_space("cnn_small", ["model.depth.high=3"])
+    assert space.model.knobs["depth"].values() == [2, 3]
 
 
 def test_data_alias_selects_the_data_set_by_name() -> None:
@@ -359,10 +359,10 @@ def test_bad_space_override_names_the_override(override: str, expected: str) -> 
 @_KNOB_KEY_XFAIL
 def test_override_that_breaks_a_rule_of_its_parent_names_the_override() -> None:
     with pytest.raises(ConfigError) as err:
-        load_space("cnn_small", ["model.depth.low=4"])
+        load_space("cnn_small", ["model.depth.low=5"])
 
     assert _one_line(err) == (
-        "override model.depth.low=4: model.depth: `low <= high` must hold, but got low=4, high=3"
+        "override model.depth.low=5: model.depth: `low <= high` must hold, but got low=5, high=4"
     )
 
 
