@@ -31,7 +31,7 @@ def test_cnn_block_widths_double() -> None:
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
     assert [c.out_channels for c in convs] == [8, 16, 32]
     head = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    assert head[-1].in_features == 32
+    assert head[-1].in_features == 32 * 3 * 3  # the flattened map: 28 -> 14 -> 7 -> 3
 
 
 def test_cnn_deeper_than_the_image_stops_pooling() -> None:
@@ -49,8 +49,9 @@ def test_mlp_parameter_count() -> None:
 
 
 def test_cnn_parameter_count() -> None:
-    # conv 1->8 3x3 without bias (72) + BatchNorm (16) + linear 8->10 (90).
-    assert count_parameters(build_model("cnn", 1, 8, (1, 8, 8), 10)) == 178
+    # conv 1->8 3x3 without bias (72) + BatchNorm (16) + linear 8x4x4->10 (1290): the head
+    # takes the flattened 4x4 map.
+    assert count_parameters(build_model("cnn", 1, 8, (1, 8, 8), 10)) == 72 + 16 + 1290 == 1378
 
 
 def test_count_parameters_skips_frozen() -> None:
