@@ -6,7 +6,7 @@ from pathlib import Path
 
 #: A small regression workload with its own loss, metric and direction: y = x @ w + noise on
 #: 4 features; the metric is the validation mean squared error (lower is better).
-REGRESSION = '''\
+REGRESSION = """\
 import torch
 from torch import nn
 from torch.utils.data import TensorDataset
@@ -45,7 +45,7 @@ class Regression:
 
 
 WORKLOAD = Regression()
-'''
+"""
 
 #: A space for :data:`REGRESSION` (``workload: regression.py:Regression``).
 REGRESSION_SPACE = """\
