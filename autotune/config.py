@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import importlib.resources
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -389,7 +390,8 @@ class CompileModeParam(CategoricalParam[CompileMode]):
 def _check_choices(choices: Sequence[Any]) -> None:
     if not choices:
         raise ValueError("`choices` must not be empty")
-    if len(set(choices)) != len(choices):
+    # Typed: 1 and true are two choices (1 == True in Python).
+    if len({(type(c), c) for c in choices}) != len(choices):
         raise ValueError(f"`choices` must be unique, but got {list(choices)}")
 
 
@@ -464,17 +466,18 @@ class ModelSpace(BaseModel):
                 raise ValueError(f"{name}{'.' + where if where else ''}: {rule}") from None
         return parsed
 
-    @model_validator(mode="after")
-    def _builtin_sizes(self) -> ModelSpace:
-        if self.family is None:
-            return self
+    def check_builtin_sizes(self) -> None:
+        """The built-in families' knobs: ``depth`` and ``width``, integers >= 1.
+
+        Raises:
+            ValueError: a knob missing or out of range (the message starts with its name).
+        """
         for name in ("depth", "width"):
             knob = self.knobs.get(name)
             if knob is None:
-                raise ValueError(f"family {self.family} needs the knob {name}")
+                raise ValueError(f"model.{name}: family {self.family} needs this knob")
             if not isinstance(knob, IntParam) or min(knob.values()) < 1:
-                raise ValueError(f"{name}: every value must be an integer >= 1")
-        return self
+                raise ValueError(f"model.{name}: every value must be an integer >= 1")
 
     @model_serializer(mode="wrap")
     def _flat(self, handler: Any) -> dict[str, Any]:
@@ -701,6 +704,7 @@ class SearchSpace(_Strict):
                 )
             if self.workload_args:
                 raise ValueError("workload_args: only with `workload:` (a space's own model)")
+            self.model.check_builtin_sizes()
             return self
         if self.model.family is not None:
             raise ValueError(
@@ -713,7 +717,11 @@ class SearchSpace(_Strict):
                     f"{key}: applies to the built-in workloads (model.family) only; "
                     f"the datasets of `workload: {self.workload}` come from its datasets()"
                 )
-        WorkloadSpec(ref=self.workload)  # the reference's form
+        try:
+            WorkloadSpec(ref=self.workload)  # the reference's form
+        except ValidationError as e:
+            rule = e.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ValueError(f"workload: {rule}") from None
         return self
 
     def workload_spec(self) -> WorkloadSpec:
@@ -933,10 +941,15 @@ def _format_validation_error(
     loc = [str(p) for p in first["loc"] if not str(p).startswith(("function-", "tagged-union"))]
     if loc[:2] == ["model", "knobs"]:  # ModelSpace keeps its knobs apart; YAML does not
         loc = ["model", *loc[2:]]
-    key = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(top level)")
     rule = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         rule = "unknown key"
+    # A rule of a whole model that names the key it is about ("model.family: ...") moves the
+    # key into the location.
+    named = re.match(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", rule)
+    if named and first["type"] == "value_error":
+        loc, rule = [*loc, *named.group(1).split(".")], named.group(2)
+    key = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(top level)")
     for set_key, text in overridden.items():
         # The override set this key, a key inside it, or a key a rule on this one reads.
         if key == set_key or key.startswith(set_key + ".") or set_key.startswith(key + "."):

@@ -333,11 +333,11 @@ def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any, loss_fn: Any) 
 
 
 def profile_model(spec: WorkloadSpec, knobs: Mapping[str, Any], precision: str) -> ModelProfile:
-    """Trace what a workload's model saves for backward, on the CPU, with batches of 1 and 2
+    """Trace what a workload's model saves for backward, on the CPU, with batches of 2 and 4
     samples of its training set.
 
-    The difference of the two is the per-sample activation memory; the rest of the 1-sample
-    trace is the fixed part. Precision matters through autocast (fp16/bf16 save half-width
+    Half the difference of the two is the per-sample activation memory; the rest of the
+    2-sample trace is the fixed part. Precision matters through autocast (fp16/bf16 save half-width
     copies); ``tf32`` saves what ``fp32`` does. Memory format does not change byte counts.
     Cached per process (milliseconds per model of the shipped spaces); the workload is
     imported and its ``datasets()`` called once per process.
@@ -367,21 +367,22 @@ def _profile_cached(spec_json: str, knobs_json: str, precision: str) -> ModelPro
 
     workload = load_workload(WorkloadSpec.model_validate_json(spec_json))
     train, _ = workload.datasets()
-    items = [train[0], train[1 % len(train)]]  # type: ignore[arg-type]
+    # Batches of 2 and 4 (not 1: BatchNorm refuses one sample on a 1x1 map in training).
+    items = [train[i % len(train)] for i in range(4)]  # type: ignore[arg-type]
     autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
     torch.manual_seed(0)
     model = workload.build_model(json.loads(knobs_json))
     model.train()
     saved = []
-    for batch in (1, 2):
+    for batch in (2, 4):
         x, y = default_collate(items[:batch])
         saved.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
-    per_sample = max(0, saved[1] - saved[0])
+    per_sample = max(0.0, (saved[1] - saved[0]) / 2)
     x, y = default_collate(items[:1])
     return ModelProfile(
         parameters=count_parameters(model),
-        activation_bytes_per_sample=float(per_sample),
-        activation_fixed_bytes=max(0, saved[0] - per_sample),
+        activation_bytes_per_sample=per_sample,
+        activation_fixed_bytes=max(0, int(saved[0] - 2 * per_sample)),
         input_bytes_per_sample=x.element_size() * x.numel() + y.element_size() * y.numel(),
     )
 

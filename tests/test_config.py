@@ -287,15 +287,6 @@ def test_duplicate_choices(write_space: Callable[..., Path]) -> None:
     assert _one_line(err) == f"{path}: batch_size: `choices` must be unique, but got [32, 32]"
 
 
-#: config.py reports a model knob's rule as ``model: depth: ...`` (the knobs validator's
-#: location is ``model.knobs``); proposed: ``_format_validation_error`` moves a leading
-#: ``KNOB: `` of such a message into the key, giving ``model.depth: ...``.
-_KNOB_KEY_XFAIL = pytest.mark.xfail(
-    strict=True, reason="config.py names a model knob's key as 'model: KNOB:' (fix proposed)"
-)
-
-
-@_KNOB_KEY_XFAIL
 def test_low_greater_than_high(write_space: Callable[..., Path]) -> None:
     path = write_space(MINIMAL_SPACE.replace("{low: 1, high: 2}", "{low: 4, high: 1}"))
 
@@ -305,7 +296,6 @@ def test_low_greater_than_high(write_space: Callable[..., Path]) -> None:
     assert _one_line(err) == f"{path}: model.depth: `low <= high` must hold, but got low=4, high=1"
 
 
-@_KNOB_KEY_XFAIL
 def test_non_positive_width(write_space: Callable[..., Path]) -> None:
     path = write_space(MINIMAL_SPACE.replace("[8, 16]", "[0, 16]"))
 
@@ -345,7 +335,6 @@ def test_unknown_space_name_lists_the_shipped_ones() -> None:
             "model.depth={low: 3, high: 1}",
             "override model.depth={low: 3, high: 1}: model.depth: "
             "`low <= high` must hold, but got low=3, high=1",
-            marks=_KNOB_KEY_XFAIL,
         ),
     ],
 )
@@ -356,7 +345,6 @@ def test_bad_space_override_names_the_override(override: str, expected: str) -> 
     assert _one_line(err) == expected
 
 
-@_KNOB_KEY_XFAIL
 def test_override_that_breaks_a_rule_of_its_parent_names_the_override() -> None:
     with pytest.raises(ConfigError) as err:
         load_space("cnn_small", ["model.depth.low=5"])

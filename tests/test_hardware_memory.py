@@ -190,11 +190,6 @@ def test_restrict_keeps_everything_when_the_largest_configuration_fits() -> None
     assert restricted == space
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="flops.profile_model traces 1 sample: BatchNorm on depth 4's 1x1 map raises in "
-    "training mode, so depth=4 has no estimate and is kept (fix proposed: trace 2 and 4)",
-)
 def test_restrict_refuses_a_space_where_nothing_fits() -> None:
     space = load_space("cnn_small")
 
