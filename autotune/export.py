@@ -589,7 +589,11 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
 
 
 class _BlockDumper(yaml.SafeDumper):
-    """Writes multi-line strings as ``|`` blocks, so the snippet reads as code."""
+    """Writes multi-line strings as ``|`` blocks, so the snippet reads as code, and a value
+    used twice in full both times (no ``&id001`` anchors and ``*id001`` aliases)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
