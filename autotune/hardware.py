@@ -524,10 +524,13 @@ def _simulated_capabilities(mock_profile: str) -> DeviceCapabilities:
 # --------------------------------------------------------------------------------------------
 # Memory estimate
 
-#: The estimate's accuracy: within +-30 % of the measured CPU peak RSS growth over the
-#: cnn_small configurations checked (README, "Hardware"). A configuration is refused only
-#: when its estimate exceeds the memory by more than that: estimate / 1.3 > memory.
-MEMORY_ESTIMATE_TOLERANCE = 0.30
+#: The estimate's accuracy: within +-30 % of the measured CPU peak RSS growth over the 19
+#: cnn_small configurations of the README's table ("Hardware"; the global-pooling CNN), and
+#: +31 % seen once since for the flatten-head CNN (depth 3, width 64, batch 256, bf16 on
+#: digits: 58.9 MB estimated, 44.9 MB measured; other runs of it were within 30 %). A
+#: configuration is refused only when its estimate exceeds the memory by more than that:
+#: estimate / 1.35 > memory.
+MEMORY_ESTIMATE_TOLERANCE = 0.35
 #: Per-process memory of a CPU trial beyond its tensors: oneDNN/OpenMP buffers and threads,
 #: autograd engine, allocator slack. Measured here (torch 2.13 CPU, x86-64): 21.7-29.3 MiB
 #: over 11 cnn_small configurations after tensors are taken out; 24 MiB is their middle.

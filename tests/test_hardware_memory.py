@@ -129,7 +129,7 @@ def test_memory_rule_allows_up_to_the_tolerance_above_the_memory() -> None:
     reason = memory_reason(e, make_capabilities("cuda", memory_bytes=too_small))
     assert reason is not None
     assert reason.startswith("estimated peak memory 0.0 MiB per GPU (params+grads+optimizer")
-    assert reason.endswith("of fake GPU even if it is 30% too high")
+    assert reason.endswith("of fake GPU even if it is 35% too high")
 
 
 def test_memory_rule_without_a_known_memory_allows_everything() -> None:
@@ -233,7 +233,7 @@ def test_restrict_removes_integer_model_knob_values_of_any_workload(tmp_path: Pa
         ).total_bytes
         for h in (16, 65536)
     ]
-    # Room for hidden=16 even 30 % over its estimate, none for hidden=65536.
+    # Room for hidden=16 even 35 % over its estimate, none for hidden=65536.
     memory = int((totals[0] * totals[1]) ** 0.5 / (1 + MEMORY_ESTIMATE_TOLERANCE))
     assert totals[0] <= memory * (1 + MEMORY_ESTIMATE_TOLERANCE) < totals[1]
 
