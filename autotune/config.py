@@ -254,53 +254,6 @@ class FloatParam(_Strict):
         return (self.low + self.high) / 2
 
 
-class ChoiceParam(_Strict):
-    """A model knob over a list of values of any scalar type (strings, booleans, floats, or
-    integers mixed with them): ``activation: [relu, gelu]``, ``bias: [true, false]``.
-
-    Raises:
-        pydantic.ValidationError: when ``choices`` is empty or has duplicates.
-    """
-
-    choices: list[Scalar]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _normalize(cls, value: Any) -> Any:
-        return _as_param_dict(value)
-
-    @field_validator("choices")
-    @classmethod
-    def _check(cls, choices: list[Scalar]) -> list[Scalar]:
-        _check_choices(choices)
-        return choices
-
-    def values(self) -> list[Scalar]:
-        """All values the knob can take, in order."""
-        return list(self.choices)
-
-    def suggest(self, trial: Any, name: str) -> Scalar:
-        """Ask an Optuna trial for this knob's value under ``name``."""
-        value: Scalar = trial.suggest_categorical(name, self.choices)
-        return value
-
-    def contains(self, value: Any) -> bool:
-        """Whether ``value`` is one of the choices."""
-        return value in self.choices
-
-    def smallest(self) -> Scalar:
-        """The first choice (choices have no order autotune could know)."""
-        return self.choices[0]
-
-    def largest(self) -> Scalar:
-        """The last choice."""
-        return self.choices[-1]
-
-
-#: A model knob: an integer (range or choices), a real range, or choices of any scalars.
-ModelKnob = IntParam | FloatParam | ChoiceParam
-
-
 def format_knob_value(value: Any) -> str:
     """A knob's value for display: a real number to 3 significant digits (``0.163``), any
     other value as written."""
@@ -373,6 +326,27 @@ class CategoricalParam(_Strict, Generic[T]):
         """This knob keeping only the values in ``allowed``."""
         keep = set(allowed)
         return self.model_copy(update={"choices": [v for v in self.choices if v in keep]})
+
+
+class ChoiceParam(CategoricalParam[Scalar]):
+    """A model knob over a list of values of any scalar type (strings, booleans, floats, or
+    integers mixed with them): ``activation: [relu, gelu]``, ``bias: [true, false]``.
+
+    Raises:
+        pydantic.ValidationError: when ``choices`` is empty or has duplicates.
+    """
+
+    def smallest(self) -> Scalar:
+        """The first choice (choices have no order autotune could know)."""
+        return self.choices[0]
+
+    def largest(self) -> Scalar:
+        """The last choice."""
+        return self.choices[-1]
+
+
+#: A model knob: an integer (range or choices), a real range, or choices of any scalars.
+ModelKnob = IntParam | FloatParam | ChoiceParam
 
 
 class PrecisionParam(CategoricalParam[Precision]):
