@@ -1,0 +1,107 @@
+"""Search spaces, run settings and ``key=value`` overrides, validated with pydantic.
+
+A search space is a YAML file (``search_spaces/cnn_small.yaml``) that lists, for each knob,
+the values the study may try, plus the fixed training settings. A knob is written as
+
+- a single value: fixed (``precision: bf16``);
+- a list, or ``{choices: [...]}``: categorical (``batch_size: [32, 64, 128]``);
+- ``{low: 1, high: 4}`` with optional ``step`` and ``log``: an integer range.
+
+Overrides use Hydra's ``key=value`` form (``train.epochs=2``, ``precision=[fp32,bf16]``);
+OmegaConf parses each value. Every error is a :class:`~autotune.exceptions.ConfigError`
+whose one-line message names the file or override, the key and the rule.
+
+One private module per job, each importing only those above it in this list:
+``_base`` (the strict base model), ``_knobs`` (knob parameter types and their Optuna
+suggestions), ``_settings`` (fixed training, data, timing, mock and verification settings),
+``_space`` (the model's knobs, the workload reference, the search space), ``_run`` (what a
+run and each trial are given), ``_overrides`` (``key=value`` parsing) and ``_loading`` (YAML
+files, overrides and error locations).
+"""
+
+from autotune.config._knobs import (
+    COMPILE_MODES,
+    MEMORY_FORMATS,
+    PRECISIONS,
+    TUNER_KNOBS,
+    CategoricalParam,
+    ChoiceParam,
+    CompileModeParam,
+    FloatParam,
+    IntParam,
+    MemoryFormatParam,
+    ModelKnob,
+    PrecisionParam,
+    format_knob_value,
+    parse_model_knob,
+)
+from autotune.config._loading import (
+    available_spaces,
+    load_run_config,
+    load_space,
+    load_verify_request,
+)
+from autotune.config._run import DEFAULT_STORAGE_URL, RunConfig, TrialConfig, VerifyRequest
+from autotune.config._settings import (
+    DEFAULT_LR_SCALING,
+    LR_SCALING_RULES,
+    Constraints,
+    DataSettings,
+    MeasureSettings,
+    MockFault,
+    MockProfileName,
+    MockSettings,
+    TrainSettings,
+    TrialSettings,
+    VerifySettings,
+    scaled_lr,
+)
+from autotune.config._space import (
+    BUILTIN_FAMILIES,
+    BUILTIN_WORKLOAD_REF,
+    ModelSpace,
+    SearchSpace,
+    WorkloadSpec,
+)
+
+__all__ = [
+    "BUILTIN_FAMILIES",
+    "BUILTIN_WORKLOAD_REF",
+    "COMPILE_MODES",
+    "DEFAULT_LR_SCALING",
+    "DEFAULT_STORAGE_URL",
+    "LR_SCALING_RULES",
+    "MEMORY_FORMATS",
+    "PRECISIONS",
+    "TUNER_KNOBS",
+    "CategoricalParam",
+    "ChoiceParam",
+    "CompileModeParam",
+    "Constraints",
+    "DataSettings",
+    "FloatParam",
+    "IntParam",
+    "MeasureSettings",
+    "MemoryFormatParam",
+    "MockFault",
+    "MockProfileName",
+    "MockSettings",
+    "ModelKnob",
+    "ModelSpace",
+    "PrecisionParam",
+    "RunConfig",
+    "SearchSpace",
+    "TrainSettings",
+    "TrialConfig",
+    "TrialSettings",
+    "VerifyRequest",
+    "VerifySettings",
+    "WorkloadSpec",
+    "available_spaces",
+    "format_knob_value",
+    "load_run_config",
+    "load_space",
+    "load_verify_request",
+    "parse_model_knob",
+    "scaled_lr",
+]

@@ -1,0 +1,203 @@
+"""Loading: a space from a shipped name or a YAML file (a relative ``workload:`` file
+resolved against the file's directory), with ``key=value`` overrides, into validated models;
+a refusal names the file or override, the key and the rule (``file: key: rule``)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from autotune.config._overrides import parse_overrides, set_path
+from autotune.config._run import RunConfig, VerifyRequest
+from autotune.config._space import SearchSpace
+from autotune.exceptions import ConfigError
+
+#: Keys of a run that are not part of the search space.
+_RUN_KEYS = (
+    "space",
+    "device",
+    "study",
+    "storage",
+    "sampler",
+    "seed",
+    "trial",
+    "workers",
+    "mock",
+    "warm_start",
+    "allow_hardware_change",
+    "verify",
+)
+
+
+def available_spaces() -> list[str]:
+    """Names of the spaces shipped with autotune (``search_spaces/*.yaml``)."""
+    root = importlib.resources.files("autotune.search_spaces")
+    return sorted(p.name[: -len(".yaml")] for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_space_file(space: str) -> tuple[dict[str, Any], str]:
+    """Read a space given by shipped name or path; returns (raw mapping, source label)."""
+    if space.endswith((".yaml", ".yml")) or "/" in space or "\\" in space:
+        path = Path(space)
+        if not path.is_file():
+            raise ConfigError(f"space={space}: no such file")
+        text, source = path.read_text(encoding="utf-8"), str(path)
+    else:
+        if space not in available_spaces():
+            known = ", ".join(available_spaces())
+            raise ConfigError(
+                f"space={space}: unknown space name (shipped: {known}); "
+                "or pass a path to a .yaml file"
+            )
+        resource = importlib.resources.files("autotune.search_spaces") / f"{space}.yaml"
+        text, source = resource.read_text(encoding="utf-8"), f"search_spaces/{space}.yaml"
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{source}:{where}: malformed YAML: {problem}") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys to values")
+    raw.setdefault("name", Path(source).stem)
+    return raw, source
+
+
+def _format_validation_error(
+    err: ValidationError, source: str, overridden: dict[str, str], prefix: str = ""
+) -> str:
+    """One line naming where (file or override), which key, and the rule broken."""
+    first = err.errors()[0]
+    loc = [str(p) for p in first["loc"] if not str(p).startswith(("function-", "tagged-union"))]
+    if loc[:2] == ["model", "knobs"]:  # ModelSpace keeps its knobs apart; YAML does not
+        loc = ["model", *loc[2:]]
+    rule = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        rule = "unknown key"
+    # A rule of a whole model that names the key it is about ("model.family: ...") moves the
+    # key into the location.
+    named = re.match(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", rule)
+    if named and first["type"] == "value_error":
+        loc, rule = [*loc, *named.group(1).split(".")], named.group(2)
+    key = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(top level)")
+    for set_key, text in overridden.items():
+        # The override set this key, a key inside it, or a key a rule on this one reads.
+        if key == set_key or key.startswith(set_key + ".") or set_key.startswith(key + "."):
+            return f"override {text}: {key}: {rule}"
+    return f"{source}: {key}: {rule}"
+
+
+def load_space(space: str, overrides: Sequence[str] = ()) -> SearchSpace:
+    """Load and validate a search space, applying ``key=value`` overrides to it.
+
+    Args:
+        space: a shipped space name (``cnn_small``) or a path to a YAML file.
+        overrides: ``key=value`` strings for fields of the space (``train.epochs=2``).
+
+    Returns:
+        The validated, immutable :class:`SearchSpace`.
+
+    Raises:
+        ConfigError: unknown name, missing file, malformed YAML, unknown key, wrong type or a
+            broken rule; the message names the file or override and the key.
+    """
+    return _load_space_with_source(space, overrides)[0]
+
+
+def _space_directory(source: str) -> Path:
+    """The directory a space's relative ``workload:`` file is resolved against."""
+    if source.startswith("search_spaces/") and not Path(source).is_file():
+        return Path(str(importlib.resources.files("autotune.search_spaces")))
+    return Path(source).parent
+
+
+def _absolute_workload(raw: dict[str, Any], source: str) -> None:
+    """Make a ``workload: FILE.py:NAME`` reference absolute, FILE relative to the space file."""
+    ref = raw.get("workload")
+    if not isinstance(ref, str):
+        return
+    path, sep, name = ref.rpartition(":")
+    if sep and path.endswith(".py") and not Path(path).expanduser().is_absolute():
+        raw["workload"] = f"{(_space_directory(source) / path).resolve()}:{name}"
+    elif sep and path.endswith(".py"):
+        raw["workload"] = f"{Path(path).expanduser()}:{name}"
+
+
+def _load_space_with_source(space: str, overrides: Sequence[str]) -> tuple[SearchSpace, str]:
+    raw, source = _read_space_file(space)
+    overridden: dict[str, str] = {}
+    for key, value, text in parse_overrides(overrides):
+        set_path(raw, key, value, text)
+        overridden[key] = text
+    _absolute_workload(raw, source)
+    try:
+        return SearchSpace.model_validate(raw), source
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, source, overridden)) from None
+
+
+def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") -> RunConfig:
+    """Build a :class:`RunConfig` from ``key=value`` arguments, as ``autotune run`` gets them.
+
+    Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``seed``,
+    ``trial.*``) configure the run; every other key overrides a field of the space.
+
+    Args:
+        args: ``key=value`` strings, e.g. ``["space=cnn_small", "device=cpu", "train.epochs=2"]``.
+        default_space: the space used when no ``space=`` is given.
+
+    Raises:
+        ConfigError: see :func:`load_space`; also unknown run keys and invalid run values.
+    """
+    run_raw: dict[str, Any] = {}
+    run_texts: dict[str, str] = {}
+    space_overrides: list[str] = []
+    for key, value, text in parse_overrides(args):
+        if key.split(".")[0] in _RUN_KEYS:
+            set_path(run_raw, key, value, text)
+            run_texts[key] = text
+        else:
+            space_overrides.append(text)
+    space_name = run_raw.pop("space", default_space)
+    if not isinstance(space_name, str):
+        raise ConfigError(f"override {run_texts['space']}: space must be a name or a path")
+    space, source = _load_space_with_source(space_name, space_overrides)
+    run_raw.setdefault("study", space.name)
+    for key in ("study", "storage"):
+        if key in run_raw and not isinstance(run_raw[key], str):
+            run_raw[key] = str(run_raw[key])
+    try:
+        return RunConfig.model_validate(
+            {**copy.deepcopy(run_raw), "space": space, "space_source": source}
+        )
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, "command line", run_texts)) from None
+
+
+def load_verify_request(args: Sequence[str]) -> VerifyRequest:
+    """Validate ``autotune verify``'s ``key=value`` arguments (``storage=URL``,
+    ``verify.rounds=R``, ``verify.candidates=K``, ``verify.accuracy_tolerance_pt=X``,
+    ``trial.timeout_s=S``).
+
+    Raises:
+        ConfigError: an unknown key or a value that breaks a rule; the message names it.
+    """
+    raw: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for key, value, text in parse_overrides(args):
+        set_path(raw, key, value, text)
+        texts[key] = text
+    if "storage" in raw and not isinstance(raw["storage"], str):
+        raw["storage"] = str(raw["storage"])
+    try:
+        return VerifyRequest.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, "command line", texts)) from None

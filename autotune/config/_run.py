@@ -1,0 +1,131 @@
+"""What a run and each of its trials are given: :class:`RunConfig` (``autotune run``),
+:class:`VerifyRequest` (``autotune verify``) and the frozen :class:`TrialConfig`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+from autotune.config._base import Strict
+from autotune.config._knobs import TUNER_KNOBS, CompileMode, MemoryFormat, Precision
+from autotune.config._settings import (
+    DataSettings,
+    MeasureSettings,
+    MockFault,
+    MockProfileName,
+    MockSettings,
+    TrainSettings,
+    TrialSettings,
+    VerifySettings,
+)
+from autotune.config._space import BUILTIN_WORKLOAD_REF, SearchSpace, WorkloadSpec
+
+DeviceName = Literal["auto", "cpu", "cuda", "mock"]
+SamplerName = Literal["nsga2", "tpe", "gp", "random"]
+
+#: Where studies live unless ``storage=`` says otherwise (relative to the working directory).
+DEFAULT_STORAGE_URL = "sqlite:///storage/autotune.db"
+
+
+class RunConfig(Strict):
+    """Everything one ``autotune run`` needs: the space plus where and how to run it."""
+
+    space: SearchSpace
+    space_source: str  # the file the space came from, for messages and the study record
+    device: DeviceName = "auto"
+    study: str  # Optuna study name; defaults to the space name
+    storage: str = DEFAULT_STORAGE_URL  # any SQLAlchemy URL
+    # GP: the best hypervolume after 25 and 50 trials in docs/benchmarks (search efficiency).
+    sampler: SamplerName = "gp"
+    seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; every trial trains with it
+    trial: TrialSettings = TrialSettings()
+    workers: int = Field(1, ge=1)  # worker processes sharing the study on this machine
+    mock: MockSettings = MockSettings()
+    # Enqueue this study's Pareto-optimal configurations first (same storage).
+    warm_start: str | None = None
+    # Run an existing study on a machine with another hardware fingerprint.
+    allow_hardware_change: bool = False
+    verify: VerifySettings = VerifySettings()
+
+
+#: A model knob's value in a trial (strict: an int stays an int, a bool a bool).
+KnobValue = StrictBool | StrictInt | StrictFloat | StrictStr
+
+
+class TrialConfig(Strict):
+    """One complete, frozen trial configuration: the knobs a sampler chose plus fixed settings.
+
+    This is what a trial process receives; it never sees the study. The model is built by
+    ``workload`` (resolved by reference in the trial process) with the ``model`` knobs as
+    keyword arguments.
+    """
+
+    device: Literal["cpu", "cuda", "mock"]
+    workload: WorkloadSpec
+    model: dict[str, KnobValue] = Field(default_factory=dict)  # build_model(**model)
+    batch_size: int = Field(ge=1)  # per rank; the global batch is batch_size * gpu_count
+    precision: Precision
+    memory_format: MemoryFormat
+    compile_mode: CompileMode
+    num_workers: int = Field(ge=0)
+    gpu_count: int = Field(ge=1)  # DDP world size
+    seed: int = 0  # training seed (initialization, data order); a study gives all trials its own
+    train: TrainSettings = TrainSettings()
+    measure: MeasureSettings = MeasureSettings()
+    mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
+    mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
+
+    def knobs(self) -> dict[str, Any]:
+        """The searched knobs by Optuna parameter name: the model's, then the tuner's."""
+        return {**self.model, **{name: getattr(self, name) for name in TUNER_KNOBS}}
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> TrialConfig:
+        """A configuration as the results tables store it (``model_dump(mode="json")``),
+        also in the form written before workloads (``family``, ``depth``, ``width`` and
+        ``data`` at the top level), which it converts.
+
+        Raises:
+            pydantic.ValidationError: the stored configuration is not valid.
+        """
+        if "family" in stored and "workload" not in stored:
+            stored = dict(stored)
+            family, data = stored.pop("family"), stored.pop("data", {})
+            stored["model"] = {"depth": stored.pop("depth"), "width": stored.pop("width")}
+            stored["workload"] = {
+                "ref": BUILTIN_WORKLOAD_REF,
+                "args": {"family": family, "data": DataSettings.model_validate(data).model_dump()},
+            }
+        return cls.model_validate(stored)
+
+    @classmethod
+    def from_knobs(cls, knobs: dict[str, Any], space: SearchSpace, **fixed: Any) -> TrialConfig:
+        """The configuration of ``space`` whose knobs (model and tuner, by Optuna parameter
+        name) are ``knobs``; ``fixed`` gives the other fields (``device``, ``seed``, ...) and
+        may replace ``train`` and ``measure``.
+
+        Raises:
+            pydantic.ValidationError: a value of the wrong type or out of range.
+        """
+        model = {name: knobs[name] for name in space.model.knobs if name in knobs}
+        tuner = {name: knobs[name] for name in TUNER_KNOBS if name in knobs}
+        return cls.model_validate(
+            {
+                "workload": space.workload_spec(),
+                "model": model,
+                "train": space.train,
+                "measure": space.measure,
+                **fixed,
+                **tuner,
+            }
+        )
+
+
+class VerifyRequest(Strict):
+    """The ``key=value`` arguments of ``autotune verify``: where the study is, and how to
+    verify it."""
+
+    storage: str = DEFAULT_STORAGE_URL
+    verify: VerifySettings = VerifySettings()
+    trial: TrialSettings = TrialSettings()

@@ -1,0 +1,202 @@
+"""Fixed settings: training (with the learning-rate scaling rules), data, constraints,
+timing, trial processes, the mock device, and verification."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import ByteSize, Field, field_validator
+
+from autotune.config._base import Strict
+
+DataName = Literal["digits", "mnist", "fashion_mnist", "synthetic"]
+OptimizerName = Literal["adamw", "sgd"]
+LrScaling = Literal["none", "linear", "sqrt"]
+LrSchedule = Literal["constant", "cosine"]
+
+LR_SCALING_RULES: tuple[str, ...] = ("none", "linear", "sqrt")
+#: The learning-rate scaling rule of each optimizer when ``train.lr_scaling`` is not set (see
+#: :func:`scaled_lr` for the sources): linear for SGD, the square root for Adam(W).
+DEFAULT_LR_SCALING: dict[str, LrScaling] = {"adamw": "sqrt", "sgd": "linear"}
+
+
+def scaled_lr(lr: float, rule: str, global_batch: int, reference_batch: int) -> float:
+    """The learning rate for a global batch of ``global_batch`` samples, when ``lr`` is the one
+    for ``reference_batch`` samples.
+
+    A fixed budget of epochs gives a larger batch fewer optimizer steps; at the same learning
+    rate it then trains less far. The rules:
+
+    - ``linear``: ``lr * global_batch / reference_batch``, the linear scaling rule for SGD
+      (Goyal et al., "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour", 2017,
+      arXiv:1706.02677, section 2.1: "When the minibatch size is multiplied by k, multiply the
+      learning rate by k"; with a gradual warm-up, section 2.2).
+    - ``sqrt``: ``lr * sqrt(global_batch / reference_batch)``, the learning-rate part of the
+      square-root scaling rule for Adam and RMSprop (Malladi et al., "On the SDEs and Scaling
+      Rules for Adaptive Gradient Algorithms", NeurIPS 2022, arXiv:2205.10287; the rule also
+      adjusts the betas and epsilon, which are kept here).
+    - ``none``: ``lr``.
+
+    Args:
+        lr: the learning rate at the reference batch.
+        rule: ``none``, ``linear`` or ``sqrt``.
+        global_batch: samples per optimizer step over all ranks (batch size x GPU count).
+        reference_batch: the global batch at which ``lr`` holds.
+
+    Raises:
+        ValueError: an unknown rule, or a batch below 1.
+    """
+    if global_batch < 1 or reference_batch < 1:
+        raise ValueError(
+            f"batches must be >= 1, but got global_batch={global_batch}, "
+            f"reference_batch={reference_batch}"
+        )
+    ratio = global_batch / reference_batch
+    if rule == "linear":
+        return lr * ratio
+    if rule == "sqrt":
+        return lr * math.sqrt(ratio)
+    if rule == "none":
+        return lr
+    known = ", ".join(LR_SCALING_RULES)
+    raise ValueError(f"unknown learning-rate scaling rule {rule!r} (known: {known})")
+
+
+class TrainSettings(Strict):
+    """Fixed training settings shared by every trial of a study.
+
+    ``lr`` is the learning rate at the global batch ``reference_batch_size``; a trial with
+    another global batch trains at ``lr`` scaled by ``lr_scaling`` (:func:`scaled_lr`), after a
+    linear warm-up over ``lr_warmup_fraction`` of its optimizer steps, so that every batch size
+    gets a fair share of the fixed epoch budget. ``lr_scaling=none`` trains every trial at
+    ``lr`` without warm-up. After the warm-up, ``lr_schedule`` decays the learning rate to 0
+    along a cosine (default) or keeps it constant.
+    """
+
+    optimizer: OptimizerName = "adamw"
+    lr: float = Field(1.0e-3, gt=0)  # learning rate at the reference batch
+    weight_decay: float = Field(0.0, ge=0)
+    momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
+    epochs: int = Field(5, ge=1)  # passes over the training split (the budget)
+    max_steps: int | None = Field(None, ge=1)  # optional cap on optimizer steps per trial
+    warmup_steps: int = Field(5, ge=0)  # untimed steps before the timed windows
+    # How lr follows the global batch: none, linear, sqrt; unset: DEFAULT_LR_SCALING's rule
+    # for the optimizer (sqrt for adamw, linear for sgd).
+    lr_scaling: LrScaling | None = None
+    # The global batch (batch_size x gpu_count) at which `lr` holds; unset: the study's
+    # baseline trial's (autotune.baseline), filled in for each trial by the study.
+    reference_batch_size: int | None = Field(None, ge=1)
+    # Share of a trial's optimizer steps over which the learning rate rises linearly to its
+    # peak when scaling (Goyal et al. 2017 warm up for 5 of 90 epochs, 5.6 %).
+    lr_warmup_fraction: float = Field(0.05, ge=0, lt=1)
+    # After the warm-up: cosine (decay to 0 at the last step) or constant (stay at the peak).
+    # The built-in CNN on MNIST: 98.4 % with cosine, 98.05 % constant (5 seeds, README).
+    lr_schedule: LrSchedule = "cosine"
+
+    @property
+    def lr_scaling_rule(self) -> LrScaling:
+        """The scaling rule trials use: ``lr_scaling``, or the optimizer's default."""
+        return self.lr_scaling or DEFAULT_LR_SCALING[self.optimizer]
+
+    def peak_lr(self, global_batch: int) -> float:
+        """The learning rate after warm-up of a trial whose global batch is ``global_batch``.
+
+        Without a ``reference_batch_size`` (a configuration built outside a study), the trial's
+        own global batch is the reference: it trains at ``lr``.
+        """
+        reference = self.reference_batch_size or global_batch
+        return scaled_lr(self.lr, self.lr_scaling_rule, global_batch, reference)
+
+    def lr_warmup_steps(self, total_steps: int) -> int:
+        """Optimizer steps of the linear warm-up in a trial of ``total_steps`` steps: the
+        ``lr_warmup_fraction`` share rounded up, or 0 when ``lr_scaling`` is ``none``."""
+        if self.lr_scaling_rule == "none":
+            return 0
+        # round() first, so that 0.05 * 60 = 3.0000000000000004 counts as 3, not 4.
+        return min(total_steps, math.ceil(round(self.lr_warmup_fraction * total_steps, 9)))
+
+
+class DataSettings(Strict):
+    """Which data set a study trains on and how it is split."""
+
+    name: DataName = "digits"
+    root: str | None = None  # directory holding the IDX files (mnist, fashion_mnist)
+    val_fraction: float = Field(0.2, gt=0, lt=1)  # held-out validation share
+    synthetic_samples: int = Field(4096, ge=16)  # size of the `synthetic` data set
+
+
+class Constraints(Strict):
+    """Limits a trial must meet to be feasible (infeasible trials never reach the front).
+
+    ``max_memory_bytes`` accepts an integer or a size such as ``8GiB`` or ``512MB``
+    (pydantic's ``ByteSize``); ``min_accuracy`` is a validation accuracy in [0, 1].
+    """
+
+    max_memory_bytes: ByteSize | None = None
+    min_accuracy: float | None = Field(None, ge=0, le=1)
+
+
+class MeasureSettings(Strict):
+    """Timing discipline: how the timed steps are cut into windows."""
+
+    windows: int = Field(5, ge=1)  # timed windows; throughput is their median
+    min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
+    # The timed windows cover at least this many seconds: when the budget's windows are
+    # shorter, timing-only steps after the evaluation make up the rest (accuracy unaffected).
+    # Off by default: on the 2-core CPU of docs/benchmarks.md, 2 s did not narrow the spread
+    # between fresh processes (it is per process, not per window) and cost 2 s per trial.
+    min_timed_s: float = Field(0.0, ge=0)
+
+
+class TrialSettings(Strict):
+    """How each trial process is run."""
+
+    timeout_s: float = Field(600.0, gt=0)  # wall-clock limit of one trial, compile included
+    # Optuna heartbeat of a running trial; a trial silent for 3 beats (its process was killed)
+    # is marked failed and its configuration retried once.
+    heartbeat_s: int = Field(10, ge=1)
+
+
+MockFault = Literal["none", "oom", "error", "crash", "hang"]
+#: Simulated machines of the mock device (autotune.simulated.PROFILE_NAMES).
+MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]
+
+
+class MockSettings(Strict):
+    """Settings of the simulated ``mock`` device.
+
+    ``fault`` makes the trials numbered in ``fault_trials`` (all trials when empty) fail on
+    purpose, to exercise failure handling: ``oom`` (out of memory), ``error`` (an exception),
+    ``crash`` (the process dies by SIGSEGV) or ``hang`` (never returns; see trial.timeout_s).
+    """
+
+    fault: MockFault = "none"
+    fault_trials: list[int] = Field(default_factory=list)
+    # The simulated machine: default (a small 16 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
+    # or cpu (no GPU).
+    profile: MockProfileName = "default"
+
+
+class VerifySettings(Strict):
+    """Verification of the finalists once a study reaches its trials (``verify.*``).
+
+    The baseline and ``candidates`` finalists are re-run in ``rounds`` interleaved rounds of
+    fresh processes, each round with its own training seed; only these verified figures make
+    a claim to the user (see :mod:`autotune.verification`). ``rounds=0`` turns it off; one
+    round is refused, since a confidence interval needs at least two.
+    """
+
+    rounds: int = Field(3, ge=0)  # verification rounds (each: baseline + every finalist)
+    candidates: int = Field(4, ge=1)  # finalists re-run besides the baseline
+    # How far (accuracy points; 0.5 = 0.005) below the baseline's mean a candidate may be.
+    accuracy_tolerance_pt: float = Field(0.5, ge=0, le=100)
+
+    @field_validator("rounds")
+    @classmethod
+    def _not_one(cls, rounds: int) -> int:
+        if rounds == 1:
+            raise ValueError(
+                "must be 0 (off) or >= 2: a 95 % confidence interval needs two rounds at least"
+            )
+        return rounds

@@ -1,0 +1,247 @@
+"""The search space: the model's knobs (:class:`ModelSpace`), the workload by reference
+(:class:`WorkloadSpec`), and :class:`SearchSpace`, which holds them with the tuner's knobs and
+the fixed settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from autotune.config._base import Strict
+from autotune.config._knobs import (
+    TUNER_KNOBS,
+    CategoricalParam,
+    ChoiceParam,
+    CompileModeParam,
+    FloatParam,
+    IntParam,
+    MemoryFormatParam,
+    ModelKnob,
+    PrecisionParam,
+    parse_model_knob,
+)
+from autotune.config._settings import Constraints, DataSettings, MeasureSettings, TrainSettings
+
+#: Names a model knob may not take: the tuner's knobs, and the keys of a trial configuration.
+_RESERVED_KNOB_NAMES = frozenset(TUNER_KNOBS) | {"family", "model", "workload", "seed", "device"}
+#: The built-in workloads (``model.family``). Their knobs: depth (cnn: conv blocks; mlp: hidden
+#: layers) and width (cnn: base channels; mlp: hidden units).
+BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
+
+
+class ModelSpace(BaseModel):
+    """The knobs of the model, passed to the workload's ``build_model(**knobs)``.
+
+    Written in YAML as a mapping from knob name to knob (:func:`parse_model_knob`); for the
+    built-in workloads also ``family: cnn | mlp``, whose knobs are ``depth`` (conv blocks or
+    hidden layers) and ``width`` (base channels or hidden units). The knob names are the
+    workload's own; they become Optuna parameter names, so they may not repeat a tuner knob
+    (``batch_size``, ``precision``, ...).
+
+    Attributes:
+        family: the built-in workload (``cnn`` or ``mlp``), or None for a space's own
+            ``workload:``.
+        knobs: the knobs by name, in the order written.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    family: Literal["cnn", "mlp"] | None = None
+    knobs: dict[str, ModelKnob] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, raw: Any) -> Any:
+        """``{family: cnn, depth: ..., width: ...}`` -> ``{family, knobs: {depth, width}}``."""
+        if not isinstance(raw, dict) or "knobs" in raw:
+            return raw
+        knobs = {name: value for name, value in raw.items() if name != "family"}
+        return {"family": raw.get("family"), "knobs": knobs}
+
+    @field_validator("knobs", mode="before")
+    @classmethod
+    def _parse_knobs(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        parsed: dict[str, Any] = {}
+        for name, value in raw.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ValueError(f"knob name {name!r} must be a Python identifier")
+            if name in _RESERVED_KNOB_NAMES:
+                raise ValueError(
+                    f"knob {name!r}: the name is taken by autotune (tuner knobs and trial keys: "
+                    f"{', '.join(sorted(_RESERVED_KNOB_NAMES))})"
+                )
+            if isinstance(value, (IntParam, FloatParam, ChoiceParam)):
+                parsed[name] = value
+                continue
+            try:
+                parsed[name] = parse_model_knob(value)
+            except ValidationError as e:
+                first = e.errors()[0]
+                rule = first["msg"].removeprefix("Value error, ")
+                where = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"{name}{'.' + where if where else ''}: {rule}") from None
+        return parsed
+
+    def check_builtin_sizes(self) -> None:
+        """The built-in families' knobs: ``depth`` and ``width``, integers >= 1.
+
+        Raises:
+            ValueError: a knob missing or out of range (the message starts with its name).
+        """
+        for name in ("depth", "width"):
+            knob = self.knobs.get(name)
+            if knob is None:
+                raise ValueError(f"model.{name}: family {self.family} needs this knob")
+            if not isinstance(knob, IntParam) or min(knob.values()) < 1:
+                raise ValueError(f"model.{name}: every value must be an integer >= 1")
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Any) -> dict[str, Any]:
+        """Dump as written: ``{family, knob: ...}`` (the form studies record)."""
+        dumped = handler(self)
+        flat: dict[str, Any] = {} if self.family is None else {"family": self.family}
+        flat.update(dumped.get("knobs", {}))
+        return flat
+
+
+#: The import reference of the built-in workloads (``model.family: cnn | mlp``).
+BUILTIN_WORKLOAD_REF = "autotune.workloads.builtin:ImageClassifier"
+#: Keys only the built-in workloads read; a space with its own ``workload:`` may not set them.
+_BUILTIN_ONLY_KEYS = ("data",)
+
+
+class WorkloadSpec(Strict):
+    """A workload by reference, as a trial process resolves it (:mod:`autotune.workloads`).
+
+    Attributes:
+        ref: ``/absolute/path/file.py:NAME`` or ``package.module:NAME``.
+        args: keyword arguments for NAME when it is a class or factory (JSON values).
+    """
+
+    ref: str = Field(min_length=3)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("ref")
+    @classmethod
+    def _form(cls, ref: str) -> str:
+        path, sep, name = ref.rpartition(":")
+        if not sep or not path or not name.isidentifier():
+            raise ValueError(
+                f"{ref!r} must be FILE.py:NAME or package.module:NAME (NAME a Python identifier)"
+            )
+        return ref
+
+    @property
+    def is_builtin(self) -> bool:
+        """True for autotune's own cnn/mlp workloads."""
+        return self.ref == BUILTIN_WORKLOAD_REF
+
+    @property
+    def label(self) -> str:
+        """A short name for messages: ``cnn`` for a built-in, else ``file.py:NAME``."""
+        if self.is_builtin:
+            return str(self.args.get("family", "builtin"))
+        path, _, name = self.ref.rpartition(":")
+        return f"{Path(path).name if path.endswith('.py') else path}:{name}"
+
+
+class SearchSpace(Strict):
+    """One combined search space: the model's knobs, batch, precision, memory format, compile
+    mode, DataLoader workers and GPU count, plus the fixed training settings.
+
+    The model is a built-in workload (``model.family: cnn | mlp`` on ``data:``) or the
+    space's own ``workload: FILE.py:NAME | package.module:NAME`` (a relative FILE is relative
+    to the space file; :func:`load_space` makes it absolute), with ``workload_args`` for NAME
+    when it is a class or factory. Load it with :func:`load_space`; the file format is
+    documented in the README.
+    """
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    workload: str | None = None
+    workload_args: dict[str, Any] = Field(default_factory=dict)
+    model: ModelSpace = ModelSpace()
+    batch_size: IntParam
+    precision: PrecisionParam = PrecisionParam(choices=["fp32"])
+    memory_format: MemoryFormatParam = MemoryFormatParam(choices=["contiguous"])
+    compile_mode: CompileModeParam = CompileModeParam(choices=["none"])
+    num_workers: IntParam = IntParam(choices=[0])  # DataLoader workers
+    gpu_count: IntParam = IntParam(choices=[1])  # DDP world size
+    train: TrainSettings = TrainSettings()
+    data: DataSettings = DataSettings()  # the built-in workloads' data set
+    measure: MeasureSettings = MeasureSettings()
+    constraints: Constraints = Constraints()
+
+    @model_validator(mode="after")
+    def _ranges(self) -> SearchSpace:
+        if min(self.batch_size.values()) < 1:
+            raise ValueError("batch_size: every value must be >= 1")
+        if min(self.num_workers.values()) < 0:
+            raise ValueError("num_workers: every value must be >= 0")
+        if min(self.gpu_count.values()) < 1:
+            raise ValueError("gpu_count: every value must be >= 1")
+        return self
+
+    @model_validator(mode="after")
+    def _one_workload(self) -> SearchSpace:
+        if self.workload is None:
+            if self.model.family is None:
+                raise ValueError(
+                    "model.family: give a built-in family (cnn, mlp), or name your own model "
+                    "with `workload: FILE.py:NAME` or `workload: package.module:NAME`"
+                )
+            if self.workload_args:
+                raise ValueError("workload_args: only with `workload:` (a space's own model)")
+            self.model.check_builtin_sizes()
+            return self
+        if self.model.family is not None:
+            raise ValueError(
+                f"model.family: a built-in family cannot be combined with "
+                f"`workload: {self.workload}`; remove one of them"
+            )
+        for key in _BUILTIN_ONLY_KEYS:
+            if key in self.model_fields_set:
+                raise ValueError(
+                    f"{key}: applies to the built-in workloads (model.family) only; "
+                    f"the datasets of `workload: {self.workload}` come from its datasets()"
+                )
+        try:
+            WorkloadSpec(ref=self.workload)  # the reference's form
+        except ValidationError as e:
+            rule = e.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ValueError(f"workload: {rule}") from None
+        return self
+
+    def workload_spec(self) -> WorkloadSpec:
+        """The workload every trial of this space builds its model from."""
+        if self.workload is None:
+            return WorkloadSpec(
+                ref=BUILTIN_WORKLOAD_REF,
+                args={"family": self.model.family, "data": self.data.model_dump()},
+            )
+        return WorkloadSpec(ref=self.workload, args=dict(self.workload_args))
+
+    def knobs(self) -> dict[str, ModelKnob | CategoricalParam[Any]]:
+        """The searchable knobs by Optuna parameter name: the model's, in the order written,
+        then the tuner's (:data:`TUNER_KNOBS`)."""
+        return {
+            **self.model.knobs,
+            "batch_size": self.batch_size,
+            "precision": self.precision,
+            "memory_format": self.memory_format,
+            "compile_mode": self.compile_mode,
+            "num_workers": self.num_workers,
+            "gpu_count": self.gpu_count,
+        }
