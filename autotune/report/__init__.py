@@ -14,34 +14,34 @@ verification's recommendation, or that nothing qualifies, or that the study is n
 from __future__ import annotations
 
 from autotune.report._dashboard import DashboardApp, DashboardServer
-from autotune.report._data import (
+from autotune.report._data import ReportData, gather_from_trials, gather_report
+from autotune.report._figures import FIGURE_IDS, PROJECTIONS, build_figures
+from autotune.report._html import SIMULATED_TEXT, fragments, render_report, write_report
+from autotune.report._hypervolume import HypervolumePoint, hypervolume_history
+from autotune.report._importances import param_importances
+from autotune.report._points import (
     FAILED,
     FEASIBLE,
     INFEASIBLE,
-    NOT_VERIFIED,
     Baseline,
-    HypervolumePoint,
     ParetoRow,
-    ReportData,
     TrialPoint,
     classify,
-    gather_from_trials,
-    gather_report,
-    hypervolume_history,
+    pareto_numbers,
+    pareto_row,
+)
+from autotune.report._study import default_report_path, report_study
+from autotune.report._terminal import SIMULATED_LINE, best_table, studies_table
+from autotune.report._text import (
+    NOT_VERIFIED,
     metric_column,
     metric_spread,
     model_knobs,
     model_text,
     not_verified_line,
-    param_importances,
-    pareto_numbers,
     study_command,
     verify_command,
 )
-from autotune.report._figures import FIGURE_IDS, PROJECTIONS, build_figures
-from autotune.report._html import SIMULATED_TEXT, fragments, render_report, write_report
-from autotune.report._study import default_report_path, report_study
-from autotune.report._terminal import SIMULATED_LINE, best_table, studies_table
 
 __all__ = [
     "FAILED",
@@ -74,6 +74,7 @@ __all__ = [
     "not_verified_line",
     "param_importances",
     "pareto_numbers",
+    "pareto_row",
     "render_report",
     "report_study",
     "studies_table",

@@ -1,27 +1,24 @@
-"""Data gathering for reports and the dashboard: finished trials in, small named tuples out.
+"""Gathering a study's report data: finished trials in, one :class:`ReportData` out.
 
-Everything here is pure (no database, no Plotly) apart from :func:`param_importances`, which
-runs Optuna's evaluator on an in-memory copy of the trials with a fixed seed. The figures and
-pages are drawn from a :class:`ReportData` and nothing else; tests check the gathered data.
+Everything here is pure (no database, no Plotly) apart from the parameter importances
+(:func:`~autotune.report.param_importances`), which run Optuna's evaluator on an in-memory copy
+of the trials with a fixed seed. The figures and pages are drawn from a :class:`ReportData` and
+nothing else; tests check the gathered data. The parts live beside it: trial points, rows and
+the Pareto front (``_points``), the hypervolume (``_hypervolume``), importances
+(``_importances``) and the shared words (``_text``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
-import shlex
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
 import optuna
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial
-from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, format_knob_value
 from autotune.exceptions import ConfigError
 from autotune.objectives import (
     METRIC_INDEX,
@@ -30,192 +27,25 @@ from autotune.objectives import (
     objectives_of_study,
     study_objectives,
 )
+from autotune.report._hypervolume import HypervolumePoint, hypervolume_history
+from autotune.report._importances import param_importances
+from autotune.report._points import (
+    FEASIBLE,
+    Baseline,
+    ParetoRow,
+    TrialPoint,
+    attr_float,
+    classify,
+    pareto_numbers,
+    pareto_row,
+    speedup,
+)
+from autotune.report._text import model_knobs, not_verified_line
 from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import KNOB_COLUMNS, HardwareFingerprint, StudyRecord
 from autotune.verification import CandidateVerdict, VerificationSummary, load_verification
 
-__all__ = [
-    "FAILED",
-    "FEASIBLE",
-    "INFEASIBLE",
-    "NOT_VERIFIED",
-    "Baseline",
-    "HypervolumePoint",
-    "ParetoRow",
-    "ReportData",
-    "TrialPoint",
-    "classify",
-    "gather_from_trials",
-    "gather_report",
-    "hypervolume_history",
-    "metric_column",
-    "metric_spread",
-    "model_knobs",
-    "model_text",
-    "not_verified_line",
-    "param_importances",
-    "pareto_numbers",
-    "study_command",
-    "verify_command",
-]
-
-#: Measured and within every constraint.
-FEASIBLE = "feasible"
-#: Measured but breaking a constraint (``max_memory_bytes``, ``min_accuracy``), or never
-#: launched because the configuration breaks a feasibility rule of the device.
-INFEASIBLE = "infeasible"
-#: Launched but produced no measurement: out of memory, error, crash or timeout.
-FAILED = "failed"
-
-
-class TrialPoint(NamedTuple):
-    """One finished trial as the plots see it.
-
-    Attributes:
-        number: Optuna's trial number.
-        status: :data:`FEASIBLE`, :data:`INFEASIBLE` or :data:`FAILED`.
-        measured: True when the objectives below are real figures (None otherwise).
-        pareto: on the Pareto front of the feasible trials (all three objectives).
-        baseline: the study's baseline trial (PyTorch defaults).
-        throughput_sps: training samples/s.
-        val_metric: the study's validation metric (accuracy: in [0, 1]).
-        peak_memory_bytes: peak memory in bytes.
-        params: the knobs, by Optuna parameter name.
-        reason: why the trial is infeasible or failed ("" when feasible).
-        speedup: throughput over the baseline's, when both were measured.
-    """
-
-    number: int
-    status: str
-    measured: bool
-    pareto: bool
-    baseline: bool
-    throughput_sps: float | None
-    val_metric: float | None
-    peak_memory_bytes: float | None
-    params: Mapping[str, Any]
-    reason: str
-    speedup: float | None
-
-
-class ParetoRow(NamedTuple):
-    """A feasible, measured configuration (Pareto-optimal in :attr:`ReportData.pareto`) with
-    the figures of its single search trial.
-
-    Attributes:
-        number: Optuna's trial number.
-        throughput_sps: training samples/s.
-        val_metric: the study's validation metric (accuracy: in [0, 1]).
-        peak_memory_bytes: peak memory in bytes.
-        step_time_s: median seconds per optimizer step (None if not recorded).
-        compile_s: seconds torch.compile added (None if not recorded).
-        speedup: throughput over the baseline's (None without a measured baseline).
-        params: the knobs.
-        baseline: this row is the baseline itself.
-    """
-
-    number: int
-    throughput_sps: float
-    val_metric: float
-    peak_memory_bytes: float
-    step_time_s: float | None
-    compile_s: float | None
-    speedup: float | None
-    params: Mapping[str, Any]
-    baseline: bool
-
-
-class Baseline(NamedTuple):
-    """The study's baseline trial.
-
-    Attributes:
-        number: Optuna's trial number.
-        status: :data:`FEASIBLE`, :data:`INFEASIBLE` or :data:`FAILED`.
-        throughput_sps: its samples/s, None when it produced no measurement.
-        params: its knobs.
-        reason: why it is infeasible or failed ("" otherwise).
-    """
-
-    number: int
-    status: str
-    throughput_sps: float | None
-    params: Mapping[str, Any]
-    reason: str
-
-
-class HypervolumePoint(NamedTuple):
-    """The hypervolume of the feasible trials finished up to a trial.
-
-    Attributes:
-        number: the trial number (trials are counted in number order).
-        hypervolume: the share in [0, 1] of the normalized objective box the feasible trials
-            so far dominate (see :func:`hypervolume_history`).
-    """
-
-    number: int
-    hypervolume: float
-
-
-#: The first words of what every output says about a study without a finished verification.
-NOT_VERIFIED = "not verified"
-
-
-def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The model's knobs among a trial's parameters: all but the tuner's (:data:`TUNER_KNOBS`),
-    in their order (``depth``, ``width`` for the built-ins; a workload's own names)."""
-    return {name: value for name, value in params.items() if name not in TUNER_KNOBS}
-
-
-def model_text(params: Mapping[str, Any]) -> str:
-    """The model's knobs for a table cell: ``depth=2 width=16``, ``n_layer=4 n_embd=128``;
-    ``-`` when the space has none."""
-    knobs = model_knobs(params).items()
-    return " ".join(f"{name}={format_knob_value(value)}" for name, value in knobs) or "-"
-
-
-def metric_column(metric: Objective) -> str:
-    """A table's header for the metric: ``val acc`` for accuracy, else its name."""
-    return "val acc" if metric.is_accuracy else metric.name
-
-
-def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:
-    """A verified mean with its range over rounds: ``98.42% [98.10-98.70]`` for accuracy,
-    ``1.2340 [1.2100-1.2500]`` otherwise."""
-    if metric.is_accuracy:
-        return f"{100 * mean:.2f}% [{100 * (low or 0):.2f}-{100 * (high or 0):.2f}]"
-    return f"{metric.format(mean)} [{metric.format(low)}-{metric.format(high)}]"
-
-
-def study_command(
-    command: str, study_name: str, storage_url: str | None = None, *options: str
-) -> str:
-    """An ``autotune COMMAND STUDY [storage=URL] [OPTIONS]`` command line, shell-quoted; the
-    storage is named unless it is the default."""
-    storage = (
-        f" storage={shlex.quote(storage_url)}"
-        if storage_url and storage_url != DEFAULT_STORAGE_URL
-        else ""
-    )
-    tail = "".join(f" {shlex.quote(o)}" for o in options)
-    return f"autotune {command} {shlex.quote(study_name)}{storage}{tail}"
-
-
-def verify_command(study_name: str, storage_url: str | None = None) -> str:
-    """The ``autotune verify`` command line for a study (its storage named unless default)."""
-    return study_command("verify", study_name, storage_url)
-
-
-def not_verified_line(study_name: str, storage_url: str | None = None) -> str:
-    """What every output says instead of a claim when a study has no finished verification.
-
-    Args:
-        study_name: the Optuna study name.
-        storage_url: its storage URL (named in the command unless it is the default).
-    """
-    return (
-        f"{NOT_VERIFIED}: run `{verify_command(study_name, storage_url)}` to re-measure the "
-        "finalists; single-trial figures are not a claim"
-    )
+__all__ = ["ReportData", "gather_from_trials", "gather_report"]
 
 
 @dataclass(frozen=True)
@@ -302,217 +132,6 @@ class ReportData:
         return next((r for r in self.configurations if r.number == number), None)
 
 
-# --------------------------------------------------------------------------------------------
-# Classification and the Pareto front
-
-
-def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
-    """``(status, measured, reason)`` of a finished trial.
-
-    Raises:
-        ValueError: the trial is not finished (COMPLETE or PRUNED).
-    """
-    if trial.state not in FINISHED_STATES:
-        raise ValueError(f"trial {trial.number} is {trial.state.name}, not finished")
-    attrs = trial.user_attrs
-    failure = attrs.get("failure")
-    detail = str(attrs.get("failure_detail", "")).strip()
-    last_line = detail.splitlines()[-1] if detail else ""
-    if trial.state == TrialState.PRUNED or failure == "infeasible":
-        return INFEASIBLE, False, f"not launched: {last_line or failure or 'pruned'}"
-    if failure is not None:
-        return FAILED, False, f"{failure}: {last_line}" if last_line else str(failure)
-    broken = [name for name, value in sorted(trial.constraints.items()) if value > 0]
-    if broken:
-        return INFEASIBLE, True, "breaks " + ", ".join(broken)
-    return FEASIBLE, True, ""
-
-
-def _dominates(a: Sequence[float], b: Sequence[float], signs: Sequence[float]) -> bool:
-    better_or_equal = all(s * x >= s * y for x, y, s in zip(a, b, signs, strict=True))
-    return better_or_equal and any(s * x > s * y for x, y, s in zip(a, b, signs, strict=True))
-
-
-def pareto_numbers(
-    values: Mapping[int, Sequence[float]], objectives: Sequence[Objective] = OBJECTIVES
-) -> set[int]:
-    """Trial numbers not dominated by any other, in the objectives' order and directions.
-
-    Args:
-        values: objective values by trial number (feasible trials only).
-        objectives: the study's objectives (default: a built-in workload's, accuracy
-            maximized).
-    """
-    signs = [1.0 if o.direction == "maximize" else -1.0 for o in objectives]
-    items = list(values.items())
-    return {n for n, v in items if not any(_dominates(w, v, signs) for m, w in items if m != n)}
-
-
-# --------------------------------------------------------------------------------------------
-# Hypervolume
-
-
-def _metric_scale(metric: Objective, values: Sequence[float]) -> tuple[float, float]:
-    """``(worst reference, best)`` of the metric axis of the hypervolume: ``(0, 1)`` for
-    accuracy; otherwise the best feasible value and a reference 10 % of the feasible range
-    (or of the best value, or 1) past the worst."""
-    if metric.is_accuracy:
-        return 0.0, 1.0
-    sign = 1.0 if metric.direction == "maximize" else -1.0
-    best = max(values, key=lambda v: sign * v)
-    worst = min(values, key=lambda v: sign * v)
-    span = abs(best - worst) or abs(best) or 1.0
-    return worst - sign * 0.1 * span, best
-
-
-def _goodness(
-    values: np.ndarray,
-    memory_ref_bytes: float,
-    throughput_max_sps: float,
-    metric_scale: tuple[float, float] = (0.0, 1.0),
-) -> np.ndarray:
-    """Map (throughput, metric, memory) rows to [0, 1] per objective, larger = better."""
-    out = np.empty_like(values, dtype=float)
-    out[:, 0] = values[:, 0] / throughput_max_sps
-    worst, best = metric_scale
-    out[:, 1] = (values[:, 1] - worst) / (best - worst)
-    out[:, 2] = 1.0 - values[:, 2] / memory_ref_bytes
-    return np.clip(out, 0.0, 1.0)
-
-
-def hypervolume_history(
-    points: Sequence[TrialPoint], metric: Objective = OBJECTIVES[METRIC_INDEX]
-) -> tuple[HypervolumePoint, ...]:
-    """Hypervolume of the feasible trials after each finished trial, in trial-number order.
-
-    Each objective is normalized to [0, 1], larger is better: throughput over the study's best
-    feasible throughput; accuracy as is (another metric linearly, from a reference 10 % of the
-    feasible range past the worst feasible value, 0, to the best, 1, in the metric's
-    direction); memory as ``1 - peak / (1.1 * largest feasible peak)``. The hypervolume is the volume these points dominate in the unit cube from the
-    reference point (0, 0, 0) (Optuna's ``compute_hypervolume``, WFG algorithm), so 1.0 would
-    be one configuration that is fastest, 100 % accurate and uses no memory.
-
-    Args:
-        points: finished trials (any order).
-        metric: the study's validation metric (default: accuracy, maximized).
-
-    Returns:
-        One point per finished trial; empty when no trial is feasible.
-    """
-    from optuna._hypervolume import compute_hypervolume
-
-    ordered = sorted(points, key=lambda p: p.number)
-    feasible = [p for p in ordered if p.status == FEASIBLE]
-    if not feasible:
-        return ()
-    throughput_max = max(p.throughput_sps or 0.0 for p in feasible) or 1.0
-    memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
-    scale = _metric_scale(metric, [p.val_metric or 0.0 for p in feasible])
-    history: list[HypervolumePoint] = []
-    front: list[list[float]] = []
-    volume = 0.0
-    for point in ordered:
-        if point.status == FEASIBLE:
-            front.append(
-                [
-                    point.throughput_sps or 0.0,
-                    point.val_metric or 0.0,
-                    point.peak_memory_bytes or 0.0,
-                ]
-            )
-            good = _goodness(np.asarray(front), memory_ref, throughput_max, scale)
-            # compute_hypervolume minimizes: negate goodness, reference point at 0.
-            volume = float(compute_hypervolume(-good, np.zeros(3)))
-        history.append(HypervolumePoint(point.number, volume))
-    return tuple(history)
-
-
-# --------------------------------------------------------------------------------------------
-# Parameter importances
-
-
-def _objective_value(index: int) -> Callable[[FrozenTrial], float]:
-    """The target function reading objective ``index`` of a trial."""
-
-    def target(trial: FrozenTrial) -> float:
-        return float(trial.values[index])
-
-    return target
-
-
-def param_importances(
-    trials: Sequence[FrozenTrial], *, seed: int = 0, objectives: Sequence[Objective] = OBJECTIVES
-) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """Parameter importances per objective, from the feasible trials only.
-
-    Uses Optuna's fANOVA evaluator (``FanovaImportanceEvaluator``, random forests, seeded)
-    on an in-memory study holding copies of the feasible trials, so failed trials' placeholder
-    values do not distort it. Knobs with a single value in the space are left out.
-
-    Args:
-        trials: finished trials of one study.
-        seed: the evaluator's seed (same trials, same seed: same importances).
-        objectives: the study's objectives (their names key the result).
-
-    Returns:
-        ``(importances, notes)``: per objective name, importance by parameter (largest first,
-        summing to 1); and lines explaining what could not be computed.
-    """
-    feasible = [t for t in trials if t.state == TrialState.COMPLETE and classify(t)[0] == FEASIBLE]
-    if len(feasible) < 2:
-        return {}, [f"parameter importances need 2 or more feasible trials (have {len(feasible)})"]
-    varying = [
-        name
-        for name in feasible[0].distributions
-        if not feasible[0].distributions[name].single() and all(name in t.params for t in feasible)
-    ]
-    if not varying:
-        return {}, ["parameter importances: no knob varies in this space"]
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        copy = optuna.create_study(
-            directions=[StudyDirection[o.direction.upper()] for o in objectives]
-        )
-        copy.add_trials(feasible)
-        result: dict[str, dict[str, float]] = {}
-        notes: list[str] = []
-        for index, objective in enumerate(objectives):
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    raw = optuna.importance.get_param_importances(
-                        copy,
-                        evaluator=optuna.importance.FanovaImportanceEvaluator(seed=seed),
-                        params=varying,
-                        target=_objective_value(index),
-                    )
-            except (RuntimeError, ValueError) as e:
-                notes.append(f"importances for {objective.name}: {e}")
-                continue
-            result[objective.name] = {
-                name: float(value) for name, value in raw.items() if math.isfinite(float(value))
-            }
-        return result, notes
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-
-
-# --------------------------------------------------------------------------------------------
-# Gathering
-
-
-def _speedup(throughput_sps: float | None, baseline_sps: float | None) -> float | None:
-    if throughput_sps is None or not baseline_sps:
-        return None
-    return throughput_sps / baseline_sps
-
-
-def _attr_float(trial: FrozenTrial, name: str) -> float | None:
-    value = trial.user_attrs.get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def gather_from_trials(
     study_name: str,
     trials: Sequence[FrozenTrial],
@@ -554,7 +173,7 @@ def gather_from_trials(
     base_trial = baseline_trial(finished)
     base_status = classify(base_trial) if base_trial is not None else None
     base_sps = (
-        _attr_float(base_trial, "throughput_sps")
+        attr_float(base_trial, "throughput_sps")
         if base_trial is not None and base_status is not None and base_status[1]
         else None
     )
@@ -582,25 +201,14 @@ def gather_from_trials(
                 peak_memory_bytes=values[2],
                 params=dict(trial.params),
                 reason=reason,
-                speedup=_speedup(values[0], base_sps),
+                speedup=speedup(values[0], base_sps),
             )
         )
 
-    by_number = {t.number: t for t in finished}
     configurations = tuple(
-        ParetoRow(
-            number=p.number,
-            throughput_sps=float(p.throughput_sps or 0.0),
-            val_metric=float(p.val_metric or 0.0),
-            peak_memory_bytes=float(p.peak_memory_bytes or 0.0),
-            step_time_s=_attr_float(by_number[p.number], "step_time_s"),
-            compile_s=_attr_float(by_number[p.number], "compile_s"),
-            speedup=p.speedup,
-            params=p.params,
-            baseline=p.baseline,
-        )
-        for p in points
-        if p.status == FEASIBLE and p.measured
+        pareto_row(trial, base_sps)
+        for trial in finished
+        if classified[trial.number][0] == FEASIBLE and classified[trial.number][1]
     )
     front_numbers = {p.number for p in points if p.pareto}
     pareto_rows = sorted(

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 import plotly.graph_objects as go
 
 from autotune.objectives import Objective
-from autotune.report._data import FAILED, FEASIBLE, INFEASIBLE, ReportData, TrialPoint
+from autotune.report._data import ReportData
+from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
 
 __all__ = [
     "FIGURE_IDS",

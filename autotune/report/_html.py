@@ -18,15 +18,10 @@ from urllib.parse import quote
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from autotune.report._data import (
-    FAILED,
-    FEASIBLE,
-    INFEASIBLE,
-    ReportData,
-    metric_column,
-    metric_spread,
-)
+from autotune.report._data import ReportData
 from autotune.report._figures import FIGURE_IDS, build_figures
+from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE
+from autotune.report._text import metric_column, metric_spread
 from autotune.verification import VerificationSummary
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from autotune.report._data import metric_column, model_text
+from autotune.report._text import metric_column, model_text
 
 if TYPE_CHECKING:  # export imports report; the tables only need its types
     from autotune.export import BestConfigs, StudySummary

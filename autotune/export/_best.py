@@ -1,0 +1,197 @@
+"""The Pareto-optimal configurations of a study, ranked by one objective (``autotune best``),
+with the full configuration of each feasible trial and the study's verified verdict.
+
+What it claims is the newest finished verification's recommendation, the same one the report
+and the dashboard show (:attr:`autotune.report.ReportData.verification`); the Pareto rows are
+single-trial figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from pydantic import ValidationError
+
+from autotune.config import BUILTIN_WORKLOAD_REF, TUNER_KNOBS, DataSettings, TrialConfig
+from autotune.exceptions import ConfigError
+from autotune.objectives import Objective
+from autotune.report import Baseline, ParetoRow, gather_report, model_knobs
+from autotune.storage import ResultsStore, TrialRecord, load_existing_study
+from autotune.verification import ACCURACY, VerificationSummary
+
+__all__ = ["OBJECTIVE_CHOICES", "BestConfigs", "best_configurations", "sort_pareto"]
+
+#: ``--objective`` choices and the figure each ranks by (and whether larger is better).
+#: ``accuracy`` (or ``metric``) is the study's validation metric, whatever its name; it ranks
+#: in the metric's own direction (a ``val_loss``: lower first), see :func:`sort_pareto`.
+OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
+    "throughput": ("throughput_sps", True),
+    "accuracy": ("val_metric", True),
+    "metric": ("val_metric", True),
+    "memory": ("peak_memory_bytes", False),
+}
+
+
+@dataclass(frozen=True)
+class BestConfigs:
+    """A study's verified verdict and its Pareto-optimal configurations, ranked by one
+    objective.
+
+    Attributes:
+        study_name: the Optuna study name.
+        storage: the storage URL.
+        objective: ``throughput``, ``accuracy`` (the study's metric) or ``memory`` (orders
+            :attr:`rows` only).
+        simulated: the figures come from the mock device (SIMULATED).
+        device_name: the device the trials ran on.
+        rows: the Pareto-optimal configurations, best first by ``objective`` (single-trial
+            figures).
+        baseline: the study's baseline, or None.
+        configs: the full trial configuration by trial number (knobs, training, data), for
+            every feasible, measured trial.
+        hardware: ``(label, value)`` rows of the hardware fingerprint.
+        verification: the newest finished verification (None: not verified).
+        verdict: the one-line verdict every output shows
+            (:meth:`autotune.report.ReportData.verdict_line`).
+        configurations: every feasible, measured trial by number (single-trial figures).
+        metric: the study's validation metric (name, direction, display format).
+    """
+
+    study_name: str
+    storage: str
+    objective: str
+    simulated: bool
+    device_name: str
+    rows: tuple[ParetoRow, ...]
+    baseline: Baseline | None
+    configs: Mapping[int, Mapping[str, Any]]
+    hardware: tuple[tuple[str, str], ...]
+    verification: VerificationSummary | None = None
+    verdict: str = ""
+    configurations: Mapping[int, ParetoRow] = dataclasses.field(default_factory=dict)
+    metric: Objective = ACCURACY
+
+    @property
+    def recommended_trial(self) -> int | None:
+        """The verified recommendation's trial number, or None."""
+        rec = self.verification.recommended if self.verification is not None else None
+        return rec.trial_number if rec is not None else None
+
+
+def _check_objective(objective: str) -> tuple[str, bool]:
+    if objective not in OBJECTIVE_CHOICES:
+        raise ConfigError(
+            f"--objective {objective}: unknown objective (known: {', '.join(OBJECTIVE_CHOICES)})"
+        )
+    return OBJECTIVE_CHOICES[objective]
+
+
+def sort_pareto(
+    rows: Sequence[ParetoRow], objective: str, metric: Objective = ACCURACY
+) -> list[ParetoRow]:
+    """Pareto rows best first by ``objective`` (ties: faster, then lower trial number).
+
+    Args:
+        rows: the rows to sort.
+        objective: an :data:`OBJECTIVE_CHOICES` key.
+        metric: the study's validation metric: ``accuracy``/``metric`` rank in its direction
+            (default: accuracy, higher first).
+
+    Raises:
+        ConfigError: an unknown objective.
+    """
+    name, larger_is_better = _check_objective(objective)
+    if name == "val_metric":
+        larger_is_better = metric.direction == "maximize"
+    sign = -1.0 if larger_is_better else 1.0
+    return sorted(rows, key=lambda r: (sign * getattr(r, name), -r.throughput_sps, r.number))
+
+
+def _current_form(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored configuration in the current form (``workload`` and ``model`` knobs by name);
+    one written before workloads (``family``, ``depth``, ``width``, ``data``) is converted by
+    :meth:`TrialConfig.from_stored`, and kept as it is if it cannot be."""
+    if "family" not in config or "workload" in config:
+        return config
+    try:
+        return TrialConfig.from_stored(config).model_dump(mode="json")
+    except (ValidationError, KeyError):
+        return config
+
+
+def _space_workload(space: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The workload reference of a study's recorded space (``workload:``, or a built-in
+    ``model.family`` on ``data:``), None when the record names neither."""
+    if isinstance(space.get("workload"), str):
+        return {"ref": space["workload"], "args": dict(space.get("workload_args") or {})}
+    family = (space.get("model") or {}).get("family")
+    if family is None:
+        return None
+    data: dict[str, Any] = dict(space.get("data") or {})
+    with contextlib.suppress(ValidationError):  # kept as recorded if it no longer validates
+        data = DataSettings.model_validate(data).model_dump(mode="json")
+    return {"ref": BUILTIN_WORKLOAD_REF, "args": {"family": family, "data": data}}
+
+
+def _full_configs(
+    study: optuna.Study, records: Sequence[TrialRecord], numbers: set[int]
+) -> dict[int, dict[str, Any]]:
+    """Full configurations from the results rows, in the current form (old rows converted);
+    rebuilt from the study's recorded space where no row exists."""
+    configs = {
+        r.trial_number: _current_form(json.loads(r.config_json))
+        for r in records
+        if r.trial_number in numbers
+    }
+    space = (study.user_attrs.get("autotune") or {}).get("space") or {}
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in numbers and "train" not in configs.get(trial.number, {}):
+            configs[trial.number] = {
+                "workload": _space_workload(space),
+                "model": model_knobs(trial.params),
+                **{name: trial.params[name] for name in TUNER_KNOBS if name in trial.params},
+                "train": space.get("train"),
+                "measure": space.get("measure"),
+            }
+    return configs
+
+
+def best_configurations(
+    study_name: str, storage: str, objective: str = "throughput"
+) -> BestConfigs:
+    """The verified verdict of ``study_name`` and its Pareto-optimal configurations, best
+    first by ``objective``.
+
+    Raises:
+        ConfigError: an unknown objective.
+        StudyNotFoundError: no such study.
+        StorageError: the database cannot be read.
+    """
+    _check_objective(objective)
+    study = load_existing_study(study_name, storage)
+    with ResultsStore.open(storage, create=False) as results:
+        data = gather_report(study, results, importances=False)
+        records = results.trials(study_name)
+    rows = sort_pareto(data.pareto, objective, data.metric)
+    configurations = {r.number: r for r in data.configurations}
+    return BestConfigs(
+        study_name=study_name,
+        storage=storage,
+        objective=objective,
+        simulated=data.simulated,
+        device_name=data.device_name,
+        rows=tuple(rows),
+        baseline=data.baseline,
+        configs=_full_configs(study, records, set(configurations)),
+        hardware=data.hardware,
+        verification=data.verification,
+        verdict=data.verdict_line(),
+        configurations=configurations,
+        metric=data.metric,
+    )

@@ -1,0 +1,141 @@
+"""The PyTorch side of a configuration: how its knobs map onto PyTorch, and a ready-to-paste
+training function that applies them (``best --export`` writes it)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["pytorch_settings", "pytorch_snippet"]
+
+_AUTOCAST = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
+
+
+def pytorch_settings(params: Mapping[str, Any]) -> dict[str, Any]:
+    """How a configuration's knobs map onto PyTorch (what the trial itself did).
+
+    Args:
+        params: the knobs (``precision``, ``memory_format``, ``compile_mode``, ``batch_size``,
+            ``num_workers``, ``gpu_count``).
+
+    Returns:
+        ``autocast_dtype`` (``"torch.bfloat16"``, ``"torch.float16"`` or None for fp32/tf32),
+        ``tf32``, ``channels_last``, ``compile_mode`` (None: eager), ``dataloader`` keyword
+        arguments and ``ddp_world_size``.
+    """
+    workers = int(params.get("num_workers", 0))
+    compile_mode = params.get("compile_mode", "none")
+    return {
+        "autocast_dtype": _AUTOCAST.get(str(params.get("precision", "fp32"))),
+        "tf32": params.get("precision") == "tf32",
+        "grad_scaler": params.get("precision") == "fp16",
+        "channels_last": params.get("memory_format") == "channels_last",
+        "compile_mode": None if compile_mode == "none" else str(compile_mode),
+        "dataloader": {
+            "batch_size": int(params.get("batch_size", 1)),
+            "num_workers": workers,
+            "pin_memory": "True on CUDA",
+            "persistent_workers": workers > 0,
+            "drop_last": True,
+        },
+        "ddp_world_size": int(params.get("gpu_count", 1)),
+    }
+
+
+_SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, epochs=1):
+    """Train `model` on `train_set` with the settings autotune found; returns the model.
+
+    With WORLD_SIZE > 1 start one process per GPU: torchrun --nproc_per_node=WORLD_SIZE script.py
+    """
+    distributed = WORLD_SIZE > 1
+    if distributed:
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", dist.get_rank())))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    else:
+        device = torch.device("cpu")
+    torch.backends.cuda.matmul.allow_tf32 = TF32
+    torch.backends.cudnn.allow_tf32 = TF32
+    memory_format = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
+    model = model.to(device, memory_format=memory_format)
+    train_model = DistributedDataParallel(model) if distributed else model
+    if COMPILE_MODE is not None:
+        train_model = torch.compile(train_model, mode=COMPILE_MODE)
+    sampler = DistributedSampler(train_set, shuffle=True) if distributed else None
+    loader = DataLoader(
+        train_set,
+        batch_size=BATCH_SIZE,  # per process
+        shuffle=sampler is None,
+        sampler=sampler,
+        num_workers=NUM_WORKERS,
+        pin_memory=device.type == "cuda",
+        persistent_workers=NUM_WORKERS > 0,
+        drop_last=True,
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=GRAD_SCALER and device.type == "cuda")
+    model.train()
+    for epoch in range(epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        for x, y in loader:
+            if x.dim() == 4:
+                x = x.to(device, non_blocking=True, memory_format=memory_format)  # (B, C, H, W)
+            else:
+                x = x.to(device, non_blocking=True)
+            y = y.to(device, non_blocking=True)
+            with torch.autocast(device.type, dtype=AUTOCAST_DTYPE, enabled=AUTOCAST_DTYPE is not None):
+                loss = loss_fn(train_model(x), y)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    return model
+'''
+
+
+def pytorch_snippet(params: Mapping[str, Any], header: Sequence[str] = ()) -> str:
+    """A ready-to-paste PyTorch training function that applies a configuration.
+
+    It sets the autocast dtype (and a GradScaler for fp16 on CUDA), the TF32 flags,
+    ``channels_last`` for model and 4-D inputs, ``torch.compile(mode=...)``, the DataLoader
+    arguments the trial used, and DDP with the trial's world size (launched by ``torchrun``).
+
+    Args:
+        params: the configuration's knobs.
+        header: comment lines to put on top (what it is, its figures).
+
+    Returns:
+        Python source defining ``autotuned_training(model, train_set, loss_fn, optimizer,
+        epochs=1)``.
+    """
+    s = pytorch_settings(params)
+    lines = [f"# {line}" for line in header]
+    if s["ddp_world_size"] > 1:
+        lines.append(
+            f"# Launch with: torchrun --nproc_per_node={s['ddp_world_size']} your_script.py"
+        )
+    lines += [
+        "import os",
+        "",
+        "import torch",
+        "import torch.distributed as dist",
+        "from torch.nn.parallel import DistributedDataParallel",
+        "from torch.utils.data import DataLoader, DistributedSampler",
+        "",
+        f"AUTOCAST_DTYPE = {s['autocast_dtype'] or 'None'}  # precision={params.get('precision')}",
+        f"GRAD_SCALER = {s['grad_scaler']}  # loss scaling for fp16 (CUDA only)",
+        f"TF32 = {s['tf32']}  # TF32 matmul/conv on CUDA",
+        f"CHANNELS_LAST = {s['channels_last']}  # memory_format={params.get('memory_format')}",
+        f"COMPILE_MODE = {json.dumps(s['compile_mode']) if s['compile_mode'] else None}"
+        "  # torch.compile mode; None: eager",
+        f"BATCH_SIZE = {s['dataloader']['batch_size']}  # per process; global = BATCH_SIZE * WORLD_SIZE",
+        f"NUM_WORKERS = {s['dataloader']['num_workers']}  # DataLoader worker processes",
+        f"WORLD_SIZE = {s['ddp_world_size']}  # DDP processes (GPUs)",
+        "",
+        "",
+    ]
+    return "\n".join(lines) + textwrap.dedent(_SNIPPET_BODY)

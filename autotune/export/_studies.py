@@ -1,0 +1,116 @@
+"""``autotune ls``: every study in a database with its trial counts, hardware and verdict."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import optuna
+
+from autotune.exceptions import ConfigError
+from autotune.report import FEASIBLE, gather_report
+from autotune.storage import ResultsStore, open_existing_storage, study_names
+
+__all__ = ["StudySummary", "list_studies"]
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    """One line of ``autotune ls``.
+
+    Attributes:
+        study_name: the Optuna study name.
+        space_name: the search space's name ("" when unknown).
+        hardware: the device name (with "(simulated)" for the mock device).
+        simulated: the figures are SIMULATED.
+        finished: finished trials (complete or never launched).
+        total: every trial, running and failed-interrupted ones included.
+        feasible: feasible trials.
+        pareto: Pareto-optimal trials.
+        best_throughput_sps: the best feasible throughput of a single trial (None without
+            one).
+        verified_speedup: the verified recommendation's speedup over the baseline (None: not
+            verified, or nothing qualifies).
+        recommended_trial: the verified recommendation's trial number, or None.
+        verification: ``"recommended"``, ``"nothing qualifies"`` or ``"not verified"``.
+        created: when the study was created (its first trial started), or None.
+        metric: the validation metric and its direction (``accuracy (max)``,
+            ``val_loss (min)``).
+    """
+
+    study_name: str
+    space_name: str
+    hardware: str
+    simulated: bool
+    finished: int
+    total: int
+    feasible: int
+    pareto: int
+    best_throughput_sps: float | None
+    verified_speedup: float | None
+    recommended_trial: int | None
+    verification: str
+    created: dt.datetime | None
+    metric: str = ""
+
+
+def list_studies(storage: str) -> list[StudySummary]:
+    """Every study in the database with its trial counts and hardware, oldest first.
+
+    Raises:
+        StorageError: the database does not exist or cannot be read.
+    """
+    rdb = open_existing_storage(storage)
+    summaries: list[StudySummary] = []
+    with ResultsStore.open(storage, create=False) as results:
+        for name in study_names(rdb):
+            study = optuna.load_study(study_name=name, storage=rdb)
+            trials = study.get_trials(deepcopy=False)
+            starts = [t.datetime_start for t in trials if t.datetime_start is not None]
+            try:
+                data = gather_report(study, results, trials=trials, importances=False)
+            except ConfigError:  # another tool's study in the same database
+                summaries.append(
+                    StudySummary(
+                        study_name=name,
+                        space_name="(not an autotune study)",
+                        hardware="",
+                        simulated=False,
+                        finished=sum(t.state.is_finished() for t in trials),
+                        total=len(trials),
+                        feasible=0,
+                        pareto=0,
+                        best_throughput_sps=None,
+                        verified_speedup=None,
+                        recommended_trial=None,
+                        verification="not verified",
+                        created=min(starts) if starts else None,
+                    )
+                )
+                continue
+            feasible = [p.throughput_sps for p in data.points if p.status == FEASIBLE]
+            rec = data.recommended
+            summaries.append(
+                StudySummary(
+                    study_name=name,
+                    space_name=data.space_name,
+                    hardware=data.device_name or "unknown",
+                    simulated=data.simulated,
+                    finished=data.finished,
+                    total=len(trials),
+                    feasible=len(feasible),
+                    pareto=len(data.pareto),
+                    best_throughput_sps=max((v for v in feasible if v is not None), default=None),
+                    verified_speedup=rec.speedup if rec is not None else None,
+                    recommended_trial=rec.trial_number if rec is not None else None,
+                    verification=(
+                        "not verified"
+                        if data.verification is None
+                        else ("recommended" if rec is not None else "nothing qualifies")
+                    ),
+                    created=min(starts) if starts else None,
+                    metric=f"{data.metric.name} ({data.metric.direction[:3]})",
+                )
+            )
+    rdb.remove_session()
+    return summaries

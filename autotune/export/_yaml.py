@@ -1,0 +1,261 @@
+"""``best --export``: the verified recommendation (or a trial asked for with ``--trial``) as
+YAML with its figures, its full configuration and the PyTorch snippet.
+
+It checks its input before it writes anything: a study without a recommendation raises
+:class:`~autotune.exceptions.VerificationError`, an unknown trial
+:class:`~autotune.exceptions.ConfigError`, and no file is created.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autotune.config import BUILTIN_WORKLOAD_REF
+from autotune.exceptions import ConfigError, VerificationError
+from autotune.export._best import BestConfigs
+from autotune.export._snippet import pytorch_settings, pytorch_snippet
+from autotune.report import NOT_VERIFIED, ParetoRow, model_knobs, model_text, verify_command
+from autotune.verification import VerificationSummary, nothing_qualifies, tolerance_text
+
+__all__ = ["export_best_yaml", "export_choice"]
+
+_MIB = float(1 << 20)
+
+
+def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
+    """The configuration ``best --export`` writes: the verified recommendation, or ``trial``.
+
+    Args:
+        best: the study's verdict and configurations (:func:`best_configurations`).
+        trial: export this trial instead (``--trial N``): any feasible, measured trial, with
+            its single-trial figures.
+
+    Returns:
+        The row of the trial to export.
+
+    Raises:
+        VerificationError: no ``trial`` was given and the study has no recommendation (not
+            verified, or nothing qualified); the message says how to export a trial anyway.
+        ConfigError: ``trial`` is not a feasible, measured trial of the study.
+    """
+    name = best.study_name
+    if trial is not None:
+        row = best.configurations.get(trial)
+        if row is None:
+            raise ConfigError(
+                f"--trial {trial}: study={name} has no feasible, measured trial {trial} "
+                f"(feasible ones: {_numbers(best.configurations)})"
+            )
+        return row
+    summary = best.verification
+    anyway = "or export one trial's unverified, single-trial figures with --trial N"
+    if summary is None:
+        raise VerificationError(
+            f"study={name}: {NOT_VERIFIED}, so there is no recommendation to export: run "
+            f"`{verify_command(name, best.storage)}` first, {anyway}"
+        )
+    if summary.recommended is None:
+        raise VerificationError(
+            f"study={name}: {nothing_qualifies(summary.metric)} (verification {summary.number}, "
+            f"{summary.rounds} rounds), so there is no recommendation to export; {anyway}"
+        )
+    number = summary.recommended.trial_number
+    row = best.configurations.get(number)
+    if row is None:  # the recommendation was a feasible trial when it was verified
+        raise VerificationError(
+            f"study={name}: the recommended trial {number} is no longer a feasible, measured "
+            "trial of the study"
+        )
+    return row
+
+
+def _numbers(rows: Mapping[int, ParetoRow]) -> str:
+    numbers = sorted(rows)
+    shown = ", ".join(map(str, numbers[:20])) + (", ..." if len(numbers) > 20 else "")
+    return shown or "none"
+
+
+def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
+    """The ``verification:`` mapping of an export of the recommended configuration."""
+    rec = summary.recommended
+    assert rec is not None and rec.speedup is not None
+    low, high = rec.speedup_ci95 or (rec.speedup, rec.speedup)
+    return {
+        "verification_number": summary.number,
+        "rounds": summary.rounds,
+        "seeds": list(summary.seeds),
+        "speedup": round(float(rec.speedup), 4),
+        "speedup_ci95": [round(float(low), 4), round(float(high), 4)],
+        "throughput_median_sps": rec.throughput_median_sps,
+        "metric": summary.metric.name,
+        "metric_direction": summary.metric.direction,
+        "val_metric_mean": rec.val_metric_mean,
+        "val_metric_min": rec.val_metric_min,
+        "val_metric_max": rec.val_metric_max,
+        "peak_memory_max_bytes": rec.peak_memory_max_bytes,
+        "baseline_trial": summary.baseline.trial_number,
+        "baseline_throughput_median_sps": summary.baseline.throughput_median_sps,
+        "baseline_val_metric_mean": summary.baseline.val_metric_mean,
+        "accuracy_tolerance_pt": summary.accuracy_tolerance_pt,
+        "tolerance": tolerance_text(summary.metric, summary.accuracy_tolerance_pt),
+        "verdict": summary.headline(),
+    }
+
+
+def _unverified_note(best: BestConfigs, number: int) -> str:
+    """Why an export chosen with ``--trial`` makes no claim."""
+    summary = best.verification
+    verdict = (
+        next((c.verdict for c in summary.candidates if c.trial_number == number), None)
+        if summary is not None
+        else None
+    )
+    why = (
+        f"verification {summary.number} re-measured it: {verdict}"
+        if summary is not None and verdict is not None
+        else "it was not verified"
+    )
+    return (
+        f"NOT VERIFIED: trial {number} was chosen with --trial; its figures are one trial of "
+        f"the search (single-trial figures), not a verified claim ({why})"
+    )
+
+
+def _model_words(best: BestConfigs, row: ParetoRow) -> str:
+    """The model's knobs and its workload: ``depth=2 width=16 (workload cnn)``."""
+    workload = (best.configs.get(row.number) or {}).get("workload")
+    label = None
+    if isinstance(workload, Mapping):
+        ref, args = str(workload.get("ref")), workload.get("args") or {}
+        label = str(args.get("family", ref)) if ref == BUILTIN_WORKLOAD_REF else ref
+    return model_text(row.params) + (f" (workload {label})" if label else "")
+
+
+def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
+    device = best.device_name or "the study device"
+    if verified:
+        assert best.verification is not None
+        lines = [
+            f"autotune: study {best.study_name!r}, trial {row.number}, the verified "
+            f"recommendation (verification {best.verification.number}), on {device}.",
+            best.verification.headline(),
+        ]
+    else:
+        lines = [
+            f"autotune: study {best.study_name!r}, trial {row.number}, chosen with --trial, "
+            f"on {device}.",
+            _unverified_note(best, row.number) + ".",
+            f"Its single trial: {row.throughput_sps:,.0f} samples/s"
+            + (f" ({row.speedup:.2f}x the baseline's trial)" if row.speedup is not None else "")
+            + f", {best.metric.label} {best.metric.format(row.val_metric, 1)}, "
+            f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
+        ]
+    lines.append(f"Model: {_model_words(best, row)}.")
+    if best.simulated:
+        lines.append(
+            "SIMULATED: measured on device=mock (a cost model); re-measure on real hardware."
+        )
+    return lines
+
+
+def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None) -> dict[str, Any]:
+    """Write the verified recommendation (or ``trial``) as YAML with its PyTorch snippet.
+
+    The file holds the study, the ``verification:`` figures (rounds, seeds, speedup and its
+    95 % interval, mean metric; ``null`` for a trial chosen with ``trial`` that is not the
+    recommendation, with a ``note`` saying so), the trial's single-trial figures from the
+    search (units in the names; ``metric`` names the validation metric ``val_metric`` is),
+    the workload reference (``workload``: ``ref`` and ``args``, as ``autotune`` resolves it)
+    and the model's knobs under their own names (``model``), the full configuration, the
+    PyTorch settings and ``pytorch_snippet``, the code to paste.
+
+    Args:
+        best: the study's verdict and configurations (:func:`best_configurations`).
+        path: the YAML file to write.
+        trial: export this feasible, measured trial instead of the recommendation.
+
+    Returns:
+        The mapping written.
+
+    Raises:
+        VerificationError: no ``trial`` and no recommendation (nothing is written).
+        ConfigError: ``trial`` is not a feasible, measured trial, or ``path`` cannot be written.
+    """
+    row = export_choice(best, trial)
+    params = dict(row.params)
+    config = dict(best.configs.get(row.number) or params)
+    verified = best.recommended_trial == row.number and best.verification is not None
+    document: dict[str, Any] = {
+        "study": best.study_name,
+        "storage": best.storage,
+        "trial": row.number,
+        "selected_by": "verification" if trial is None else "--trial",
+        "simulated": best.simulated,
+        "device": best.device_name,
+        "exported_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "verification": (
+            _verification_section(best.verification)
+            if verified and best.verification is not None
+            else None
+        ),
+    }
+    if not verified:
+        document["note"] = _unverified_note(best, row.number)
+    document.update(
+        {
+            "single_trial_figures": {
+                "throughput_sps": float(row.throughput_sps),
+                "speedup_vs_baseline_trial": (
+                    None if row.speedup is None else round(float(row.speedup), 4)
+                ),
+                "baseline_throughput_sps": (
+                    None if best.baseline is None else best.baseline.throughput_sps
+                ),
+                "metric": best.metric.name,
+                "metric_direction": best.metric.direction,
+                "val_metric": float(row.val_metric),
+                "peak_memory_bytes": int(row.peak_memory_bytes),
+                "step_time_s": row.step_time_s,
+                "compile_s": row.compile_s,
+            },
+            "workload": config.get("workload"),
+            "model": model_knobs(params),
+            "config": config,
+            "pytorch": pytorch_settings(params),
+            "hardware": dict(best.hardware),
+            "pytorch_snippet": pytorch_snippet(params, _header(best, row, verified)),
+        }
+    )
+    text = _dump_yaml(document, _header(best, row, verified))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"--export {path}: cannot write ({e.strerror or e})") from None
+    return document
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings as ``|`` blocks, so the snippet reads as code, and a value
+    used twice in full both times (no ``&id001`` anchors and ``*id001`` aliases)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_presenter)
+
+
+def _dump_yaml(document: Mapping[str, Any], header: Sequence[str]) -> str:
+    body = yaml.dump(dict(document), Dumper=_BlockDumper, sort_keys=False, width=100)
+    return "".join(f"# {line}\n" for line in header) + body

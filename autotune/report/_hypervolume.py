@@ -1,0 +1,101 @@
+"""The hypervolume history of a study: how much of the normalized objective box the feasible
+trials dominate after each finished trial (``moocore.hypervolume``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import moocore
+import numpy as np
+
+from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective
+from autotune.report._points import FEASIBLE, TrialPoint
+
+__all__ = ["HypervolumePoint", "hypervolume_history"]
+
+
+class HypervolumePoint(NamedTuple):
+    """The hypervolume of the feasible trials finished up to a trial.
+
+    Attributes:
+        number: the trial number (trials are counted in number order).
+        hypervolume: the share in [0, 1] of the normalized objective box the feasible trials
+            so far dominate (see :func:`hypervolume_history`).
+    """
+
+    number: int
+    hypervolume: float
+
+
+def _metric_scale(metric: Objective, values: Sequence[float]) -> tuple[float, float]:
+    """``(worst reference, best)`` of the metric axis of the hypervolume: ``(0, 1)`` for
+    accuracy; otherwise the best feasible value and a reference 10 % of the feasible range
+    (or of the best value, or 1) past the worst."""
+    if metric.is_accuracy:
+        return 0.0, 1.0
+    sign = 1.0 if metric.direction == "maximize" else -1.0
+    best = max(values, key=lambda v: sign * v)
+    worst = min(values, key=lambda v: sign * v)
+    span = abs(best - worst) or abs(best) or 1.0
+    return worst - sign * 0.1 * span, best
+
+
+def _goodness(
+    values: np.ndarray,
+    memory_ref_bytes: float,
+    throughput_max_sps: float,
+    metric_scale: tuple[float, float] = (0.0, 1.0),
+) -> np.ndarray:
+    """Map (throughput, metric, memory) rows to [0, 1] per objective, larger = better."""
+    out = np.empty_like(values, dtype=float)
+    out[:, 0] = values[:, 0] / throughput_max_sps
+    worst, best = metric_scale
+    out[:, 1] = (values[:, 1] - worst) / (best - worst)
+    out[:, 2] = 1.0 - values[:, 2] / memory_ref_bytes
+    return np.clip(out, 0.0, 1.0)
+
+
+def hypervolume_history(
+    points: Sequence[TrialPoint], metric: Objective = OBJECTIVES[METRIC_INDEX]
+) -> tuple[HypervolumePoint, ...]:
+    """Hypervolume of the feasible trials after each finished trial, in trial-number order.
+
+    Each objective is normalized to [0, 1], larger is better: throughput over the study's best
+    feasible throughput; accuracy as is (another metric linearly, from a reference 10 % of the
+    feasible range past the worst feasible value, 0, to the best, 1, in the metric's
+    direction); memory as ``1 - peak / (1.1 * largest feasible peak)``. The hypervolume is
+    the volume these points dominate in the unit cube from the reference point (0, 0, 0)
+    (``moocore.hypervolume``, maximising), so 1.0 would be one configuration that is fastest,
+    100 % accurate and uses no memory.
+
+    Args:
+        points: finished trials (any order).
+        metric: the study's validation metric (default: accuracy, maximized).
+
+    Returns:
+        One point per finished trial; empty when no trial is feasible.
+    """
+    ordered = sorted(points, key=lambda p: p.number)
+    feasible = [p for p in ordered if p.status == FEASIBLE]
+    if not feasible:
+        return ()
+    throughput_max = max(p.throughput_sps or 0.0 for p in feasible) or 1.0
+    memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
+    scale = _metric_scale(metric, [p.val_metric or 0.0 for p in feasible])
+    history: list[HypervolumePoint] = []
+    front: list[list[float]] = []
+    volume = 0.0
+    for point in ordered:
+        if point.status == FEASIBLE:
+            front.append(
+                [
+                    point.throughput_sps or 0.0,
+                    point.val_metric or 0.0,
+                    point.peak_memory_bytes or 0.0,
+                ]
+            )
+            good = _goodness(np.asarray(front), memory_ref, throughput_max, scale)
+            volume = float(moocore.hypervolume(good, ref=np.zeros(3), maximise=True))
+        history.append(HypervolumePoint(point.number, volume))
+    return tuple(history)

@@ -1,0 +1,83 @@
+"""The words every output shares: the model's knobs as text, the metric's column and spread,
+the ``autotune`` command lines a page names, and the line of a study without a verification."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, format_knob_value
+from autotune.objectives import Objective
+
+__all__ = [
+    "NOT_VERIFIED",
+    "metric_column",
+    "metric_spread",
+    "model_knobs",
+    "model_text",
+    "not_verified_line",
+    "study_command",
+    "verify_command",
+]
+
+#: The first words of what every output says about a study without a finished verification.
+NOT_VERIFIED = "not verified"
+
+
+def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's knobs among a trial's parameters: all but the tuner's (:data:`TUNER_KNOBS`),
+    in their order (``depth``, ``width`` for the built-ins; a workload's own names)."""
+    return {name: value for name, value in params.items() if name not in TUNER_KNOBS}
+
+
+def model_text(params: Mapping[str, Any]) -> str:
+    """The model's knobs for a table cell: ``depth=2 width=16``, ``n_layer=4 n_embd=128``;
+    ``-`` when the space has none."""
+    knobs = model_knobs(params).items()
+    return " ".join(f"{name}={format_knob_value(value)}" for name, value in knobs) or "-"
+
+
+def metric_column(metric: Objective) -> str:
+    """A table's header for the metric: ``val acc`` for accuracy, else its name."""
+    return "val acc" if metric.is_accuracy else metric.name
+
+
+def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:
+    """A verified mean with its range over rounds: ``98.42% [98.10-98.70]`` for accuracy,
+    ``1.2340 [1.2100-1.2500]`` otherwise."""
+    if metric.is_accuracy:
+        return f"{100 * mean:.2f}% [{100 * (low or 0):.2f}-{100 * (high or 0):.2f}]"
+    return f"{metric.format(mean)} [{metric.format(low)}-{metric.format(high)}]"
+
+
+def study_command(
+    command: str, study_name: str, storage_url: str | None = None, *options: str
+) -> str:
+    """An ``autotune COMMAND STUDY [storage=URL] [OPTIONS]`` command line, shell-quoted; the
+    storage is named unless it is the default."""
+    storage = (
+        f" storage={shlex.quote(storage_url)}"
+        if storage_url and storage_url != DEFAULT_STORAGE_URL
+        else ""
+    )
+    tail = "".join(f" {shlex.quote(o)}" for o in options)
+    return f"autotune {command} {shlex.quote(study_name)}{storage}{tail}"
+
+
+def verify_command(study_name: str, storage_url: str | None = None) -> str:
+    """The ``autotune verify`` command line for a study (its storage named unless default)."""
+    return study_command("verify", study_name, storage_url)
+
+
+def not_verified_line(study_name: str, storage_url: str | None = None) -> str:
+    """What every output says instead of a claim when a study has no finished verification.
+
+    Args:
+        study_name: the Optuna study name.
+        storage_url: its storage URL (named in the command unless it is the default).
+    """
+    return (
+        f"{NOT_VERIFIED}: run `{verify_command(study_name, storage_url)}` to re-measure the "
+        "finalists; single-trial figures are not a claim"
+    )
