@@ -1,0 +1,302 @@
+"""Loading spaces and run settings from shipped names, YAML files and ``key=value``
+arguments, and their one-line errors that name the file or override, the key and the rule
+(autotune/config/_loading.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from autotune.config import (
+    DEFAULT_STORAGE_URL,
+    SearchSpace,
+    available_spaces,
+    load_run_config,
+    load_space,
+)
+from autotune.exceptions import ConfigError
+
+from ..conftest import MINIMAL_SPACE
+from .errors import one_line
+
+# --------------------------------------------------------------------------------------------
+# Shipped spaces
+
+
+def test_available_spaces_lists_the_shipped_files() -> None:
+    shipped = sorted(p.stem for p in (Path(__file__).parents[2] / "search_spaces").glob("*.yaml"))
+
+    assert available_spaces() == shipped
+    assert {"cnn_small", "mlp_small"} <= set(shipped)
+
+
+@pytest.mark.parametrize("name", ["cnn_small", "mlp_small"])
+def test_shipped_space_loads(name: str) -> None:
+    space = load_space(name)
+
+    assert isinstance(space, SearchSpace)
+    assert space.name == name
+    assert set(space.knobs()) == {
+        "depth",
+        "width",
+        "batch_size",
+        "precision",
+        "memory_format",
+        "compile_mode",
+        "num_workers",
+        "gpu_count",
+    }
+    assert all(knob.values() for knob in space.knobs().values())
+
+
+def test_cnn_small_has_the_documented_knobs() -> None:
+    space = load_space("cnn_small")
+
+    assert space.model.family == "cnn"
+    assert space.model.knobs["depth"].values() == [2, 3, 4]
+    assert space.model.knobs["width"].values() == [8, 16, 32, 64]
+    assert space.batch_size.values() == [16, 32, 64, 128, 256]
+    assert space.precision.values() == ["fp32", "tf32", "fp16", "bf16"]
+    assert space.memory_format.values() == ["contiguous", "channels_last"]
+    assert space.compile_mode.values() == ["none", "default", "reduce-overhead", "max-autotune"]
+    assert space.gpu_count.values() == [1, 2]
+    assert space.train.lr == pytest.approx(3.0e-3)  # a float, not the string "3.0e-3"
+    assert space.data.name == "digits"
+
+
+def test_mlp_small_fixes_memory_format() -> None:
+    assert load_space("mlp_small").memory_format.values() == ["contiguous"]
+
+
+def test_space_from_path_is_named_after_the_file(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE.replace("name: tiny\n", ""), name="my_space.yaml")
+
+    space = load_space(str(path))
+
+    assert space.name == "my_space"
+    assert space.model.knobs["depth"].values() == [1, 2]
+    assert space.precision.values() == ["fp32"]  # defaults for knobs not written
+    assert space.compile_mode.values() == ["none"]
+    assert space.gpu_count.values() == [1]
+
+
+# --------------------------------------------------------------------------------------------
+# Run settings
+
+
+def test_run_config_defaults() -> None:
+    config = load_run_config([])
+
+    assert config.space.name == "cnn_small"
+    assert config.space_source == "search_spaces/cnn_small.yaml"
+    assert config.study == "cnn_small"
+    assert config.device == "auto"
+    assert config.sampler == "gp"
+    assert config.storage == DEFAULT_STORAGE_URL
+    assert config.seed == 0
+    assert config.trial.timeout_s == pytest.approx(600.0)
+
+
+def test_run_config_splits_run_keys_from_space_overrides(tmp_path: Path) -> None:
+    config = load_run_config(
+        [
+            "space=mlp_small",
+            "device=mock",
+            "study=123",
+            f"storage=sqlite:///{tmp_path}/a.db",
+            "sampler=random",
+            "seed=7",
+            "trial.timeout_s=30",
+            "train.epochs=3",
+        ]
+    )
+
+    assert config.space.name == "mlp_small"
+    assert config.device == "mock"
+    assert config.study == "123"  # OmegaConf parses 123 as an int; the study name stays text
+    assert config.storage == f"sqlite:///{tmp_path}/a.db"
+    assert config.sampler == "random"
+    assert config.seed == 7
+    assert config.trial.timeout_s == pytest.approx(30.0)
+    assert config.space.train.epochs == 3
+
+
+def test_run_config_accepts_a_space_file(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE)
+
+    config = load_run_config([f"space={path}"])
+
+    assert config.space.name == "tiny"
+    assert config.space_source == str(path)
+    assert config.study == "tiny"
+
+
+# --------------------------------------------------------------------------------------------
+# One-line errors that name the file, the key and the rule
+
+
+def test_malformed_yaml_names_file_and_line(write_space: Callable[..., Path]) -> None:
+    path = write_space("name: broken\nmodel: [\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    message = one_line(err)
+    assert message.startswith(f"{path}:")
+    assert "line 3" in message
+    assert "malformed YAML" in message
+
+
+def test_top_level_must_be_a_mapping(write_space: Callable[..., Path]) -> None:
+    path = write_space("- just\n- a list\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == f"{path}: the top level must be a mapping of keys to values"
+
+
+def test_unknown_key_in_file(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "batchsize: 32\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == f"{path}: batchsize: unknown key"
+
+
+def test_unknown_nested_key_in_file(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "measure: {windows: 3, repeats: 2}\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == f"{path}: measure.repeats: unknown key"
+
+
+def test_wrong_type_in_file(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE.replace("epochs: 1", "epochs: many"))
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    message = one_line(err)
+    assert message.startswith(f"{path}: train.epochs: ")
+    assert "valid integer" in message
+
+
+def test_value_outside_the_vocabulary(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "precision: [fp32, fp64]\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    message = one_line(err)
+    assert message.startswith(f"{path}: precision.choices.1: ")
+    assert "'bf16'" in message  # the rule lists the allowed values
+
+
+@pytest.mark.parametrize(
+    ("knob_yaml", "key"),
+    [
+        ("precision: []\n", "precision.choices"),
+        ("num_workers: []\n", "num_workers"),
+    ],
+)
+def test_empty_choices(write_space: Callable[..., Path], knob_yaml: str, key: str) -> None:
+    path = write_space(MINIMAL_SPACE + knob_yaml)
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == f"{path}: {key}: `choices` must not be empty"
+
+
+def test_duplicate_choices(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE.replace("[32, 64]", "[32, 32]"))
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == f"{path}: batch_size: `choices` must be unique, but got [32, 32]"
+
+
+def test_low_greater_than_high(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE.replace("{low: 1, high: 2}", "{low: 4, high: 1}"))
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == f"{path}: model.depth: `low <= high` must hold, but got low=4, high=1"
+
+
+def test_non_positive_width(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE.replace("[8, 16]", "[0, 16]"))
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == (f"{path}: model.width: every value must be an integer >= 1")
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_space("no/such/space.yaml")
+
+    assert one_line(err) == "space=no/such/space.yaml: no such file"
+
+
+def test_unknown_space_name_lists_the_shipped_ones() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_space("cnn_huge")
+
+    message = one_line(err)
+    assert message.startswith("space=cnn_huge: unknown space name")
+    assert f"(shipped: {', '.join(available_spaces())})" in message
+
+
+@pytest.mark.parametrize(
+    ("arg", "key", "allowed"),
+    [
+        ("device=tpu", "device", "'auto', 'cpu', 'cuda' or 'mock'"),
+        ("sampler=cmaes", "sampler", "'nsga2', 'tpe', 'gp' or 'random'"),
+    ],
+)
+def test_unknown_run_value(arg: str, key: str, allowed: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config([arg])
+
+    message = one_line(err)
+    assert message.startswith(f"override {arg}: {key}: ")
+    assert allowed in message
+
+
+def test_unknown_run_key() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config(["trial.retries=2"])
+
+    assert one_line(err) == "override trial.retries=2: trial.retries: unknown key"
+
+
+def test_run_value_rule() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config(["trial.timeout_s=0"])
+
+    assert (
+        one_line(err)
+        == "override trial.timeout_s=0: trial.timeout_s: Input should be greater than 0"
+    )
+
+
+def test_space_must_be_a_name() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config(["space=[a,b]"])
+
+    assert one_line(err) == "override space=[a,b]: space must be a name or a path"
+
+
+def test_config_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown key"):
+        load_space("cnn_small", ["bogus=1"])

@@ -1,0 +1,71 @@
+"""The frozen trial configuration: its knobs, built from a sampler's knobs, read back from
+the results tables (autotune/config/_run.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from autotune.config import TrialConfig, load_space
+from autotune.testing import make_trial_config
+
+from .spaces import WORKLOAD_SPACE
+
+# --------------------------------------------------------------------------------------------
+# Trial configurations
+
+
+def test_trial_config_knobs_are_the_searched_ones() -> None:
+    config = make_trial_config(precision="bf16", gpu_count=2)
+
+    assert config.knobs() == {
+        "depth": 1,
+        "width": 8,
+        "batch_size": 64,
+        "precision": "bf16",
+        "memory_format": "contiguous",
+        "compile_mode": "none",
+        "num_workers": 0,
+        "gpu_count": 2,
+    }
+
+
+def test_trial_config_from_knobs_of_a_workload_space(write_space: Callable[..., Path]) -> None:
+    space = load_space(str(write_space(WORKLOAD_SPACE)))
+    knobs = {
+        "layers": 2,
+        "lr_mult": 1.0e-3,
+        "activation": "gelu",
+        "dropout": 0.1,
+        "bias": True,
+        "heads": 4,
+        "batch_size": 32,
+        "precision": "fp32",
+        "memory_format": "contiguous",
+        "compile_mode": "none",
+        "num_workers": 0,
+        "gpu_count": 1,
+    }
+
+    config = TrialConfig.from_knobs(knobs, space, device="cpu", seed=3)
+
+    assert config.workload == space.workload_spec()
+    assert config.model == {k: knobs[k] for k in space.model.knobs}
+    assert config.knobs() == knobs
+    assert config.seed == 3
+    assert TrialConfig.from_stored(config.model_dump(mode="json")) == config
+
+
+def test_trial_config_from_stored_converts_the_form_before_workloads() -> None:
+    old = make_trial_config().model_dump(mode="json")
+    old.pop("workload")
+    old.pop("model")
+    old.update(family="mlp", depth=2, width=16, data={"name": "synthetic"})
+
+    config = TrialConfig.from_stored(old)
+
+    assert config.model == {"depth": 2, "width": 16}
+    assert config.workload.is_builtin
+    assert config.workload.args["family"] == "mlp"
+    assert config.workload.args["data"]["name"] == "synthetic"
+    assert config.knobs()["depth"] == 2

@@ -1,0 +1,136 @@
+"""Fixed settings: learning-rate scaling rules, warm-up and their overrides
+(autotune/config/_settings.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.config import (
+    DEFAULT_LR_SCALING,
+    LR_SCALING_RULES,
+    TrainSettings,
+    load_space,
+    scaled_lr,
+)
+from autotune.exceptions import ConfigError
+
+from .errors import one_line
+
+# --------------------------------------------------------------------------------------------
+# Learning-rate scaling
+
+
+@pytest.mark.parametrize(
+    ("rule", "global_batch", "expected"),
+    [
+        ("linear", 256, 4.0e-3),  # 4x the batch, 4x the rate (Goyal et al. 2017)
+        ("linear", 32, 0.5e-3),
+        ("sqrt", 256, 2.0e-3),  # 4x the batch, 2x the rate (Malladi et al. 2022)
+        ("sqrt", 16, 0.5e-3),
+        ("none", 256, 1.0e-3),
+        ("linear", 64, 1.0e-3),  # the reference batch keeps lr exactly
+        ("sqrt", 64, 1.0e-3),
+    ],
+)
+def test_scaled_lr(rule: str, global_batch: int, expected: float) -> None:
+    assert scaled_lr(1.0e-3, rule, global_batch, 64) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("cubic", 64, 64), "unknown learning-rate scaling rule 'cubic'"),
+        (("sqrt", 0, 64), "batches must be >= 1"),
+        (("sqrt", 64, 0), "batches must be >= 1"),
+    ],
+)
+def test_scaled_lr_refuses(args: tuple[str, int, int], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        scaled_lr(1.0e-3, *args)
+
+
+def test_train_settings_lr_scaling_defaults() -> None:
+    train = TrainSettings()
+
+    assert train.lr_scaling is None
+    assert train.reference_batch_size is None
+    assert train.lr_warmup_fraction == 0.05
+    assert LR_SCALING_RULES == ("none", "linear", "sqrt")
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "lr_scaling", "rule"),
+    [
+        ("adamw", None, "sqrt"),
+        ("sgd", None, "linear"),
+        ("adamw", "linear", "linear"),
+        ("sgd", "none", "none"),
+    ],
+)
+def test_lr_scaling_rule_defaults_by_optimizer(
+    optimizer: str, lr_scaling: str | None, rule: str
+) -> None:
+    train = TrainSettings.model_validate({"optimizer": optimizer, "lr_scaling": lr_scaling})
+
+    assert train.lr_scaling_rule == rule
+    if lr_scaling is None:
+        assert DEFAULT_LR_SCALING[optimizer] == rule
+
+
+def test_peak_lr_scales_from_the_reference_batch() -> None:
+    sgd = TrainSettings(optimizer="sgd", lr=0.1, reference_batch_size=64)
+    adamw = TrainSettings(lr=1.0e-3, reference_batch_size=64)
+
+    assert sgd.peak_lr(128) == pytest.approx(0.2)
+    assert adamw.peak_lr(256) == pytest.approx(2.0e-3)
+    assert adamw.peak_lr(64) == 1.0e-3
+
+
+def test_peak_lr_without_a_reference_is_lr() -> None:
+    # A configuration built outside a study: its own global batch is the reference.
+    assert TrainSettings(lr=1.0e-3).peak_lr(512) == 1.0e-3
+
+
+@pytest.mark.parametrize(
+    ("fields", "total_steps", "expected"),
+    [
+        ({}, 110, 6),  # 5.5 rounded up
+        ({}, 60, 3),  # exactly 3, although 0.05 * 60 is 3.0000000000000004 in floats
+        ({}, 22, 2),
+        ({}, 1, 1),
+        ({"lr_warmup_fraction": 0.0}, 110, 0),
+        ({"lr_scaling": "none"}, 110, 0),  # no scaling: every trial at lr, no warm-up
+    ],
+)
+def test_lr_warmup_steps(fields: dict[str, object], total_steps: int, expected: int) -> None:
+    assert TrainSettings.model_validate(fields).lr_warmup_steps(total_steps) == expected
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("train.lr_scaling=cubic", "train.lr_scaling"),
+        ("train.reference_batch_size=0", "train.reference_batch_size"),
+        ("train.lr_warmup_fraction=1.0", "train.lr_warmup_fraction"),
+    ],
+)
+def test_bad_lr_scaling_override_names_the_key(override: str, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_space("cnn_small", [override])
+
+    assert one_line(err).startswith(f"override {override}: {key}: ")
+
+
+def test_lr_scaling_overrides() -> None:
+    space = load_space(
+        "cnn_small",
+        [
+            "train.lr_scaling=linear",
+            "train.reference_batch_size=128",
+            "train.lr_warmup_fraction=0.1",
+        ],
+    )
+
+    assert space.train.lr_scaling == "linear"
+    assert space.train.reference_batch_size == 128
+    assert space.train.lr_warmup_fraction == 0.1

@@ -1,0 +1,155 @@
+"""The search space: immutability, a space's own workload and its knobs, the built-in
+workload (autotune/config/_space.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from autotune.config import (
+    BUILTIN_WORKLOAD_REF,
+    TUNER_KNOBS,
+    ChoiceParam,
+    FloatParam,
+    IntParam,
+    WorkloadSpec,
+    load_space,
+)
+from autotune.exceptions import ConfigError
+
+from ..conftest import MINIMAL_SPACE
+from .errors import one_line
+from .spaces import WORKLOAD_SPACE
+
+# --------------------------------------------------------------------------------------------
+# The space model
+
+
+def test_space_is_immutable() -> None:
+    space = load_space("cnn_small")
+    with pytest.raises(ValidationError):
+        space.name = "other"  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------------------------
+# A space's own workload and its knobs
+
+
+def test_workload_space_with_knobs_of_every_form(write_space: Callable[..., Path]) -> None:
+    path = write_space(WORKLOAD_SPACE)
+
+    space = load_space(str(path))
+
+    assert space.model.family is None
+    assert space.workload_args == {"vocab": 65}
+    knobs = space.model.knobs
+    assert list(knobs) == ["layers", "lr_mult", "activation", "dropout", "bias", "heads"]
+    assert knobs["layers"] == IntParam(low=1, high=4)
+    assert knobs["lr_mult"] == FloatParam(low=1.0e-4, high=1.0e-1, log=True)
+    assert knobs["activation"] == ChoiceParam(choices=["relu", "gelu"])
+    assert knobs["dropout"] == ChoiceParam(choices=[0.1])
+    assert knobs["bias"] == ChoiceParam(choices=[True])
+    assert knobs["heads"] == IntParam(choices=[4])
+    assert list(space.knobs()) == [*knobs, *TUNER_KNOBS]  # model knobs first, as written
+
+
+def test_workload_file_is_made_absolute_against_the_space_directory(
+    write_space: Callable[..., Path], tmp_path: Path
+) -> None:
+    path = write_space(WORKLOAD_SPACE)
+
+    space = load_space(str(path))
+
+    expected = f"{(tmp_path / 'models' / 'net.py').resolve()}:Net"
+    assert space.workload == expected
+    assert space.workload_spec() == WorkloadSpec(ref=expected, args={"vocab": 65})
+    assert not space.workload_spec().is_builtin
+    assert space.workload_spec().label == "net.py:Net"
+
+
+@pytest.mark.parametrize("ref", ["/abs/models/net.py:Net", "my_models.net:Net"])
+def test_absolute_and_module_workloads_are_kept(write_space: Callable[..., Path], ref: str) -> None:
+    path = write_space(WORKLOAD_SPACE.replace("models/net.py:Net", ref))
+
+    assert load_space(str(path)).workload == ref
+
+
+def test_builtin_space_names_the_builtin_workload() -> None:
+    space = load_space("cnn_small")
+
+    spec = space.workload_spec()
+    assert space.workload is None
+    assert spec.ref == BUILTIN_WORKLOAD_REF
+    assert spec.is_builtin
+    assert spec.label == "cnn"
+    assert spec.args == {"family": "cnn", "data": space.data.model_dump()}
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "rule"),
+    [
+        (
+            lambda s: s.replace("model:\n", "model:\n  family: cnn\n  depth: [1]\n  width: [8]\n"),
+            "model.family",
+            "a built-in family cannot be combined with `workload:",
+        ),
+        (
+            lambda s: s + "data: {name: mnist}\n",
+            "data",
+            "applies to the built-in workloads (model.family) only",
+        ),
+        (
+            lambda s: s.replace("  heads: 4", "  batch_size: [8, 16]"),
+            "model",
+            "knob 'batch_size': the name is taken by autotune",
+        ),
+        (
+            lambda s: s.replace("  heads: 4", "  num-heads: 4"),
+            "model",
+            "knob name 'num-heads' must be a Python identifier",
+        ),
+        (
+            lambda s: s.replace("high: 1.0e-1, log: true", "high: 1.0e-1, step: 1.0e-2, log: true"),
+            "model",
+            "lr_mult: `log: true` needs low > 0 and no step",
+        ),
+    ],
+    ids=["family-and-workload", "data-with-workload", "batch_size-knob", "bad-name", "log-step"],
+)
+def test_workload_space_rules(
+    write_space: Callable[..., Path], edit: Callable[[str], str], key: str, rule: str
+) -> None:
+    path = write_space(edit(WORKLOAD_SPACE))
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    message = one_line(err)
+    assert message.startswith(f"{path}: ")
+    assert f"{key}:" in message or f"{key}." in message
+    assert rule in message
+
+
+def test_workload_args_need_a_workload(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "workload_args: {vocab: 65}\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    message = one_line(err)
+    assert message.startswith(f"{path}: ")
+    assert "workload_args: only with `workload:`" in message
+
+
+def test_a_space_needs_a_family_or_a_workload(write_space: Callable[..., Path]) -> None:
+    path = write_space("name: bare\nmodel: {depth: [1]}\nbatch_size: [8]\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    message = one_line(err)
+    assert message.startswith(f"{path}: ")
+    assert "model.family: give a built-in family (cnn, mlp)" in message
