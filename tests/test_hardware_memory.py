@@ -14,13 +14,13 @@ from autotune.hardware import (
     CUDA_RUNTIME_BYTES,
     MEMORY_ESTIMATE_TOLERANCE,
     MemoryEstimate,
-    _smallest_trial,
     estimate_memory,
     estimate_trial_memory,
     restrict_space,
     trial_infeasibility_reason,
 )
-from autotune.hardware import _memory_reason as memory_reason
+from autotune.hardware._feasibility import _memory_reason as memory_reason
+from autotune.hardware._feasibility import _smallest_trial
 from autotune.testing import make_capabilities, make_trial_config
 
 _MIB = 1 << 20

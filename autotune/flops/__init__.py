@@ -1,0 +1,35 @@
+"""FLOPs, peaks and model FLOP utilization (MFU); the model profile the memory estimate uses.
+
+- :mod:`._peaks`: :data:`PUBLISHED_PEAKS`, NVIDIA's published dense peak FLOP/s per
+  precision.
+- :mod:`._benchmark`: :func:`measure_matmul_peak` measures a peak where the device is not in
+  the table (the CPU included), cheaply and once per process.
+- :mod:`._counting`: :func:`count_training_flops` counts the FLOPs of one forward and backward
+  pass of a real batch. The trial process calls it once, after its timed steps.
+- :mod:`._profile`: :func:`profile_model` traces the tensors a model saves for backward, per
+  sample, for :func:`autotune.hardware.estimate_memory`.
+- :mod:`._mfu`: MFU = achieved FLOP/s / peak FLOP/s for the trial's precision
+  (:func:`mfu_figures`); :func:`with_mfu` adds it to every measurement of a study.
+"""
+
+from __future__ import annotations
+
+from autotune.flops._benchmark import measure_matmul_peak
+from autotune.flops._counting import count_training_flops
+from autotune.flops._mfu import describe_peaks, mfu_figures, trial_extras, with_mfu
+from autotune.flops._peaks import PUBLISHED_PEAKS, PublishedPeak, published_peak
+from autotune.flops._profile import ModelProfile, profile_model
+
+__all__ = [
+    "PUBLISHED_PEAKS",
+    "ModelProfile",
+    "PublishedPeak",
+    "count_training_flops",
+    "describe_peaks",
+    "measure_matmul_peak",
+    "mfu_figures",
+    "profile_model",
+    "published_peak",
+    "trial_extras",
+    "with_mfu",
+]

@@ -1,0 +1,70 @@
+"""FLOPs of one training step: :func:`count_training_flops` counts a forward and backward pass
+of a real batch with ``torch.utils.flop_counter.FlopCounterMode`` (matmuls and convolutions,
+as PaLM's and nanoGPT's MFU count them; elementwise ops, normalization and the optimizer step
+are not counted)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["count_training_flops"]
+
+
+def _autocast(device_type: str, dtype: torch.dtype | None) -> Any:
+    import torch
+
+    return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
+
+
+def count_training_flops(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    autocast_dtype: torch.dtype | None = None,
+    loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
+) -> int:
+    """FLOPs of one training forward and backward pass of ``(x, y)`` with the loss ``loss_fn``
+    (default: cross-entropy).
+
+    Counted by ``torch.utils.flop_counter.FlopCounterMode`` on the real model (the eager
+    module, not a compiled or DDP wrapper). The model is left as it was: its buffers
+    (BatchNorm running statistics) are restored, its gradients cleared and its train/eval
+    mode kept. Call it outside timed windows: it runs a real step.
+
+    Args:
+        model: the model, on its device.
+        x: one input batch ``(B, ...)`` on the model's device, in the trial's memory format.
+        y: its targets ``(B, ...)`` (class labels ``(B,)`` for cross-entropy).
+        autocast_dtype: the trial's autocast dtype (fp16/bf16), or None.
+        loss_fn: ``loss(output, target)``; the workload's loss.
+
+    Returns:
+        FLOPs of the whole batch (divide by ``B`` for per sample).
+    """
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    loss_of = loss_fn or F.cross_entropy
+
+    buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
+    was_training = model.training
+    counter = FlopCounterMode(display=False)
+    model.train()
+    try:
+        with counter:
+            with _autocast(x.device.type, autocast_dtype):
+                loss = loss_of(model(x), y)
+            loss.backward()
+    finally:
+        model.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            for name, b in model.named_buffers():
+                b.copy_(buffers[name])
+        model.train(was_training)
+    return int(counter.get_total_flops())

@@ -1,0 +1,167 @@
+"""Per-trial figures and model FLOP utilization (MFU).
+
+MFU = achieved FLOP/s / peak FLOP/s for the trial's precision, where achieved FLOP/s = FLOPs
+per training sample x throughput (samples/s) (Chowdhery et al., "PaLM", 2022, appendix B).
+:func:`trial_extras` gathers a real trial's figures in its process; :func:`with_mfu` adds
+MFU to every measurement of a study; :func:`describe_peaks` is the run header's line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from autotune.flops._benchmark import measure_matmul_peak
+from autotune.flops._counting import count_training_flops
+from autotune.flops._peaks import published_peak
+
+if TYPE_CHECKING:
+    import torch
+
+    from autotune.config import TrialConfig
+    from autotune.hardware import DeviceCapabilities
+    from autotune.measure import Measurement
+    from autotune.nvml import GpuWindowReading
+
+__all__ = ["describe_peaks", "mfu_figures", "trial_extras", "with_mfu"]
+
+
+def trial_extras(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    precision: str,
+    autocast_dtype: torch.dtype | None,
+    loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
+    device_kind: str,
+    gpu_reading: GpuWindowReading | None,
+    samples_per_s: float,
+) -> dict[str, Any]:
+    """The hardware figures a real trial stores in ``Measurement.extra``.
+
+    Runs in the trial process after the timed steps (and after peak memory is read).
+
+    Args:
+        model: the trained eager model (rank 0's).
+        x, y: one training batch at the trial's batch size, on the device.
+        loss_fn: the workload's loss (default: cross-entropy).
+        precision: the trial's precision (for a measured peak on an unknown GPU).
+        autocast_dtype: the trial's autocast dtype, or None.
+        device_kind: ``cpu`` or ``cuda``.
+        gpu_reading: NVML readings over the timed window (CUDA), or None.
+        samples_per_s: the trial's throughput (global samples/s), for energy per sample.
+
+    Returns:
+        ``flops_per_sample``; on CUDA with NVML also ``gpu_utilization_pct``, ``gpu_power_w``,
+        ``gpu_energy_window_s``, ``energy_j_per_sample`` and ``energy_source``; on a CUDA GPU
+        missing from :data:`autotune.flops.PUBLISHED_PEAKS`, ``measured_peak_flops_per_s`` for one GPU.
+    """
+    extra: dict[str, Any] = {
+        "flops_per_sample": count_training_flops(
+            model, x, y, autocast_dtype=autocast_dtype, loss_fn=loss_fn
+        )
+        / len(x)
+    }
+    if gpu_reading is not None and gpu_reading.duration_s > 0:
+        extra.update(
+            gpu_utilization_pct=gpu_reading.mean_utilization_pct,
+            gpu_power_w=gpu_reading.mean_power_w,
+            gpu_energy_window_s=gpu_reading.duration_s,
+            # J per sample = J/s / (samples/s): mean power of the trial's GPUs over throughput.
+            energy_j_per_sample=gpu_reading.energy_j / gpu_reading.duration_s / samples_per_s,
+            energy_source=gpu_reading.energy_source,
+        )
+    if device_kind == "cuda":
+        import torch
+
+        if published_peak(torch.cuda.get_device_name(x.device)) is None:
+            extra["measured_peak_flops_per_s"] = measure_matmul_peak(precision, str(x.device))
+    return extra
+
+
+def mfu_figures(
+    flops_per_sample: float,
+    throughput_sps: float,
+    peak_flops_per_s: float,
+    devices: int,
+) -> dict[str, float]:
+    """Achieved FLOP/s and MFU of a trial.
+
+    Args:
+        flops_per_sample: training FLOPs per sample (forward and backward).
+        throughput_sps: global training samples/s.
+        peak_flops_per_s: peak FLOP/s of one device in the trial's precision.
+        devices: devices the trial used (its GPU count on GPUs; 1 on the CPU, whose ranks
+            share the cores the peak was measured on).
+
+    Returns:
+        ``achieved_flops_per_s``, ``peak_flops_per_s`` (all devices) and ``mfu`` (a fraction).
+
+    Raises:
+        ValueError: when the peak or the device count is not positive.
+    """
+    if peak_flops_per_s <= 0 or devices < 1:
+        raise ValueError(
+            f"peak_flops_per_s > 0 and devices >= 1 must hold, but got {peak_flops_per_s}, {devices}"
+        )
+    achieved = flops_per_sample * throughput_sps
+    total_peak = peak_flops_per_s * devices
+    return {
+        "achieved_flops_per_s": achieved,
+        "peak_flops_per_s": total_peak,
+        "mfu": achieved / total_peak,
+    }
+
+
+def with_mfu(
+    run_trial: Callable[[TrialConfig, float], Measurement], caps: DeviceCapabilities
+) -> Callable[[TrialConfig, float], Measurement]:
+    """Wrap a trial runner so each measurement also carries its MFU (in ``extra``).
+
+    The peak is the device's (``caps.peak_flops_per_s``: the published table, the measured
+    CPU peak, or the mock profile's), or a peak the trial measured on an unknown GPU. A
+    measurement without ``flops_per_sample`` (a fake runner) passes through unchanged.
+    """
+
+    def run(config: TrialConfig, timeout_s: float) -> Measurement:
+        m = run_trial(config, timeout_s)
+        flops = m.extra.get("flops_per_sample")
+        if not flops or m.throughput_sps <= 0:
+            return m
+        peak = caps.peak_flops_per_s.get(config.precision)
+        source = caps.peak_flops_source
+        if peak is None and "measured_peak_flops_per_s" in m.extra:
+            peak = float(m.extra["measured_peak_flops_per_s"])
+            source = "measured matmul peak in the trial process (GPU not in the published table)"
+        if peak is None:
+            return m
+        devices = config.gpu_count if caps.is_gpu else 1
+        extra = {
+            **m.extra,
+            **mfu_figures(flops, m.throughput_sps, peak, devices),
+            "peak_flops_source": source,
+        }
+        return replace(m, extra=extra)
+
+    return run
+
+
+def _flops_text(flops_per_s: float) -> str:
+    if flops_per_s >= 1e12:
+        return f"{flops_per_s / 1e12:,.3g} TFLOP/s"
+    return f"{flops_per_s / 1e9:,.3g} GFLOP/s"
+
+
+def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
+    """One line for the run header: the peak FLOP/s MFU is measured against, and its source."""
+    shown = [
+        f"{p} {_flops_text(caps.peak_flops_per_s[p])}"
+        for p in precisions
+        if p in caps.peak_flops_per_s
+    ]
+    if not shown:
+        return f"MFU peak: {caps.peak_flops_source or 'unknown'}"
+    per = " per GPU" if caps.is_gpu else ""
+    return f"MFU peak{per}: {', '.join(shown)} ({caps.peak_flops_source})"

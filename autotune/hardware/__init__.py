@@ -1,0 +1,68 @@
+"""The machine: its fingerprint, what its device can do, its memory model, and the rules a
+trial must pass.
+
+- :mod:`._fingerprint`: :class:`MachineFingerprint`, what makes two measurements comparable,
+  probed here and nowhere else; the study's record of it (:func:`check_study_hardware`).
+- :mod:`._capabilities`: :class:`DeviceCapabilities`, the facts the feasibility rules read,
+  plus the peak FLOP/s MFU is measured against. The mock device's simulated machines
+  (:mod:`autotune.simulated`) are read the same way, through their simulated NVML.
+- :mod:`._memory`: :func:`estimate_memory` predicts a trial's peak memory;
+  :data:`MEMORY_ESTIMATE_TOLERANCE` is its accuracy.
+- :mod:`._feasibility`: the feasibility rules, the one place that decides whether a
+  configuration can run (:func:`restrict_space` before a study, :func:`trial_infeasibility_reason`
+  before each trial).
+"""
+
+from __future__ import annotations
+
+from autotune.hardware._capabilities import (
+    DeviceCapabilities,
+    capabilities_from_fingerprint,
+    detect_capabilities,
+    resolve_device,
+)
+from autotune.hardware._feasibility import (
+    infeasibility_reason,
+    restrict_space,
+    trial_infeasibility_reason,
+)
+from autotune.hardware._fingerprint import (
+    MachineFingerprint,
+    check_study_hardware,
+    cpu_model_name,
+    detect_fingerprint,
+    fingerprint_mismatch,
+    physical_cpu_cores,
+)
+from autotune.hardware._memory import (
+    CPU_RUNTIME_BYTES,
+    CUDA_RUNTIME_BYTES,
+    MEMORY_ESTIMATE_TOLERANCE,
+    MOCK_RUNTIME_BYTES,
+    MemoryEstimate,
+    estimate_memory,
+    estimate_trial_memory,
+)
+
+__all__ = [
+    "CPU_RUNTIME_BYTES",
+    "CUDA_RUNTIME_BYTES",
+    "MEMORY_ESTIMATE_TOLERANCE",
+    "MOCK_RUNTIME_BYTES",
+    "DeviceCapabilities",
+    "MachineFingerprint",
+    "MemoryEstimate",
+    "capabilities_from_fingerprint",
+    "check_study_hardware",
+    "cpu_model_name",
+    "detect_capabilities",
+    "detect_fingerprint",
+    "estimate_memory",
+    "estimate_trial_memory",
+    "fingerprint_mismatch",
+    "infeasibility_reason",
+    "physical_cpu_cores",
+    "resolve_device",
+    "restrict_space",
+    "trial_infeasibility_reason",
+]

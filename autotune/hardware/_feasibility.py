@@ -1,0 +1,215 @@
+"""The feasibility rules: the one place that decides whether a configuration can run on a
+device.
+
+Each rule is a small pure function returning the reason a choice cannot run, or None.
+:func:`restrict_space` removes the choices the device can never run before a study starts;
+:func:`trial_infeasibility_reason` names the rule any remaining configuration breaks, so it
+is never launched (the study records it with ``failure=infeasible``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autotune.config import COMPILE_MODES, PRECISIONS, IntParam, SearchSpace, TrialConfig
+from autotune.exceptions import ConfigError
+from autotune.hardware._capabilities import DeviceCapabilities
+from autotune.hardware._memory import (
+    MEMORY_ESTIMATE_TOLERANCE,
+    MemoryEstimate,
+    estimate_trial_memory,
+)
+
+__all__ = ["infeasibility_reason", "restrict_space", "trial_infeasibility_reason"]
+
+_MIB = 1 << 20
+
+
+def _precision_reason(precision: str, caps: DeviceCapabilities) -> str | None:
+    if precision == "tf32" and not caps.is_gpu:
+        return "tf32 is a CUDA tensor-core mode; the CPU has no TF32"
+    cc = caps.compute_capability
+    if caps.is_gpu and precision in ("tf32", "bf16") and cc is not None and cc < (8, 0):
+        return (
+            f"{precision} needs CUDA compute capability >= 8.0, but {caps.name} has {cc[0]}.{cc[1]}"
+        )
+    return None
+
+
+def _compile_reason(mode: str, caps: DeviceCapabilities) -> str | None:
+    if mode == "reduce-overhead" and not caps.is_gpu:
+        return "compile mode reduce-overhead uses CUDA graphs and needs a CUDA device"
+    return None
+
+
+def _world_size_reason(gpu_count: int, caps: DeviceCapabilities) -> str | None:
+    if gpu_count > caps.count:
+        unit = "GPUs" if caps.is_gpu else "CPU cores"
+        return f"gpu_count={gpu_count} exceeds the {caps.count} {unit} of {caps.name}"
+    return None
+
+
+def _memory_reason(estimate: MemoryEstimate, caps: DeviceCapabilities) -> str | None:
+    """Refuse a trial that cannot fit even if its estimate is :data:`MEMORY_ESTIMATE_TOLERANCE`
+    too high: ``estimate / (1 + tolerance) > memory`` (per GPU; the host RAM on the CPU)."""
+    if caps.memory_bytes is None:
+        return None
+    # The estimate is within the tolerance of the true peak: true >= estimate / (1 + tol).
+    if estimate.total_bytes / (1 + MEMORY_ESTIMATE_TOLERANCE) <= caps.memory_bytes:
+        return None
+    where = "per GPU " if caps.is_gpu else ""
+    return (
+        f"estimated peak memory {estimate.total_bytes / _MIB:,.1f} MiB {where}"
+        f"({estimate.describe()}) exceeds the {caps.memory_bytes / _MIB:,.0f} MiB of "
+        f"{caps.name} even if it is {MEMORY_ESTIMATE_TOLERANCE:.0%} too high"
+    )
+
+
+def infeasibility_reason(knobs: Mapping[str, Any], caps: DeviceCapabilities) -> str | None:
+    """The first knob rule a configuration breaks on this device, or None.
+
+    Checks precision, compile mode and world size (not memory: see
+    :func:`trial_infeasibility_reason`).
+
+    Args:
+        knobs: the trial's knob values (``TrialConfig.knobs()``).
+        caps: the device's capabilities.
+    """
+    return (
+        _precision_reason(knobs["precision"], caps)
+        or _compile_reason(knobs["compile_mode"], caps)
+        or _world_size_reason(knobs["gpu_count"], caps)
+    )
+
+
+def _estimate_or_none(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEstimate | None:
+    """:func:`estimate_trial_memory`, or None when the workload raises while its model is
+    built or traced: the memory rule then lets the configuration through, and the trial
+    itself fails with the workload's error (recorded as ``failure=error``)."""
+    try:
+        return estimate_trial_memory(config, caps)
+    except Exception:  # the workload's own error; its trial reports it
+        return None
+
+
+def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) -> str | None:
+    """Every rule: the knob rules of :func:`infeasibility_reason`, then the memory estimate
+    (skipped when the workload cannot be traced for it)."""
+    knob_reason = infeasibility_reason(config.knobs(), caps)
+    if knob_reason is not None:
+        return knob_reason
+    estimate = _estimate_or_none(config, caps)
+    return None if estimate is None else _memory_reason(estimate, caps)
+
+
+def _smallest_trial(space: SearchSpace, caps: DeviceCapabilities, **fixed: Any) -> TrialConfig:
+    """The configuration of ``space`` with the least memory, some knobs held at ``fixed``:
+    every model knob at its least value (:meth:`~autotune.config.IntParam.smallest`)."""
+    knobs = {
+        **{name: knob.smallest() for name, knob in space.model.knobs.items()},
+        "batch_size": min(space.batch_size.values()),
+        "precision": min(space.precision.values(), key=lambda p: {"fp16": 0, "bf16": 0}.get(p, 1)),
+        "memory_format": space.memory_format.values()[0],
+        "compile_mode": space.compile_mode.values()[0],
+        "num_workers": min(space.num_workers.values()),
+        "gpu_count": min(space.gpu_count.values()),
+        **fixed,
+    }
+    return TrialConfig.from_knobs(knobs, space, device=caps.kind)
+
+
+def _memory_restricted(
+    space: SearchSpace, caps: DeviceCapabilities, removed: list[str]
+) -> SearchSpace:
+    """Remove batch sizes and integer model-knob values that do not fit even with every other
+    knob at its least value.
+
+    Assumes the memory grows with each integer model knob (sizes: depth, width, layers,
+    channels); a knob where it does not keeps its values, since its smallest configuration
+    then fits. Real-valued and categorical model knobs are never removed.
+    """
+    if caps.memory_bytes is None:
+        return space
+    sized: dict[str, IntParam] = {
+        name: knob for name, knob in space.model.knobs.items() if isinstance(knob, IntParam)
+    }
+    sized["batch_size"] = space.batch_size
+    largest = _smallest_trial(space, caps, **{name: p.largest() for name, p in sized.items()})
+    estimate = _estimate_or_none(largest, caps)
+    if estimate is not None and _memory_reason(estimate, caps) is None:
+        return space  # the largest model at the largest batch fits: nothing to remove
+    kept: dict[str, list[int]] = {}
+    for name, param in sized.items():
+        kept[name] = []
+        for value in param.values():
+            estimate = _estimate_or_none(_smallest_trial(space, caps, **{name: value}), caps)
+            reason = None if estimate is None else _memory_reason(estimate, caps)
+            if reason is None:
+                kept[name].append(value)
+            else:
+                removed.append(f"{name}={value}: {reason}")
+        if not kept[name]:
+            raise ConfigError(
+                f"space {space.name}: {name}: no choice fits in the memory of {caps.name} "
+                f"({removed[-1]})"
+            )
+    shrunk = {n: p.restricted(kept[n]) for n, p in sized.items() if len(kept[n]) < len(p.values())}
+    if not shrunk:
+        return space
+    model_knobs = {n: shrunk.get(n, k) for n, k in space.model.knobs.items()}
+    model = space.model.model_copy(update={"knobs": model_knobs})
+    batch = shrunk.get("batch_size", space.batch_size)
+    return space.model_copy(update={"model": model, "batch_size": batch})
+
+
+def restrict_space(space: SearchSpace, caps: DeviceCapabilities) -> tuple[SearchSpace, list[str]]:
+    """Remove the choices the device can never run.
+
+    Precision, compile mode and world size follow their rules; then batch sizes and integer
+    model-knob values are removed whose smallest configuration already exceeds the memory.
+
+    Returns:
+        The restricted space and one line per removed choice with the rule's reason.
+
+    Raises:
+        ConfigError: when a knob would be left with no choice at all.
+    """
+    removed: list[str] = []
+
+    def keep(knob: str, values: Sequence[Any], reason_of: Any) -> list[Any]:
+        kept = []
+        for value in values:
+            reason = reason_of(value, caps)
+            if reason is None:
+                kept.append(value)
+            else:
+                removed.append(f"{knob}={value}: {reason}")
+        if not kept:
+            raise ConfigError(
+                f"space {space.name}: {knob}: no choice can run on {caps.name} ({removed[-1]})"
+            )
+        return kept
+
+    precision = keep(
+        "precision", [p for p in PRECISIONS if p in space.precision.values()], _precision_reason
+    )
+    compile_mode = keep(
+        "compile_mode",
+        [m for m in COMPILE_MODES if m in space.compile_mode.values()],
+        _compile_reason,
+    )
+    gpu_count = keep("gpu_count", space.gpu_count.values(), _world_size_reason)
+    restricted = space.model_copy(
+        update={
+            "precision": space.precision.restricted(precision),
+            "compile_mode": space.compile_mode.restricted(compile_mode),
+            "gpu_count": space.gpu_count.restricted(gpu_count)
+            if len(gpu_count) < len(space.gpu_count.values())
+            else space.gpu_count,
+        }
+    )
+    if not removed:
+        restricted = space
+    restricted = _memory_restricted(restricted, caps, removed)
+    return restricted, removed
