@@ -93,7 +93,8 @@ def open_results_for_run(
 
     Args:
         config: the run.
-        caps: the device the trials run on.
+        caps: the device the trials run on; its ``fingerprint`` is the machine stored with
+            the rows when the study recorded none (neither: the rows have no hardware).
         study: the opened Optuna study.
         trial_config: ``TrialObjective.trial_config``; asked with a ``FixedTrial`` holding a
             finished trial's parameters, it rebuilds the full configuration the trial ran.
@@ -102,10 +103,11 @@ def open_results_for_run(
         StorageError: the database failed.
     """
     # The machine fingerprint the study recorded (``autotune.hardware.check_study_hardware``),
-    # the newest one where the study moved machines.
+    # the newest one where the study moved machines; else the one detected with ``caps``.
     changes = study.user_attrs.get("hardware_changes") or []
     recorded = changes[-1].get("hardware") if changes else study.user_attrs.get("hardware")
-    hardware = hardware_fingerprint(caps, recorded if isinstance(recorded, Mapping) else None)
+    machine = recorded if isinstance(recorded, Mapping) else caps.fingerprint
+    hardware = hardware_fingerprint(caps, machine) if machine is not None else None
     metric = objectives_of_study(study)[METRIC_INDEX]  # the workload's, as Optuna keeps it
     store = ResultsStore.open(config.storage, create=True)
     store.record_study(

@@ -1,71 +1,57 @@
-"""The hardware fingerprint of the machine a study runs on (in the study's own process)."""
+"""The results-table value of the machine a study runs on, derived from its fingerprint.
+
+The machine is probed in one place, :func:`autotune.hardware.detect_fingerprint`; this module
+only reshapes that fingerprint (and the device's capabilities) into the row the results
+tables store, :class:`~autotune.storage.records.HardwareFingerprint`.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from autotune.hardware import DeviceCapabilities, cpu_model_name
+from autotune.hardware import DeviceCapabilities, MachineFingerprint
 from autotune.storage.records import HardwareFingerprint
 
 __all__ = ["hardware_fingerprint"]
 
 
-def _nvml_driver_version() -> str | None:
-    """The NVIDIA driver version from NVML, or None where NVML is missing or fails."""
-    try:
-        import pynvml  # nvidia-ml-py
-
-        pynvml.nvmlInit()
-        try:
-            version: Any = pynvml.nvmlSystemGetDriverVersion()
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # NVML absent, no driver, no permission: the field is simply unknown
-        return None
-    return version.decode() if isinstance(version, bytes) else str(version)
-
-
 def hardware_fingerprint(
-    caps: DeviceCapabilities, machine: Mapping[str, Any] | None = None
+    caps: DeviceCapabilities, machine: MachineFingerprint | Mapping[str, Any]
 ) -> HardwareFingerprint:
-    """Fingerprint the device a study runs on, its software stack and the host CPU.
+    """The results-table fingerprint of a device and the machine it is on (a pure function).
 
     Args:
-        caps: the resolved device's capabilities (``autotune.hardware.detect_capabilities``).
-        machine: the machine fingerprint the study recorded (its ``hardware`` user attribute,
-            ``MachineFingerprint.to_dict()``), when there is one: its driver, CUDA, cuDNN,
-            torch, CPU model and core count are used as recorded. Otherwise they are read
-            here; CUDA, cuDNN and driver versions only for ``cuda`` (the mock device
-            simulates a GPU; they mean nothing for it or for cpu).
-    """
-    import torch
+        caps: the resolved device's capabilities (``autotune.hardware.detect_capabilities``):
+            its kind, name, count, memory, compute capability and whether it is simulated.
+        machine: the machine's fingerprint: a :class:`~autotune.hardware.MachineFingerprint`
+            or its ``to_dict()`` form (the study's ``hardware`` user attribute). Its torch
+            version, CPU model and logical cores are used; its driver, CUDA and cuDNN versions
+            only for ``cuda`` (the mock device simulates a GPU; they mean nothing for it or
+            for cpu).
 
-    m = machine or {}
+    Raises:
+        KeyError: ``machine`` is a mapping without one of the fields used.
+    """
+    m = machine.to_dict() if isinstance(machine, MachineFingerprint) else machine
     cuda = caps.kind == "cuda"
     cc = caps.compute_capability
-    if m:
-        driver, cuda_version, cudnn = (
-            m.get("driver_version"),
-            m.get("cuda_version"),
-            m.get("cudnn_version"),
-        )
-    else:
-        driver = _nvml_driver_version() if cuda else None
-        cuda_version = torch.version.cuda if cuda else None
-        cudnn = torch.backends.cudnn.version() if cuda else None
+
+    def version(key: str) -> str | None:
+        value = m[key] if cuda else None
+        return None if value is None else str(value)
+
     return HardwareFingerprint(
         device_kind=caps.kind,
         device_name=caps.name,
         device_count=caps.count,
         device_memory_bytes=caps.memory_bytes,
         compute_capability=f"{cc[0]}.{cc[1]}" if cc is not None else None,
-        driver_version=None if driver is None else str(driver),
-        cuda_version=None if cuda_version is None else str(cuda_version),
-        cudnn_version=None if cudnn is None else str(cudnn),
-        torch_version=str(m.get("torch_version") or torch.__version__),
-        cpu_model=str(m.get("cpu_model") or cpu_model_name()),
-        cpu_cores=int(m.get("logical_cores") or os.cpu_count() or 1),
+        driver_version=version("driver_version"),
+        cuda_version=version("cuda_version"),
+        cudnn_version=version("cudnn_version"),
+        torch_version=str(m["torch_version"]),
+        cpu_model=str(m["cpu_model"]),
+        cpu_cores=int(m["logical_cores"]),
         simulated=caps.simulated,
     )

@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.exceptions import StorageError
+from autotune.hardware import capabilities_from_fingerprint, detect_fingerprint
 from autotune.storage import (
     HardwareFingerprint,
     ResultsStore,
@@ -29,6 +30,7 @@ from autotune.storage import (
     trial_record,
 )
 from autotune.testing import make_capabilities, make_trial_config
+from autotune.testing.fake_nvml import fake_machine
 from tests.storage.studies import make_trial, sqlite_url
 
 HARDWARE = HardwareFingerprint(
@@ -242,10 +244,11 @@ def test_trial_record_field_names_carry_units() -> None:
 
 def test_hardware_fingerprint_of_the_mock_device_is_simulated_and_hash_is_stable() -> None:
     caps = make_capabilities("mock")
-    fp = hardware_fingerprint(caps)
+    assert caps.fingerprint is not None
+    fp = hardware_fingerprint(caps, caps.fingerprint)
     assert fp.simulated and fp.device_kind == "mock"
     assert fp.cuda_version is None and fp.driver_version is None
-    assert fp.fingerprint_sha256 == hardware_fingerprint(caps).fingerprint_sha256
+    assert fp.fingerprint_sha256 == hardware_fingerprint(caps, caps.fingerprint).fingerprint_sha256
     assert (
         fp.fingerprint_sha256
         != dataclasses.replace(fp, cpu_cores=fp.cpu_cores + 1).fingerprint_sha256
@@ -266,6 +269,24 @@ def test_hardware_fingerprint_uses_the_machine_fingerprint_the_study_recorded() 
     assert (fp.driver_version, fp.cuda_version, fp.cudnn_version) == ("550.1", "12.4", "90100")
     assert (fp.torch_version, fp.cpu_model, fp.cpu_cores) == ("2.13.0+cu124", "EPYC 9654", 192)
     assert fp.device_name == "fake GPU" and fp.compute_capability == "8.0"
+
+
+def test_hardware_fingerprint_is_read_from_the_machine_fingerprint_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    machine = detect_fingerprint("cuda", nvml=fake_machine("h100x8"))
+    caps = capabilities_from_fingerprint(machine)
+    fp = hardware_fingerprint(caps, machine)
+    assert fp == hardware_fingerprint(caps, machine.to_dict())
+    assert (fp.driver_version, fp.torch_version, fp.cpu_cores) == (
+        machine.driver_version,
+        machine.torch_version,
+        machine.logical_cores,
+    )
+    assert fp.device_name == machine.gpus[0].name and fp.device_count == 8
+    on_cpu = hardware_fingerprint(make_capabilities("cpu"), machine)
+    assert (on_cpu.driver_version, on_cpu.cuda_version, on_cpu.cudnn_version) == (None,) * 3
 
 
 def test_reading_a_missing_sqlite_file_fails_without_creating_it(tmp_path: Path) -> None:
