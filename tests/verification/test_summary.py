@@ -1,114 +1,22 @@
-"""The pure side of verification (autotune/verification.py): finalists, speedup intervals,
-verdicts and the recommendation, on hand-built trials and rows."""
+"""The verdicts (autotune/verification/_summary.py): changed knobs, each configuration's
+verdict and the recommendation, on hand-built rows."""
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import optuna
 import pytest
-from optuna.distributions import CategoricalDistribution
-from optuna.trial import FrozenTrial, TrialState
 
-from autotune.exceptions import VerificationError
-from autotune.objectives import METRIC_INDEX, study_objectives
 from autotune.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.verification import (
     NOTHING_QUALIFIES,
     changed_knobs,
-    metric_allowance,
     nothing_qualifies,
-    round_seeds,
-    select_finalists,
-    speedup_ci95,
     summarize_verification,
-    within_tolerance,
 )
-
-#: A user workload's metric: a validation loss, lower is better.
-VAL_LOSS = study_objectives("val_loss", "minimize")[METRIC_INDEX]
-#: A user workload's metric that is maximized but is not a top-1 accuracy.
-F1 = study_objectives("f1", "maximize")[METRIC_INDEX]
-
-#: Student's t quantile t(0.975, 2), from any table.
-T_975_2 = 4.302652729911275
-
-
-def _trial(
-    number: int,
-    batch_size: int,
-    throughput_sps: float | None,
-    val_metric: float | None,
-    *,
-    baseline: bool = False,
-    failure: str | None = None,
-    constraint: float = 0.0,
-) -> FrozenTrial:
-    attrs: dict[str, Any] = {"baseline": True} if baseline else {}
-    if throughput_sps is not None:
-        attrs.update(throughput_sps=throughput_sps, val_metric=val_metric)
-    if failure is not None:
-        attrs["failure"] = failure
-    trial = optuna.trial.create_trial(
-        state=TrialState.COMPLETE,
-        values=[throughput_sps or 0.0, val_metric or 0.0, 1.0],
-        params={"batch_size": batch_size},
-        distributions={"batch_size": CategoricalDistribution([16, 32, 64, 128, 256, 512])},
-        user_attrs=attrs,
-        system_attrs={"constraints": [constraint]},
-    )
-    trial.number = number
-    return trial
-
-
-# --------------------------------------------------------------------------------------------
-# speedup_ci95
-
-
-def test_equal_ratios_give_a_point_interval() -> None:
-    speedup, ci = speedup_ci95([2.0, 2.0, 2.0])
-
-    assert speedup == pytest.approx(2.0)
-    assert ci == pytest.approx((2.0, 2.0))
-
-
-def test_interval_is_students_t_on_log_ratios() -> None:
-    ratios = [1.9, 2.0, 2.1]
-    logs = [math.log(r) for r in ratios]
-    mean = sum(logs) / 3
-    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 2)
-    half = T_975_2 * sd / math.sqrt(3)
-
-    speedup, ci = speedup_ci95(ratios)
-
-    assert speedup == pytest.approx(math.exp(mean))  # the geometric mean
-    assert ci == pytest.approx((math.exp(mean - half), math.exp(mean + half)))
-    assert ci is not None and ci[0] < 1.9 and ci[1] > 2.1  # three rounds: a wide t interval
-
-
-def test_one_ratio_has_no_interval() -> None:
-    assert speedup_ci95([1.5]) == (pytest.approx(1.5), None)
-
-
-@pytest.mark.parametrize("ratios", [[], [1.0, 0.0], [-1.0, 2.0]])
-def test_bad_ratios_are_refused(ratios: list[float]) -> None:
-    with pytest.raises(ValueError):
-        speedup_ci95(ratios)
-
-
-# --------------------------------------------------------------------------------------------
-# Seeds and knobs
-
-
-def test_round_seeds_never_repeat_the_search_seed_nor_another_verification() -> None:
-    first, second = round_seeds(7, 1, 3), round_seeds(7, 2, 3)
-
-    assert len(first) == len(set(first)) == 3
-    assert 7 not in first + second
-    assert not set(first) & set(second)
+from tests.verification.metrics import F1, VAL_LOSS
 
 
 def test_changed_knobs_lists_only_differences_in_order() -> None:
@@ -118,110 +26,6 @@ def test_changed_knobs_lists_only_differences_in_order() -> None:
     )
 
     assert changed == (("batch_size", 64, 256), ("precision", "fp32", "bf16"))
-
-
-# --------------------------------------------------------------------------------------------
-# select_finalists
-
-
-def test_finalists_are_pareto_first_then_fastest_within_the_tolerance() -> None:
-    trials = [
-        _trial(0, 64, 1000.0, 0.950, baseline=True),
-        _trial(1, 128, 1800.0, 0.948),  # faster, 0.2 pt lower: eligible (not Pareto)
-        _trial(2, 256, 2500.0, 0.930),  # 2 pt lower: too inaccurate
-        _trial(3, 32, 1500.0, 0.952),  # Pareto
-        _trial(4, 16, 900.0, 0.960),  # slower than the baseline
-        _trial(5, 512, 3000.0, 0.949, constraint=1.0),  # infeasible
-        _trial(6, 128, 1700.0, 0.951),  # same knobs as trial 1
-        _trial(7, 512, 2000.0, 0.947, failure="oom"),  # failed
-    ]
-
-    baseline, finalists = select_finalists(trials, {3}, candidates=4, accuracy_tolerance_pt=0.5)
-
-    assert baseline == 0
-    assert finalists == (3, 1)
-
-
-def test_finalists_stop_at_k() -> None:
-    trials = [_trial(0, 64, 1000.0, 0.9, baseline=True)] + [
-        _trial(n, 16 * 2 ** (n % 6), 1000.0 + 100 * n, 0.9) for n in range(1, 6)
-    ]
-
-    _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
-
-    assert finalists == (5, 4)
-
-
-def test_no_eligible_trial_gives_no_finalist() -> None:
-    trials = [_trial(0, 64, 1000.0, 0.9, baseline=True), _trial(1, 128, 800.0, 0.9)]
-
-    assert select_finalists(trials, {1}, 4, 0.5) == (0, ())
-
-
-def test_finalists_of_a_minimized_metric_are_within_the_tolerance_above_it() -> None:
-    trials = [
-        _trial(0, 64, 1000.0, 2.000, baseline=True),
-        _trial(1, 128, 1800.0, 2.008),  # faster, 0.4 % higher loss: eligible
-        _trial(2, 256, 2500.0, 2.012),  # 0.6 % higher loss: too lossy
-        _trial(3, 32, 1500.0, 1.500),  # faster and a lower loss
-        _trial(4, 16, 900.0, 1.000),  # slower than the baseline
-    ]
-
-    assert select_finalists(trials, {3}, 4, 0.5, VAL_LOSS) == (0, (3, 1))
-    # Read as accuracy (maximized), the same figures would pick the higher losses.
-    assert select_finalists(trials, set(), 4, 0.5) == (0, (2, 1))
-
-
-def test_finalists_of_studies_written_before_workloads_read_val_accuracy() -> None:
-    old = [_trial(0, 64, 1000.0, None, baseline=True), _trial(1, 128, 1500.0, None)]
-    for trial, value in zip(old, (0.950, 0.948), strict=True):
-        del trial.user_attrs["val_metric"]
-        trial.user_attrs["val_accuracy"] = value
-
-    assert select_finalists(old, set(), 4, 0.5) == (0, (1,))
-
-
-@pytest.mark.parametrize(
-    ("metric", "value", "baseline", "within"),
-    [
-        (VAL_LOSS, 2.01, 2.0, True),  # 0.5 % of 2.0 = 0.01 above: just within
-        (VAL_LOSS, 2.011, 2.0, False),
-        (VAL_LOSS, 0.5, 2.0, True),  # lower is better
-        (F1, 0.796, 0.8, True),  # 0.5 % of 0.8 = 0.004 below
-        (F1, 0.795, 0.8, False),
-        (F1, 0.9, 0.8, True),
-    ],
-)
-def test_tolerance_of_other_metrics_is_relative_to_the_baseline_in_their_direction(
-    metric: Any, value: float, baseline: float, within: bool
-) -> None:
-    assert within_tolerance(metric, value, baseline, 0.5) is within
-
-
-def test_tolerance_of_accuracy_is_in_points() -> None:
-    accuracy = study_objectives()[METRIC_INDEX]
-    assert metric_allowance(accuracy, 0.95, 0.5) == pytest.approx(0.005)
-    assert metric_allowance(VAL_LOSS, 3.0, 0.5) == pytest.approx(0.015)
-    assert within_tolerance(accuracy, 0.945, 0.95, 0.5)
-    assert not within_tolerance(accuracy, 0.944, 0.95, 0.5)
-
-
-@pytest.mark.parametrize(
-    ("trials", "why"),
-    [
-        ([_trial(1, 128, 800.0, 0.9)], "no baseline trial"),
-        ([_trial(0, 64, None, None, baseline=True, failure="oom")], "produced no measurement"),
-    ],
-)
-def test_a_study_without_a_measured_baseline_cannot_be_verified(
-    trials: list[FrozenTrial], why: str
-) -> None:
-    with pytest.raises(VerificationError, match=why):
-        select_finalists(trials, set(), 4, 0.5)
-
-
-# --------------------------------------------------------------------------------------------
-# summarize_verification
 
 
 def _row(

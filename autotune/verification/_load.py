@@ -1,0 +1,33 @@
+"""The verdict of a stored study: its newest finished verification, summarized with the
+study's knobs, simulated flag and metric."""
+
+from __future__ import annotations
+
+import optuna
+
+from autotune.storage import ResultsStore
+from autotune.storage.records import VerificationRun
+from autotune.verification._metric import study_metric
+from autotune.verification._summary import VerificationSummary, summarize_verification
+
+__all__ = ["load_verification", "summarize_for_study"]
+
+
+def load_verification(study: optuna.Study, results: ResultsStore) -> VerificationSummary | None:
+    """The newest finished verification of ``study``, summarized; None when it has none.
+
+    This is what every output (report, dashboard, ``best``, export) shows as its claim.
+
+    Raises:
+        StorageError: the results tables cannot be read.
+    """
+    run = results.latest_verification(study.study_name, complete=True)
+    return summarize_for_study(study, run) if run is not None else None
+
+
+def summarize_for_study(study: optuna.Study, run: VerificationRun) -> VerificationSummary:
+    """:func:`summarize_verification` of ``run`` with the study's knobs, simulated flag and
+    validation metric (:func:`autotune.objectives.objectives_of_study`)."""
+    simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
+    params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
+    return summarize_verification(run, params, simulated=simulated, metric=study_metric(study))

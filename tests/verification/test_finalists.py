@@ -1,0 +1,128 @@
+"""Planning a verification (autotune/verification/_finalists.py): the finalists and the
+round seeds, on hand-built trials."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+import pytest
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.exceptions import VerificationError
+from autotune.verification import round_seeds, select_finalists
+from tests.verification.metrics import VAL_LOSS
+
+
+def _trial(
+    number: int,
+    batch_size: int,
+    throughput_sps: float | None,
+    val_metric: float | None,
+    *,
+    baseline: bool = False,
+    failure: str | None = None,
+    constraint: float = 0.0,
+) -> FrozenTrial:
+    attrs: dict[str, Any] = {"baseline": True} if baseline else {}
+    if throughput_sps is not None:
+        attrs.update(throughput_sps=throughput_sps, val_metric=val_metric)
+    if failure is not None:
+        attrs["failure"] = failure
+    trial = optuna.trial.create_trial(
+        state=TrialState.COMPLETE,
+        values=[throughput_sps or 0.0, val_metric or 0.0, 1.0],
+        params={"batch_size": batch_size},
+        distributions={"batch_size": CategoricalDistribution([16, 32, 64, 128, 256, 512])},
+        user_attrs=attrs,
+        system_attrs={"constraints": [constraint]},
+    )
+    trial.number = number
+    return trial
+
+
+def test_round_seeds_never_repeat_the_search_seed_nor_another_verification() -> None:
+    first, second = round_seeds(7, 1, 3), round_seeds(7, 2, 3)
+
+    assert len(first) == len(set(first)) == 3
+    assert 7 not in first + second
+    assert not set(first) & set(second)
+
+
+# --------------------------------------------------------------------------------------------
+# select_finalists
+
+
+def test_finalists_are_pareto_first_then_fastest_within_the_tolerance() -> None:
+    trials = [
+        _trial(0, 64, 1000.0, 0.950, baseline=True),
+        _trial(1, 128, 1800.0, 0.948),  # faster, 0.2 pt lower: eligible (not Pareto)
+        _trial(2, 256, 2500.0, 0.930),  # 2 pt lower: too inaccurate
+        _trial(3, 32, 1500.0, 0.952),  # Pareto
+        _trial(4, 16, 900.0, 0.960),  # slower than the baseline
+        _trial(5, 512, 3000.0, 0.949, constraint=1.0),  # infeasible
+        _trial(6, 128, 1700.0, 0.951),  # same knobs as trial 1
+        _trial(7, 512, 2000.0, 0.947, failure="oom"),  # failed
+    ]
+
+    baseline, finalists = select_finalists(trials, {3}, candidates=4, accuracy_tolerance_pt=0.5)
+
+    assert baseline == 0
+    assert finalists == (3, 1)
+
+
+def test_finalists_stop_at_k() -> None:
+    trials = [_trial(0, 64, 1000.0, 0.9, baseline=True)] + [
+        _trial(n, 16 * 2 ** (n % 6), 1000.0 + 100 * n, 0.9) for n in range(1, 6)
+    ]
+
+    _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
+
+    assert finalists == (5, 4)
+
+
+def test_no_eligible_trial_gives_no_finalist() -> None:
+    trials = [_trial(0, 64, 1000.0, 0.9, baseline=True), _trial(1, 128, 800.0, 0.9)]
+
+    assert select_finalists(trials, {1}, 4, 0.5) == (0, ())
+
+
+def test_finalists_of_a_minimized_metric_are_within_the_tolerance_above_it() -> None:
+    trials = [
+        _trial(0, 64, 1000.0, 2.000, baseline=True),
+        _trial(1, 128, 1800.0, 2.008),  # faster, 0.4 % higher loss: eligible
+        _trial(2, 256, 2500.0, 2.012),  # 0.6 % higher loss: too lossy
+        _trial(3, 32, 1500.0, 1.500),  # faster and a lower loss
+        _trial(4, 16, 900.0, 1.000),  # slower than the baseline
+    ]
+
+    assert select_finalists(trials, {3}, 4, 0.5, VAL_LOSS) == (0, (3, 1))
+    # Read as accuracy (maximized), the same figures would pick the higher losses.
+    assert select_finalists(trials, set(), 4, 0.5) == (0, (2, 1))
+
+
+def test_finalists_of_studies_written_before_workloads_read_val_accuracy() -> None:
+    old = [_trial(0, 64, 1000.0, None, baseline=True), _trial(1, 128, 1500.0, None)]
+    for trial, value in zip(old, (0.950, 0.948), strict=True):
+        del trial.user_attrs["val_metric"]
+        trial.user_attrs["val_accuracy"] = value
+
+    assert select_finalists(old, set(), 4, 0.5) == (0, (1,))
+
+
+@pytest.mark.parametrize(
+    ("trials", "why"),
+    [
+        ([_trial(1, 128, 800.0, 0.9)], "no baseline trial"),
+        ([_trial(0, 64, None, None, baseline=True, failure="oom")], "produced no measurement"),
+    ],
+)
+def test_a_study_without_a_measured_baseline_cannot_be_verified(
+    trials: list[FrozenTrial], why: str
+) -> None:
+    with pytest.raises(VerificationError, match=why):
+        select_finalists(trials, set(), 4, 0.5)
+
+
+# --------------------------------------------------------------------------------------------
