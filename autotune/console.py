@@ -1,9 +1,9 @@
 """Terminal output of ``autotune run`` and ``autotune verify``: the header, live progress, the
-Pareto table, the verification table and the one-line verdict."""
+Pareto table (:func:`autotune.report.pareto_table`, shared with ``autotune best``), the
+verification table and the one-line verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -20,12 +20,18 @@ from rich.table import Table
 
 from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
 from autotune.objectives import Objective
-from autotune.report import metric_column, metric_spread, model_text, study_command, verify_command
+from autotune.report import (
+    metric_column,
+    metric_spread,
+    pareto_row,
+    pareto_table,
+    study_command,
+    verify_command,
+)
 from autotune.verification import ACCURACY, VerificationSummary, trial_metric
 
 __all__ = [
     "ProgressDisplay",
-    "pareto_table",
     "print_header",
     "print_result",
     "print_verdict",
@@ -140,51 +146,6 @@ class ProgressDisplay:
             )
 
 
-def pareto_table(trials: Sequence[FrozenTrial], title: str, metric: Objective = ACCURACY) -> Table:
-    """The Pareto-optimal trials, fastest first, with figures and configurations (the model
-    as its knobs, ``depth=2 width=16``)."""
-    table = Table(title=title, title_justify="left")
-    for name in (
-        "trial",
-        "samples/s",
-        metric_column(metric),
-        "peak MiB",
-        "step ms",
-        "compile s",
-        "model",
-        "batch",
-        "precision",
-        "memory format",
-        "compile",
-        "workers",
-        "gpus",
-    ):
-        table.add_column(
-            name,
-            justify="right"
-            if name not in ("model", "precision", "memory format", "compile")
-            else "left",
-        )
-    for t in sorted(trials, key=lambda t: -t.values[0]):
-        a, p = t.user_attrs, t.params
-        table.add_row(
-            str(t.number),
-            f"{a['throughput_sps']:,.0f}",
-            metric.format(trial_metric(t), 1),
-            f"{a['peak_memory_bytes'] / _MIB:,.1f}",
-            f"{1e3 * a['step_time_s']:.2f}",
-            f"{a['compile_s']:.1f}",
-            model_text(p),
-            str(p["batch_size"]),
-            p["precision"],
-            p["memory_format"],
-            p["compile_mode"],
-            str(p["num_workers"]),
-            str(p["gpu_count"]),
-        )
-    return table
-
-
 def verification_line(progress: VerificationProgress, metric: Objective = ACCURACY) -> str:
     """One verification run as a line: round, trial, and its figures or failure (the
     metric as ``acc 98.42%`` or ``val_loss 1.2340``)."""
@@ -266,7 +227,8 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
     title = f"Pareto-optimal trials of study {result.study_name} on {caps.name}" + (
         " [SIMULATED]" if caps.simulated else ""
     )
-    console.print(pareto_table(result.pareto_trials, title, metric))
+    rows = sorted((pareto_row(t) for t in result.pareto_trials), key=lambda r: -r.throughput_sps)
+    console.print(pareto_table(rows, title, metric, speedup=False, compile_s=True))
     console.print(
         f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
         f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same command."

@@ -31,7 +31,7 @@ from autotune.report._points import (
     pareto_row,
 )
 from autotune.report._study import default_report_path, report_study
-from autotune.report._terminal import SIMULATED_LINE, best_table, studies_table
+from autotune.report._terminal import SIMULATED_LINE, best_table, pareto_table, studies_table
 from autotune.report._text import (
     NOT_VERIFIED,
     metric_column,
@@ -75,6 +75,7 @@ __all__ = [
     "param_importances",
     "pareto_numbers",
     "pareto_row",
+    "pareto_table",
     "render_report",
     "report_study",
     "studies_table",

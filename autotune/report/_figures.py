@@ -7,6 +7,9 @@ entities as the original characters.
 
 Only SVG traces (``Scatter``, not ``Scattergl``) are used, so each drawn point is an element in
 the page (the browser test counts them).
+
+One module of about 500 lines on purpose: its one job is drawing the report's figures, and they
+share the axes, the escaping, the point classes and the hover text defined at the top.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import moocore
+import numpy as np
 import plotly.graph_objects as go
 
 from autotune.objectives import Objective
@@ -240,7 +245,8 @@ def _positions(
 
 
 def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[float]]:
-    """The 2-D non-dominated staircase of the feasible points in this projection."""
+    """The 2-D non-dominated staircase of the feasible points in this projection
+    (``moocore.is_nondominated``), best ``x`` first."""
     axes = _axes(data)
     sx = 1 if axes[x].direction == "maximize" else -1
     sy = 1 if axes[y].direction == "maximize" else -1
@@ -249,13 +255,12 @@ def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[flo
             (_value(p, x, axes) or 0.0, _value(p, y, axes) or 0.0)
             for p in data.points
             if p.status == FEASIBLE and p.measured
-        },
-        key=lambda v: (-sx * v[0], -sy * v[1]),
+        }
     )
-    front: list[tuple[float, float]] = []
-    for px, py in pts:
-        if not front or sy * py > sy * front[-1][1]:
-            front.append((px, py))
+    keep = moocore.is_nondominated(np.asarray(pts), maximise=[sx > 0, sy > 0]) if pts else []
+    front = sorted(
+        (pt for pt, kept in zip(pts, keep, strict=True) if kept), key=lambda v: -sx * v[0]
+    )
     xs: list[float] = []
     ys: list[float] = []
     for i, (px, py) in enumerate(front):

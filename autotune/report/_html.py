@@ -4,6 +4,9 @@ dashboard's page shell.
 Every user-provided string (study name, space name, parameter values, failure reasons,
 hardware names) goes through :func:`html.escape` here; JSON embedded in a ``<script>`` has its
 ``<`` written as ``\\u003c`` so no string can close the script element.
+
+One module of about 400 lines on purpose: the escaping rule above holds in one place for every
+fragment and both page shells, much of it the HTML and CSS text itself.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from optuna.trial import TrialState
 
 import autotune.report as report
 from autotune.config import DEFAULT_STORAGE_URL
+from autotune.objectives import study_objectives
 from autotune.report import (
     FAILED,
     FEASIBLE,
@@ -77,6 +78,18 @@ def test_pareto_numbers_drop_only_dominated_points() -> None:
         5: [4000.0, 0.85, 5.0],  # more memory than 1, else equal: dominated
     }
     assert pareto_numbers(values) == {1, 2, 4}
+
+
+def test_pareto_numbers_follow_each_objective_direction() -> None:
+    loss = study_objectives("val_loss", "minimize")
+    values = {
+        1: [4000.0, 0.30, 4.0],
+        2: [2000.0, 0.10, 6.0],  # the lowest loss
+        3: [2000.0, 0.20, 6.0],  # a higher loss than 2, else equal: dominated
+    }
+    assert pareto_numbers(values, loss) == {1, 2}
+    assert pareto_numbers(values) == {1}  # accuracy maximized: 1 is best at everything
+    assert pareto_numbers({}) == set()
 
 
 def test_gathered_points_speedups_and_pareto_rows() -> None:

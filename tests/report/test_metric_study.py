@@ -14,9 +14,16 @@ import yaml
 from rich.console import Console
 
 from autotune.cli import main
-from autotune.console import pareto_table, verification_table
+from autotune.console import verification_table
 from autotune.export import best_configurations, export_best_yaml
-from autotune.report import DashboardApp, build_figures, gather_report, render_report
+from autotune.report import (
+    DashboardApp,
+    build_figures,
+    gather_report,
+    pareto_row,
+    pareto_table,
+    render_report,
+)
 from autotune.storage import ResultsStore
 from tests.report.loss_study import LossStudy, scripted_loss, shared_loss_study
 
@@ -131,7 +138,8 @@ def test_ls_and_the_terminal_tables_name_the_metric(
     result = loss.result
     summary = result.verification
     assert summary is not None
-    pareto = _text(pareto_table(result.pareto_trials, "front", summary.metric))
+    rows = [pareto_row(t) for t in result.pareto_trials]
+    pareto = _text(pareto_table(rows, "front", summary.metric, speedup=False, compile_s=True))
     assert "val_loss" in pareto and "val acc" not in pareto and "n_layer=" in pareto
     table = _text(verification_table(summary))
     assert "val_loss mean" in table and "0.9990 [0.9990-0.9990]" in table

@@ -1,0 +1,55 @@
+"""The one Pareto table of `autotune run` and `autotune best` (`report.pareto_table`)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from autotune.objectives import METRIC_INDEX, study_objectives
+from autotune.report import ParetoRow, pareto_row, pareto_table
+from tests.storage.studies import make_trial
+
+MIB = 1 << 20
+
+
+def _text(table: Table) -> str:
+    console = Console(width=250, record=True, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
+
+
+def _rows() -> list[ParetoRow]:
+    baseline = make_trial(0, (1000.0, 0.97, 8 * MIB), baseline=True)
+    fast = make_trial(1, (4000.0, 0.85, 4 * MIB), precision="bf16", batch_size=128)
+    return [pareto_row(fast, 1000.0), pareto_row(baseline, 1000.0)]
+
+
+def test_the_best_table_has_speedups_and_marks_baseline_and_recommendation() -> None:
+    table = pareto_table(_rows(), "front", recommended=1)
+    headers = [str(c.header) for c in table.columns]
+    assert headers == [
+        "trial", "samples/s", "x baseline", "val acc", "peak MiB", "step ms", "model", "batch",
+        "precision", "memory format", "compile", "workers", "gpus",
+    ]  # fmt: skip
+    text = _text(table)
+    assert "1 (recommended)" in text and "0 (baseline)" in text
+    assert "4.00x" in text and "1.00x" in text
+    assert "4,000" in text and "85.0%" in text and "4.0" in text
+    assert "16.000" in text  # step ms: 64 samples / 4000 samples/s
+
+
+def test_the_run_table_has_compile_seconds_and_no_speedups() -> None:
+    table = pareto_table(_rows(), "front", speedup=False, compile_s=True)
+    headers = [str(c.header) for c in table.columns]
+    assert "x baseline" not in headers and headers[4:6] == ["step ms", "compile s"]
+    text = _text(table)
+    assert "(baseline)" not in text and "(recommended)" not in text and "x " not in text
+    assert [line.split()[1] for line in text.splitlines() if line.startswith("│")] == ["1", "0"]
+
+
+def test_the_table_names_the_study_metric() -> None:
+    loss = study_objectives("val_loss", "minimize")[METRIC_INDEX]
+    text = _text(pareto_table(_rows(), "front", loss))
+    assert "val_loss" in text and "val acc" not in text
