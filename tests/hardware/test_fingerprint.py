@@ -1,5 +1,6 @@
 """Hardware fingerprints, the per-study record and its mismatch check, warm start, and the
-``autotune hardware`` command (autotune/hardware.py, autotune/study.py, autotune/cli.py)."""
+``autotune hardware`` command (autotune/hardware/_fingerprint.py, autotune/study.py,
+autotune/cli.py)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,13 @@ from autotune.config import RunConfig, load_run_config
 from autotune.exceptions import ConfigError
 from autotune.hardware import (
     MachineFingerprint,
-    capabilities_from_fingerprint,
     check_study_hardware,
-    detect_capabilities,
     detect_fingerprint,
     fingerprint_mismatch,
     physical_cpu_cores,
 )
 from autotune.testing import simulate_trial
 from autotune.testing.fake_nvml import fake_machine
-
-_MIB = 1 << 20
 
 
 def _cuda(machine: str = "h100x8", **changes: Any) -> MachineFingerprint:
@@ -106,35 +103,6 @@ def test_physical_cores_from_the_topology(tmp_path: Path) -> None:
         (topology / "core_id").write_text(f"{core}\n")
 
     assert physical_cpu_cores(tmp_path) == 3
-
-
-def test_capabilities_of_a_fake_v100_come_from_nvml_and_the_peak_table(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-
-    caps = capabilities_from_fingerprint(_cuda("v100x1"))
-
-    assert caps.kind == "cuda"
-    assert caps.name == "Tesla V100-SXM2-32GB"
-    assert caps.count == 1
-    assert caps.memory_bytes == 32768 * _MIB
-    assert caps.compute_capability == (7, 0)
-    assert caps.peak_flops_per_s == {"fp32": 15.7e12, "fp16": 125e12}
-    assert "V100" in caps.peak_flops_source and "datasheet" in caps.peak_flops_source
-
-
-def test_cpu_capabilities_carry_a_measured_peak_and_the_fingerprint() -> None:
-    caps = detect_capabilities("cpu")
-
-    assert set(caps.peak_flops_per_s) == {"fp32", "fp16", "bf16"}
-    assert caps.peak_flops_source.startswith("measured square-matmul peak on this CPU")
-    assert caps.fingerprint is not None and caps.fingerprint.device_kind == "cpu"
-
-
-def test_a_mock_profile_is_refused_for_a_real_device() -> None:
-    with pytest.raises(ConfigError, match=r"^mock.profile=h100: only for device=mock"):
-        detect_capabilities("cpu", mock_profile="h100")
 
 
 # --------------------------------------------------------------------------------------------

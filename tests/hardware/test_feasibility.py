@@ -1,27 +1,20 @@
-"""Device capabilities and feasibility rules (autotune/hardware.py)."""
+"""The feasibility rules: knob rules and restrict_space (autotune/hardware/_feasibility.py);
+the memory rule is tested beside the estimate in test_memory.py."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from autotune.config import load_space
-from autotune.exceptions import ConfigError, DeviceUnavailableError
-from autotune.hardware import (
-    cpu_model_name,
-    detect_capabilities,
-    infeasibility_reason,
-    resolve_device,
-    restrict_space,
-)
+from autotune.exceptions import ConfigError
+from autotune.hardware import infeasibility_reason, restrict_space
 from autotune.testing import make_capabilities, make_trial_config
 
-from .conftest import MINIMAL_SPACE
+from ..conftest import MINIMAL_SPACE
 
 VOLTA = make_capabilities("cuda", name="V100", compute_capability=(7, 0), count=2)
 
@@ -177,58 +170,3 @@ def test_restrict_errors_when_every_world_size_is_too_large() -> None:
 
     with pytest.raises(ConfigError, match=r"^space cnn_small: gpu_count: no choice can run"):
         restrict_space(space, make_capabilities("cuda", count=1))
-
-
-# --------------------------------------------------------------------------------------------
-# Devices of this machine
-
-
-@pytest.mark.parametrize("name", ["cpu", "mock"])
-def test_resolve_explicit_devices(name: str) -> None:
-    assert resolve_device(name) == name
-
-
-def test_resolve_unknown_device() -> None:
-    with pytest.raises(ConfigError, match=r"^device=tpu: unknown device"):
-        resolve_device("tpu")
-
-
-def test_resolve_auto() -> None:
-    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
-def test_resolve_cuda_without_a_gpu() -> None:
-    with pytest.raises(DeviceUnavailableError, match=r"^device=cuda: torch sees no CUDA GPU"):
-        resolve_device("cuda")
-
-
-def test_detect_cpu() -> None:
-    caps = detect_capabilities("cpu")
-
-    assert caps.kind == "cpu"
-    assert caps.count == os.cpu_count()
-    assert caps.memory_bytes is not None and caps.memory_bytes > 0
-    assert caps.compute_capability is None
-    assert caps.simulated is False
-    assert caps.is_gpu is False
-    assert caps.name == cpu_model_name() != ""
-
-
-def test_detect_mock_is_simulated() -> None:
-    caps = detect_capabilities("mock")
-
-    assert caps.kind == "mock"
-    assert caps.simulated is True
-    assert caps.is_gpu is True
-    assert "simulated" in caps.name
-
-
-@pytest.mark.gpu
-def test_detect_cuda() -> None:
-    caps = detect_capabilities("cuda")
-
-    assert caps.kind == "cuda"
-    assert caps.count == torch.cuda.device_count()
-    assert caps.compute_capability == torch.cuda.get_device_capability(0)
-    assert caps.memory_bytes is not None and caps.memory_bytes > 0

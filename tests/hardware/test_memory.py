@@ -1,4 +1,5 @@
-"""The memory estimate and the memory feasibility rule (autotune/hardware.py)."""
+"""The memory estimate and the memory feasibility rule (autotune/hardware/_memory.py,
+_feasibility.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,74 @@
+"""FLOP counting of one training step (autotune/flops/_counting.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autotune.flops import count_training_flops
+from autotune.models import build_model
+
+from .hand_count import cnn_flops_per_sample
+
+
+@pytest.mark.parametrize("width", [8, 16])
+def test_counts_a_cnn_block_exactly(width: int) -> None:
+    model = build_model("cnn", 1, width, (1, 8, 8), 10)
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+
+    flops = count_training_flops(model, x, y)
+
+    assert flops == 4 * cnn_flops_per_sample(width)
+
+
+def test_flops_grow_linearly_with_the_batch() -> None:
+    model = build_model("cnn", 2, 8, (1, 8, 8), 10)
+
+    small = count_training_flops(model, torch.randn(2, 1, 8, 8), torch.zeros(2, dtype=torch.long))
+    large = count_training_flops(model, torch.randn(6, 1, 8, 8), torch.zeros(6, dtype=torch.long))
+
+    assert large == 3 * small
+
+
+def test_autocast_and_channels_last_count_the_same_flops() -> None:
+    model = build_model("cnn", 2, 8, (1, 8, 8), 10)
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+
+    fp32 = count_training_flops(model, x, y)
+    bf16 = count_training_flops(
+        model.to(memory_format=torch.channels_last),
+        x.to(memory_format=torch.channels_last),
+        y,
+        autocast_dtype=torch.bfloat16,
+    )
+
+    assert bf16 == fp32
+
+
+def test_counting_leaves_the_model_as_it_was() -> None:
+    model = build_model("cnn", 1, 8, (1, 8, 8), 10)
+    model.eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+
+    count_training_flops(model, torch.randn(4, 1, 8, 8) + 3.0, torch.zeros(4, dtype=torch.long))
+
+    assert model.training is False
+    assert all(p.grad is None for p in model.parameters())
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # BatchNorm stats too
+
+
+def test_a_workloads_loss_is_counted() -> None:
+    model = build_model("mlp", 1, 8, (1, 8, 8), 10)
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+    called: list[tuple[int, ...]] = []
+
+    def loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        called.append(tuple(output.shape))
+        return (output @ output.T).sum()  # a 4x10 @ 10x4 matmul the default loss does not do
+
+    default = count_training_flops(model, x, y)
+    own = count_training_flops(model, x, y, loss_fn=loss)
+
+    assert called == [(4, 10)]
+    assert own > default

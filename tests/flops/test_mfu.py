@@ -1,0 +1,186 @@
+"""MFU, the run header's peak line and a trial's extra figures (autotune/flops/_mfu.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autotune.flops import describe_peaks, mfu_figures, trial_extras, with_mfu
+from autotune.models import build_model
+from autotune.testing import make_capabilities, make_measurement, make_trial_config
+
+from .hand_count import cnn_flops_per_sample
+
+# --------------------------------------------------------------------------------------------
+# MFU
+
+
+def test_mfu_is_achieved_over_peak() -> None:
+    figures = mfu_figures(
+        flops_per_sample=1e9, throughput_sps=1000.0, peak_flops_per_s=4e12, devices=2
+    )
+
+    assert figures == {
+        "achieved_flops_per_s": 1e12,
+        "peak_flops_per_s": 8e12,
+        "mfu": 0.125,
+    }
+
+
+@pytest.mark.parametrize(("peak", "devices"), [(0.0, 1), (1e12, 0)])
+def test_mfu_refuses_a_peak_or_device_count_that_is_not_positive(peak: float, devices: int) -> None:
+    with pytest.raises(ValueError, match=r"peak_flops_per_s > 0 and devices >= 1 must hold"):
+        mfu_figures(1e9, 1000.0, peak, devices)
+
+
+def _runner_returning(extra: dict[str, object]):
+    def run(config, timeout_s):
+        return make_measurement(throughput_sps=2000.0, extra=dict(extra))
+
+    return run
+
+
+def test_with_mfu_uses_the_device_peak_for_the_precision_and_gpu_count() -> None:
+    caps = make_capabilities(
+        "cuda", count=4, peak_flops_per_s={"bf16": 1e12, "fp32": 1e11}, peak_flops_source="table"
+    )
+    run = with_mfu(_runner_returning({"flops_per_sample": 5e6}), caps)
+
+    m = run(make_trial_config(device="cuda", precision="bf16", gpu_count=2), 60.0)
+
+    assert m.extra["achieved_flops_per_s"] == pytest.approx(1e10)
+    assert m.extra["peak_flops_per_s"] == pytest.approx(2e12)
+    assert m.extra["mfu"] == pytest.approx(0.005)
+    assert m.extra["peak_flops_source"] == "table"
+    assert m.as_user_attrs()["mfu"] == pytest.approx(0.005)
+
+
+def test_with_mfu_on_cpu_does_not_multiply_the_peak_by_ranks() -> None:
+    caps = make_capabilities("cpu", peak_flops_per_s={"fp32": 1e11}, peak_flops_source="measured")
+    run = with_mfu(_runner_returning({"flops_per_sample": 5e6}), caps)
+
+    m = run(make_trial_config(gpu_count=2), 60.0)
+
+    assert m.extra["peak_flops_per_s"] == 1e11
+    assert m.extra["mfu"] == pytest.approx(0.1)
+
+
+def test_with_mfu_takes_a_peak_the_trial_measured_on_an_unknown_gpu() -> None:
+    caps = make_capabilities("cuda")  # no published peak
+    run = with_mfu(
+        _runner_returning({"flops_per_sample": 5e6, "measured_peak_flops_per_s": 1e12}), caps
+    )
+
+    m = run(make_trial_config(device="cuda"), 60.0)
+
+    assert m.extra["mfu"] == pytest.approx(0.01)
+    assert m.extra["peak_flops_source"].startswith("measured matmul peak in the trial")
+
+
+def test_with_mfu_passes_measurements_without_flops_through() -> None:
+    caps = make_capabilities("cpu", peak_flops_per_s={"fp32": 1e11})
+    run = with_mfu(_runner_returning({}), caps)
+
+    assert "mfu" not in run(make_trial_config(), 60.0).extra
+
+
+def test_describe_peaks_names_the_peak_and_its_source() -> None:
+    caps = make_capabilities(
+        "cpu", peak_flops_per_s={"fp32": 1.5e11, "bf16": 3e11}, peak_flops_source="measured here"
+    )
+
+    assert describe_peaks(caps, ["fp32", "bf16"]) == (
+        "MFU peak: fp32 150 GFLOP/s, bf16 300 GFLOP/s (measured here)"
+    )
+    assert describe_peaks(make_capabilities("cuda", peak_flops_source="x"), ["fp32"]) == (
+        "MFU peak: x"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# In a real CPU trial
+
+
+@pytest.mark.slow
+def test_cpu_study_stores_flops_and_mfu(tmp_path) -> None:
+    """Done-criterion 2: a CPU trial stores flops_per_sample and mfu (one short real trial)."""
+    import optuna
+
+    from autotune.api import run_study
+    from autotune.config import load_run_config
+
+    config = load_run_config(
+        [
+            "device=cpu",
+            f"storage=sqlite:///{tmp_path / 'a.db'}",
+            "train.epochs=1",
+            "model.depth=1",
+            "model.width=8",
+            "batch_size=64",
+            "precision=fp32",
+            "compile_mode=none",
+            "num_workers=0",
+            "gpu_count=1",
+        ]
+    )
+    run_study(config, 1)
+
+    trial = optuna.load_study(study_name=config.study, storage=config.storage).trials[0]
+    attrs = trial.user_attrs
+    assert attrs["flops_per_sample"] == cnn_flops_per_sample(8)
+    assert 0 < attrs["mfu"] < 1
+    assert attrs["mfu"] == pytest.approx(
+        attrs["flops_per_sample"] * attrs["throughput_sps"] / attrs["peak_flops_per_s"]
+    )
+    assert attrs["peak_flops_source"].startswith("measured square-matmul peak on this CPU")
+
+
+def test_trial_extras_turn_the_gpu_window_into_energy_per_sample() -> None:
+    from autotune.nvml import GpuWindowReading
+
+    model = build_model("cnn", 1, 8, (1, 8, 8), 10)
+    reading = GpuWindowReading(
+        duration_s=2.0,
+        mean_power_w=300.0,
+        mean_utilization_pct=90.0,
+        energy_j=600.0,
+        samples=40,
+        energy_source="energy_counter",
+    )
+
+    extra = trial_extras(
+        model,
+        torch.randn(4, 1, 8, 8),
+        torch.zeros(4, dtype=torch.long),
+        precision="fp32",
+        autocast_dtype=None,
+        device_kind="cpu",
+        gpu_reading=reading,
+        samples_per_s=1000.0,
+    )
+
+    assert extra == {
+        "flops_per_sample": cnn_flops_per_sample(8),
+        "gpu_utilization_pct": 90.0,
+        "gpu_power_w": 300.0,
+        "gpu_energy_window_s": 2.0,
+        "energy_j_per_sample": pytest.approx(0.3),  # 600 J / 2 s / 1000 samples/s
+        "energy_source": "energy_counter",
+    }
+
+
+def test_trial_extras_without_nvml_have_flops_only() -> None:
+    model = build_model("cnn", 1, 8, (1, 8, 8), 10)
+
+    extra = trial_extras(
+        model,
+        torch.randn(2, 1, 8, 8),
+        torch.zeros(2, dtype=torch.long),
+        precision="fp32",
+        autocast_dtype=None,
+        device_kind="cpu",
+        gpu_reading=None,
+        samples_per_s=1000.0,
+    )
+
+    assert extra == {"flops_per_sample": cnn_flops_per_sample(8)}
