@@ -1,0 +1,37 @@
+"""Frozen value objects the results store hands back (never ORM rows), and the pure builder
+that turns one finished Optuna trial into a :class:`TrialRecord`.
+
+By job: :mod:`._hardware` (the fingerprint), :mod:`._results` (a study and its trials),
+:mod:`._verification` (a verification's plan, rows and run) and :mod:`._trial` (the record of
+a finished Optuna trial). How each record maps to its table's row is
+:mod:`autotune.storage._rows`.
+"""
+
+from __future__ import annotations
+
+from autotune.storage.records._hardware import HardwareFingerprint
+from autotune.storage.records._results import StudyRecord, TrialRecord
+from autotune.storage.records._trial import (
+    FINISHED_STATES,
+    KNOB_COLUMNS,
+    is_feasible,
+    trial_record,
+)
+from autotune.storage.records._verification import (
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
+)
+
+__all__ = [
+    "FINISHED_STATES",
+    "KNOB_COLUMNS",
+    "HardwareFingerprint",
+    "StudyRecord",
+    "TrialRecord",
+    "VerificationPlan",
+    "VerificationRecord",
+    "VerificationRun",
+    "is_feasible",
+    "trial_record",
+]

@@ -1,0 +1,133 @@
+"""The records of a study and of its finished trials, as the results store hands them back."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from autotune.storage.records._hardware import HardwareFingerprint
+
+__all__ = ["StudyRecord", "TrialRecord"]
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """Our record of one Optuna study (linked by its study name).
+
+    Attributes:
+        study_name: the Optuna study name.
+        space_name: the search space's ``name``.
+        space_source: the file the space came from.
+        device_kind: ``cpu``, ``cuda`` or ``mock``.
+        simulated: True when the study ran on the mock device.
+        sampler: ``nsga2``, ``tpe``, ``gp`` or ``random``.
+        seed: the sampler seed of the first run.
+        metric_name: the workload's validation metric (``accuracy``, ``val_loss``, ...).
+        metric_direction: ``maximize`` or ``minimize``: the metric's better direction.
+        created_at: when the record was written (UTC).
+        hardware: the fingerprint of the machine that opened the study first.
+    """
+
+    study_name: str
+    space_name: str
+    space_source: str
+    device_kind: str
+    simulated: bool
+    sampler: str
+    seed: int
+    created_at: dt.datetime | None
+    hardware: HardwareFingerprint | None
+    metric_name: str = "accuracy"
+    metric_direction: str = "maximize"
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One row per finished trial: every figure with its unit in its name, and the config.
+
+    Figures are None where the trial produced none (a failed or never-launched trial) or where
+    the measurement did not include them (``flops_per_sample``, ``mfu``,
+    ``energy_j_per_sample`` exist only when the trial recorded them).
+
+    Attributes:
+        study_name: the Optuna study name.
+        trial_number: Optuna's trial number within the study.
+        state: Optuna's state: ``COMPLETE``, or ``PRUNED`` for a never-launched infeasible
+            trial of a study written before such trials were reported as COMPLETE.
+        is_baseline: the study's baseline trial (PyTorch defaults).
+        is_feasible: measured and within every constraint (Optuna's constraints <= 0).
+        simulated: produced by the mock device (no figure is a measurement).
+        failure: ``oom``, ``error``, ``crash``, ``timeout``, ``infeasible`` or None.
+        failure_detail: the end of the error output, or the broken rule.
+        throughput_sps: global training samples/s (median of timed windows).
+        throughput_iqr_sps: interquartile range of the window throughputs (samples/s).
+        step_time_s: median seconds per optimizer step.
+        step_time_p90_s: 90th percentile seconds per optimizer step.
+        compile_s: seconds torch.compile added before the first timed step.
+        peak_memory_bytes: peak memory (see ``memory_kind``).
+        memory_kind: what ``peak_memory_bytes`` is (``cuda_allocator_peak``, ...).
+        val_metric: the workload's validation metric (top-1 accuracy in [0, 1] for the
+            built-ins; see the study's ``metric_name``).
+        train_loss: mean training loss over the last epoch.
+        train_s: wall seconds of the training loop.
+        flops_per_sample: model FLOPs per training sample (forward + backward).
+        mfu: model FLOP/s utilization in [0, 1].
+        energy_j_per_sample: joules per training sample.
+        parameters: trainable parameters.
+        samples_per_step: global batch (per-rank batch times world size).
+        steps: optimizer steps taken.
+        timed_steps: steps inside the timed windows.
+        workload: the workload's short name (``cnn``, ``gpt.py:CharGPT``), None when unknown.
+        model_knobs_json: the model knobs as JSON (``{"depth": 2, "width": 16}``).
+        batch_size, precision, memory_format, compile_mode, num_workers, gpu_count: the
+            tuner's knobs.
+        seed: the trial's training seed, None when unknown.
+        config_json: the full trial configuration as JSON (knobs, training, data, timing).
+        started_at, completed_at: Optuna's trial start and completion times.
+        duration_s: seconds between them.
+    """
+
+    study_name: str
+    trial_number: int
+    state: str
+    is_baseline: bool
+    is_feasible: bool
+    simulated: bool
+    failure: str | None
+    failure_detail: str | None
+    throughput_sps: float | None
+    throughput_iqr_sps: float | None
+    step_time_s: float | None
+    step_time_p90_s: float | None
+    compile_s: float | None
+    peak_memory_bytes: int | None
+    memory_kind: str | None
+    val_metric: float | None
+    train_loss: float | None
+    train_s: float | None
+    flops_per_sample: float | None
+    mfu: float | None
+    energy_j_per_sample: float | None
+    parameters: int | None
+    samples_per_step: int | None
+    steps: int | None
+    timed_steps: int | None
+    workload: str | None
+    model_knobs_json: str | None
+    batch_size: int | None
+    precision: str | None
+    memory_format: str | None
+    compile_mode: str | None
+    num_workers: int | None
+    gpu_count: int | None
+    seed: int | None
+    config_json: str
+    started_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    duration_s: float | None
+
+    def as_row(self) -> dict[str, Any]:
+        """The record as a flat mapping (CSV row, JSON payload)."""
+        return dataclasses.asdict(self)
