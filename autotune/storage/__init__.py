@@ -8,6 +8,10 @@ verifications: one row per verification (its plan) and one per configuration and
 
 Rows are written by :class:`ResultsCallback`, an Optuna callback in the study's process;
 readers get frozen records (:class:`StudyRecord`, :class:`TrialRecord`), never ORM rows.
+
+The models (:mod:`autotune.storage.models`) are the one source of the schema: the migrations
+match them (``migrations/env.py`` says how to generate the next one), and each record maps to
+its model's row in one place, :mod:`autotune.storage._rows`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ revision in their own version table, ``autotune_alembic_version``, so they never
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -20,12 +22,27 @@ from sqlalchemy.exc import SQLAlchemyError
 from autotune.exceptions import StorageError
 from autotune.storage.models import TABLE_PREFIX
 
-__all__ = ["MIGRATIONS_DIR", "VERSION_TABLE", "head_revision", "schema_revision", "upgrade_schema"]
+__all__ = [
+    "MIGRATIONS_DIR",
+    "VERSION_TABLE",
+    "head_revision",
+    "is_our_table",
+    "schema_revision",
+    "upgrade_schema",
+]
 
 #: The Alembic script directory shipped in the package.
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 #: Alembic's version table for our tables (Optuna's is ``alembic_version``).
 VERSION_TABLE = f"{TABLE_PREFIX}alembic_version"
+
+
+def is_our_table(name: str | None, type_: str, parent_names: Mapping[Any, str | None]) -> bool:
+    """Alembic's ``include_name`` hook: autogenerate compares autotune's tables (and what is
+    in them) only, never Optuna's nor the version tables, which share the database."""
+    if type_ != "table":
+        return True
+    return name is not None and name.startswith(TABLE_PREFIX) and name != VERSION_TABLE
 
 
 def _config() -> Config:

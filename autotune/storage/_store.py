@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
 from collections.abc import Iterable
 
 from sqlalchemy import Engine, inspect
@@ -13,6 +11,16 @@ from sqlalchemy.orm import Session
 
 from autotune.exceptions import StorageError
 from autotune.storage._migrate import head_revision, schema_revision, upgrade_schema
+from autotune.storage._rows import (
+    TRIAL,
+    VERIFICATION,
+    new_hardware_row,
+    new_run_row,
+    new_study_row,
+    run_from_rows,
+    study_from_row,
+    trial_from_row,
+)
 from autotune.storage._session import create_results_engine, session_scope
 from autotune.storage.models import (
     HardwareModel,
@@ -32,66 +40,9 @@ from autotune.storage.records import (
 
 __all__ = ["ResultsStore"]
 
-_HARDWARE_FIELDS = tuple(f.name for f in dataclasses.fields(HardwareFingerprint))
-#: TrialRecord fields stored as columns of the same name (the study is a foreign key).
-_TRIAL_COLUMNS = tuple(f.name for f in dataclasses.fields(TrialRecord) if f.name != "study_name")
-
-
-def _hardware_record(row: HardwareModel | None) -> HardwareFingerprint | None:
-    if row is None:
-        return None
-    return HardwareFingerprint(**{name: getattr(row, name) for name in _HARDWARE_FIELDS})
-
-
-def _study_record(row: StudyModel) -> StudyRecord:
-    return StudyRecord(
-        study_name=row.optuna_study_name,
-        space_name=row.space_name,
-        space_source=row.space_source,
-        device_kind=row.device_kind,
-        simulated=row.simulated,
-        sampler=row.sampler,
-        seed=row.seed,
-        created_at=row.created_at,
-        hardware=_hardware_record(row.hardware),
-        metric_name=row.metric_name,
-        metric_direction=row.metric_direction,
-    )
-
-
-#: VerificationRecord fields stored as columns of the same name.
-_VERIFICATION_COLUMNS = tuple(f.name for f in dataclasses.fields(VerificationRecord))
-
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-
-
-def _verification_run(
-    study_name: str, run: VerificationRunModel, rows: Iterable[VerificationModel]
-) -> VerificationRun:
-    return VerificationRun(
-        study_name=study_name,
-        number=run.number,
-        plan=VerificationPlan(
-            baseline_trial=run.baseline_trial,
-            candidates=tuple(int(n) for n in json.loads(run.candidates_json)),
-            seeds=tuple(int(s) for s in json.loads(run.seeds_json)),
-            accuracy_tolerance_pt=run.accuracy_tolerance_pt,
-        ),
-        rows=tuple(
-            VerificationRecord(**{name: getattr(row, name) for name in _VERIFICATION_COLUMNS})
-            for row in rows
-        ),
-        started_at=run.started_at,
-        completed_at=run.completed_at,
-    )
-
-
-def _trial_record(study_name: str, row: TrialResultModel) -> TrialRecord:
-    return TrialRecord(
-        study_name=study_name, **{name: getattr(row, name) for name in _TRIAL_COLUMNS}
-    )
 
 
 class ResultsStore:
@@ -172,7 +123,7 @@ class ResultsStore:
             return row
         try:
             with session.begin_nested():
-                row = HardwareModel(fingerprint_sha256=sha, **dataclasses.asdict(hardware))
+                row = new_hardware_row(hardware)
                 session.add(row)
             return row
         except IntegrityError:  # another worker inserted the same fingerprint meanwhile
@@ -194,23 +145,10 @@ class ResultsStore:
             row = StudyModel.find_by_name(session, record.study_name)
             if row is None:
                 hardware = self._hardware_row(session, record.hardware) if record.hardware else None
-                row = StudyModel(
-                    optuna_study_name=record.study_name,
-                    space_name=record.space_name,
-                    space_source=record.space_source,
-                    device_kind=record.device_kind,
-                    simulated=record.simulated,
-                    sampler=record.sampler,
-                    seed=record.seed,
-                    metric_name=record.metric_name,
-                    metric_direction=record.metric_direction,
-                    hardware=hardware,
-                )
-                if record.created_at is not None:
-                    row.created_at = record.created_at
+                row = new_study_row(record, hardware)
                 session.add(row)
                 session.flush()
-            return _study_record(row)
+            return study_from_row(row)
 
     def record_trials(
         self, records: Iterable[TrialRecord], hardware: HardwareFingerprint | None = None
@@ -243,14 +181,12 @@ class ResultsStore:
                         "record_study() comes first"
                     )
                 studies[record.study_name] = study
-                values = {name: getattr(record, name) for name in _TRIAL_COLUMNS}
                 row = TrialResultModel.find(session, study.id, record.trial_number)
                 if row is None:
-                    row = TrialResultModel(study_id=study.id, **values)
+                    row = TrialResultModel(study_id=study.id, **TRIAL.values(record))
                     session.add(row)
                 else:
-                    for name, value in values.items():
-                        setattr(row, name, value)
+                    TRIAL.assign(row, record)
                 if hardware_row is not None:
                     row.hardware_id = hardware_row.id
                 written += 1
@@ -265,14 +201,14 @@ class ResultsStore:
             return None
         with session_scope(self._engine) as session:
             row = StudyModel.find_by_name(session, study_name)
-            return _study_record(row) if row is not None else None
+            return study_from_row(row) if row is not None else None
 
     def studies(self) -> list[StudyRecord]:
         """Every recorded study, oldest first."""
         if not self.available:
             return []
         with session_scope(self._engine) as session:
-            return [_study_record(row) for row in StudyModel.find_all(session)]
+            return [study_from_row(row) for row in StudyModel.find_all(session)]
 
     def trials(self, study_name: str) -> list[TrialRecord]:
         """The trial rows of ``study_name`` by trial number (empty when none are recorded)."""
@@ -283,7 +219,7 @@ class ResultsStore:
             if study is None:
                 return []
             return [
-                _trial_record(study_name, row)
+                trial_from_row(study_name, row)
                 for row in TrialResultModel.find_by_study(session, study.id)
             ]
 
@@ -319,19 +255,11 @@ class ResultsStore:
         with session_scope(self._engine) as session:
             study = self._study_row(session, study_name)
             latest = VerificationRunModel.find_latest(session, study.id)
-            run = VerificationRunModel(
-                study_id=study.id,
-                number=(latest.number if latest is not None else 0) + 1,
-                baseline_trial=plan.baseline_trial,
-                candidates_json=json.dumps(list(plan.candidates)),
-                rounds=plan.rounds,
-                seeds_json=json.dumps(list(plan.seeds)),
-                accuracy_tolerance_pt=plan.accuracy_tolerance_pt,
-                started_at=_utcnow(),
-            )
+            number = (latest.number if latest is not None else 0) + 1
+            run = new_run_row(study.id, number, plan, _utcnow())
             session.add(run)
             session.flush()
-            return _verification_run(study_name, run, [])
+            return run_from_rows(study_name, run, [])
 
     def _run_row(self, session: Session, study_name: str, number: int) -> VerificationRunModel:
         study = self._study_row(session, study_name)
@@ -352,13 +280,11 @@ class ResultsStore:
         self._require_tables()
         with session_scope(self._engine) as session:
             run = self._run_row(session, study_name, number)
-            values = {name: getattr(record, name) for name in _VERIFICATION_COLUMNS}
             for row in VerificationModel.find_by_run(session, run.id):
                 if (row.round_index, row.trial_number) == (record.round_index, record.trial_number):
-                    for name, value in values.items():
-                        setattr(row, name, value)
+                    VERIFICATION.assign(row, record)
                     return
-            session.add(VerificationModel(run_id=run.id, **values))
+            session.add(VerificationModel(run_id=run.id, **VERIFICATION.values(record)))
 
     def complete_verification(self, study_name: str, number: int) -> VerificationRun:
         """Mark verification ``number`` finished (every round measured) and return it.
@@ -371,9 +297,7 @@ class ResultsStore:
             run = self._run_row(session, study_name, number)
             run.completed_at = _utcnow()
             session.flush()
-            return _verification_run(
-                study_name, run, VerificationModel.find_by_run(session, run.id)
-            )
+            return run_from_rows(study_name, run, VerificationModel.find_by_run(session, run.id))
 
     def latest_verification(
         self, study_name: str, *, complete: bool = False
@@ -389,6 +313,4 @@ class ResultsStore:
             run = VerificationRunModel.find_latest(session, study.id, complete=complete)
             if run is None:
                 return None
-            return _verification_run(
-                study_name, run, VerificationModel.find_by_run(session, run.id)
-            )
+            return run_from_rows(study_name, run, VerificationModel.find_by_run(session, run.id))

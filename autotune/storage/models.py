@@ -5,8 +5,12 @@ with ``autotune_``, they have their own metadata and their own Alembic version t
 (``autotune_alembic_version``), and nothing here references or alters an Optuna table. Studies
 are linked to Optuna's by the study name.
 
-The schema is created and upgraded by the migrations in ``autotune/storage/migrations``
-(:func:`autotune.storage.upgrade_schema`); a test checks these models against them.
+These models are the one source of the schema. It is created and upgraded by the migrations
+in ``autotune/storage/migrations`` (:func:`autotune.storage.upgrade_schema`), which at head
+match the models exactly (``tests/storage/test_migrations.py``: Alembic's autogenerate finds no
+difference), so a change here gets its migration from Alembic's autogenerate (how:
+``migrations/env.py``). The frozen records name their fields as these columns; their one
+mapping is :mod:`autotune.storage._rows`.
 
 Finders are classmethods that take the session explicitly, as in Optuna's ``_rdb/models.py``.
 """

@@ -8,9 +8,7 @@ import optuna
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from alembic.autogenerate import compare_metadata
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 
 import autotune.storage as storage
 from autotune.storage import (
@@ -82,22 +80,6 @@ def test_upgrade_is_idempotent(tmp_path: Path) -> None:
     with engine.connect() as conn:
         versions = conn.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
     assert versions == [(head_revision(),)]
-
-
-def test_models_match_the_migrations(tmp_path: Path) -> None:
-    """Alembic's autogenerate finds no difference between the models and the migrated DB."""
-    engine = create_results_engine(sqlite_url(tmp_path))
-    upgrade_schema(engine)
-    with engine.connect() as conn:
-        context = MigrationContext.configure(
-            conn, opts={"version_table": VERSION_TABLE, "compare_type": True}
-        )
-        diff = [
-            d
-            for d in compare_metadata(context, Base.metadata)
-            if not (d[0] == "remove_table" and not d[1].name.startswith("autotune_"))
-        ]
-    assert diff == []
 
 
 def test_downgrade_removes_only_our_tables(tmp_path: Path) -> None:
