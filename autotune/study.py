@@ -44,7 +44,7 @@ from autotune.objectives import (
     failed_values,
     objective_values,
 )
-from autotune.samplers import OneThreadSampler
+from autotune.samplers import OneThreadSampler, make_sampler
 from autotune.storage import FINISHED_STATES, validate_storage_url
 
 __all__ = [
@@ -53,7 +53,6 @@ __all__ = [
     "check_storage_reachable",
     "check_warm_start",
     "count_finished",
-    "make_sampler",
     "open_storage",
     "open_study",
 ]
@@ -62,9 +61,6 @@ __all__ = [
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 #: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
 _RETRIED_FAILURES = ("error", "crash")
-#: NSGA-II population: small enough that a 50-trial study runs several generations.
-NSGA2_POPULATION = 10
-
 RunTrialFn = Callable[[TrialConfig, float], Measurement]
 
 
@@ -193,29 +189,6 @@ def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
     except (SQLAlchemyError, OSError) as e:
         reason = str(getattr(e, "orig", None) or e).splitlines()[0]
         raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
-
-
-def make_sampler(name: str, seed: int) -> OneThreadSampler:
-    """The sampler for ``sampler=NAME``, seeded, on one torch thread while it samples
-    (:class:`autotune.samplers.OneThreadSampler`; ``.sampler`` is Optuna's).
-
-    Raises:
-        ConfigError: for an unknown sampler name.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        sampler: optuna.samplers.BaseSampler
-        if name == "nsga2":
-            sampler = optuna.samplers.NSGAIISampler(population_size=NSGA2_POPULATION, seed=seed)
-        elif name == "tpe":
-            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=10)
-        elif name == "gp":
-            sampler = optuna.samplers.GPSampler(seed=seed, n_startup_trials=10)
-        elif name == "random":
-            sampler = optuna.samplers.RandomSampler(seed=seed)
-        else:
-            raise ConfigError(f"sampler={name}: unknown sampler (known: nsga2, tpe, gp, random)")
-    return OneThreadSampler(sampler)
 
 
 def _study_record(

@@ -7,7 +7,7 @@ and the Pareto front of the feasible ones is the ground truth. Configurations pr
 feasibility rules or out of (simulated) memory are infeasible and never part of a front.
 
 Each sampler then runs the real study objective (:class:`autotune.study.TrialObjective`, with
-the sampler :func:`autotune.study.make_sampler` builds and the PyTorch-defaults baseline
+the sampler :func:`autotune.samplers.make_sampler` builds and the PyTorch-defaults baseline
 enqueued first, as ``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
 trial costs milliseconds, so forking a process per trial (``run_study device=mock``) would only
 add time, not fidelity. As in a real study, every trial of a run simulates with the run's seed
@@ -15,7 +15,7 @@ add time, not fidelity. As in a real study, every trial of a run simulates with 
 noise); the configurations it found are scored with their ground-truth (seed 0) values, so
 every run is judged on one fixed front.
 
-Hypervolume: objectives are mapped to a minimization space where they are comparable:
+Hypervolume (moocore's): objectives are mapped to a minimization space where they are comparable:
 ``(-log throughput, -accuracy, log peak memory)`` (throughput and memory span orders of
 magnitude and are judged as ratios, accuracy as points), then scaled so that the true front's
 ideal point is 0 and its nadir point is 1 on every axis. The reference point is 1.1 on every
@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import moocore
 import numpy as np
 import optuna
 
@@ -50,7 +51,8 @@ from autotune.hardware import (
 )
 from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES
-from autotune.study import TrialObjective, make_sampler
+from autotune.samplers import make_sampler
+from autotune.study import TrialObjective
 
 __all__ = [
     "REFERENCE_POINT",
@@ -139,33 +141,20 @@ def _to_minimization(raw: np.ndarray) -> np.ndarray:
 
 
 def _pareto(raw: np.ndarray) -> np.ndarray:
-    """The non-dominated rows of raw objective values (max, max, min); duplicates kept once."""
-    signs = np.array([1.0 if o.direction == "minimize" else -1.0 for o in OBJECTIVES])
-    points = np.unique(raw * signs, axis=0)  # minimize all
-    keep = []
-    for i, p in enumerate(points):
-        dominated = np.all(points <= p, axis=1) & np.any(points < p, axis=1)
-        if not dominated.any():
-            keep.append(i)
-    return points[keep] * signs
+    """The non-dominated rows of raw objective values (max, max, min); duplicates kept once
+    (moocore's ``is_nondominated``)."""
+    maximise = [o.direction == "maximize" for o in OBJECTIVES]
+    points = np.unique(raw, axis=0)
+    return points[moocore.is_nondominated(points, maximise=maximise)]
 
 
 def hypervolume(points: np.ndarray, reference: Sequence[float] = REFERENCE_POINT) -> float:
-    """Hypervolume dominated by ``points`` (all minimized) up to ``reference``.
-
-    Computed by Optuna's own code through its public API: the last value of
-    ``optuna.visualization.plot_hypervolume_history`` on a throw-away in-memory study holding
-    the points (the public face of ``optuna._hypervolume.compute_hypervolume``). Points worse
-    than the reference on any axis add nothing.
-    """
+    """Hypervolume dominated by ``points`` (all minimized) up to ``reference``, by moocore's
+    ``hypervolume`` (exact; Fonseca et al.'s algorithm in 3-D). Points worse than the
+    reference on any axis add nothing."""
     if len(points) == 0:
         return 0.0
-    study = optuna.create_study(directions=["minimize"] * points.shape[1])
-    study.add_trials([optuna.trial.create_trial(values=[float(v) for v in p]) for p in points])
-    with warnings.catch_warnings():  # plot_hypervolume_history is "experimental"
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        figure = optuna.visualization.plot_hypervolume_history(study, [float(r) for r in reference])
-    return float(figure.data[0].y[-1])
+    return float(moocore.hypervolume(points, ref=np.asarray(reference, dtype=float)))
 
 
 def _mock_run(config: RunConfig) -> tuple[SearchSpace, DeviceCapabilities]:

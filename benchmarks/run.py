@@ -527,7 +527,7 @@ def section_search(
         f"the true Pareto front has {len(truth.front)} configurations. Infeasible "
         "configurations never count towards a front.",
         "",
-        "Each sampler (as `autotune.study.make_sampler` builds it) drives the study's own "
+        "Each sampler (as `autotune.samplers.make_sampler` builds it) drives the study's own "
         "objective (`TrialObjective`, baseline trial first, as `run_study` does) in-process on "
         "an in-memory storage, calling the mock's `simulate` directly (a forked process per "
         "trial would add time, not fidelity). Every trial of a run simulates with the run's "
@@ -535,8 +535,7 @@ def section_search(
         "measurement noise; the configurations it found are scored with their ground-truth "
         "(seed 0) values.",
         "",
-        "Hypervolume (Optuna's implementation, through `optuna.visualization."
-        "plot_hypervolume_history`) in a normalized space: (-log throughput, -accuracy, "
+        "Hypervolume (moocore's exact `hypervolume`) in a normalized space: (-log throughput, -accuracy, "
         "log peak memory), scaled so that the true front's ideal point is 0 and its nadir "
         "point is 1 on each axis; reference point 1.1 on each axis. Figures are the found "
         f"front's hypervolume over the true front's (1.0 = the true front), median over "

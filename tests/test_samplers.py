@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import optuna
 import pytest
 import torch
@@ -58,7 +60,8 @@ def test_the_wrapper_proposes_what_the_wrapped_sampler_proposes() -> None:
 def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
     from autotune.config import load_run_config
     from autotune.hardware import detect_capabilities
-    from autotune.study import TrialObjective, make_sampler
+    from autotune.samplers import make_sampler
+    from autotune.study import TrialObjective
     from autotune.testing import make_measurement
 
     config = load_run_config(["device=mock", "verify.rounds=0"])
@@ -72,3 +75,126 @@ def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
     seconds = [t.user_attrs["sampler_s"] for t in study.trials]
     assert all(s >= 0 for s in seconds)
     assert sum(seconds) == pytest.approx(sampler.fit_s)
+
+
+def _three_objective_study(sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
+    return optuna.create_study(
+        directions=["maximize", "maximize", "minimize"],
+        sampler=sampler,
+    )
+
+
+def _add(
+    study: optuna.Study, values: tuple[float, float, float], failed: bool = False, x: float = 0.5
+) -> None:
+    trial = optuna.trial.create_trial(
+        params={"x": x},
+        distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+        values=list(values),
+        user_attrs={"failure": "oom"} if failed else {},
+        system_attrs={"constraints": [1.0 if failed else 0.0]},
+    )
+    study.add_trial(trial)
+
+
+def test_modelled_values_take_logs_of_throughput_and_memory_and_impute_failures() -> None:
+    from autotune.samplers import modelled_values
+
+    study = _three_objective_study()
+    _add(study, (1000.0, 0.9, 2.0**20))
+    _add(study, (10.0, 0.95, 2.0**30))
+    _add(study, (0.0, 0.0, 2.0**34), failed=True)  # out of memory: placeholder values
+    modelled = modelled_values(study)
+    assert modelled[0] == pytest.approx([math.log(1000.0), 0.9, math.log(2.0**20)])
+    assert modelled[1] == pytest.approx([math.log(10.0), 0.95, math.log(2.0**30)])
+    # The failed trial reads as the worst measured value of each objective, not as zeros.
+    assert modelled[2] == pytest.approx([math.log(10.0), 0.9, math.log(2.0**30)])
+    # The study itself keeps the raw figures.
+    assert study.trials[0].values == [1000.0, 0.9, 2.0**20]
+
+
+def test_modelled_values_leave_failures_alone_while_nothing_is_measured() -> None:
+    from autotune.samplers import modelled_values
+
+    study = _three_objective_study()
+    _add(study, (0.0, 0.0, 2.0**34), failed=True)
+    assert modelled_values(study)[0] == pytest.approx([0.0, 0.0, 34 * math.log(2)])
+
+
+class _ValueRecordingSampler(optuna.samplers.RandomSampler):
+    """Notes the values of the COMPLETE trials in the study each relative call sees."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.seen: list[list[list[float]]] = []
+
+    def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+        return {"x": optuna.distributions.FloatDistribution(0, 1)}
+
+    def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        self.seen.append([list(t.values) for t in done])
+        assert study.get_trials(deepcopy=False)[trial.number].state.name == "RUNNING"
+        return {"x": 0.25}
+
+
+def test_the_log_scale_sampler_shows_the_wrapped_sampler_log_values_and_stores_raw_ones() -> None:
+    from autotune.samplers import WarpedSampler
+
+    inner = _ValueRecordingSampler()
+    study = _three_objective_study(WarpedSampler(inner))
+    _add(study, (100.0, 0.9, 1000.0))
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1) * 10 + 1, 0.5, 2000.0), n_trials=2)
+    assert [t.params["x"] for t in study.trials[1:]] == [0.25, 0.25]  # the relative proposal
+    assert inner.seen[0] == [pytest.approx([math.log(100.0), 0.9, math.log(1000.0)])]
+    assert inner.seen[1][1] == pytest.approx([math.log(3.5), 0.5, math.log(2000.0)])
+    assert study.trials[1].values == [3.5, 0.5, 2000.0]  # raw figures in the study
+
+
+def test_gp_behind_both_wrappers_samples_a_constrained_three_objective_study() -> None:
+    from autotune.samplers import WarpedSampler
+
+    def objective(trial: optuna.Trial) -> tuple[float, float, float]:
+        x = trial.suggest_float("x", 0, 1)
+        width = trial.suggest_categorical("width", [8, 16, 32])
+        failed = x > 0.9
+        trial.set_constraint("failed", 1.0 if failed else 0.0)
+        if failed:
+            trial.set_user_attr("failure", "oom")
+            return 0.0, 0.0, 1e9
+        return 1e4 * x / width, 1 - x / 2, 1e6 * width
+
+    gp = optuna.samplers.GPSampler(seed=0, n_startup_trials=4)
+    study = _three_objective_study(OneThreadSampler(WarpedSampler(gp)))
+    study.optimize(objective, n_trials=8)
+    assert len(study.trials) == 8
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+
+
+def test_numeric_choices_reach_the_wrapped_sampler_as_ranks_and_come_back_as_values() -> None:
+    from autotune.samplers import WarpedSampler
+
+    seen: list[tuple[dict, dict]] = []
+
+    class _Inner(optuna.samplers.RandomSampler):
+        def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+            done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+            seen.append((dict(search_space), done[0].params))
+            return {"batch_size": 3, "precision": "bf16"}
+
+        def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+            return optuna.search_space.intersection_search_space(study.get_trials())
+
+    def objective(trial: optuna.Trial) -> tuple[float, float, float]:
+        trial.suggest_categorical("batch_size", [256, 16, 64, 32])
+        trial.suggest_categorical("precision", ["fp32", "bf16"])
+        return 1.0, 0.5, 1.0
+
+    study = _three_objective_study(WarpedSampler(_Inner()))
+    study.enqueue_trial({"batch_size": 64, "precision": "fp32"})
+    study.optimize(objective, n_trials=2)
+    space, first_params = seen[0]
+    assert space["batch_size"] == optuna.distributions.IntDistribution(0, 3)
+    assert isinstance(space["precision"], optuna.distributions.CategoricalDistribution)
+    assert first_params == {"batch_size": 2, "precision": "fp32"}  # 64 is the 3rd of 16..256
+    assert study.trials[1].params == {"batch_size": 256, "precision": "bf16"}

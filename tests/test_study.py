@@ -22,11 +22,10 @@ from autotune.objectives import (
     objectives_of_study,
     study_objectives,
 )
-from autotune.samplers import OneThreadSampler
+from autotune.samplers import OneThreadSampler, WarpedSampler, make_sampler
 from autotune.study import (
     TrialObjective,
     count_finished,
-    make_sampler,
     open_storage,
     open_study,
 )
@@ -99,7 +98,11 @@ def test_sqlite_directory_that_cannot_be_made_is_a_storage_error(tmp_path: Path)
 def test_make_sampler(name: str, cls: type) -> None:
     sampler = make_sampler(name, seed=0)
     assert isinstance(sampler, OneThreadSampler)
-    assert isinstance(sampler.sampler, cls)
+    inner = (
+        sampler.sampler.sampler if isinstance(sampler.sampler, WarpedSampler) else sampler.sampler
+    )
+    assert isinstance(inner, cls)
+    assert isinstance(sampler.sampler, WarpedSampler) == (name == "gp")
 
 
 def test_unknown_sampler() -> None:
@@ -126,7 +129,8 @@ def test_new_study_records_objectives_and_space(sqlite_url: str) -> None:
     assert record["simulated"] is True
     assert SearchSpace.model_validate(record["space"]) == config.space
     assert isinstance(study.sampler, OneThreadSampler)
-    assert isinstance(study.sampler.sampler, optuna.samplers.GPSampler)  # the default sampler
+    assert isinstance(study.sampler.sampler, WarpedSampler)  # the default sampler: GP
+    assert isinstance(study.sampler.sampler.sampler, optuna.samplers.GPSampler)
 
 
 def test_reopening_with_the_same_space_loads_the_study(sqlite_url: str) -> None:
