@@ -19,6 +19,10 @@ default).
 Timing: the device is synchronized and the clock read only at the edges of the timed windows
 (:func:`autotune.measure.plan_windows`), never inside one, so the host queues kernels ahead of
 the device as in an untimed loop; each window includes fetching its batches from the DataLoader.
+
+One module of about 450 lines on purpose: its one job is a trial's training run in the child,
+and the training loop, its timed windows and its evaluation share the same state (model,
+autocast, device synchronization); split, each part would need all of it passed along.
 """
 
 from __future__ import annotations
