@@ -38,7 +38,7 @@ def _states(study: optuna.Study) -> Counter[str]:
 
 
 def _mock_run(storage: str, *extra: str) -> list[str]:
-    """A mock run of the search alone (verification has its own tests: test_api_verify.py)."""
+    """A mock run of the search alone (verification has its own tests: tests/api/test_verify.py)."""
     return [
         "space=cnn_small",
         "device=mock",

@@ -1,5 +1,5 @@
-"""verify_study and the verification at the end of run_study (autotune/api.py), on SQLite in
-tmp_path, with trials and verification runs played in this process (mock device)."""
+"""verify_study and the verification at the end of run_study (autotune/api/_verify.py), on
+SQLite in tmp_path, with trials and verification runs played in this process (mock device)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,71 @@
+"""Preparing a run: everything that can be validated is, before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autotune.config import RunConfig, SearchSpace
+from autotune.exceptions import ConfigError, WorkloadError
+from autotune.hardware import (
+    DeviceCapabilities,
+    detect_capabilities,
+    resolve_device,
+    restrict_space,
+)
+from autotune.objectives import Objective, study_objectives
+from autotune.study import check_storage_reachable, check_warm_start
+from autotune.workloads import check_workload
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A validated run, before anything is written: device, restricted space, removed choices."""
+
+    config: RunConfig
+    capabilities: DeviceCapabilities
+    space: SearchSpace
+    removed_choices: list[str]
+    objectives: tuple[Objective, ...]
+
+
+def prepare_run(config: RunConfig) -> PreparedRun:
+    """Validate everything that can be validated without writing anything.
+
+    Resolves the device, checks the workload (it imports, takes the space's knobs, builds
+    its smallest model on the meta device, and its datasets load: so a missing or corrupt
+    ``data.root`` fails here), removes choices the device can never run, checks the storage
+    URL (its driver is installed, a database server answers), and checks that the
+    ``warm_start`` study exists (reading the database, never creating it).
+
+    Raises:
+        ConfigError, WorkloadError, DeviceUnavailableError, DataError, StorageError: with
+            one-line messages.
+    """
+    kind = resolve_device(config.device)
+    spec = config.space.workload_spec()
+    try:
+        workload = check_workload(spec, config.space.model)
+    except WorkloadError as e:
+        raise WorkloadError(f"{config.space_source}: {e}") from e.__cause__
+    objectives = study_objectives(workload.metric_name, workload.metric_direction)
+    if config.space.constraints.min_accuracy is not None and not objectives[1].is_accuracy:
+        raise ConfigError(
+            f"{config.space_source}: constraints.min_accuracy: the workload's metric is "
+            f"{workload.metric_name}, not accuracy; remove the constraint"
+        )
+    if kind == "mock" and not spec.is_builtin:
+        raise ConfigError(
+            f"device=mock: the mock device simulates the built-in workloads (cnn, mlp) only; "
+            f"it has no model of {spec.label}'s accuracy. Run it with device=cpu or device=cuda"
+        )
+    caps = detect_capabilities(kind, mock_profile=config.mock.profile)
+    space, removed = restrict_space(config.space, caps)
+    check_storage_reachable(config.storage)
+    check_warm_start(config)
+    return PreparedRun(
+        config=config,
+        capabilities=caps,
+        space=space,
+        removed_choices=removed,
+        objectives=objectives,
+    )

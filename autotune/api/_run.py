@@ -1,0 +1,277 @@
+"""Running a study: workers, resume, progress, then the verification of its finalists."""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.process
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import optuna
+from optuna.study import MaxTrialsCallback
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.api._prepare import PreparedRun, prepare_run
+from autotune.api._verify import VerificationProgress, verify_study
+from autotune.baseline import enqueue_baseline
+from autotune.config import RunConfig
+from autotune.exceptions import AutotuneError, ConfigError, VerificationError
+from autotune.flops import with_mfu
+from autotune.hardware import DeviceCapabilities
+from autotune.interrupts import sigint_allowed, sigint_deferred
+from autotune.objectives import objectives_of_study
+from autotune.runner import run_trial
+from autotune.storage import FINISHED_STATES, open_results_for_run
+from autotune.study import (
+    RunTrialFn,
+    SurplusTrial,
+    TrialObjective,
+    count_finished,
+    open_storage,
+    open_study,
+)
+from autotune.verification import VerificationSummary
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """A snapshot after each finished trial, for progress displays.
+
+    Attributes:
+        finished: trials counting towards the target (complete or infeasible).
+        target: the ``--trials`` target.
+        elapsed_s: seconds since this run started.
+        best: best feasible value so far per objective name (max throughput, max accuracy,
+            min memory), absent before the first feasible trial.
+        last: the trial that just finished.
+    """
+
+    finished: int
+    target: int
+    elapsed_s: float
+    best: dict[str, float]
+    last: FrozenTrial
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What a run leaves behind.
+
+    Attributes:
+        study_name: the Optuna study name.
+        storage: the storage URL.
+        finished: trials counting towards the target after this run.
+        ran: trials this run started.
+        wall_s: seconds this run took.
+        pareto_trials: the Pareto-optimal feasible trials (Optuna's ``best_trials``).
+        capabilities: the device the trials ran on.
+        removed_choices: choices dropped because the device can never run them, with reasons.
+        verification: the verified verdict (None with ``verify.rounds=0``, in a worker
+            process other than the first, or when the study cannot be verified).
+        verification_note: why there is no verification, when the study cannot be verified
+            (e.g. its baseline trial failed); None otherwise.
+    """
+
+    study_name: str
+    storage: str
+    finished: int
+    ran: int
+    wall_s: float
+    pareto_trials: list[FrozenTrial]
+    capabilities: DeviceCapabilities
+    removed_choices: list[str] = field(default_factory=list)
+    verification: VerificationSummary | None = None
+    verification_note: str | None = None
+
+
+def _best_so_far(study: optuna.Study) -> dict[str, float]:
+    feasible = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if all(v <= 0 for v in t.constraints.values())
+    ]
+    best: dict[str, float] = {}
+    for i, objective in enumerate(objectives_of_study(study)):
+        values = [t.values[i] for t in feasible]
+        if values:
+            best[objective.name] = max(values) if objective.direction == "maximize" else min(values)
+    return best
+
+
+#: Sampler seeds of the workers of one study differ by this much, so they propose different
+#: configurations.
+_WORKER_SEED_STRIDE = 100_003
+
+
+def _worker_main(config: RunConfig, n_trials: int, worker_index: int) -> None:
+    """Body of an extra worker process: the same study loop, without a display."""
+    run_study(config, n_trials, worker_index=worker_index)
+
+
+def _start_workers(config: RunConfig, n_trials: int) -> list[multiprocessing.process.BaseProcess]:
+    """Start ``config.workers - 1`` extra worker processes (spawned: a clean interpreter)."""
+    ctx = multiprocessing.get_context("spawn")
+    procs: list[multiprocessing.process.BaseProcess] = []
+    for index in range(1, config.workers):
+        proc = ctx.Process(
+            target=_worker_main, args=(config, n_trials, index), name=f"autotune-worker{index}"
+        )
+        proc.start()
+        procs.append(proc)
+    return procs
+
+
+def _join_workers(procs: list[multiprocessing.process.BaseProcess]) -> None:
+    for proc in procs:
+        proc.join()
+        if proc.exitcode != 0:
+            raise AutotuneError(f"worker {proc.name} exited with code {proc.exitcode}")
+
+
+def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
+    """If the target is not reached, wait while its remaining slots are held elsewhere.
+
+    Slots are held by trials running in other workers, or by the trial of a killed run whose
+    heartbeat has not yet gone stale (then Optuna marks it failed and queues it again).
+    """
+    with warnings.catch_warnings():  # "experimental" since Optuna 2.9
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        with sigint_allowed():
+            time.sleep(min(heartbeat_s, 5))
+
+
+def run_study(
+    config: RunConfig,
+    n_trials: int,
+    *,
+    on_trial: Callable[[StudyProgress], None] | None = None,
+    run_trial_fn: RunTrialFn = run_trial,
+    prepared: PreparedRun | None = None,
+    worker_index: int = 0,
+    on_verify: Callable[[VerificationProgress], None] | None = None,
+) -> StudyResult:
+    """Run (or resume) a study until it holds ``n_trials`` finished trials, then verify it.
+
+    Running the same call again after an interruption tops the study up to ``n_trials``;
+    completed trials are kept, never redone. Interrupted trials are recorded as FAIL and
+    do not count. Once the study holds its trials, the first worker verifies the finalists
+    (:func:`verify_study`, ``config.verify``); a verification that already covers the same
+    finalists is reused, an interrupted one resumed.
+
+    Args:
+        config: the validated run configuration.
+        n_trials: the number of finished trials the study should hold (>= 1).
+        on_trial: called after every trial with a :class:`StudyProgress`.
+        run_trial_fn: runs one trial (default: in child processes; tests inject fakes).
+        prepared: the result of :func:`prepare_run`, if the caller already has it.
+        worker_index: 0 in the process the user started; it starts ``config.workers - 1``
+            more worker processes on the same study (1, 2, ... there).
+        on_verify: called after every verification run with a :class:`VerificationProgress`.
+
+    Raises:
+        ConfigError: bad input (also ``n_trials < 1``), or a study made with another space.
+        StorageError, DataError, DeviceUnavailableError: as their names say.
+        KeyboardInterrupt: on Ctrl-C, after the running trial is stopped and marked FAIL.
+    """
+    if n_trials < 1:
+        raise ConfigError(f"--trials: must be >= 1, but got {n_trials}")
+    prepared = prepared or prepare_run(config)
+    space = prepared.space
+    caps = prepared.capabilities
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
+    storage = open_storage(config.storage, config.trial.heartbeat_s)
+    study = open_study(
+        config,
+        space,
+        caps,
+        storage,
+        seed_offset=_WORKER_SEED_STRIDE * worker_index,
+        objectives=prepared.objectives,
+    )
+    objective = TrialObjective(
+        config, space, caps, with_mfu(run_trial_fn, caps), n_trials, prepared.objectives
+    )
+    # Our results tables (autotune_*, beside Optuna's): one row per finished trial, written by
+    # this callback in this process; the trial processes never touch the database.
+    results = open_results_for_run(config, caps, study, objective.trial_config)
+
+    started = time.monotonic()
+    before = len(study.trials)
+
+    def report(study: optuna.Study, trial: FrozenTrial) -> None:
+        if on_trial is not None and trial.user_attrs.get("failure") != "surplus":
+            on_trial(
+                StudyProgress(
+                    count_finished(study),
+                    n_trials,
+                    time.monotonic() - started,
+                    _best_so_far(study),
+                    trial,
+                )
+            )
+
+    def interruptible(trial: optuna.Trial) -> tuple[float, float, float]:
+        with sigint_allowed():
+            return objective(trial)
+
+    if worker_index == 0 and count_finished(study) < n_trials:
+        enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
+    helpers: list[multiprocessing.process.BaseProcess] = []
+    # Ctrl-C raises only inside the objective (or while waiting); elsewhere it is held back
+    # until the next such point. Raised anywhere in Optuna's loop, it could land between the
+    # start of a trial's heartbeat thread (not a daemon) and the block that stops it: the
+    # thread would beat forever and interpreter exit would wait for it (see interrupts.py).
+    with sigint_deferred():
+        try:
+            if worker_index == 0:
+                helpers.extend(_start_workers(config, n_trials))
+            while count_finished(study) < n_trials:
+                study.optimize(
+                    interruptible,
+                    n_trials=None,
+                    callbacks=[
+                        MaxTrialsCallback(n_trials, states=FINISHED_STATES),
+                        results,
+                        report,
+                    ],
+                    catch=(SurplusTrial,),
+                    gc_after_trial=False,
+                )
+                _wait_for_claimed_slots(study, config.trial.heartbeat_s)
+            with sigint_allowed():
+                _join_workers(helpers)
+        finally:
+            for proc in helpers:
+                if proc.is_alive():
+                    proc.terminate()
+    verification, note = None, None
+    if worker_index == 0 and config.verify.rounds > 0:
+        try:
+            verification = verify_study(
+                study.study_name,
+                config.storage,
+                settings=config.verify,
+                run_trial_fn=run_trial_fn,
+                timeout_s=config.trial.timeout_s,
+                on_run=on_verify,
+                reuse=True,
+                capabilities=caps,
+            )
+        except VerificationError as e:  # the study is fine; it only cannot make a claim
+            note = str(e)
+    return StudyResult(
+        study_name=study.study_name,
+        storage=config.storage,
+        finished=count_finished(study),
+        ran=len(study.trials) - before,
+        wall_s=time.monotonic() - started,
+        pareto_trials=study.best_trials,
+        capabilities=caps,
+        removed_choices=prepared.removed_choices,
+        verification=verification,
+        verification_note=note,
+    )

@@ -1,0 +1,255 @@
+"""Verifying a study: its baseline and finalists re-run in interleaved rounds of fresh
+processes, each run stored as it ends, an interrupted verification resumed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+import optuna
+
+from autotune.config import DEFAULT_STORAGE_URL, TrialConfig, VerifySettings
+from autotune.exceptions import ConfigError, TrialError, VerificationError
+from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
+from autotune.runner import run_trial
+from autotune.storage import (
+    FINISHED_STATES,
+    ResultsStore,
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
+    load_existing_study,
+)
+from autotune.study import RunTrialFn
+from autotune.verification import (
+    VerificationSummary,
+    round_seeds,
+    select_finalists,
+    study_metric,
+    summarize_for_study,
+)
+
+
+@dataclass(frozen=True)
+class VerificationProgress:
+    """A snapshot after each verification run, for progress displays.
+
+    Attributes:
+        done: runs with a row (this one included).
+        planned: runs planned: (1 + candidates) x rounds.
+        rounds: rounds planned.
+        record: what this run measured (or why it failed).
+    """
+
+    done: int
+    planned: int
+    rounds: int
+    record: VerificationRecord
+
+
+def _study_seed(study: optuna.Study, results: ResultsStore) -> int:
+    record = results.study(study.study_name)
+    return record.seed if record is not None else 0
+
+
+def _trial_configs(
+    study_name: str, results: ResultsStore, numbers: set[int]
+) -> dict[int, TrialConfig]:
+    """The full configuration each trial ran, from its results row.
+
+    Raises:
+        VerificationError: a trial has no row, or its row holds only its knobs (a study
+            written before full configurations were stored).
+    """
+    configs: dict[int, TrialConfig] = {}
+    rows = {r.trial_number: r for r in results.trials(study_name)}
+    for number in sorted(numbers):
+        row = rows.get(number)
+        stored = json.loads(row.config_json) if row is not None else {}
+        if "train" not in stored:
+            raise VerificationError(
+                f"study={study_name}: trial {number} has no stored configuration in the "
+                "results tables; it cannot be re-run"
+            )
+        configs[number] = TrialConfig.from_stored(stored)
+    return configs
+
+
+def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
+    """The stored verification re-measured the same configurations the same way."""
+    return (
+        run.plan.baseline_trial == plan.baseline_trial
+        and run.plan.candidates == plan.candidates
+        and run.plan.rounds == plan.rounds
+        and run.plan.accuracy_tolerance_pt == plan.accuracy_tolerance_pt
+    )
+
+
+def _check_verify_hardware(study: optuna.Study, capabilities: DeviceCapabilities | None) -> None:
+    """Refuse to verify on another machine than the study's (throughputs would not compare).
+
+    Raises:
+        ConfigError, DeviceUnavailableError: another machine, or the device is missing here.
+    """
+    kind = (study.user_attrs.get("autotune") or {}).get("device_kind", "cpu")
+    if kind == "mock":
+        return  # a simulation: nothing to compare
+    caps = capabilities or detect_capabilities(kind)
+    check_study_hardware(study, caps.fingerprint, allow_change=False)
+
+
+def verify_study(
+    study_name: str,
+    storage: str = DEFAULT_STORAGE_URL,
+    *,
+    settings: VerifySettings | None = None,
+    run_trial_fn: RunTrialFn = run_trial,
+    timeout_s: float = 600.0,
+    on_run: Callable[[VerificationProgress], None] | None = None,
+    reuse: bool = False,
+    capabilities: DeviceCapabilities | None = None,
+) -> VerificationSummary:
+    """Re-run a study's baseline and finalists in interleaved rounds of fresh processes.
+
+    An interrupted verification (its last one, rounds missing) is resumed: runs already
+    recorded are kept, never redone. Otherwise a new verification is planned: the finalists
+    (:func:`autotune.verification.select_finalists`) and one new training seed per round
+    (:func:`autotune.verification.round_seeds`); each run is stored in
+    ``autotune_verifications`` as soon as it ends. With ``reuse``, a finished verification
+    of the same finalists, rounds and tolerance is returned as it is (``autotune run`` on a
+    study that is already verified); without it (``autotune verify``) a finished one is
+    repeated with new seeds.
+
+    Args:
+        study_name: the Optuna study.
+        storage: its storage URL.
+        settings: rounds, candidates and accuracy tolerance (default ``VerifySettings()``).
+        run_trial_fn: runs one configuration (default: child processes; tests inject fakes).
+        timeout_s: wall-clock limit of one run, in seconds.
+        on_run: called after every run with a :class:`VerificationProgress`.
+        reuse: return a finished verification of the same plan instead of repeating it.
+        capabilities: the device, when the caller already detected it.
+
+    Returns:
+        The summary of the (now finished) verification, with its recommendation.
+
+    Raises:
+        ConfigError: ``rounds`` is 0, or the study was measured on other hardware.
+        StudyNotFoundError, StorageError: no such study, or the database failed.
+        VerificationError: no measured baseline, or a finalist without a stored configuration.
+        KeyboardInterrupt: on Ctrl-C; the runs recorded so far are kept for a resume.
+    """
+    settings = settings or VerifySettings()
+    if settings.rounds == 0:
+        raise ConfigError("verify.rounds=0: verification is off; ask for 2 rounds or more")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = load_existing_study(study_name, storage)
+    _check_verify_hardware(study, capabilities)
+    trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
+    baseline, finalists = select_finalists(
+        trials,
+        {t.number for t in study.best_trials},
+        settings.candidates,
+        settings.accuracy_tolerance_pt,
+        study_metric(study),
+    )
+    with ResultsStore.open(storage, create=True) as results:
+        # Validate before writing: every configuration to run must be stored.
+        configs = _trial_configs(study_name, results, {baseline, *finalists})
+        latest = results.latest_verification(study_name)
+        if latest is not None and not latest.complete:
+            run = latest  # resume it, with its own plan
+            configs.update(
+                _trial_configs(study_name, results, {run.plan.baseline_trial, *run.plan.candidates})
+            )
+        else:
+            number = (latest.number if latest is not None else 0) + 1
+            plan = VerificationPlan(
+                baseline_trial=baseline,
+                candidates=finalists,
+                seeds=round_seeds(_study_seed(study, results), number, settings.rounds),
+                accuracy_tolerance_pt=settings.accuracy_tolerance_pt,
+            )
+            if reuse and latest is not None and _plan_matches(latest, plan):
+                return summarize_for_study(study, latest)
+            run = results.start_verification(study_name, plan)
+        run = _run_verification(run, results, configs, run_trial_fn, timeout_s, on_run)
+    return summarize_for_study(study, run)
+
+
+def _run_verification(
+    run: VerificationRun,
+    results: ResultsStore,
+    configs: Mapping[int, TrialConfig],
+    run_trial_fn: RunTrialFn,
+    timeout_s: float,
+    on_run: Callable[[VerificationProgress], None] | None,
+) -> VerificationRun:
+    """Run every planned (round, configuration) without a row, after one discarded warm-up
+    run, store each, then finish."""
+    plan = run.plan
+    schedule = plan.schedule()
+    done = run.done()
+    pending = [item for item in schedule if item not in done]
+    if pending:
+        # One discarded run first, as benchmark harnesses throw away warm-up: the first trial
+        # process after a start paid for cold caches (the forkserver's, the page cache's, the
+        # CPU's clock) and read up to a third slower than the same configuration later.
+        round_index, number = pending[0]
+        warmup = _round_config(configs[number], plan, round_index)
+        _verification_record(round_index, number, plan, warmup, run_trial_fn, timeout_s)
+    for round_index, number in pending:
+        config = _round_config(configs[number], plan, round_index)
+        record = _verification_record(round_index, number, plan, config, run_trial_fn, timeout_s)
+        results.record_verification(run.study_name, run.number, record)
+        done.add((round_index, number))
+        if on_run is not None:
+            on_run(VerificationProgress(len(done), len(schedule), plan.rounds, record))
+    return results.complete_verification(run.study_name, run.number)
+
+
+def _round_config(config: TrialConfig, plan: VerificationPlan, round_index: int) -> TrialConfig:
+    """A study trial's configuration as a verification round runs it: the round's seed, and
+    none of the mock device's deliberate faults (they belong to the search's trials)."""
+    return config.model_copy(update={"seed": plan.seeds[round_index], "mock_fault": "none"})
+
+
+def _verification_record(
+    round_index: int,
+    number: int,
+    plan: VerificationPlan,
+    config: TrialConfig,
+    run_trial_fn: RunTrialFn,
+    timeout_s: float,
+) -> VerificationRecord:
+    """Run one configuration once; a failure is a row too (it disqualifies the candidate)."""
+    unmeasured = VerificationRecord(
+        round_index=round_index,
+        seed=config.seed,
+        trial_number=number,
+        is_baseline=number == plan.baseline_trial,
+        simulated=config.device == "mock",
+        config_json=config.model_dump_json(),
+        failure=None,
+        failure_detail=None,
+        throughput_sps=None,
+        throughput_iqr_sps=None,
+        step_time_s=None,
+        val_metric=None,
+        peak_memory_bytes=None,
+        train_s=None,
+    )
+    try:
+        m = run_trial_fn(config, timeout_s)
+    except TrialError as e:
+        return replace(unmeasured, failure=e.failure, failure_detail=e.detail[-2000:])
+    return replace(
+        unmeasured,
+        throughput_sps=m.throughput_sps,
+        throughput_iqr_sps=m.throughput_iqr_sps,
+        step_time_s=m.step_time_s,
+        val_metric=m.val_metric,
+        peak_memory_bytes=m.peak_memory_bytes,
+        train_s=m.train_s,
+    )

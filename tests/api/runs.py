@@ -1,0 +1,18 @@
+"""Runs shared by the api tests."""
+
+from __future__ import annotations
+
+import optuna
+
+from autotune.config import RunConfig, load_run_config
+
+
+def mock_run_config(sqlite_url: str, *args: str) -> RunConfig:
+    """A mock run; verification off (tests/api/test_verify.py covers it), so the fakes here
+    see the search's trials alone."""
+    return load_run_config(["device=mock", f"storage={sqlite_url}", "verify.rounds=0", *args])
+
+
+def load_study(config: RunConfig) -> optuna.Study:
+    """The run's study, as Optuna loads it."""
+    return optuna.load_study(study_name=config.study, storage=config.storage)
