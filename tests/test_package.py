@@ -72,3 +72,17 @@ def test_import_autotune_imports_neither_torch_nor_optuna() -> None:
 
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_every_package_is_listed_for_the_wheel() -> None:
+    """setuptools installs only the packages pyproject.toml lists; a package missing there
+    works in an editable install and is absent from a wheel."""
+    import tomllib
+
+    pyproject = tomllib.loads((_PACKAGE_ROOT / "pyproject.toml").read_text())
+    listed = set(pyproject["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(init.parent.relative_to(_PACKAGE_ROOT).parts)
+        for init in (_PACKAGE_ROOT / "autotune").rglob("__init__.py")
+    }
+    assert on_disk | {"autotune.search_spaces"} == listed
