@@ -224,24 +224,17 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
         "--trials",
         "3",
         "space=cnn_small",
-        "device=cpu",
+        "device=mock",
         f"storage={storage}",
         "study=killed",
         "trial.heartbeat_s=1",
         "verify.rounds=0",  # the search alone; verification has its own tests
-        # One fixed, eager configuration that trains for a few seconds per trial.
-        "model.depth=2",
-        "model.width=16",
-        "batch_size=16",
-        "precision=fp32",
-        "memory_format=contiguous",
-        "compile_mode=none",
-        "num_workers=0",
-        "gpu_count=1",
-        "train.epochs=12",
     ]
+    # Trial 1 hangs on purpose (the mock device's `hang` fault), so the kill is sure to land
+    # while a trial runs, however slow a loaded machine is; the rerun has no fault.
+    hanging = [*command, "mock.fault=hang", "mock.fault_trials=[1]"]
     first = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        hanging, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     # Kill only once a trial is truly under way: all its parameters recorded and its rank
     # process started (the forkserver's child, a grandchild of `autotune run`).
