@@ -1,4 +1,5 @@
-"""The Optuna side: storage, sampler, study record, and the objective that runs trials.
+"""The Optuna study: opening it (resume, warm start, study record) and the objective that
+runs its trials.
 
 The objective turns the sampler's parameters into a frozen :class:`TrialConfig`, checks it
 against the device's feasibility rules, runs it in a child process, and stores every figure
@@ -15,17 +16,13 @@ device with seed 0) when they were pruned.
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import optuna
-import sqlalchemy
-from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import RDBStorage
 from optuna.trial import TrialState
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.baseline import trial_train_settings
@@ -45,15 +42,13 @@ from autotune.objectives import (
     objective_values,
 )
 from autotune.samplers import OneThreadSampler, make_sampler
-from autotune.storage import FINISHED_STATES, validate_storage_url
+from autotune.storage import FINISHED_STATES, study_exists
 
 __all__ = [
     "SurplusTrial",
     "TrialObjective",
-    "check_storage_reachable",
     "check_warm_start",
     "count_finished",
-    "open_storage",
     "open_study",
 ]
 
@@ -66,83 +61,6 @@ RunTrialFn = Callable[[TrialConfig, float], Measurement]
 
 class SurplusTrial(Exception):
     """A trial asked for after the study's target was claimed by other workers; not run."""
-
-
-def _check_sqlite_directory(url: str, database: str | None) -> None:
-    """The SQLite file's directory exists or can be created (checked without creating it)."""
-    if database in (None, "", ":memory:"):
-        return
-    ancestor = Path(database).expanduser().absolute().parent
-    while not ancestor.exists():
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise StorageError(
-            f"storage={url}: {ancestor} is a file, so the database directory cannot be made"
-        )
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise StorageError(f"storage={url}: no permission to write in {ancestor}")
-
-
-def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
-    """Connect once to a database server (not SQLite: its file is created on open); writes nothing.
-
-    Raises:
-        StorageError: the server does not answer or refuses the connection.
-    """
-    validate_storage_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        _check_sqlite_directory(url, parsed.database)
-        return
-    connect_args = (
-        {"connect_timeout": timeout_s}
-        if parsed.get_backend_name() in ("postgresql", "mysql")
-        else {}
-    )
-    engine = sqlalchemy.create_engine(url, connect_args=connect_args)
-    try:
-        with engine.connect():
-            pass
-    except SQLAlchemyError as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise StorageError(f"storage={url}: cannot reach the database: {reason}") from None
-    finally:
-        engine.dispose()
-
-
-#: Optuna's table of studies and its name column (``optuna/storages/_rdb/models.py``, the
-#: same since Optuna 1.0), read directly so that checking a name creates nothing.
-_OPTUNA_STUDIES_TABLE = "studies"
-
-
-def _study_exists(url: str, study_name: str) -> bool:
-    """Whether Optuna's storage at ``url`` holds ``study_name``, read without writing anything:
-    a SQLite file that is not there is not created, nor are Optuna's tables where they are
-    missing (opening ``RDBStorage`` would do both).
-
-    Raises:
-        StorageError: the database cannot be read.
-    """
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database in (None, "", ":memory:"):
-            return False  # a new, empty database on every connection
-        if not Path(parsed.database).expanduser().is_file():
-            return False
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            if not sqlalchemy.inspect(connection).has_table(_OPTUNA_STUDIES_TABLE):
-                return False
-            query = sqlalchemy.text(
-                f"SELECT 1 FROM {_OPTUNA_STUDIES_TABLE} WHERE study_name = :name"
-            )
-            return connection.execute(query, {"name": study_name}).first() is not None
-    except SQLAlchemyError as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise StorageError(f"storage={url}: cannot read the database: {reason}") from None
-    finally:
-        engine.dispose()
 
 
 def check_warm_start(config: RunConfig) -> None:
@@ -159,36 +77,8 @@ def check_warm_start(config: RunConfig) -> None:
         return
     if name == config.study:
         raise ConfigError(f"warm_start={name}: must name another study than study={config.study}")
-    if not _study_exists(config.storage, name):
+    if not study_exists(config.storage, name):
         raise ConfigError(f"warm_start={name}: no such study in storage={config.storage}")
-
-
-def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
-    """Open (and create if needed) Optuna's RDB storage at ``url``.
-
-    A SQLite file's directory is created if missing. A running trial beats every
-    ``heartbeat_s`` seconds; one silent for three beats (its process was killed) is marked
-    failed and its configuration is queued again once (``RetryHeartbeatStaleTrialCallback``).
-
-    Raises:
-        StorageError: malformed URL or a database that cannot be reached.
-    """
-    validate_storage_url(url)
-    parsed = make_url(url)
-    try:
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        with warnings.catch_warnings():  # heartbeats are "experimental" since Optuna 2.9
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(
-                url,
-                heartbeat_interval=heartbeat_s,
-                grace_period=3 * heartbeat_s,
-                heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
-            )
-    except (SQLAlchemyError, OSError) as e:
-        reason = str(getattr(e, "orig", None) or e).splitlines()[0]
-        raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
 
 
 def _study_record(

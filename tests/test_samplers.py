@@ -8,7 +8,14 @@ import optuna
 import pytest
 import torch
 
-from autotune.samplers import OneThreadSampler, one_torch_thread
+from autotune.exceptions import ConfigError
+from autotune.samplers import (
+    OneThreadSampler,
+    WarpedSampler,
+    make_sampler,
+    modelled_values,
+    one_torch_thread,
+)
 
 
 def test_one_torch_thread_restores_the_count() -> None:
@@ -60,7 +67,6 @@ def test_the_wrapper_proposes_what_the_wrapped_sampler_proposes() -> None:
 def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
     from autotune.config import load_run_config
     from autotune.hardware import detect_capabilities
-    from autotune.samplers import make_sampler
     from autotune.study import TrialObjective
     from autotune.testing import make_measurement
 
@@ -98,7 +104,6 @@ def _add(
 
 
 def test_modelled_values_take_logs_of_throughput_and_memory_and_impute_failures() -> None:
-    from autotune.samplers import modelled_values
 
     study = _three_objective_study()
     _add(study, (1000.0, 0.9, 2.0**20))
@@ -114,7 +119,6 @@ def test_modelled_values_take_logs_of_throughput_and_memory_and_impute_failures(
 
 
 def test_modelled_values_leave_failures_alone_while_nothing_is_measured() -> None:
-    from autotune.samplers import modelled_values
 
     study = _three_objective_study()
     _add(study, (0.0, 0.0, 2.0**34), failed=True)
@@ -139,7 +143,6 @@ class _ValueRecordingSampler(optuna.samplers.RandomSampler):
 
 
 def test_the_log_scale_sampler_shows_the_wrapped_sampler_log_values_and_stores_raw_ones() -> None:
-    from autotune.samplers import WarpedSampler
 
     inner = _ValueRecordingSampler()
     study = _three_objective_study(WarpedSampler(inner))
@@ -152,7 +155,6 @@ def test_the_log_scale_sampler_shows_the_wrapped_sampler_log_values_and_stores_r
 
 
 def test_gp_behind_both_wrappers_samples_a_constrained_three_objective_study() -> None:
-    from autotune.samplers import WarpedSampler
 
     def objective(trial: optuna.Trial) -> tuple[float, float, float]:
         x = trial.suggest_float("x", 0, 1)
@@ -172,7 +174,6 @@ def test_gp_behind_both_wrappers_samples_a_constrained_three_objective_study() -
 
 
 def test_numeric_choices_reach_the_wrapped_sampler_as_ranks_and_come_back_as_values() -> None:
-    from autotune.samplers import WarpedSampler
 
     seen: list[tuple[dict, dict]] = []
 
@@ -198,3 +199,27 @@ def test_numeric_choices_reach_the_wrapped_sampler_as_ranks_and_come_back_as_val
     assert isinstance(space["precision"], optuna.distributions.CategoricalDistribution)
     assert first_params == {"batch_size": 2, "precision": "fp32"}  # 64 is the 3rd of 16..256
     assert study.trials[1].params == {"batch_size": 256, "precision": "bf16"}
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("nsga2", optuna.samplers.NSGAIISampler),
+        ("tpe", optuna.samplers.TPESampler),
+        ("gp", optuna.samplers.GPSampler),
+        ("random", optuna.samplers.RandomSampler),
+    ],
+)
+def test_make_sampler(name: str, cls: type) -> None:
+    sampler = make_sampler(name, seed=0)
+    assert isinstance(sampler, OneThreadSampler)
+    inner = (
+        sampler.sampler.sampler if isinstance(sampler.sampler, WarpedSampler) else sampler.sampler
+    )
+    assert isinstance(inner, cls)
+    assert isinstance(sampler.sampler, WarpedSampler) == (name == "gp")
+
+
+def test_unknown_sampler() -> None:
+    with pytest.raises(ConfigError, match=r"^sampler=cmaes: unknown sampler"):
+        make_sampler("cmaes", seed=0)

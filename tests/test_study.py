@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from autotune.baseline import baseline_global_batch
 from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
-from autotune.exceptions import ConfigError, StorageError, TrialError
+from autotune.exceptions import ConfigError, TrialError
 from autotune.hardware import DeviceCapabilities
 from autotune.objectives import (
     OBJECTIVES,
@@ -22,11 +22,11 @@ from autotune.objectives import (
     objectives_of_study,
     study_objectives,
 )
-from autotune.samplers import OneThreadSampler, WarpedSampler, make_sampler
+from autotune.samplers import OneThreadSampler, WarpedSampler
+from autotune.storage import open_storage
 from autotune.study import (
     TrialObjective,
     count_finished,
-    open_storage,
     open_study,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
@@ -64,50 +64,6 @@ def _objective(
     return TrialObjective(
         config, space or config.space, caps or make_capabilities("mock"), run_trial, **kwargs
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Storage and samplers
-
-
-def test_open_storage_creates_the_sqlite_directory(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path}/a/b/study.db"
-
-    open_storage(url)
-
-    assert (tmp_path / "a" / "b" / "study.db").is_file()
-
-
-def test_sqlite_directory_that_cannot_be_made_is_a_storage_error(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-
-    with pytest.raises(StorageError, match=f"^storage=sqlite:///{blocker}/study.db: "):
-        open_storage(f"sqlite:///{blocker}/study.db")
-
-
-@pytest.mark.parametrize(
-    ("name", "cls"),
-    [
-        ("nsga2", optuna.samplers.NSGAIISampler),
-        ("tpe", optuna.samplers.TPESampler),
-        ("gp", optuna.samplers.GPSampler),
-        ("random", optuna.samplers.RandomSampler),
-    ],
-)
-def test_make_sampler(name: str, cls: type) -> None:
-    sampler = make_sampler(name, seed=0)
-    assert isinstance(sampler, OneThreadSampler)
-    inner = (
-        sampler.sampler.sampler if isinstance(sampler.sampler, WarpedSampler) else sampler.sampler
-    )
-    assert isinstance(inner, cls)
-    assert isinstance(sampler.sampler, WarpedSampler) == (name == "gp")
-
-
-def test_unknown_sampler() -> None:
-    with pytest.raises(ConfigError, match=r"^sampler=cmaes: unknown sampler"):
-        make_sampler("cmaes", seed=0)
 
 
 # --------------------------------------------------------------------------------------------

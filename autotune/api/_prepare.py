@@ -13,7 +13,8 @@ from autotune.hardware import (
     restrict_space,
 )
 from autotune.objectives import Objective, study_objectives
-from autotune.study import check_storage_reachable, check_warm_start
+from autotune.storage import check_storage_reachable
+from autotune.study import check_warm_start
 from autotune.workloads import check_workload
 
 

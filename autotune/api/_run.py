@@ -23,13 +23,12 @@ from autotune.hardware import DeviceCapabilities
 from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import objectives_of_study
 from autotune.runner import run_trial
-from autotune.storage import FINISHED_STATES, open_results_for_run
+from autotune.storage import FINISHED_STATES, open_results_for_run, open_storage
 from autotune.study import (
     RunTrialFn,
     SurplusTrial,
     TrialObjective,
     count_finished,
-    open_storage,
     open_study,
 )
 from autotune.verification import VerificationSummary

@@ -25,6 +25,7 @@ from autotune.storage._migrate import (
     schema_revision,
     upgrade_schema,
 )
+from autotune.storage._optuna import check_storage_reachable, open_storage, study_exists
 from autotune.storage._read import (
     StudyNotFoundError,
     load_existing_study,
@@ -63,6 +64,7 @@ __all__ = [
     "VerificationPlan",
     "VerificationRecord",
     "VerificationRun",
+    "check_storage_reachable",
     "create_results_engine",
     "hardware_fingerprint",
     "head_revision",
@@ -70,9 +72,11 @@ __all__ = [
     "load_existing_study",
     "open_existing_storage",
     "open_results_for_run",
+    "open_storage",
     "schema_revision",
     "session_scope",
     "sqlite_path",
+    "study_exists",
     "study_names",
     "trial_record",
     "upgrade_schema",
