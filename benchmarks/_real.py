@@ -257,6 +257,8 @@ class StudyCost:
             least 95 % of the tuned trial's throughput.
         in_study_overhead_s: per eager, single-process, feasible trial: its duration in the
             study (sampler, storage, ``run_trial``) minus its ``train_s``.
+        sampler_s: per finished trial, in order, the seconds the sampler took to propose it
+            (its ``sampler_s`` user attribute; NaN where a study predates it).
     """
 
     finished: int
@@ -264,6 +266,15 @@ class StudyCost:
     first_found: int
     within_5pct: int
     in_study_overhead_s: list[float]
+    sampler_s: list[float]
+
+    def sampler_s_around(self, trials: int, window: int = 5) -> float:
+        """Median sampler seconds over the ``window`` trials ending at trial ``trials``
+        (1-based; NaN if the study is shorter)."""
+        values = self.sampler_s[max(0, trials - window) : trials]
+        if len(self.sampler_s) < trials or not values:
+            return float("nan")
+        return float(statistics.median(values))
 
 
 def study_cost(study: optuna.Study, selection: Selection) -> StudyCost:
@@ -291,7 +302,8 @@ def study_cost(study: optuna.Study, selection: Selection) -> StudyCost:
         and t.datetime_complete is not None
         and "train_s" in t.user_attrs
     ]
-    return StudyCost(len(finished), wall_s, first_found, within, overhead)
+    sampler_s = [float(t.user_attrs.get("sampler_s", float("nan"))) for t in finished]
+    return StudyCost(len(finished), wall_s, first_found, within, overhead, sampler_s)
 
 
 # --------------------------------------------------------------------------------------------
