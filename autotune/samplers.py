@@ -1,5 +1,5 @@
-"""Samplers as the study process runs them: on one torch thread, and seeing throughput and
-memory on a log scale.
+"""Samplers as the study process runs them: on one torch thread, and (the GP) seeing the
+study on the scales its knobs and figures live on.
 
 Optuna's GPSampler fits its Gaussian process with torch; on a small machine torch's default
 of one thread per core oversubscribes the CPU and slows the fit several times (Optuna PR
@@ -11,9 +11,10 @@ Optuna's GPSampler standardizes each objective (z-scores) and models it as it co
 no output warping. Throughput and peak memory span orders of magnitude (tens to tens of
 thousands of samples/s), and a few fast or large configurations would stretch their scale
 until the GP sees every other configuration as alike. Practitioners judge both as ratios
-("2x faster", "half the memory"), so :class:`LogScaleSampler` lets the wrapped sampler model
-their logarithms (the input/output warping of Snoek et al., "Input Warping for Bayesian
-Optimization of Non-stationary Functions", ICML 2014, in its simplest form). A trial that
+("2x faster", "half the memory"), so :class:`WarpedSampler` lets the wrapped sampler model
+their logarithms, and numeric choices (batch size, width) by their rank (output and input
+warping, after Snoek et al., "Input Warping for Bayesian Optimization of Non-stationary
+Functions", ICML 2014, in their simplest form). A trial that
 failed (no measurement) carries placeholder values (zero throughput, zero accuracy); the
 wrapped sampler sees the worst value measured so far on each objective instead, so the
 placeholders do not squash the measured values' scale, while Optuna's constraints (the
