@@ -82,7 +82,49 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-class OneThreadSampler(BaseSampler):
+class _DelegatingSampler(BaseSampler):
+    """A sampler that hands every call to ``self.sampler``, unchanged; subclasses change
+    only the calls they need to (Optuna's public ``BaseSampler`` interface)."""
+
+    def __init__(self, sampler: BaseSampler) -> None:
+        self.sampler = sampler
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return self.sampler.infer_relative_search_space(study, trial)
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        return self.sampler.sample_relative(study, trial, search_space)
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        return self.sampler.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+class OneThreadSampler(_DelegatingSampler):
     """Wrap a sampler so that each of its calls runs on one torch thread.
 
     Only Optuna's public ``BaseSampler`` interface is used: every method delegates to the
@@ -98,7 +140,7 @@ class OneThreadSampler(BaseSampler):
     """
 
     def __init__(self, sampler: BaseSampler) -> None:
-        self.sampler = sampler
+        super().__init__(sampler)
         self.fit_s = 0.0
 
     def _timed(self, call: Callable[[], T]) -> T:
@@ -129,21 +171,6 @@ class OneThreadSampler(BaseSampler):
         return self._timed(
             lambda: self.sampler.sample_independent(study, trial, param_name, param_distribution)
         )
-
-    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
 
 
 def _is_failed(trial: FrozenTrial) -> bool:
@@ -213,7 +240,7 @@ def _choice_at(distribution: CategoricalDistribution, rank: int) -> Any:
     return next(c for c in distribution.choices if c == value)
 
 
-class WarpedSampler(BaseSampler):
+class WarpedSampler(_DelegatingSampler):
     """Wrap a sampler that models objective values over its parameters (``GPSampler``) so
     that it models them on the scales the knobs and figures live on.
 
@@ -247,7 +274,7 @@ class WarpedSampler(BaseSampler):
         log_scale: Collection[str] = LOG_SCALE_OBJECTIVES,
         ordinal: bool = True,
     ) -> None:
-        self.sampler = sampler
+        super().__init__(sampler)
         self._log_scale = tuple(log_scale)
         self._ordinal = ordinal
 
@@ -285,11 +312,6 @@ class WarpedSampler(BaseSampler):
         view.add_trials(copies)
         return view, view.get_trials(deepcopy=False)[trial.number]
 
-    def infer_relative_search_space(
-        self, study: Study, trial: FrozenTrial
-    ) -> dict[str, BaseDistribution]:
-        return self.sampler.infer_relative_search_space(study, trial)
-
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
@@ -310,30 +332,6 @@ class WarpedSampler(BaseSampler):
             name: _choice_at(ordinal[name], int(v)) if name in ordinal else v
             for name, v in proposal.items()
         }
-
-    def sample_independent(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        param_name: str,
-        param_distribution: BaseDistribution,
-    ) -> Any:
-        return self.sampler.sample_independent(study, trial, param_name, param_distribution)
-
-    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        self.sampler.before_trial(study, trial)
-
-    def after_trial(
-        self,
-        study: Study,
-        trial: FrozenTrial,
-        state: TrialState,
-        values: Sequence[float] | None,
-    ) -> None:
-        self.sampler.after_trial(study, trial, state, values)
-
-    def reseed_rng(self) -> None:
-        self.sampler.reseed_rng()
 
 
 def make_sampler(name: str, seed: int) -> OneThreadSampler:
