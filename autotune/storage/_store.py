@@ -131,6 +131,24 @@ class ResultsStore:
             assert found is not None
             return found
 
+    @staticmethod
+    def _trial_row(session: Session, study_id: int, record: TrialRecord) -> TrialResultModel:
+        """The trial's row, inserted or updated. Several workers of one study each write the
+        trials they see finished, so two may insert the same trial at once: the insert runs
+        in a savepoint, and the loser updates the winner's row instead (as for hardware)."""
+        row = TrialResultModel.find(session, study_id, record.trial_number)
+        if row is None:
+            try:
+                with session.begin_nested():
+                    row = TrialResultModel(study_id=study_id, **TRIAL.values(record))
+                    session.add(row)
+                return row
+            except IntegrityError:  # another worker inserted this trial's row meanwhile
+                row = TrialResultModel.find(session, study_id, record.trial_number)
+                assert row is not None
+        TRIAL.assign(row, record)
+        return row
+
     def record_study(self, record: StudyRecord) -> StudyRecord:
         """Record a study the first time it is opened; later calls keep the first record.
 
@@ -181,12 +199,7 @@ class ResultsStore:
                         "record_study() comes first"
                     )
                 studies[record.study_name] = study
-                row = TrialResultModel.find(session, study.id, record.trial_number)
-                if row is None:
-                    row = TrialResultModel(study_id=study.id, **TRIAL.values(record))
-                    session.add(row)
-                else:
-                    TRIAL.assign(row, record)
+                row = self._trial_row(session, study.id, record)
                 if hardware_row is not None:
                     row.hardware_id = hardware_row.id
                 written += 1

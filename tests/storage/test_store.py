@@ -108,6 +108,32 @@ def test_record_trials_inserts_then_updates_one_row_per_trial(store: ResultsStor
     assert gpu == "NVIDIA H100 80GB HBM3"
 
 
+def test_a_trial_row_another_worker_inserted_meanwhile_is_updated_not_inserted_twice(
+    store: ResultsStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers may both see a trial finished and insert its row at once (it crashed a
+    worker of the 4-worker PostgreSQL study on a unique violation): the loser updates."""
+    from autotune.storage.models import TrialResultModel
+
+    store.record_study(_study())
+    store.record_trials([trial_record("s", make_trial(0, (1234.5, 0.91, 5e6)))], HARDWARE)
+    real_find = TrialResultModel.find.__func__  # type: ignore[attr-defined]
+    calls: list[int] = []
+
+    def find_missing_once(cls, session, study_id, trial_number):  # type: ignore[no-untyped-def]
+        calls.append(trial_number)
+        if len(calls) == 1:  # the other worker's row is not committed when this one looks
+            return None
+        return real_find(cls, session, study_id, trial_number)
+
+    monkeypatch.setattr(TrialResultModel, "find", classmethod(find_missing_once))
+    changed = make_trial(0, (2000.0, 0.95, 6e6))
+    assert store.record_trials([trial_record("s", changed)], HARDWARE) == 1
+    rows = store.trials("s")
+    assert len(rows) == 1 and rows[0].throughput_sps == 2000.0
+    assert calls == [0, 0]  # looked, collided, looked again
+
+
 def test_record_trials_of_an_unrecorded_study_is_refused(store: ResultsStore) -> None:
     with pytest.raises(StorageError, match="not recorded"):
         store.record_trials([trial_record("ghost", make_trial(0, (1.0, 0.5, 1.0)))])
