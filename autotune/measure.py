@@ -174,38 +174,46 @@ def plan_windows(
 
 
 def summarize_windows(
-    window_times_s: Sequence[float], window_steps: int, samples_per_step: int
+    window_times_s: Sequence[float], window_steps: int | Sequence[int], samples_per_step: int
 ) -> ThroughputStats:
-    """Summarize timed windows of equally many consecutive steps.
+    """Summarize timed windows of consecutive steps.
 
-    Each window's throughput is ``window_steps * samples_per_step / window_seconds`` and its
-    step time ``window_seconds / window_steps``; the figures are the median over windows (and
-    the IQR and 90th percentile) of these.
+    Each window's throughput is ``its steps * samples_per_step / its seconds`` and its step
+    time ``its seconds / its steps``; the figures are the median over windows (and the IQR and
+    90th percentile) of these.
 
     Args:
         window_times_s: seconds of each window, input pipeline included, in order.
-        window_steps: optimizer steps in each window (>= 1).
+        window_steps: optimizer steps in each window (>= 1): one count for all, or one per
+            window (the stretches between evaluations of a time-to-accuracy trial).
         samples_per_step: global samples per step (per-rank batch size times world size).
 
     Raises:
-        ValueError: when ``window_times_s`` is empty or holds a non-positive time, or
-            ``window_steps < 1``.
+        ValueError: when ``window_times_s`` is empty or holds a non-positive time, a window
+            has fewer than 1 step, or the step counts do not match the windows.
     """
     if not window_times_s:
         raise ValueError("no timed steps: raise the budget (train.epochs) or lower warmup_steps")
     if min(window_times_s) <= 0:
         raise ValueError(f"window times must be > 0 s, but got min {min(window_times_s)}")
-    if window_steps < 1:
-        raise ValueError(f"`window_steps >= 1` must hold, but got {window_steps}")
-    window_sps = tuple(window_steps * samples_per_step / t for t in window_times_s)
-    step_times_s = [t / window_steps for t in window_times_s]
+    steps = (
+        [window_steps] * len(window_times_s)
+        if isinstance(window_steps, int)
+        else list(window_steps)
+    )
+    if len(steps) != len(window_times_s):
+        raise ValueError(f"{len(steps)} step counts for {len(window_times_s)} windows")
+    if min(steps) < 1:
+        raise ValueError(f"`window_steps >= 1` must hold, but got {min(steps)}")
+    window_sps = tuple(n * samples_per_step / t for n, t in zip(steps, window_times_s, strict=True))
+    step_times_s = [t / n for n, t in zip(steps, window_times_s, strict=True)]
     return ThroughputStats(
         throughput_sps=statistics.median(window_sps),
         throughput_iqr_sps=_quantile(window_sps, 0.75) - _quantile(window_sps, 0.25),
         window_throughputs_sps=window_sps,
         step_time_s=statistics.median(step_times_s),
         step_time_p90_s=_quantile(step_times_s, 0.9),
-        timed_steps=window_steps * len(window_times_s),
+        timed_steps=sum(steps),
     )
 
 
@@ -323,6 +331,16 @@ class Measurement:
             ``cpu_peak_rss_growth``, ``simulated``).
         simulated: True when the mock device produced this (no real training happened).
         window_throughputs_sps: each timed window's samples/s.
+        time_to_accuracy_s: time-to-accuracy trials only (``objective=time_to_accuracy``):
+            wall seconds from the first training step to the end of the first evaluation
+            that met the target, compilation and evaluations included; None when the target
+            was not reached or in a throughput trial.
+        target_reached: time-to-accuracy trials: whether the validation metric met the
+            target; None in a throughput trial.
+        eval_s: time-to-accuracy trials: wall seconds spent evaluating (inside
+            ``time_to_accuracy_s``); None otherwise.
+        metric_curve: time-to-accuracy trials: one ``(wall_s, step, metric)`` per
+            evaluation, in order (wall seconds since the first step); empty otherwise.
         extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
             after warm-up), stored as user attributes too.
     """
@@ -343,6 +361,10 @@ class Measurement:
     memory_kind: str
     simulated: bool
     window_throughputs_sps: tuple[float, ...] = ()
+    time_to_accuracy_s: float | None = None
+    target_reached: bool | None = None
+    eval_s: float | None = None
+    metric_curve: tuple[tuple[float, int, float], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -362,5 +384,11 @@ class Measurement:
         """Flat JSON-ready figures for Optuna trial user attributes."""
         attrs = asdict(self)
         attrs["window_throughputs_sps"] = list(self.window_throughputs_sps)
+        curve = attrs.pop("metric_curve")
+        if self.target_reached is None:  # a throughput trial: no time-to-accuracy figures
+            for key in ("time_to_accuracy_s", "target_reached", "eval_s"):
+                attrs.pop(key)
+        else:
+            attrs["metric_curve"] = [list(point) for point in curve]
         attrs.update(attrs.pop("extra"))
         return attrs

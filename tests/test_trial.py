@@ -17,7 +17,9 @@ from autotune.measure import Measurement
 from autotune.models import count_parameters
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
-from autotune.trial import _make_lr_schedule, _train_and_evaluate
+from autotune.trial._setup import make_lr_schedule as _make_lr_schedule
+from autotune.trial._setup import prepare_training
+from autotune.trial._throughput import train_for_throughput
 from autotune.workloads import load_workload
 
 pytestmark = pytest.mark.slow
@@ -160,7 +162,8 @@ class CountingCpuBackend(CpuBackend):
 def _train_here(config: TrialConfig) -> tuple[Measurement, int]:
     """Train and evaluate ``config`` as rank 0 of 1 in this process; (measurement, syncs)."""
     backend = CountingCpuBackend()
-    m = _train_and_evaluate(config, backend, load_workload(config.workload), 0, 1)
+    training = prepare_training(config, backend, load_workload(config.workload), 0, 1)
+    m = train_for_throughput(training, 0, 1)
     return m, backend.syncs
 
 

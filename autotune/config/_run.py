@@ -15,6 +15,7 @@ from autotune.config._settings import (
     MockFault,
     MockProfileName,
     MockSettings,
+    ObjectiveMode,
     TrainSettings,
     TrialSettings,
     VerifySettings,
@@ -38,6 +39,9 @@ class RunConfig(Strict):
     storage: str = DEFAULT_STORAGE_URL  # any SQLAlchemy URL
     # GP: the best hypervolume after 25 and 50 trials in docs/benchmarks (search efficiency).
     sampler: SamplerName = "gp"
+    # throughput (default; three objectives: samples/s, validation metric, peak memory) or
+    # time_to_accuracy (two: seconds to train.target_accuracy / train.target_metric, memory).
+    objective: ObjectiveMode = "throughput"
     seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; every trial trains with it
     trial: TrialSettings = TrialSettings()
     workers: int = Field(1, ge=1)  # worker processes sharing the study on this machine
@@ -73,6 +77,9 @@ class TrialConfig(Strict):
     seed: int = 0  # training seed (initialization, data order); a study gives all trials its own
     train: TrainSettings = TrainSettings()
     measure: MeasureSettings = MeasureSettings()
+    # throughput: train the fixed budget and time it; time_to_accuracy: train until the
+    # validation metric meets train.target_accuracy / train.target_metric.
+    objective: ObjectiveMode = "throughput"
     mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
     mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import ByteSize, Field, field_validator
+from pydantic import ByteSize, Field, field_validator, model_validator
 
 from autotune.config._base import Strict
 
@@ -14,6 +14,10 @@ DataName = Literal["digits", "mnist", "fashion_mnist", "synthetic"]
 OptimizerName = Literal["adamw", "sgd"]
 LrScaling = Literal["none", "linear", "sqrt"]
 LrSchedule = Literal["constant", "cosine"]
+#: What a study optimizes: ``throughput`` (samples/s, the validation metric and peak memory
+#: after a fixed budget of epochs) or ``time_to_accuracy`` (the wall seconds to reach
+#: ``train.target_accuracy`` or ``train.target_metric``, and peak memory).
+ObjectiveMode = Literal["throughput", "time_to_accuracy"]
 
 LR_SCALING_RULES: tuple[str, ...] = ("none", "linear", "sqrt")
 #: The learning-rate scaling rule of each optimizer when ``train.lr_scaling`` is not set (see
@@ -93,6 +97,32 @@ class TrainSettings(Strict):
     # After the warm-up: cosine (decay to 0 at the last step) or constant (stay at the peak).
     # The built-in CNN on MNIST: 98.4 % with cosine, 98.05 % constant (5 seeds, README).
     lr_schedule: LrSchedule = "cosine"
+    # objective=time_to_accuracy only: the quality target a trial trains to. target_accuracy
+    # for a top-1 accuracy in (0, 1]; target_metric for any other metric (a loss: reached
+    # at or below it when the workload minimizes it). At most one of the two.
+    target_accuracy: float | None = Field(None, gt=0, le=1)
+    target_metric: float | None = None
+    # When a time-to-accuracy trial evaluates: every eval_every_steps optimizer steps, or
+    # every eval_every_s seconds of training (at most one of the two); neither: once per
+    # epoch. The evaluations count in the time to accuracy, as in MLPerf Training.
+    eval_every_steps: int | None = Field(None, ge=1)
+    eval_every_s: float | None = Field(None, gt=0)
+    # A time-to-accuracy trial that has not reached the target after this many seconds
+    # stops there (infeasible); unset: it may use the whole schedule (train.epochs).
+    max_time_s: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_target_one_cadence(self) -> TrainSettings:
+        if self.target_accuracy is not None and self.target_metric is not None:
+            raise ValueError("set train.target_accuracy or train.target_metric, not both")
+        if self.eval_every_steps is not None and self.eval_every_s is not None:
+            raise ValueError("set train.eval_every_steps or train.eval_every_s, not both")
+        return self
+
+    @property
+    def target(self) -> float | None:
+        """The time-to-accuracy target: ``target_accuracy`` or ``target_metric``."""
+        return self.target_accuracy if self.target_accuracy is not None else self.target_metric
 
     @property
     def lr_scaling_rule(self) -> LrScaling:

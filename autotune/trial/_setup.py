@@ -1,0 +1,247 @@
+"""What both training loops of a trial share: data loader, model, optimizer, learning-rate
+schedule, autocast and the one optimizer step (:class:`Training`), and the evaluation.
+
+The tuner's knobs map onto PyTorch here: batch size and workers -> ``DataLoader`` (pinned
+memory on CUDA, persistent workers); precision -> ``torch.autocast`` (fp16, bf16; a
+``GradScaler`` for fp16 on CUDA) or the TF32 flags (set by the backend); memory format ->
+``channels_last`` for the model and 4-D inputs; compile mode -> ``torch.compile(mode=...)``;
+GPU count -> ``DistributedDataParallel`` with that world size. The learning rate follows the
+global batch (``train.lr_scaling``) after a linear warm-up
+(``torch.optim.lr_scheduler.LinearLR``), then ``train.lr_schedule`` (cosine decay to 0 by
+default) over the budget's ``total_steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
+
+from autotune.config import TrainSettings, TrialConfig
+from autotune.devices import Backend
+from autotune.workloads import LoadedWorkload
+
+_AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def make_optimizer(settings: TrainSettings, params: Any, lr: float) -> torch.optim.Optimizer:
+    """``train.optimizer`` (AdamW or SGD with momentum) at learning rate ``lr``."""
+    if settings.optimizer == "sgd":
+        return torch.optim.SGD(
+            params, lr=lr, momentum=settings.momentum, weight_decay=settings.weight_decay
+        )
+    return torch.optim.AdamW(params, lr=lr, weight_decay=settings.weight_decay)
+
+
+def make_lr_schedule(
+    optimizer: torch.optim.Optimizer, settings: TrainSettings, total_steps: int
+) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """The learning rate over a trial's ``total_steps`` optimizer steps, stepped once per step.
+
+    A linear warm-up over ``settings.lr_warmup_steps(total_steps)`` steps (step ``k`` of ``w``
+    uses ``k / w`` of the peak), then ``settings.lr_schedule``: ``constant`` keeps the peak;
+    ``cosine`` decays it to 0 at the last step (Loshchilov & Hutter, "SGDR", ICLR 2017,
+    without restarts). None when the learning rate never changes.
+    """
+    warmup_steps = settings.lr_warmup_steps(total_steps)
+    warmup = (
+        torch.optim.lr_scheduler.LinearLR(
+            optimizer, start_factor=1.0 / warmup_steps, end_factor=1.0, total_iters=warmup_steps - 1
+        )
+        if warmup_steps >= 2
+        else None
+    )
+    if settings.lr_schedule == "constant" or total_steps - max(warmup_steps, 1) < 1:
+        return warmup
+    decay_steps = total_steps - max(warmup_steps, 1) + 1
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=decay_steps, eta_min=0.0)
+    if warmup is None:
+        return cosine
+    return torch.optim.lr_scheduler.SequentialLR(
+        optimizer, [warmup, cosine], milestones=[warmup_steps - 1]
+    )
+
+
+def make_loader(
+    config: TrialConfig, data: Dataset[Any], backend: Backend, rank: int, world_size: int
+) -> DataLoader[Any]:
+    """The training loader: shuffled with the trial's seed (a ``DistributedSampler`` under
+    DDP), ``drop_last`` so that every step has the same batch."""
+    generator = torch.Generator().manual_seed(config.seed)
+    sampler: Any
+    if world_size > 1:
+        sampler = DistributedSampler(data, world_size, rank, shuffle=True, seed=config.seed)
+    else:
+        sampler = RandomSampler(data, generator=generator)  # type: ignore[arg-type]
+    return DataLoader(
+        data,
+        batch_size=config.batch_size,
+        sampler=sampler,
+        num_workers=config.num_workers,
+        pin_memory=backend.pin_memory,
+        drop_last=True,  # equal batches: steady timing, no recompiles on a ragged last batch
+        persistent_workers=config.num_workers > 0,
+        generator=generator,
+    )
+
+
+def to_device(batch: Any, device: torch.device, memory_format: torch.memory_format) -> torch.Tensor:
+    """One collated input or target on the device; 4-D tensors in ``memory_format``.
+
+    Raises:
+        TypeError: the batch is not a tensor (the workload's items collate to something else).
+    """
+    if not isinstance(batch, torch.Tensor):
+        raise TypeError(
+            f"the workload's datasets() items must collate to tensors (input, target), "
+            f"got a {type(batch).__name__}"
+        )
+    if batch.dim() == 4:
+        return batch.to(device, non_blocking=True, memory_format=memory_format)
+    return batch.to(device, non_blocking=True)
+
+
+@dataclass
+class Training:
+    """One rank's training state, built by :func:`prepare_training`.
+
+    Attributes:
+        model: the eager model (evaluated, counted); ``step_model`` wraps it (DDP, compile).
+        val_data: the validation split.
+        loader: the training loader.
+        total_steps: optimizer steps of the budget (``train.epochs`` passes, capped by
+            ``train.max_steps``): the learning-rate schedule's length.
+        samples_per_step: global batch (per-rank batch times world size).
+        peak_lr: the learning rate after warm-up.
+        compiled: ``compile_mode != "none"``.
+    """
+
+    config: TrialConfig
+    backend: Backend
+    workload: LoadedWorkload
+    device: torch.device
+    memory_format: torch.memory_format
+    autocast_dtype: torch.dtype | None
+    model: torch.nn.Module
+    step_model: Any
+    optimizer: torch.optim.Optimizer
+    lr_schedule: torch.optim.lr_scheduler.LRScheduler | None
+    scaler: torch.amp.GradScaler
+    val_data: Dataset[Any]
+    loader: DataLoader[Any]
+    total_steps: int
+    samples_per_step: int
+    peak_lr: float
+    compiled: bool
+
+    def train_step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """One optimizer step on the batch ``(x, y)`` (already on the device); its loss."""
+        with torch.autocast(
+            self.backend.kind, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
+        ):
+            loss = self.workload.loss(self.step_model(x), y)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if self.lr_schedule is not None:
+            self.lr_schedule.step()
+        return loss
+
+    def batches(self, first_epoch: int = 0) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+        """Endless ``(epoch, x, y)`` on the device, epoch after epoch from ``first_epoch``
+        (x: (B, ...), (B, C, H, W) for images; y: (B, ...))."""
+        epoch = first_epoch
+        while True:
+            if isinstance(self.loader.sampler, DistributedSampler):
+                self.loader.sampler.set_epoch(epoch)
+            for x, y in self.loader:
+                yield (
+                    epoch,
+                    to_device(x, self.device, self.memory_format),
+                    to_device(y, self.device, self.memory_format),
+                )
+            epoch += 1
+
+    @torch.no_grad()
+    def evaluate(self) -> float:
+        """The workload's validation metric of the eager model (top-1 accuracy in [0, 1]
+        unless the workload brings its own ``evaluate``), in eval mode, under the trial's
+        autocast. The model stays in eval mode: call ``model.train()`` before more steps.
+
+        The validation batches are the trial's batch size, in order, without workers.
+        """
+        self.model.eval()
+        loader = DataLoader(self.val_data, batch_size=self.config.batch_size, shuffle=False)
+        with torch.autocast(
+            self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
+        ):
+            return self.workload.evaluate(self.model, loader, self.device, self.memory_format)
+
+
+def prepare_training(
+    config: TrialConfig, backend: Backend, workload: LoadedWorkload, rank: int, world_size: int
+) -> Training:
+    """Load the data, build the model, optimizer and schedule; reset the peak-memory window
+    before the model is built.
+
+    Raises:
+        ValueError: the global batch is larger than the training split.
+    """
+    device = backend.torch_device()
+    train_data, val_data = workload.datasets()
+    torch.manual_seed(config.seed)
+    loader = make_loader(config, train_data, backend, rank, world_size)
+    steps_per_epoch = len(loader)
+    if steps_per_epoch == 0:
+        raise ValueError(
+            f"batch_size={config.batch_size} x gpu_count={world_size} is larger than the "
+            f"{len(train_data)} training samples"  # type: ignore[arg-type]
+        )
+    total_steps = config.train.epochs * steps_per_epoch
+    if config.train.max_steps is not None:
+        total_steps = min(total_steps, config.train.max_steps)
+    compiled = config.compile_mode != "none"
+    samples_per_step = config.batch_size * world_size
+    peak_lr = config.train.peak_lr(samples_per_step)
+
+    backend.reset_peak_memory()
+    channels_last = config.memory_format == "channels_last"
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    # Module.to takes memory_format (keyword only; documented, and parsed at run time by
+    # torch._C._nn._parse_to), but torch's overloads of `to` leave it out.
+    model = workload.build_model(config.model).to(  # type: ignore[call-overload]
+        device=device, memory_format=memory_format
+    )
+    train_model: torch.nn.Module = model
+    if world_size > 1:
+        train_model = DistributedDataParallel(model)
+    optimizer = make_optimizer(config.train, model.parameters(), peak_lr)
+    lr_schedule = make_lr_schedule(optimizer, config.train, total_steps)
+    step_model = torch.compile(train_model, mode=config.compile_mode) if compiled else train_model
+    model.train()
+    return Training(
+        config=config,
+        backend=backend,
+        workload=workload,
+        device=device,
+        memory_format=memory_format,
+        autocast_dtype=_AUTOCAST_DTYPES.get(config.precision),
+        model=model,
+        step_model=step_model,
+        optimizer=optimizer,
+        lr_schedule=lr_schedule,
+        scaler=torch.amp.GradScaler(
+            backend.kind, enabled=config.precision == "fp16" and backend.kind == "cuda"
+        ),
+        val_data=val_data,
+        loader=loader,
+        total_steps=total_steps,
+        samples_per_step=samples_per_step,
+        peak_lr=peak_lr,
+        compiled=compiled,
+    )
