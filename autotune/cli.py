@@ -52,14 +52,13 @@ def run(
     from autotune.config import load_run_config
     from autotune.console import ProgressDisplay, print_header, print_result, verification_line
     from autotune.exceptions import ConfigError
-    from autotune.objectives import METRIC_INDEX
 
     if trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
     hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
     config = load_run_config([*(overrides or []), *hardware_args])
     prepared = prepare_run(config)
-    metric = prepared.objectives[METRIC_INDEX]
+    metric = prepared.metric
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     print_header(console, prepared, trials)

@@ -35,10 +35,11 @@ from autotune.hardware import (
 )
 from autotune.measure import Measurement
 from autotune.objectives import (
-    METRIC_INDEX,
     OBJECTIVES,
     Objective,
     failed_values,
+    metric_objective,
+    objective_mode,
     objective_values,
 )
 from autotune.samplers import OneThreadSampler, make_sampler
@@ -86,8 +87,9 @@ def _study_record(
     space: SearchSpace,
     caps: DeviceCapabilities,
     objectives: tuple[Objective, ...],
+    metric: Objective | None,
 ) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         # Defaults left out: a field added in a later autotune version (with a default that
         # keeps the old behaviour) must not make existing studies impossible to resume.
         "space": space.model_dump(mode="json", exclude_defaults=True),
@@ -97,6 +99,15 @@ def _study_record(
         "simulated": caps.simulated,
         "objectives": [o.name for o in objectives],
     }
+    if objective_mode(objectives) == "time_to_accuracy":
+        # The metric is not an objective here: the record keeps what the target is.
+        record["objective"] = "time_to_accuracy"
+        record["target"] = {
+            "metric": metric.name if metric is not None else "accuracy",
+            "direction": metric.direction if metric is not None else "maximize",
+            "value": space.train.target,
+        }
+    return record
 
 
 def count_finished(study: optuna.Study) -> int:
@@ -111,11 +122,15 @@ def open_study(
     storage: RDBStorage,
     seed_offset: int = 0,
     objectives: tuple[Objective, ...] = OBJECTIVES,
+    metric: Objective | None = None,
 ) -> optuna.Study:
-    """Create the study, or load it to resume; refuse to mix spaces or device kinds.
+    """Create the study, or load it to resume; refuse to mix spaces, device kinds or
+    objective modes.
 
     ``objectives`` are the study's (:func:`autotune.objectives.study_objectives` of the
-    workload's metric); Optuna keeps their names and directions with the study.
+    workload's metric and ``objective=``); Optuna keeps their names and directions with the
+    study. ``metric`` is the workload's validation metric, which a time-to-accuracy study's
+    record keeps with its target (it is not among the objectives there).
 
     The sampler's seed is ``seed + number of trials already in the study + seed_offset``, so a
     resumed study does not replay the first proposals while staying reproducible, and workers
@@ -125,7 +140,7 @@ def open_study(
         ConfigError: the existing study was made with another space or another device kind.
         StorageError: the database failed.
     """
-    record = _study_record(config, space, caps, objectives)
+    record = _study_record(config, space, caps, objectives, metric)
     try:
         warm_start = _warm_start_trials(config, space, storage) if config.warm_start else []
         study = optuna.create_study(
@@ -145,6 +160,12 @@ def open_study(
             for params, source in warm_start:
                 study.enqueue_trial(params, user_attrs={"warm_start_from": source})
         else:
+            mode = existing.get("objective", "throughput")
+            if mode != record.get("objective", "throughput"):
+                raise ConfigError(
+                    f"study={config.study}: it was created with objective={mode}; choose a new "
+                    "study name (study=NAME) or the original objective"
+                )
             for key, what in (("space", "search space"), ("device_kind", "device")):
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
                     record[key], sort_keys=True
@@ -201,7 +222,9 @@ class TrialObjective:
             run but stopped as :class:`SurplusTrial`.
 
     Returns (when called):
-        ``(throughput_sps, val_metric, peak_memory_bytes)``.
+        ``(throughput_sps, val_metric, peak_memory_bytes)``, or ``(time_to_accuracy_s,
+        peak_memory_bytes)`` with ``objective=time_to_accuracy``
+        (:func:`autotune.objectives.objective_values`).
 
     A configuration the device's feasibility rules refuse is not launched; it completes with
     the failed values and ``failure=infeasible``, like a trial that ran out of memory.
@@ -246,6 +269,7 @@ class TrialObjective:
             train=trial_train_settings(self._space),
             mock_fault=self._mock_fault(trial.number),
             mock_profile=self._config.mock.profile,
+            objective=self._config.objective,
         )
 
     def _mock_fault(self, number: int) -> MockFault:
@@ -279,11 +303,15 @@ class TrialObjective:
         """Record feasibility as Optuna constraints (> 0 means violated).
 
         Every trial of a study gets the same constraint keys (GPSampler requires it):
-        ``failed`` always, plus one per limit the space sets. A failed trial (no measurement)
-        is infeasible through ``failed`` alone; its limit constraints read 0.
+        ``failed`` always, ``target_not_reached`` in a time-to-accuracy study, plus one per
+        limit the space sets. A failed trial (no measurement) is infeasible through
+        ``failed`` alone; its other constraints read 0.
         """
         limits = self._space.constraints
         trial.set_constraint("failed", 0.0 if measurement is not None else 1.0)
+        if self._config.objective == "time_to_accuracy":
+            missed = measurement is not None and not measurement.target_reached
+            trial.set_constraint("target_not_reached", 1.0 if missed else 0.0)
         if limits.max_memory_bytes is not None:
             excess = (
                 0.0
@@ -304,26 +332,34 @@ class TrialObjective:
             trial.set_user_attr("sampler_s", sampler.fit_s - self._sampler_s_seen)
             self._sampler_s_seen = sampler.fit_s
 
-    def _record_failure(
-        self, trial: optuna.Trial, failure: str, detail: str
-    ) -> tuple[float, float, float]:
+    def _worst_measured(self, trial: optuna.Trial, index: int) -> float | None:
+        """The largest value of objective ``index`` among the study's measured trials (in a
+        time-to-accuracy study, those that reached the target)."""
+        measured = [
+            t.values[index]
+            for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.values is not None
+            and "failure" not in t.user_attrs
+            and t.user_attrs.get("target_reached") is not False
+        ]
+        return max(measured, default=None)
+
+    def _record_failure(self, trial: optuna.Trial, failure: str, detail: str) -> tuple[float, ...]:
         """A trial without a measurement (never launched, or failed): why, as constraints,
         and the worst objective values, so the sampler learns from it."""
         trial.set_user_attr("failure", failure)
         trial.set_user_attr("failure_detail", detail[-2000:])
         self._set_constraints(trial, None)
-        metric = self._objectives[METRIC_INDEX]
-        worst = None
-        if metric.direction == "minimize":
-            measured = [
-                t.values[METRIC_INDEX]
-                for t in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                if t.values is not None and "failure" not in t.user_attrs
-            ]
-            worst = max(measured, default=None)
+        mode = objective_mode(self._objectives)
+        if mode == "time_to_accuracy":
+            worst_s = self._worst_measured(trial, 0)
+            return failed_values(self._caps.memory_bytes, mode=mode, worst_time_s=worst_s)
+        metric = metric_objective(self._objectives)
+        assert metric is not None  # the throughput mode has its metric among the objectives
+        worst = self._worst_measured(trial, 1) if metric.direction == "minimize" else None
         return failed_values(self._caps.memory_bytes, metric.direction, worst)
 
-    def __call__(self, trial: optuna.Trial) -> tuple[float, float, float]:
+    def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
         if self._is_surplus(trial):
             trial.set_user_attr("failure", "surplus")
             trial.study.stop()
@@ -341,4 +377,10 @@ class TrialObjective:
         for key, value in measurement.as_user_attrs().items():
             trial.set_user_attr(key, value)
         self._set_constraints(trial, measurement)
-        return objective_values(measurement)
+        mode = objective_mode(self._objectives)
+        values = objective_values(measurement, mode)
+        if mode == "time_to_accuracy" and not measurement.target_reached:
+            # No time to accuracy: at least the seconds it trained, and no better than any
+            # trial that reached the target (it is infeasible besides).
+            values = (max(values[0], self._worst_measured(trial, 0) or 0.0), values[1])
+        return values

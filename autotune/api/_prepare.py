@@ -12,7 +12,7 @@ from autotune.hardware import (
     resolve_device,
     restrict_space,
 )
-from autotune.objectives import Objective, study_objectives
+from autotune.objectives import METRIC_INDEX, Objective, study_objectives
 from autotune.storage import check_storage_reachable
 from autotune.study import check_warm_start
 from autotune.workloads import check_workload
@@ -27,6 +27,7 @@ class PreparedRun:
     space: SearchSpace
     removed_choices: list[str]
     objectives: tuple[Objective, ...]
+    metric: Objective  # the workload's validation metric (an objective in throughput mode)
 
 
 def prepare_run(config: RunConfig) -> PreparedRun:
@@ -48,12 +49,14 @@ def prepare_run(config: RunConfig) -> PreparedRun:
         workload = check_workload(spec, config.space.model)
     except WorkloadError as e:
         raise WorkloadError(f"{config.space_source}: {e}") from e.__cause__
-    objectives = study_objectives(workload.metric_name, workload.metric_direction)
-    if config.space.constraints.min_accuracy is not None and not objectives[1].is_accuracy:
+    metric = study_objectives(workload.metric_name, workload.metric_direction)[METRIC_INDEX]
+    objectives = study_objectives(workload.metric_name, workload.metric_direction, config.objective)
+    if config.space.constraints.min_accuracy is not None and not metric.is_accuracy:
         raise ConfigError(
             f"{config.space_source}: constraints.min_accuracy: the workload's metric is "
             f"{workload.metric_name}, not accuracy; remove the constraint"
         )
+    _check_objective_settings(config, metric)
     if kind == "mock" and not spec.is_builtin:
         raise ConfigError(
             f"device=mock: the mock device simulates the built-in workloads (cnn, mlp) only; "
@@ -69,4 +72,51 @@ def prepare_run(config: RunConfig) -> PreparedRun:
         space=space,
         removed_choices=removed,
         objectives=objectives,
+        metric=metric,
     )
+
+
+#: Settings only a time-to-accuracy run reads (``train.*``).
+_TARGET_SETTINGS = (
+    "target_accuracy",
+    "target_metric",
+    "eval_every_steps",
+    "eval_every_s",
+    "max_time_s",
+)
+
+
+def _check_objective_settings(config: RunConfig, metric: Objective) -> None:
+    """The settings of ``objective=`` agree with each other and with the workload's metric.
+
+    Raises:
+        ConfigError: ``time_to_accuracy`` without a target, ``target_accuracy`` for a metric
+            other than accuracy, ``constraints.min_accuracy`` beside a target, or a
+            time-to-accuracy setting in a throughput run (it would be ignored).
+    """
+    train, source = config.space.train, config.space_source
+    if config.objective == "throughput":
+        for name in _TARGET_SETTINGS:
+            if getattr(train, name) is not None:
+                raise ConfigError(
+                    f"{source}: train.{name}: only read with objective=time_to_accuracy "
+                    "(add objective=time_to_accuracy, or remove it)"
+                )
+        return
+    if train.target is None:
+        what = "accuracy in (0, 1]" if metric.is_accuracy else f"{metric.name} value"
+        key = "target_accuracy" if metric.is_accuracy else "target_metric"
+        raise ConfigError(
+            f"{source}: objective=time_to_accuracy needs train.{key} (the validation {what} "
+            "every trial trains to)"
+        )
+    if train.target_accuracy is not None and not metric.is_accuracy:
+        raise ConfigError(
+            f"{source}: train.target_accuracy: the workload's metric is {metric.name}, not "
+            "accuracy; use train.target_metric"
+        )
+    if config.space.constraints.min_accuracy is not None:
+        raise ConfigError(
+            f"{source}: constraints.min_accuracy: not used with objective=time_to_accuracy "
+            "(the target is the quality bar); remove the constraint"
+        )

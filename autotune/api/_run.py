@@ -190,6 +190,7 @@ def run_study(
         storage,
         seed_offset=_WORKER_SEED_STRIDE * worker_index,
         objectives=prepared.objectives,
+        metric=prepared.metric,
     )
     objective = TrialObjective(
         config, space, caps, with_mfu(run_trial_fn, caps), n_trials, prepared.objectives
@@ -213,7 +214,7 @@ def run_study(
                 )
             )
 
-    def interruptible(trial: optuna.Trial) -> tuple[float, float, float]:
+    def interruptible(trial: optuna.Trial) -> tuple[float, ...]:
         with sigint_allowed():
             return objective(trial)
 

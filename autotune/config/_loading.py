@@ -26,6 +26,7 @@ _RUN_KEYS = (
     "study",
     "storage",
     "sampler",
+    "objective",
     "seed",
     "trial",
     "workers",
@@ -147,7 +148,7 @@ def _load_space_with_source(space: str, overrides: Sequence[str]) -> tuple[Searc
 def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") -> RunConfig:
     """Build a :class:`RunConfig` from ``key=value`` arguments, as ``autotune run`` gets them.
 
-    Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``seed``,
+    Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``objective``, ``seed``,
     ``trial.*``) configure the run; every other key overrides a field of the space.
 
     Args:

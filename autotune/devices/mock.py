@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ import numpy as np
 from autotune.config import DataSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
-from autotune.measure import Measurement, plan_windows, summarize_windows
+from autotune.measure import Measurement, ThroughputStats, plan_windows, summarize_windows
 from autotune.simulated import MockProfile, get_profile
 
 __all__ = ["simulate"]
@@ -246,17 +247,23 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     # with a scaled learning rate makes up for its fewer steps; with lr_scaling=none the
     # factor is 1 and only the steps count.
     lr_peak = config.train.peak_lr(batch * world)
-    effective_steps = steps * lr_peak / config.train.lr
+    lr_gain = lr_peak / config.train.lr
+    effective_steps = steps * lr_gain
     # Width counts more than depth: on digits, depth 2 x width 8 (93.7 %) and depth 1 x
     # width 16 (96.0 %) have the same depth x width.
     capacity = m.depth * (m.width / 8) ** 2
-    accuracy = (
-        acc_ceiling
-        - under_capacity / capacity
-        - 0.36 * math.exp(-effective_steps / 24.5)
-        - (0.003 if config.precision == "fp16" else 0.0)
-        + rng.normal(0.0, 0.003)
-    )
+    accuracy_noise = float(rng.normal(0.0, 0.003))
+
+    def accuracy_after(trained_steps: int) -> float:
+        return float(
+            acc_ceiling
+            - under_capacity / capacity
+            - 0.36 * math.exp(-trained_steps * lr_gain / 24.5)
+            - (0.003 if config.precision == "fp16" else 0.0)
+            + accuracy_noise
+        )
+
+    accuracy = accuracy_after(steps)
     extra: dict[str, float | bool] = {
         "flops_per_sample": 3.0 * fwd_flops,
         "lr_peak": lr_peak,
@@ -275,6 +282,22 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             gpu_power_w=power_w,
             energy_j_per_sample=power_w / stats.throughput_sps,
         )
+    if config.objective == "time_to_accuracy":
+        n_val = max(1, round(n_train * m.data.val_fraction / (1 - m.data.val_fraction)))
+        eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
+        return _simulate_to_target(
+            config,
+            stats,
+            step_s=step_s * run_factor,
+            eval_s=eval_s,
+            compile_s=compile_s,
+            steps=steps,
+            steps_per_epoch=max(1, n_train // (batch * world)),
+            accuracy_after=accuracy_after,
+            peak_memory_bytes=peak_bytes,
+            parameters=params,
+            extra=extra,
+        )
     return Measurement.from_stats(
         stats,
         compile_s=compile_s,
@@ -288,4 +311,74 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         memory_kind="simulated",
         simulated=True,
         extra=extra,
+    )
+
+
+def _simulate_to_target(
+    config: TrialConfig,
+    stats: ThroughputStats,
+    *,
+    step_s: float,
+    eval_s: float,
+    compile_s: float,
+    steps: int,
+    steps_per_epoch: int,
+    accuracy_after: Callable[[int], float],
+    peak_memory_bytes: int,
+    parameters: int,
+    extra: dict[str, float | bool],
+) -> Measurement:
+    """A SIMULATED time-to-accuracy run (``objective=time_to_accuracy``): the modelled
+    accuracy after each evaluation's step count, on the clock of ``autotune.trial._to_target``
+    (compilation, then steps of ``step_s`` seconds, then ``eval_s`` seconds per evaluation;
+    evaluations as ``train.eval_every_steps`` / ``eval_every_s`` / once per epoch ask), until
+    the accuracy meets ``train.target`` or the schedule (``steps``) or ``train.max_time_s``
+    ends. A ``target_metric`` is read as an accuracy: only the built-in workloads (whose
+    metric is accuracy) are simulated.
+    """
+    settings = config.train
+    target = settings.target if settings.target is not None else 1.0
+    if settings.eval_every_steps is not None:
+        every = settings.eval_every_steps
+    elif settings.eval_every_s is not None:
+        every = max(1, math.ceil(settings.eval_every_s / step_s))
+    else:
+        every = steps_per_epoch
+    curve: list[tuple[float, int, float]] = []
+    reached_s: float | None = None
+    wall_s = compile_s
+    done = 0
+    while done < steps:
+        stride = min(every, steps - done)
+        out_of_time = settings.max_time_s is not None and wall_s + stride * step_s > (
+            settings.max_time_s
+        )
+        if out_of_time and settings.max_time_s is not None:
+            stride = max(1, int((settings.max_time_s - wall_s) / step_s))
+        done += stride
+        wall_s += stride * step_s + eval_s
+        metric = min(1.0, max(0.0, accuracy_after(done)))
+        curve.append((wall_s, done, metric))
+        if metric >= target:
+            reached_s = wall_s
+            break
+        if out_of_time:
+            break
+    return Measurement.from_stats(
+        stats,
+        compile_s=compile_s,
+        peak_memory_bytes=peak_memory_bytes,
+        val_metric=curve[-1][2],
+        train_loss=float(max(0.01, 2.3 * math.exp(-done / 80))),
+        train_s=wall_s,
+        steps=done,
+        samples_per_step=config.batch_size * config.gpu_count,
+        parameters=parameters,
+        memory_kind="simulated",
+        simulated=True,
+        time_to_accuracy_s=reached_s,
+        target_reached=reached_s is not None,
+        eval_s=eval_s * len(curve),
+        metric_curve=tuple(curve),
+        extra={**extra, "target": target},
     )

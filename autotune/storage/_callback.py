@@ -14,7 +14,7 @@ from optuna.trial import FixedTrial, FrozenTrial
 
 from autotune.config import RunConfig
 from autotune.hardware import DeviceCapabilities
-from autotune.objectives import METRIC_INDEX, objectives_of_study
+from autotune.objectives import study_metric
 from autotune.storage._fingerprint import hardware_fingerprint
 from autotune.storage._store import ResultsStore
 from autotune.storage.records import (
@@ -108,7 +108,7 @@ def open_results_for_run(
     recorded = changes[-1].get("hardware") if changes else study.user_attrs.get("hardware")
     machine = recorded if isinstance(recorded, Mapping) else caps.fingerprint
     hardware = hardware_fingerprint(caps, machine) if machine is not None else None
-    metric = objectives_of_study(study)[METRIC_INDEX]  # the workload's, as Optuna keeps it
+    metric = study_metric(study)  # the workload's, as Optuna and the study record keep it
     store = ResultsStore.open(config.storage, create=True)
     store.record_study(
         StudyRecord(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import optuna
 from optuna.trial import FrozenTrial
 
-from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective, objectives_of_study
+from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective
+from autotune.objectives import study_metric as objectives_study_metric
 
 __all__ = [
     "ACCURACY",
@@ -79,5 +80,7 @@ def trial_metric(trial: FrozenTrial) -> float | None:
 
 
 def study_metric(study: optuna.Study) -> Objective:
-    """The validation metric a study was created with (its name, direction and format)."""
-    return objectives_of_study(study)[METRIC_INDEX]
+    """The validation metric a study was created with (its name, direction and format): an
+    objective in the throughput mode, the target's metric in a time-to-accuracy study
+    (:func:`autotune.objectives.study_metric`)."""
+    return objectives_study_metric(study)
