@@ -14,7 +14,7 @@ from optuna.trial import FixedTrial, FrozenTrial
 
 from autotune.config import RunConfig
 from autotune.hardware import DeviceCapabilities
-from autotune.objectives import study_metric
+from autotune.objectives import objective_mode, objectives_of_study, study_metric, study_target
 from autotune.storage._fingerprint import hardware_fingerprint
 from autotune.storage._store import ResultsStore
 from autotune.storage.records import (
@@ -123,6 +123,8 @@ def open_results_for_run(
             hardware=hardware,
             metric_name=metric.name,
             metric_direction=metric.direction,
+            objective=objective_mode(objectives_of_study(study)),
+            target=study_target(study),
         )
     )
 

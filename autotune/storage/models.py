@@ -112,6 +112,10 @@ class StudyModel(Base):
     seed: Mapped[int] = mapped_column(Integer)
     metric_name: Mapped[str] = mapped_column(String(64), server_default="accuracy")
     metric_direction: Mapped[str] = mapped_column(String(8), server_default="maximize")
+    # ``throughput`` or ``time_to_accuracy`` (autotune.objectives); the target's value in the
+    # second mode (the metric is ``metric_name``), None in the first.
+    objective: Mapped[str] = mapped_column(String(32), server_default="throughput")
+    target: Mapped[float | None] = mapped_column(Float)
     hardware_id: Mapped[int | None] = mapped_column(ForeignKey(f"{TABLE_PREFIX}hardware.id"))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 
@@ -156,6 +160,13 @@ class TrialResultModel(Base):
     val_metric: Mapped[float | None] = mapped_column(Float)
     train_loss: Mapped[float | None] = mapped_column(Float)
     train_s: Mapped[float | None] = mapped_column(Float)
+    # Time-to-accuracy studies only (None in throughput studies): seconds to the target (None
+    # when missed), whether it was reached, seconds spent evaluating, and the metric curve as
+    # a JSON list of [wall_s, step, metric] per evaluation.
+    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
+    target_reached: Mapped[bool | None] = mapped_column(Boolean)
+    eval_s: Mapped[float | None] = mapped_column(Float)
+    metric_curve_json: Mapped[str | None] = mapped_column(Text)
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
     energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
@@ -268,6 +279,10 @@ class VerificationModel(Base):
     val_metric: Mapped[float | None] = mapped_column(Float)
     peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     train_s: Mapped[float | None] = mapped_column(Float)
+    # Time-to-accuracy studies only, as in autotune_trial_results.
+    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
+    target_reached: Mapped[bool | None] = mapped_column(Boolean)
+    metric_curve_json: Mapped[str | None] = mapped_column(Text)
     config_json: Mapped[str] = mapped_column(Text)
     recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 

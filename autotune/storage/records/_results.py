@@ -26,6 +26,10 @@ class StudyRecord:
         seed: the sampler seed of the first run.
         metric_name: the workload's validation metric (``accuracy``, ``val_loss``, ...).
         metric_direction: ``maximize`` or ``minimize``: the metric's better direction.
+        objective: ``throughput`` (the default) or ``time_to_accuracy``
+            (:mod:`autotune.objectives`).
+        target: the quality target of a ``time_to_accuracy`` study (a value of
+            ``metric_name``, e.g. 0.98 top-1 accuracy); None in a throughput study.
         created_at: when the record was written (UTC).
         hardware: the fingerprint of the machine that opened the study first.
     """
@@ -41,6 +45,8 @@ class StudyRecord:
     hardware: HardwareFingerprint | None
     metric_name: str = "accuracy"
     metric_direction: str = "maximize"
+    objective: str = "throughput"
+    target: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,14 @@ class TrialRecord:
         config_json: the full trial configuration as JSON (knobs, training, data, timing).
         started_at, completed_at: Optuna's trial start and completion times.
         duration_s: seconds between them.
+        time_to_accuracy_s: time-to-accuracy studies: wall seconds from the first training step
+            to the end of the first evaluation that met the target (compilation and
+            evaluations included); None when missed and in throughput studies.
+        target_reached: time-to-accuracy studies: whether the target was met; None in
+            throughput studies and for a trial that produced no measurement.
+        eval_s: time-to-accuracy studies: seconds spent evaluating, within the time above.
+        metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
+            ``[wall_s, step, metric]``.
     """
 
     study_name: str
@@ -127,6 +141,10 @@ class TrialRecord:
     started_at: dt.datetime | None
     completed_at: dt.datetime | None
     duration_s: float | None
+    time_to_accuracy_s: float | None = None
+    target_reached: bool | None = None
+    eval_s: float | None = None
+    metric_curve_json: str | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

@@ -36,6 +36,8 @@ _FLOAT_ATTRS = (
     "flops_per_sample",
     "mfu",
     "energy_j_per_sample",
+    "time_to_accuracy_s",
+    "eval_s",
 )
 _INT_ATTRS = ("peak_memory_bytes", "parameters", "samples_per_step", "steps", "timed_steps")
 
@@ -100,6 +102,8 @@ def trial_record(
     knobs = {name: params.get(name) for name in KNOB_COLUMNS}
     seed = full.get("seed")
     detail = attrs.get("failure_detail")
+    reached = attrs.get("target_reached")
+    curve = attrs.get("metric_curve")
     return TrialRecord(
         study_name=study_name,
         trial_number=trial.number,
@@ -117,6 +121,8 @@ def trial_record(
         started_at=started,
         completed_at=completed,
         duration_s=(completed - started).total_seconds() if started and completed else None,
+        target_reached=reached if isinstance(reached, bool) else None,
+        metric_curve_json=json.dumps(curve) if isinstance(curve, list) else None,
         **figures,
         **knobs,
     )

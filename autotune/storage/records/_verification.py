@@ -59,6 +59,12 @@ class VerificationRecord:
         peak_memory_bytes: peak memory in bytes.
         train_s: wall seconds of the training loop.
         config_json: the full trial configuration that ran (seed included).
+        time_to_accuracy_s: time-to-accuracy studies: wall seconds to the target (None when
+            missed, and in throughput studies).
+        target_reached: time-to-accuracy studies: whether the target was met; None in
+            throughput studies and for a failed run.
+        metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
+            ``[wall_s, step, metric]``.
     """
 
     round_index: int
@@ -75,6 +81,9 @@ class VerificationRecord:
     peak_memory_bytes: int | None
     train_s: float | None
     config_json: str
+    time_to_accuracy_s: float | None = None
+    target_reached: bool | None = None
+    metric_curve_json: str | None = None
 
 
 @dataclass(frozen=True)
