@@ -66,7 +66,7 @@ NSGA2_POPULATION = 10
 GP_STARTUP_TRIALS = 10
 
 #: Objectives the wrapped sampler of :class:`WarpedSampler` models as logarithms.
-LOG_SCALE_OBJECTIVES = ("throughput_sps", "peak_memory_bytes")
+LOG_SCALE_OBJECTIVES = ("throughput_sps", "time_to_accuracy_s", "peak_memory_bytes")
 
 T = TypeVar("T")
 
@@ -174,8 +174,13 @@ class OneThreadSampler(_DelegatingSampler):
 
 
 def _is_failed(trial: FrozenTrial) -> bool:
-    """True for a trial without a measurement: its values are placeholders."""
-    return "failure" in trial.user_attrs or trial.constraints.get("failed", 0.0) > 0
+    """True for a trial whose values are placeholders: it has no measurement, or (time to
+    accuracy) it missed its target, so its first value is only a lower bound."""
+    return (
+        "failure" in trial.user_attrs
+        or trial.constraints.get("failed", 0.0) > 0
+        or trial.user_attrs.get("target_reached") is False
+    )
 
 
 def _worst(values: Sequence[float], direction: StudyDirection) -> float:
@@ -244,7 +249,8 @@ class WarpedSampler(_DelegatingSampler):
     """Wrap a sampler that models objective values over its parameters (``GPSampler``) so
     that it models them on the scales the knobs and figures live on.
 
-    - Output warping: throughput and peak memory as logarithms, failed trials at the worst
+    - Output warping: throughput, time to accuracy and peak memory as logarithms, failed
+      trials (and time-to-accuracy trials that missed the target) at the worst
       measured values (:func:`modelled_values`; the module docstring says why).
     - Input warping: a categorical knob whose choices are all numbers (batch size 16..256,
       width 8..64, DataLoader workers 0..2) is modelled as the rank of its value among the

@@ -21,6 +21,17 @@ from autotune.testing import FakeClock, make_measurement
 # summarize_windows
 
 
+def test_summarize_windows_of_uneven_step_counts() -> None:
+    # The stretches between a time-to-accuracy trial's evaluations: 4 steps in 2 s, 1 in 1 s.
+    stats = summarize_windows([2.0, 1.0], window_steps=[4, 1], samples_per_step=10)
+
+    assert stats.window_throughputs_sps == (20.0, 10.0)
+    assert stats.step_time_s == pytest.approx(0.75)  # median of 0.5 and 1.0 s
+    assert stats.timed_steps == 5
+    with pytest.raises(ValueError, match="2 step counts for 1 windows"):
+        summarize_windows([1.0], window_steps=[1, 2], samples_per_step=10)
+
+
 def test_windows_give_throughput_and_step_time() -> None:
     # Three windows of two steps of 10 samples each: 2 s, 4 s and 8 s.
     stats = summarize_windows([2.0, 4.0, 8.0], window_steps=2, samples_per_step=10)

@@ -125,6 +125,31 @@ def test_modelled_values_leave_failures_alone_while_nothing_is_measured() -> Non
     assert modelled_values(study)[0] == pytest.approx([0.0, 0.0, 34 * math.log(2)])
 
 
+def test_modelled_values_read_a_missed_target_as_the_slowest_time_to_accuracy() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    for seconds, memory, reached in (
+        (4.0, 2.0**20, True),
+        (9.0, 2.0**21, True),
+        (2.0, 2.0**19, False),
+    ):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": 0.5},
+                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+                values=[seconds, memory],
+                user_attrs={"target_reached": reached},
+            )
+        )
+
+    modelled = modelled_values(study)
+
+    assert modelled[0] == pytest.approx([math.log(4.0), math.log(2.0**20)])
+    # 2 s without reaching the target is a lower bound, not a fast trial: the worst measured.
+    assert modelled[2] == pytest.approx([math.log(9.0), math.log(2.0**21)])
+
+
 class _ValueRecordingSampler(optuna.samplers.RandomSampler):
     """Notes the values of the COMPLETE trials in the study each relative call sees."""
 

@@ -20,7 +20,9 @@ from autotune.objectives import (
     failed_values,
     objective_values,
     objectives_of_study,
+    study_metric,
     study_objectives,
+    study_target,
 )
 from autotune.samplers import OneThreadSampler, WarpedSampler
 from autotune.storage import open_storage
@@ -377,3 +379,78 @@ def test_count_finished_counts_complete_and_pruned() -> None:
     study.add_trial(optuna.trial.create_trial(state=TrialState.FAIL))
 
     assert count_finished(study) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# objective=time_to_accuracy
+
+_TTA_ARGS = ("objective=time_to_accuracy", "train.target_accuracy=0.95")
+
+
+def _tta_study() -> optuna.Study:
+    return optuna.create_study(
+        directions=["minimize", "minimize"], sampler=optuna.samplers.RandomSampler(seed=0)
+    )
+
+
+def test_time_to_accuracy_trials_are_scored_on_seconds_and_memory() -> None:
+    objectives = study_objectives(mode="time_to_accuracy")
+    reached = make_measurement(
+        time_to_accuracy_s=4.0, target_reached=True, train_s=4.0, peak_memory_bytes=1000
+    )
+    missed = make_measurement(
+        time_to_accuracy_s=None, target_reached=False, train_s=2.5, peak_memory_bytes=900
+    )
+    fake = FakeRunTrial([reached, missed])
+    objective = _objective(fake, config=_run_config(*_TTA_ARGS), objectives=objectives)
+
+    study = _optimize(objective, 2, _tta_study())
+
+    first, second = study.trials
+    assert fake.calls[0][0].objective == "time_to_accuracy"
+    assert fake.calls[0][0].train.target_accuracy == 0.95
+    assert first.values == [4.0, 1000.0]
+    assert first.constraints == {"failed": 0.0, "target_not_reached": 0.0}
+    # Missed: no time to accuracy; no better than the slowest trial that reached it.
+    assert second.values == [4.0, 900.0]
+    assert second.constraints == {"failed": 0.0, "target_not_reached": 1.0}
+    assert second.user_attrs["target_reached"] is False
+    assert [t.number for t in study.best_trials] == [0]
+
+
+def test_a_failed_time_to_accuracy_trial_gets_the_slowest_measured_time() -> None:
+    objectives = study_objectives(mode="time_to_accuracy")
+    caps = make_capabilities("mock")
+    fake = FakeRunTrial(
+        [
+            make_measurement(time_to_accuracy_s=7.0, target_reached=True),
+            make_measurement(time_to_accuracy_s=3.0, target_reached=True),
+            TrialError("oom", "out of memory"),
+        ]
+    )
+    objective = _objective(fake, caps=caps, config=_run_config(*_TTA_ARGS), objectives=objectives)
+
+    study = _optimize(objective, 3, _tta_study())
+
+    assert study.trials[2].values == [7.0, float(caps.memory_bytes)]
+    assert failed_values(64, mode="time_to_accuracy") == (0.0, 64.0)
+
+
+def test_a_study_keeps_its_objective_mode_and_target(sqlite_url: str) -> None:
+    tta = _run_config(f"storage={sqlite_url}", *_TTA_ARGS)
+    caps = make_capabilities("mock")
+    objectives = study_objectives(mode="time_to_accuracy")
+    metric = study_objectives()[1]
+    study = open_study(
+        tta, tta.space, caps, open_storage(sqlite_url), objectives=objectives, metric=metric
+    )
+
+    assert study.directions == [optuna.study.StudyDirection.MINIMIZE] * 2
+    assert objectives_of_study(study) == objectives
+    assert study.user_attrs["autotune"]["objective"] == "time_to_accuracy"
+    assert study_target(study) == 0.95
+    assert study_metric(study).name == "accuracy"
+
+    throughput = _run_config(f"storage={sqlite_url}")
+    with pytest.raises(ConfigError, match="created with objective=time_to_accuracy"):
+        open_study(throughput, throughput.space, caps, open_storage(sqlite_url))

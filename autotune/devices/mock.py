@@ -15,6 +15,7 @@ real machine.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,8 +129,26 @@ def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
 _RUN_NOISE_SIGMA = 0.05
 
 
+#: Fields added with objective=time_to_accuracy, left out of the noise seed while unset, so
+#: that a throughput configuration draws the same noise as before they existed.
+_UNSEEDED_WHEN_UNSET = (
+    "target_accuracy",
+    "target_metric",
+    "eval_every_steps",
+    "eval_every_s",
+    "max_time_s",
+)
+
+
 def _rng(config: TrialConfig) -> np.random.Generator:
-    digest = hashlib.sha256(config.model_dump_json().encode()).digest()
+    fields = config.model_dump(mode="json")
+    if fields["objective"] == "throughput":
+        del fields["objective"]
+    for name in _UNSEEDED_WHEN_UNSET:
+        if fields["train"][name] is None:
+            del fields["train"][name]
+    text = json.dumps(fields, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 

@@ -134,3 +134,44 @@ def test_a_workload_study_records_its_metric(tmp_path: Path, sqlite_url: str) ->
     assert (record.metric_name, record.metric_direction) == ("val_mse", "minimize")
     assert sorted(r.val_metric for r in rows if r.val_metric is not None) == [0.2, 0.5, 0.9]
     assert {r.workload for r in rows} == {"regression.py:Regression"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["objective=time_to_accuracy"],
+            "objective=time_to_accuracy needs train.target_accuracy",
+        ),
+        (["train.target_accuracy=0.98"], "train.target_accuracy: only read with objective="),
+        (["train.eval_every_steps=10"], "train.eval_every_steps: only read with objective="),
+        (
+            [
+                "objective=time_to_accuracy",
+                "train.target_accuracy=0.98",
+                "constraints.min_accuracy=0.9",
+            ],
+            "constraints.min_accuracy: not used with objective=time_to_accuracy",
+        ),
+    ],
+)
+def test_prepare_refuses_time_to_accuracy_settings_that_disagree(
+    tmp_path: Path, sqlite_url: str, args: list[str], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        prepare_run(mock_run_config(sqlite_url, *args))
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_prepare_time_to_accuracy_has_two_objectives_and_keeps_the_metric(
+    sqlite_url: str,
+) -> None:
+    prepared = prepare_run(
+        mock_run_config(sqlite_url, "objective=time_to_accuracy", "train.target_accuracy=0.98")
+    )
+
+    assert [o.name for o in prepared.objectives] == ["time_to_accuracy_s", "peak_memory_bytes"]
+    assert [o.direction for o in prepared.objectives] == ["minimize", "minimize"]
+    assert prepared.metric.name == "accuracy"
+    assert prepared.space.train.target == 0.98

@@ -134,3 +134,46 @@ def test_lr_scaling_overrides() -> None:
     assert space.train.lr_scaling == "linear"
     assert space.train.reference_batch_size == 128
     assert space.train.lr_warmup_fraction == 0.1
+
+
+# --------------------------------------------------------------------------------------------
+# Time-to-accuracy settings
+
+
+def test_time_to_accuracy_overrides() -> None:
+    space = load_space(
+        "cnn_small",
+        ["train.target_accuracy=0.98", "train.eval_every_steps=50", "train.max_time_s=120"],
+    )
+
+    assert space.train.target == 0.98
+    assert space.train.eval_every_steps == 50
+    assert space.train.max_time_s == 120.0
+    assert TrainSettings(target_metric=0.25).target == 0.25
+    assert TrainSettings().target is None
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["train.target_accuracy=98"], "train.target_accuracy: "),
+        (["train.target_accuracy=0"], "train.target_accuracy: "),
+        (["train.eval_every_steps=0"], "train.eval_every_steps: "),
+        (["train.max_time_s=-1"], "train.max_time_s: "),
+        (
+            ["train.target_accuracy=0.9", "train.target_metric=0.1"],
+            "set train.target_accuracy or train.target_metric, not both",
+        ),
+        (
+            ["train.eval_every_steps=5", "train.eval_every_s=2"],
+            "set train.eval_every_steps or train.eval_every_s, not both",
+        ),
+    ],
+)
+def test_bad_time_to_accuracy_settings_are_refused_in_one_line(
+    overrides: list[str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_space("cnn_small", overrides)
+
+    assert message in one_line(err)

@@ -150,3 +150,49 @@ def test_only_the_builtin_workloads_are_simulated() -> None:
         match=r"simulates the built-in workloads \(cnn, mlp\) only, not my_models\.gpt:CharGPT",
     ):
         simulate(config)
+
+
+# --------------------------------------------------------------------------------------------
+# objective=time_to_accuracy: a SIMULATED learning curve
+
+
+def _to_target(target: float, **overrides: object):
+    train = {"epochs": 5, "target_accuracy": target, **overrides.pop("train", {})}  # type: ignore[dict-item]
+    return simulate(
+        _mock(objective="time_to_accuracy", depth=2, width=16, train=train, **overrides)
+    )
+
+
+def test_mock_time_to_accuracy_stops_at_the_first_evaluation_that_meets_the_target() -> None:
+    m = _to_target(0.95)
+
+    assert m.simulated is True
+    assert m.target_reached is True
+    wall_s, step, metric = m.metric_curve[-1]
+    assert m.time_to_accuracy_s == wall_s
+    assert metric >= 0.95
+    assert all(point[2] < 0.95 for point in m.metric_curve[:-1])
+    # Once per epoch by default: 1438 digits samples at batch 64 -> 22 steps an epoch.
+    assert [point[1] for point in m.metric_curve] == [
+        22 * (i + 1) for i in range(len(m.metric_curve))
+    ]
+    assert [p[0] for p in m.metric_curve] == sorted(p[0] for p in m.metric_curve)
+    assert m.steps == step
+
+
+def test_mock_time_to_accuracy_evaluates_every_n_steps_and_may_miss() -> None:
+    m = _to_target(0.999, train={"eval_every_steps": 10})
+
+    assert m.target_reached is False
+    assert m.time_to_accuracy_s is None
+    assert [p[1] for p in m.metric_curve] == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110]
+    assert m.steps == 110  # the whole schedule: 5 epochs of 22 steps
+
+
+def test_mock_time_to_accuracy_stops_at_max_time_s() -> None:
+    full = _to_target(0.999, train={"eval_every_steps": 10})
+    capped = _to_target(0.999, train={"eval_every_steps": 10, "max_time_s": full.train_s / 3})
+
+    assert capped.target_reached is False
+    assert capped.steps < full.steps
+    assert capped.metric_curve[-1][0] <= full.train_s / 3 + full.metric_curve[0][0]
