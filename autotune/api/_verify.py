@@ -12,6 +12,7 @@ import optuna
 from autotune.config import DEFAULT_STORAGE_URL, TrialConfig, VerifySettings
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
+from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.runner import run_trial
 from autotune.storage import (
     FINISHED_STATES,
@@ -54,13 +55,18 @@ def _study_seed(study: optuna.Study, results: ResultsStore) -> int:
 
 
 def _trial_configs(
-    study_name: str, results: ResultsStore, numbers: set[int]
+    study_name: str,
+    results: ResultsStore,
+    numbers: set[int],
+    objective: ObjectiveMode = "throughput",
 ) -> dict[int, TrialConfig]:
     """The full configuration each trial ran, from its results row.
 
     Raises:
         VerificationError: a trial has no row, or its row holds only its knobs (a study
-            written before full configurations were stored).
+            written before full configurations were stored), or its configuration trains
+            in another mode than the study's ``objective`` (a re-run would not measure what
+            the verdict compares).
     """
     configs: dict[int, TrialConfig] = {}
     rows = {r.trial_number: r for r in results.trials(study_name)}
@@ -72,7 +78,14 @@ def _trial_configs(
                 f"study={study_name}: trial {number} has no stored configuration in the "
                 "results tables; it cannot be re-run"
             )
-        configs[number] = TrialConfig.from_stored(stored)
+        config = TrialConfig.from_stored(stored)
+        if config.objective != objective:
+            raise VerificationError(
+                f"study={study_name}: trial {number} was stored with objective="
+                f"{config.objective}, but the study's objective is {objective}; it cannot be "
+                "re-run for this study's verdict"
+            )
+        configs[number] = config
     return configs
 
 
@@ -113,7 +126,9 @@ def verify_study(
     """Re-run a study's baseline and finalists in interleaved rounds of fresh processes.
 
     An interrupted verification (its last one, rounds missing) is resumed: runs already
-    recorded are kept, never redone. Otherwise a new verification is planned: the finalists
+    recorded are kept, never redone. In a time-to-accuracy study each run trains to the
+    study's target (its stored configuration says so) and its row keeps its time to
+    accuracy, whether it reached the target, and its metric curve. Otherwise a new verification is planned: the finalists
     (:func:`autotune.verification.select_finalists`) and one new training seed per round
     (:func:`autotune.verification.round_seeds`); each run is stored in
     ``autotune_verifications`` as soon as it ends. With ``reuse``, a finished verification
@@ -147,21 +162,28 @@ def verify_study(
     study = load_existing_study(study_name, storage)
     _check_verify_hardware(study, capabilities)
     trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
+    objective = objective_mode(objectives_of_study(study))
     baseline, finalists = select_finalists(
         trials,
         {t.number for t in study.best_trials},
         settings.candidates,
         settings.accuracy_tolerance_pt,
         study_metric(study),
+        objective,
     )
     with ResultsStore.open(storage, create=True) as results:
         # Validate before writing: every configuration to run must be stored.
-        configs = _trial_configs(study_name, results, {baseline, *finalists})
+        configs = _trial_configs(study_name, results, {baseline, *finalists}, objective)
         latest = results.latest_verification(study_name)
         if latest is not None and not latest.complete:
             run = latest  # resume it, with its own plan
             configs.update(
-                _trial_configs(study_name, results, {run.plan.baseline_trial, *run.plan.candidates})
+                _trial_configs(
+                    study_name,
+                    results,
+                    {run.plan.baseline_trial, *run.plan.candidates},
+                    objective,
+                )
             )
         else:
             number = (latest.number if latest is not None else 0) + 1
@@ -252,4 +274,12 @@ def _verification_record(
         val_metric=m.val_metric,
         peak_memory_bytes=m.peak_memory_bytes,
         train_s=m.train_s,
+        # Time-to-accuracy runs only (None, and no curve, in a throughput run).
+        time_to_accuracy_s=m.time_to_accuracy_s,
+        target_reached=m.target_reached,
+        metric_curve_json=(
+            json.dumps([list(point) for point in m.metric_curve])
+            if m.target_reached is not None
+            else None
+        ),
     )

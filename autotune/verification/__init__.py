@@ -9,6 +9,13 @@ training seed: SMAC's intensification and MLPerf's repeated runs, in small. The
 *recommendation* is the fastest verified candidate whose mean validation metric is within the
 tolerance of the baseline's and whose speedup's 95 % confidence interval lies above 1.0.
 
+In a time-to-accuracy study (``objective=time_to_accuracy``) each run trains to the study's
+target; the finalists are feasible trials that reached it sooner than the baseline, a
+candidate's time is the MLPerf-style aggregate over rounds (:func:`mlperf_time_to_accuracy_s`),
+its speedup is how many times sooner than the baseline it reached the target (paired per
+round), and it qualifies when it reached the target in every round and that speedup's 95 %
+confidence interval lies above 1.0 (the target is the quality bar: no tolerance applies).
+
 The metric is the study's (:func:`autotune.objectives.objectives_of_study`): top-1 accuracy
 (maximized) for the built-in workloads, or a user workload's own, e.g. ``val_loss``
 (minimized). The tolerance is ``verify.accuracy_tolerance_pt`` (:func:`within_tolerance`): for
@@ -40,16 +47,22 @@ from autotune.verification._metric import (
     trial_metric,
     within_tolerance,
 )
-from autotune.verification._speedup import speedup_ci95
+from autotune.verification._speedup import (
+    MLPERF_DROP_MIN_ROUNDS,
+    mlperf_time_to_accuracy_s,
+    speedup_ci95,
+)
 from autotune.verification._summary import (
     CandidateVerdict,
     VerificationSummary,
     changed_knobs,
+    seconds_text,
     summarize_verification,
 )
 
 __all__ = [
     "ACCURACY",
+    "MLPERF_DROP_MIN_ROUNDS",
     "NOTHING_QUALIFIES",
     "SEED_STRIDE",
     "CandidateVerdict",
@@ -57,8 +70,10 @@ __all__ = [
     "changed_knobs",
     "load_verification",
     "metric_allowance",
+    "mlperf_time_to_accuracy_s",
     "nothing_qualifies",
     "round_seeds",
+    "seconds_text",
     "select_finalists",
     "speedup_ci95",
     "study_metric",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import optuna
 
+from autotune.objectives import objective_mode, objectives_of_study, study_target
 from autotune.storage import ResultsStore
 from autotune.storage.records import VerificationRun
 from autotune.verification._metric import study_metric
@@ -26,8 +27,29 @@ def load_verification(study: optuna.Study, results: ResultsStore) -> Verificatio
 
 
 def summarize_for_study(study: optuna.Study, run: VerificationRun) -> VerificationSummary:
-    """:func:`summarize_verification` of ``run`` with the study's knobs, simulated flag and
-    validation metric (:func:`autotune.objectives.objectives_of_study`)."""
+    """:func:`summarize_verification` of ``run`` with the study's knobs, simulated flag,
+    validation metric (:func:`autotune.objectives.objectives_of_study`) and, in a
+    time-to-accuracy study, its mode, target and the baseline trial's time to accuracy."""
     simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
-    params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
-    return summarize_verification(run, params, simulated=simulated, metric=study_metric(study))
+    trials = study.get_trials(deepcopy=False)
+    params = {t.number: t.params for t in trials}
+    objective = objective_mode(objectives_of_study(study))
+    searched = next(
+        (
+            t.user_attrs.get("time_to_accuracy_s")
+            for t in trials
+            if t.number == run.plan.baseline_trial
+        ),
+        None,
+    )
+    return summarize_verification(
+        run,
+        params,
+        simulated=simulated,
+        metric=study_metric(study),
+        objective=objective,
+        target=study_target(study),
+        search_baseline_time_to_accuracy_s=(
+            float(searched) if objective == "time_to_accuracy" and searched is not None else None
+        ),
+    )

@@ -1,4 +1,5 @@
-"""The statistics of a verification: the paired speedup and its 95 % confidence interval."""
+"""The statistics of a verification: the paired speedup and its 95 % confidence interval, and
+the MLPerf-style aggregate of a time to accuracy over rounds."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from collections.abc import Sequence
 
 from scipy import stats
 
-__all__ = ["speedup_ci95"]
+__all__ = ["MLPERF_DROP_MIN_ROUNDS", "mlperf_time_to_accuracy_s", "speedup_ci95"]
+
+#: From this many runs on, the fastest and the slowest are dropped before averaging.
+MLPERF_DROP_MIN_ROUNDS = 5
 
 
 def speedup_ci95(ratios: Sequence[float]) -> tuple[float, tuple[float, float] | None]:
@@ -44,3 +48,31 @@ def speedup_ci95(ratios: Sequence[float]) -> tuple[float, tuple[float, float] | 
         return point, None
     half = float(stats.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
     return point, (math.exp(mean - half), math.exp(mean + half))
+
+
+def mlperf_time_to_accuracy_s(times_s: Sequence[float]) -> float:
+    """One time to accuracy from several runs' (seconds), as MLPerf Training scores them.
+
+    MLPerf Training rules ("Benchmark Results", mlcommons/training_policies): of a
+    benchmark's runs, the fastest and slowest results are dropped and the rest averaged, so
+    that one lucky or unlucky seed moves the score little. That needs at least
+    :data:`MLPERF_DROP_MIN_ROUNDS` (5) runs to leave three to average; with fewer (a
+    verification has 3 rounds by default) the median is the same idea at its limit: with 3
+    runs, dropping the fastest and the slowest leaves the median.
+
+    Args:
+        times_s: seconds to the target, one per run that reached it (> 0 values).
+
+    Returns:
+        With 5 runs or more, the mean after dropping one fastest and one slowest run; with
+        fewer, the median.
+
+    Raises:
+        ValueError: no time given.
+    """
+    if not times_s:
+        raise ValueError("mlperf_time_to_accuracy_s needs at least one time")
+    ordered = sorted(float(t) for t in times_s)
+    if len(ordered) >= MLPERF_DROP_MIN_ROUNDS:
+        return statistics.fmean(ordered[1:-1])
+    return float(statistics.median(ordered))
