@@ -25,7 +25,9 @@ from autotune.report import (
     metric_spread,
     pareto_row,
     pareto_table,
+    seconds_text,
     study_command,
+    trial_mode,
     verify_command,
 )
 from autotune.verification import ACCURACY, VerificationSummary, trial_metric
@@ -49,8 +51,20 @@ def _metric_text(metric: Objective, value: float | None, digits: int = 1) -> str
     return f"{name} {metric.format(value or 0.0, digits)}"
 
 
-def _fmt_best(best: dict[str, float], metric: Objective = ACCURACY) -> str:
-    """The best feasible value so far of each objective (keyed by objective name)."""
+def _fmt_best(
+    best: dict[str, float], metric: Objective = ACCURACY, target: float | None = None
+) -> str:
+    """The best feasible value so far of each objective (keyed by objective name); in a
+    time-to-accuracy study (a ``time_to_accuracy_s`` key, or a ``target``) the shortest time
+    to the target and the least memory of the trials that reached it."""
+    if "time_to_accuracy_s" in best or target is not None:
+        if "time_to_accuracy_s" not in best:
+            return "best: no trial reached the target yet"
+        to = f" to {metric.format(target, 1)}" if target is not None else " to target"
+        return (
+            f"best: {seconds_text(best['time_to_accuracy_s'])} s{to} · "
+            f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+        )
     if not best:
         return "best: no feasible trial yet"
     return (
@@ -60,11 +74,48 @@ def _fmt_best(best: dict[str, float], metric: Objective = ACCURACY) -> str:
     )
 
 
+def _target(trial: FrozenTrial) -> float | None:
+    """A time-to-accuracy trial's target value (its ``target`` attribute), else None."""
+    value = trial.user_attrs.get("target")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _to_target_line(trial: FrozenTrial, metric: Objective) -> str:
+    """A measured time-to-accuracy trial: ``trial 3: reached 95.2% in 12.4 s (compile 3.1 s),
+    8.3 MiB`` or ``trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB``."""
+    attrs = trial.user_attrs
+    memory = f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+    name = "" if metric.is_accuracy else f"{metric.name} "
+    reached = metric.format(trial_metric(trial), 1)
+    time_s = attrs.get("time_to_accuracy_s")
+    if attrs.get("target_reached") and isinstance(time_s, (int, float)):
+        compile_s = attrs.get("compile_s")
+        compile_text = (
+            f" (compile {seconds_text(float(compile_s))} s)"
+            if isinstance(compile_s, (int, float)) and compile_s > 0
+            else ""
+        )
+        return (
+            f"trial {trial.number}: reached {name}{reached} in {seconds_text(float(time_s))} s"
+            f"{compile_text}, {memory}"
+        )
+    target = _target(trial)
+    trained_s = float(trial.values[0]) if trial.values else attrs.get("train_s")
+    after = f" after {seconds_text(trained_s)} s" if isinstance(trained_s, (int, float)) else ""
+    return (
+        f"trial {trial.number}: missed {name}{metric.format(target, 1)} ({reached}{after}), "
+        f"{memory}"
+    )
+
+
 def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     attrs = trial.user_attrs
     knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
     if "failure" in attrs:
-        return f"trial {trial.number}: {attrs['failure']} ({str(attrs.get('failure_detail', '')).strip().splitlines()[-1:] or ''}) {knobs}"
+        last = (str(attrs.get("failure_detail") or "").strip().splitlines() or [""])[-1]
+        return f"trial {trial.number}: {attrs['failure']} ({last}) {knobs}"
+    if "target_reached" in attrs:
+        return f"{_to_target_line(trial, metric)}  {knobs}"
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
         f"{_metric_text(metric, trial_metric(trial))}, "
@@ -101,6 +152,7 @@ class ProgressDisplay:
     ) -> None:
         self._console = console
         self._metric = metric
+        self._target: float | None = None  # a time-to-accuracy study's, from its trials
         self._progress: Progress | None = None
         if console.is_terminal:
             self._progress = Progress(
@@ -126,12 +178,12 @@ class ProgressDisplay:
 
     def update(self, progress: StudyProgress) -> None:
         """Show one finished trial."""
+        target = _target(progress.last)
+        if target is not None:
+            self._target = target
+        best = _fmt_best(progress.best, self._metric, self._target)
         if self._progress is not None:
-            self._progress.update(
-                self._task,
-                completed=progress.finished,
-                best=_fmt_best(progress.best, self._metric),
-            )
+            self._progress.update(self._task, completed=progress.finished, best=best)
             if "failure" in progress.last.user_attrs:
                 self._progress.console.print(
                     f"[dim]{_trial_line(progress.last, self._metric)}[/]", highlight=False
@@ -139,8 +191,7 @@ class ProgressDisplay:
         else:
             self._console.print(
                 f"[{progress.finished}/{progress.target} {progress.elapsed_s:.0f}s] "
-                f"{_trial_line(progress.last, self._metric)} | "
-                f"{_fmt_best(progress.best, self._metric)}",
+                f"{_trial_line(progress.last, self._metric)} | {best}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -213,6 +264,26 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
     console.print(f"report:    {study_command('report', name, storage)}", highlight=False)
 
 
+def _to_target_table(result: StudyResult, metric: Objective, simulated: str) -> Table:
+    """The Pareto table of a time-to-accuracy study, soonest to the target first; the ``x
+    sooner`` column when the baseline is on the front (its time is then at hand)."""
+    base = next((t for t in result.pareto_trials if t.user_attrs.get("baseline")), None)
+    base_time_s = float(base.values[0]) if base is not None and base.values else None
+    rows = sorted(
+        (pareto_row(t, baseline_time_s=base_time_s) for t in result.pareto_trials),
+        key=lambda r: (r.time_to_accuracy_s or 0.0, r.number),
+    )
+    target = next((v for t in result.pareto_trials if (v := _target(t)) is not None), None)
+    to = f" to reach {metric.format(target, 1)}" if target is not None else ""
+    title = (
+        f"Pareto-optimal trials of study {result.study_name} on {result.capabilities.name}"
+        f"{to} (time to target, peak memory){simulated}"
+    )
+    return pareto_table(
+        rows, title, metric, speedup=base is not None, compile_s=True, time_to_accuracy=True
+    )
+
+
 def print_result(console: Console, result: StudyResult, metric: Objective | None = None) -> None:
     """The Pareto table, a one-line summary, and the verified verdict last.
 
@@ -224,11 +295,16 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
     if metric is None:
         metric = result.verification.metric if result.verification is not None else ACCURACY
     caps = result.capabilities
-    title = f"Pareto-optimal trials of study {result.study_name} on {caps.name}" + (
-        " [SIMULATED]" if caps.simulated else ""
-    )
-    rows = sorted((pareto_row(t) for t in result.pareto_trials), key=lambda r: -r.throughput_sps)
-    console.print(pareto_table(rows, title, metric, speedup=False, compile_s=True))
+    simulated = " [SIMULATED]" if caps.simulated else ""
+    tta = any(trial_mode(t) == "time_to_accuracy" for t in result.pareto_trials)
+    if tta:
+        console.print(_to_target_table(result, metric, simulated))
+    else:
+        title = f"Pareto-optimal trials of study {result.study_name} on {caps.name}{simulated}"
+        rows = sorted(
+            (pareto_row(t) for t in result.pareto_trials), key=lambda r: -r.throughput_sps
+        )
+        console.print(pareto_table(rows, title, metric, speedup=False, compile_s=True))
     console.print(
         f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
         f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same command."

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 
 from autotune.config import BUILTIN_WORKLOAD_REF, TUNER_KNOBS, DataSettings, TrialConfig
 from autotune.exceptions import ConfigError
-from autotune.objectives import Objective
+from autotune.objectives import Objective, ObjectiveMode
 from autotune.report import Baseline, ParetoRow, gather_report, model_knobs
 from autotune.storage import ResultsStore, TrialRecord, load_existing_study
 from autotune.verification import ACCURACY, VerificationSummary
@@ -30,11 +31,15 @@ __all__ = ["OBJECTIVE_CHOICES", "BestConfigs", "best_configurations", "sort_pare
 #: ``--objective`` choices and the figure each ranks by (and whether larger is better).
 #: ``accuracy`` (or ``metric``) is the study's validation metric, whatever its name; it ranks
 #: in the metric's own direction (a ``val_loss``: lower first), see :func:`sort_pareto`.
+#: ``time`` (time to target, shortest first) is for time-to-accuracy studies only, and their
+#: default; there ``accuracy`` ranks by the metric reached and ``throughput`` by the
+#: throughput each trial recorded (an extra figure, not an objective).
 OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
     "throughput": ("throughput_sps", True),
     "accuracy": ("val_metric", True),
     "metric": ("val_metric", True),
     "memory": ("peak_memory_bytes", False),
+    "time": ("time_to_accuracy_s", False),
 }
 
 
@@ -46,8 +51,8 @@ class BestConfigs:
     Attributes:
         study_name: the Optuna study name.
         storage: the storage URL.
-        objective: ``throughput``, ``accuracy`` (the study's metric) or ``memory`` (orders
-            :attr:`rows` only).
+        objective: ``throughput``, ``accuracy`` (the study's metric), ``memory`` or, in a
+            time-to-accuracy study, ``time`` (orders :attr:`rows` only).
         simulated: the figures come from the mock device (SIMULATED).
         device_name: the device the trials ran on.
         rows: the Pareto-optimal configurations, best first by ``objective`` (single-trial
@@ -61,6 +66,8 @@ class BestConfigs:
             (:meth:`autotune.report.ReportData.verdict_line`).
         configurations: every feasible, measured trial by number (single-trial figures).
         metric: the study's validation metric (name, direction, display format).
+        objective_mode: ``throughput`` or ``time_to_accuracy`` (the study's objectives).
+        target: a time-to-accuracy study's target value of :attr:`metric`, None otherwise.
     """
 
     study_name: str
@@ -76,6 +83,8 @@ class BestConfigs:
     verdict: str = ""
     configurations: Mapping[int, ParetoRow] = dataclasses.field(default_factory=dict)
     metric: Objective = ACCURACY
+    objective_mode: ObjectiveMode = "throughput"
+    target: float | None = None
 
     @property
     def recommended_trial(self) -> int | None:
@@ -95,7 +104,8 @@ def _check_objective(objective: str) -> tuple[str, bool]:
 def sort_pareto(
     rows: Sequence[ParetoRow], objective: str, metric: Objective = ACCURACY
 ) -> list[ParetoRow]:
-    """Pareto rows best first by ``objective`` (ties: faster, then lower trial number).
+    """Pareto rows best first by ``objective`` (ties: faster, or sooner to the target in a
+    time-to-accuracy study, then lower trial number).
 
     Args:
         rows: the rows to sort.
@@ -110,7 +120,15 @@ def sort_pareto(
     if name == "val_metric":
         larger_is_better = metric.direction == "maximize"
     sign = -1.0 if larger_is_better else 1.0
-    return sorted(rows, key=lambda r: (sign * getattr(r, name), -r.throughput_sps, r.number))
+
+    def key(row: ParetoRow) -> tuple[float, float, int]:
+        value = getattr(row, name)
+        first = sign * value if value is not None else math.inf  # no time to target: last
+        if row.time_to_accuracy_s is not None:  # ties: sooner to the target
+            return first, row.time_to_accuracy_s, row.number
+        return first, -row.throughput_sps, row.number
+
+    return sorted(rows, key=key)
 
 
 def _current_form(config: dict[str, Any]) -> dict[str, Any]:
@@ -162,22 +180,34 @@ def _full_configs(
     return configs
 
 
-def best_configurations(
-    study_name: str, storage: str, objective: str = "throughput"
-) -> BestConfigs:
+def best_configurations(study_name: str, storage: str, objective: str | None = None) -> BestConfigs:
     """The verified verdict of ``study_name`` and its Pareto-optimal configurations, best
     first by ``objective``.
 
+    Args:
+        study_name: the Optuna study name.
+        storage: the storage URL.
+        objective: an :data:`OBJECTIVE_CHOICES` key; None: ``time`` (time to target) in a
+            time-to-accuracy study, ``throughput`` otherwise.
+
     Raises:
-        ConfigError: an unknown objective.
+        ConfigError: an unknown objective, or ``time`` for a throughput study.
         StudyNotFoundError: no such study.
         StorageError: the database cannot be read.
     """
-    _check_objective(objective)
+    if objective is not None:
+        _check_objective(objective)
     study = load_existing_study(study_name, storage)
     with ResultsStore.open(storage, create=False) as results:
         data = gather_report(study, results, importances=False)
         records = results.trials(study_name)
+    if objective is None:
+        objective = "time" if data.time_to_accuracy else "throughput"
+    if objective == "time" and not data.time_to_accuracy:
+        raise ConfigError(
+            f"--objective time: study={study_name} is a throughput study (no time to target); "
+            "use throughput, accuracy or memory"
+        )
     rows = sort_pareto(data.pareto, objective, data.metric)
     configurations = {r.number: r for r in data.configurations}
     return BestConfigs(
@@ -194,4 +224,6 @@ def best_configurations(
         verdict=data.verdict_line(),
         configurations=configurations,
         metric=data.metric,
+        objective_mode=data.objective_mode,
+        target=data.target,
     )

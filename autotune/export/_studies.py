@@ -35,7 +35,12 @@ class StudySummary:
         verification: ``"recommended"``, ``"nothing qualifies"`` or ``"not verified"``.
         created: when the study was created (its first trial started), or None.
         metric: the validation metric and its direction (``accuracy (max)``,
-            ``val_loss (min)``).
+            ``val_loss (min)``); a time-to-accuracy study's says its target
+            (``time to accuracy >= 95.0%``).
+        objective: ``throughput`` or ``time_to_accuracy`` (the study's objective mode).
+        best_time_to_accuracy_s: time-to-accuracy studies: the shortest single-trial time to
+            the target of a feasible trial (None without one, and in throughput studies).
+        target: time-to-accuracy studies: the target as shown (``95.0%``), "" otherwise.
     """
 
     study_name: str
@@ -52,6 +57,9 @@ class StudySummary:
     verification: str
     created: dt.datetime | None
     metric: str = ""
+    objective: str = "throughput"
+    best_time_to_accuracy_s: float | None = None
+    target: str = ""
 
 
 def list_studies(storage: str) -> list[StudySummary]:
@@ -89,6 +97,17 @@ def list_studies(storage: str) -> list[StudySummary]:
                 )
                 continue
             feasible = [p.throughput_sps for p in data.points if p.status == FEASIBLE]
+            times = [
+                p.time_to_accuracy_s
+                for p in data.points
+                if p.status == FEASIBLE and p.time_to_accuracy_s is not None
+            ]
+            tta = data.time_to_accuracy
+            target = data.metric.format(data.target, 1) if tta and data.target is not None else ""
+            metric = f"{data.metric.name} ({data.metric.direction[:3]})"
+            if tta:
+                better = ">=" if data.metric.direction == "maximize" else "<="
+                metric = f"time to {data.metric.name} {better} {target}".rstrip()
             rec = data.recommended
             summaries.append(
                 StudySummary(
@@ -109,7 +128,10 @@ def list_studies(storage: str) -> list[StudySummary]:
                         else ("recommended" if rec is not None else "nothing qualifies")
                     ),
                     created=min(starts) if starts else None,
-                    metric=f"{data.metric.name} ({data.metric.direction[:3]})",
+                    metric=metric,
+                    objective=data.objective_mode,
+                    best_time_to_accuracy_s=min(times, default=None),
+                    target=target,
                 )
             )
     rdb.remove_session()

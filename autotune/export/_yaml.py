@@ -19,7 +19,14 @@ from autotune.config import BUILTIN_WORKLOAD_REF
 from autotune.exceptions import ConfigError, VerificationError
 from autotune.export._best import BestConfigs
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
-from autotune.report import NOT_VERIFIED, ParetoRow, model_knobs, model_text, verify_command
+from autotune.report import (
+    NOT_VERIFIED,
+    ParetoRow,
+    model_knobs,
+    model_text,
+    seconds_text,
+    verify_command,
+)
 from autotune.verification import VerificationSummary, nothing_qualifies, tolerance_text
 
 __all__ = ["export_best_yaml", "export_choice"]
@@ -136,6 +143,68 @@ def _model_words(best: BestConfigs, row: ParetoRow) -> str:
     return model_text(row.params) + (f" (workload {label})" if label else "")
 
 
+def _single_trial_words(best: BestConfigs, row: ParetoRow) -> str:
+    """What the row's single trial measured, in one sentence."""
+    memory = f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB."
+    if row.time_to_accuracy_s is not None:
+        return (
+            f"Its single trial: reached {best.metric.label} "
+            f"{best.metric.format(row.val_metric, 1)} (target "
+            f"{best.metric.format(best.target, 1)}) in {seconds_text(row.time_to_accuracy_s)} s"
+            + (
+                f" ({row.speedup:.2f}x sooner than the baseline's trial)"
+                if row.speedup is not None
+                else ""
+            )
+            + f", {memory}"
+        )
+    return (
+        f"Its single trial: {row.throughput_sps:,.0f} samples/s"
+        + (f" ({row.speedup:.2f}x the baseline's trial)" if row.speedup is not None else "")
+        + f", {best.metric.label} {best.metric.format(row.val_metric, 1)}, {memory}"
+    )
+
+
+def _single_trial_figures(best: BestConfigs, row: ParetoRow) -> dict[str, Any]:
+    """The ``single_trial_figures:`` mapping: a throughput study's figures, and in a
+    time-to-accuracy study its time to target, the target and how many times sooner than the
+    baseline's trial it reached it (``speedup_vs_baseline_trial`` is then that ratio)."""
+    figures: dict[str, Any] = {}
+    if row.time_to_accuracy_s is not None:
+        figures.update(
+            {
+                "time_to_accuracy_s": float(row.time_to_accuracy_s),
+                "target": {
+                    "metric": best.metric.name,
+                    "direction": best.metric.direction,
+                    "value": best.target,
+                },
+                "eval_s": row.eval_s,
+                "baseline_time_to_accuracy_s": (
+                    None if best.baseline is None else best.baseline.time_to_accuracy_s
+                ),
+            }
+        )
+    figures.update(
+        {
+            "throughput_sps": float(row.throughput_sps),
+            "speedup_vs_baseline_trial": (
+                None if row.speedup is None else round(float(row.speedup), 4)
+            ),
+            "baseline_throughput_sps": (
+                None if best.baseline is None else best.baseline.throughput_sps
+            ),
+            "metric": best.metric.name,
+            "metric_direction": best.metric.direction,
+            "val_metric": float(row.val_metric),
+            "peak_memory_bytes": int(row.peak_memory_bytes),
+            "step_time_s": row.step_time_s,
+            "compile_s": row.compile_s,
+        }
+    )
+    return figures
+
+
 def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
     device = best.device_name or "the study device"
     if verified:
@@ -150,10 +219,7 @@ def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
             f"autotune: study {best.study_name!r}, trial {row.number}, chosen with --trial, "
             f"on {device}.",
             _unverified_note(best, row.number) + ".",
-            f"Its single trial: {row.throughput_sps:,.0f} samples/s"
-            + (f" ({row.speedup:.2f}x the baseline's trial)" if row.speedup is not None else "")
-            + f", {best.metric.label} {best.metric.format(row.val_metric, 1)}, "
-            f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB.",
+            _single_trial_words(best, row),
         ]
     lines.append(f"Model: {_model_words(best, row)}.")
     if best.simulated:
@@ -169,7 +235,8 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
     The file holds the study, the ``verification:`` figures (rounds, seeds, speedup and its
     95 % interval, mean metric; ``null`` for a trial chosen with ``trial`` that is not the
     recommendation, with a ``note`` saying so), the trial's single-trial figures from the
-    search (units in the names; ``metric`` names the validation metric ``val_metric`` is),
+    search (units in the names; ``metric`` names the validation metric ``val_metric`` is; a
+    time-to-accuracy study's also ``time_to_accuracy_s`` and its ``target``),
     the workload reference (``workload``: ``ref`` and ``args``, as ``autotune`` resolves it)
     and the model's knobs under their own names (``model``), the full configuration, the
     PyTorch settings and ``pytorch_snippet``, the code to paste.
@@ -208,21 +275,7 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
         document["note"] = _unverified_note(best, row.number)
     document.update(
         {
-            "single_trial_figures": {
-                "throughput_sps": float(row.throughput_sps),
-                "speedup_vs_baseline_trial": (
-                    None if row.speedup is None else round(float(row.speedup), 4)
-                ),
-                "baseline_throughput_sps": (
-                    None if best.baseline is None else best.baseline.throughput_sps
-                ),
-                "metric": best.metric.name,
-                "metric_direction": best.metric.direction,
-                "val_metric": float(row.val_metric),
-                "peak_memory_bytes": int(row.peak_memory_bytes),
-                "step_time_s": row.step_time_s,
-                "compile_s": row.compile_s,
-            },
+            "single_trial_figures": _single_trial_figures(best, row),
             "workload": config.get("workload"),
             "model": model_knobs(params),
             "config": config,

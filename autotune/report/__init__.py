@@ -27,8 +27,11 @@ from autotune.report._points import (
     ParetoRow,
     TrialPoint,
     classify,
+    metric_curve,
     pareto_numbers,
     pareto_row,
+    times_sooner,
+    trial_mode,
 )
 from autotune.report._study import default_report_path, report_study
 from autotune.report._terminal import SIMULATED_LINE, best_table, pareto_table, studies_table
@@ -39,6 +42,8 @@ from autotune.report._text import (
     model_knobs,
     model_text,
     not_verified_line,
+    ratio_text,
+    seconds_text,
     study_command,
     verify_command,
 )
@@ -68,6 +73,7 @@ __all__ = [
     "gather_report",
     "hypervolume_history",
     "metric_column",
+    "metric_curve",
     "metric_spread",
     "model_knobs",
     "model_text",
@@ -76,10 +82,14 @@ __all__ = [
     "pareto_numbers",
     "pareto_row",
     "pareto_table",
+    "ratio_text",
     "render_report",
     "report_study",
+    "seconds_text",
     "studies_table",
     "study_command",
+    "times_sooner",
+    "trial_mode",
     "verify_command",
     "write_report",
 ]

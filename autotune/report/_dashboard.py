@@ -27,6 +27,7 @@ import optuna
 from plotly.offline import get_plotlyjs
 
 from autotune.exceptions import AutotuneError, ConfigError
+from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.report._data import gather_report
 from autotune.report._html import dashboard_page, figures_json, fragments, study_nav
 from autotune.storage import (
@@ -84,7 +85,11 @@ class DashboardApp:
             raise StudyNotFoundError(f"study={study}: no such study in {self.storage_url}")
         if study is None and names:
             study = names[-1]
-        return dashboard_page(study, names, self.poll_s)
+        mode: ObjectiveMode = "throughput"
+        if study is not None:
+            loaded = load_existing_study(study, self.storage_url, self._storage)
+            mode = objective_mode(objectives_of_study(loaded))
+        return dashboard_page(study, names, self.poll_s, mode)
 
     def plotly_js(self) -> bytes:
         """Plotly's JavaScript bundle, from the installed plotly package (no network)."""
@@ -132,6 +137,8 @@ class DashboardApp:
             "simulated": data.simulated,
             "verdict": data.verdict_line(),
             "metric": {"name": data.metric.name, "direction": data.metric.direction},
+            "objective": data.objective_mode,
+            "target": data.target,
             "recommended_trial": (
                 data.recommended.trial_number if data.recommended is not None else None
             ),

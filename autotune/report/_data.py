@@ -23,9 +23,14 @@ from autotune.exceptions import ConfigError
 from autotune.objectives import (
     METRIC_INDEX,
     OBJECTIVES,
+    TIME_TO_ACCURACY,
     Objective,
+    ObjectiveMode,
+    objective_mode,
     objectives_of_study,
+    study_metric,
     study_objectives,
+    study_target,
 )
 from autotune.report._hypervolume import HypervolumePoint, hypervolume_history
 from autotune.report._importances import param_importances
@@ -36,9 +41,11 @@ from autotune.report._points import (
     TrialPoint,
     attr_float,
     classify,
+    metric_curve,
     pareto_numbers,
     pareto_row,
     speedup,
+    times_sooner,
 )
 from autotune.report._text import model_knobs, not_verified_line
 from autotune.storage import FINISHED_STATES, ResultsStore
@@ -65,19 +72,26 @@ class ReportData:
         generated_at: when the data was gathered (UTC).
         knob_names: the knobs, in the space's order.
         points: every finished trial, by number.
-        pareto: the Pareto-optimal configurations, fastest first (single-trial figures).
+        pareto: the Pareto-optimal configurations, fastest first (single-trial figures; in a
+            time-to-accuracy study, soonest to the target first).
         baseline: the baseline trial, or None when the study has none finished.
         hypervolume: the hypervolume after each finished trial.
         importances: per objective name, parameter importances (sum 1), largest first.
         hardware: ``(label, value)`` rows of the hardware fingerprint.
         objectives: the study's objectives (:func:`autotune.objectives.objectives_of_study`):
-            throughput, the validation metric (its name, direction and format), peak memory.
+            throughput, the validation metric (its name, direction and format), peak memory;
+            or, in a time-to-accuracy study, the time to target and peak memory.
         running: trials running now (the dashboard shows it).
         notes: lines worth saying (e.g. why importances are missing).
         configurations: every feasible, measured trial as a row, by trial number (single-trial
             figures; :attr:`pareto` is the Pareto-optimal part of them).
         verification: the newest finished verification, or None when there is none.
         storage_url: the study's storage URL ("" when unknown), for the commands it names.
+        study_metric: the study's validation metric when it is not an objective (a
+            time-to-accuracy study's target metric; :func:`autotune.objectives.study_metric`);
+            None in a throughput study (:attr:`metric` is then the objective).
+        target: a time-to-accuracy study's target value of :attr:`metric` (accuracy in
+            [0, 1]); None in a throughput study.
     """
 
     study_name: str
@@ -98,11 +112,26 @@ class ReportData:
     verification: VerificationSummary | None = None
     storage_url: str = ""
     objectives: tuple[Objective, ...] = OBJECTIVES
+    study_metric: Objective | None = None
+    target: float | None = None
+
+    @property
+    def objective_mode(self) -> ObjectiveMode:
+        """``throughput`` or ``time_to_accuracy`` (:func:`autotune.objectives.objective_mode`)."""
+        return objective_mode(self.objectives)
+
+    @property
+    def time_to_accuracy(self) -> bool:
+        """A time-to-accuracy study (objectives: time to target, peak memory)."""
+        return self.objective_mode == "time_to_accuracy"
 
     @property
     def metric(self) -> Objective:
-        """The study's validation metric (``accuracy``, ``val_loss``, ...)."""
-        return self.objectives[METRIC_INDEX]
+        """The study's validation metric (``accuracy``, ``val_loss``, ...): an objective in a
+        throughput study, the target's metric in a time-to-accuracy study."""
+        if not self.time_to_accuracy:
+            return self.objectives[METRIC_INDEX]
+        return self.study_metric or study_objectives()[METRIC_INDEX]
 
     def count(self, status: str) -> int:
         """Finished trials with this status."""
@@ -146,6 +175,8 @@ def gather_from_trials(
     verification: VerificationSummary | None = None,
     storage_url: str = "",
     objectives: Sequence[Objective] = OBJECTIVES,
+    metric: Objective | None = None,
+    target: float | None = None,
 ) -> ReportData:
     """Gather what a report shows from a study's trials.
 
@@ -163,18 +194,25 @@ def gather_from_trials(
         verification: the study's newest finished verification (None: not verified).
         storage_url: the study's storage URL, for the commands the pages name.
         objectives: the study's objectives (default: a built-in workload's, accuracy
-            maximized).
+            maximized); two whose first is ``time_to_accuracy_s`` make a time-to-accuracy
+            study's data.
+        metric: a time-to-accuracy study's target metric (default: accuracy, maximized).
+        target: a time-to-accuracy study's target value.
 
     Returns:
         The :class:`ReportData`.
     """
     finished = sorted((t for t in trials if t.state in FINISHED_STATES), key=lambda t: t.number)
     running = sum(t.state == TrialState.RUNNING for t in trials)
+    objectives = tuple(objectives)
+    tta = objective_mode(objectives) == "time_to_accuracy"
     base_trial = baseline_trial(finished)
     base_status = classify(base_trial) if base_trial is not None else None
-    base_sps = (
-        attr_float(base_trial, "throughput_sps")
-        if base_trial is not None and base_status is not None and base_status[1]
+    base_measured = base_trial is not None and base_status is not None and base_status[1]
+    base_sps = attr_float(base_trial, "throughput_sps") if base_measured and base_trial else None
+    base_time_s = (
+        attr_float(base_trial, "time_to_accuracy_s")
+        if tta and base_measured and base_trial
         else None
     )
 
@@ -182,38 +220,26 @@ def gather_from_trials(
     feasible_values = {
         t.number: list(t.values) for t in finished if classified[t.number][0] == FEASIBLE
     }
-    objectives = tuple(objectives)
     front = pareto_numbers(feasible_values, objectives)
 
-    points: list[TrialPoint] = []
-    for trial in finished:
-        status, measured, reason = classified[trial.number]
-        values: list[float | None] = list(trial.values) if measured else [None, None, None]
-        points.append(
-            TrialPoint(
-                number=trial.number,
-                status=status,
-                measured=measured,
-                pareto=trial.number in front,
-                baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
-                throughput_sps=values[0],
-                val_metric=values[1],
-                peak_memory_bytes=values[2],
-                params=dict(trial.params),
-                reason=reason,
-                speedup=speedup(values[0], base_sps),
-            )
-        )
+    points = [
+        _point(trial, classified[trial.number], trial.number in front, tta, base_sps, base_time_s)
+        for trial in finished
+    ]
 
     configurations = tuple(
-        pareto_row(trial, base_sps)
+        pareto_row(trial, base_sps, baseline_time_s=base_time_s)
         for trial in finished
         if classified[trial.number][0] == FEASIBLE and classified[trial.number][1]
     )
     front_numbers = {p.number for p in points if p.pareto}
     pareto_rows = sorted(
         (r for r in configurations if r.number in front_numbers),
-        key=lambda r: (-r.throughput_sps, r.number),
+        key=(
+            (lambda r: (r.time_to_accuracy_s or 0.0, r.peak_memory_bytes, r.number))
+            if tta
+            else (lambda r: (-r.throughput_sps, r.number))
+        ),
     )
 
     notes: list[str] = []
@@ -229,10 +255,16 @@ def gather_from_trials(
             throughput_sps=base_sps,
             params=dict(base_trial.params),
             reason=base_status[2],
+            time_to_accuracy_s=base_time_s,
         )
         if base_sps is None:
             notes.append(
                 f"the baseline (trial {base_trial.number}) has no measurement: {base_status[2]}"
+            )
+        elif tta and base_time_s is None:
+            notes.append(
+                f"the baseline (trial {base_trial.number}) did not reach the target: "
+                "times sooner than the baseline are not available"
             )
     else:
         notes.append("this study has no finished baseline trial; speedups are not available")
@@ -253,7 +285,9 @@ def gather_from_trials(
         points=tuple(points),
         pareto=tuple(pareto_rows),
         baseline=baseline,
-        hypervolume=hypervolume_history(points, objectives[METRIC_INDEX]),
+        hypervolume=hypervolume_history(
+            points, objectives[METRIC_INDEX] if not tta else None, objective_mode(objectives)
+        ),
         importances=importance_values,
         hardware=tuple(hardware),
         running=running,
@@ -262,6 +296,58 @@ def gather_from_trials(
         verification=verification,
         storage_url=storage_url,
         objectives=objectives,
+        study_metric=metric if tta else None,
+        target=target if tta else None,
+    )
+
+
+def _point(
+    trial: FrozenTrial,
+    classified: tuple[str, bool, str],
+    pareto: bool,
+    tta: bool,
+    base_sps: float | None,
+    base_time_s: float | None,
+) -> TrialPoint:
+    """A finished trial's :class:`TrialPoint`: its objective values when measured (in a
+    time-to-accuracy study, also its attributes' throughput, metric and learning curve)."""
+    status, measured, reason = classified
+    point = TrialPoint(
+        number=trial.number,
+        status=status,
+        measured=measured,
+        pareto=pareto,
+        baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
+        throughput_sps=None,
+        val_metric=None,
+        peak_memory_bytes=None,
+        params=dict(trial.params),
+        reason=reason,
+        speedup=None,
+    )
+    if not measured or trial.values is None:
+        return point
+    if not tta:
+        throughput_sps, val_metric, peak_memory_bytes = (float(v) for v in trial.values)
+        return point._replace(
+            throughput_sps=throughput_sps,
+            val_metric=val_metric,
+            peak_memory_bytes=peak_memory_bytes,
+            speedup=speedup(throughput_sps, base_sps),
+        )
+    reached = trial.user_attrs.get("target_reached")
+    time_s = attr_float(trial, "time_to_accuracy_s") if reached is not False else None
+    if time_s is None and reached is True:
+        time_s = float(trial.values[0])
+    return point._replace(
+        throughput_sps=attr_float(trial, "throughput_sps"),
+        val_metric=attr_float(trial, "val_metric"),
+        peak_memory_bytes=float(trial.values[1]),
+        speedup=times_sooner(time_s, base_time_s),
+        time_to_accuracy_s=time_s,
+        target_reached=reached if isinstance(reached, bool) else None,
+        curve=metric_curve(trial),
+        trained_s=float(trial.values[0]),
     )
 
 
@@ -297,13 +383,17 @@ def gather_report(
         importances: compute parameter importances.
 
     Raises:
-        ConfigError: the study does not have autotune's three objectives.
+        ConfigError: the study does not have autotune's objectives (three, or the two of a
+            time-to-accuracy study: ``time_to_accuracy_s`` and peak memory).
         StorageError: the results tables cannot be read.
     """
-    if len(study.directions) != len(OBJECTIVES):
+    names = list(study.metric_names or [])
+    tta = len(study.directions) == 2 and names[:1] == [TIME_TO_ACCURACY.name]
+    if len(study.directions) != len(OBJECTIVES) and not tta:
         raise ConfigError(
             f"study={study.study_name}: not an autotune study (it has "
-            f"{len(study.directions)} objectives; autotune's have {len(OBJECTIVES)})"
+            f"{len(study.directions)} objectives; autotune's have {len(OBJECTIVES)}, or 2 "
+            "in a time-to-accuracy study: time_to_accuracy_s and peak_memory_bytes)"
         )
     attrs: Mapping[str, Any] = study.user_attrs.get("autotune") or {}
     space = attrs.get("space") or {}
@@ -311,7 +401,7 @@ def gather_report(
         trials = study.get_trials(deepcopy=False)
     record = results.study(study.study_name) if results is not None else None
     objectives = objectives_of_study(study)
-    if study.metric_names is None and record is not None:  # our record names the metric
+    if not tta and study.metric_names is None and record is not None:  # our record names it
         objectives = study_objectives(record.metric_name, record.metric_direction)
     verification = load_verification(study, results) if results is not None else None
     simulated = record.simulated if record is not None else attrs.get("simulated")
@@ -330,4 +420,6 @@ def gather_report(
         verification=verification,
         storage_url=results.url if results is not None else "",
         objectives=objectives,
+        metric=study_metric(study) if tta else None,
+        target=study_target(study) if tta else None,
     )

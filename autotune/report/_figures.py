@@ -8,7 +8,11 @@ entities as the original characters.
 Only SVG traces (``Scatter``, not ``Scattergl``) are used, so each drawn point is an element in
 the page (the browser test counts them).
 
-One module of about 500 lines on purpose: its one job is drawing the report's figures, and they
+A time-to-accuracy study (two objectives: time to target, peak memory) gets one 2-D Pareto
+figure instead of three projections and a 3-D view, and the figure of its learning curves:
+the metric against wall time of the baseline and every Pareto-optimal trial, with the target.
+
+One module of about 650 lines on purpose: its one job is drawing the report's figures, and they
 share the axes, the escaping, the point classes and the hover text defined at the top.
 """
 
@@ -22,16 +26,23 @@ import moocore
 import numpy as np
 import plotly.graph_objects as go
 
-from autotune.objectives import Objective
+from autotune.objectives import Objective, ObjectiveMode
 from autotune.report._data import ReportData
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
+from autotune.report._text import ratio_text, seconds_text
 
 __all__ = [
     "FIGURE_IDS",
     "PROJECTIONS",
+    "TTA_FIGURE_IDS",
+    "TTA_PROJECTIONS",
+    "Curve",
     "build_figures",
+    "curves_figure",
+    "figure_ids",
     "hypervolume_figure",
     "importances_figure",
+    "learning_curves",
     "parallel_coordinates_figure",
     "pareto_2d_figure",
     "pareto_3d_figure",
@@ -40,6 +51,8 @@ __all__ = [
 _MIB = float(1 << 20)
 #: The objectives' fields of a :class:`TrialPoint`, in the objectives' order.
 _FIELDS = ("throughput_sps", "val_metric", "peak_memory_bytes")
+#: The same in a time-to-accuracy study.
+_TTA_FIELDS = ("time_to_accuracy_s", "peak_memory_bytes")
 
 
 class _Axis(NamedTuple):
@@ -60,7 +73,14 @@ def _metric_label(metric: Objective) -> str:
 
 
 def _axes(data: ReportData) -> dict[str, _Axis]:
-    """Display axis per objective field of :class:`TrialPoint`, for this study's objectives."""
+    """Display axis per objective field of :class:`TrialPoint`, for this study's objectives
+    (in their order)."""
+    if data.time_to_accuracy:
+        time, memory = data.objectives
+        return {
+            "time_to_accuracy_s": _Axis("time to target (s)", 1.0, time.direction),
+            "peak_memory_bytes": _Axis("peak memory (MiB)", 1.0 / _MIB, memory.direction),
+        }
     throughput, metric, memory = data.objectives
     return {
         "throughput_sps": _Axis("throughput (samples/s)", 1.0, throughput.direction),
@@ -90,6 +110,25 @@ FIGURE_IDS: tuple[str, ...] = (
     "importances",
     "hypervolume",
 )
+#: A time-to-accuracy study's one 2-D Pareto figure: (figure id, x objective, y objective).
+TTA_PROJECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("pareto-time-memory", "time_to_accuracy_s", "peak_memory_bytes"),
+)
+#: Every figure a time-to-accuracy study's page shows, in page order.
+TTA_FIGURE_IDS: tuple[str, ...] = (
+    "metric-vs-time",
+    *(p[0] for p in TTA_PROJECTIONS),
+    "parallel-coordinates",
+    "importances",
+    "hypervolume",
+)
+
+
+def figure_ids(mode: ObjectiveMode) -> tuple[str, ...]:
+    """The figures of a study's page, in page order: :data:`FIGURE_IDS` in a throughput study,
+    :data:`TTA_FIGURE_IDS` in a time-to-accuracy study."""
+    return TTA_FIGURE_IDS if mode == "time_to_accuracy" else FIGURE_IDS
+
 
 #: Point classes, each drawn as its own trace: (key, legend label, marker).
 _CLASSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -169,6 +208,37 @@ def _recommended(data: ReportData) -> int | None:
     return data.recommended.trial_number if data.recommended is not None else None
 
 
+def _class_label(key: str, label: str, data: ReportData) -> str:
+    """A point class's legend label; a time-to-accuracy study's infeasible trials are mostly
+    those that missed the target."""
+    if key == "infeasible" and data.time_to_accuracy:
+        return "infeasible (missed the target, or breaks a constraint)"
+    return label
+
+
+def _to_target_words(point: TrialPoint, data: ReportData) -> list[str]:
+    """Hover lines of a measured trial of a time-to-accuracy study."""
+    metric = data.metric
+    name = "" if metric.is_accuracy else _esc(metric.name) + " "
+    memory = f"{(point.peak_memory_bytes or 0) / _MIB:,.1f} MiB"
+    if point.time_to_accuracy_s is not None:
+        lines = [
+            f"single trial: reached {name}{metric.format(point.val_metric, 1)} in "
+            f"{seconds_text(point.time_to_accuracy_s)} s · {memory}"
+        ]
+        if point.speedup is not None:
+            lines.append(f"{ratio_text(point.speedup)} sooner than the baseline (single trials)")
+    else:
+        after = f" after {seconds_text(point.trained_s)} s" if point.trained_s is not None else ""
+        lines = [
+            f"single trial: missed {name}{metric.format(data.target, 1)} "
+            f"({metric.format(point.val_metric, 1)}{after}) · {memory}"
+        ]
+    if point.throughput_sps is not None:
+        lines.append(f"{point.throughput_sps:,.0f} samples/s while training")
+    return lines
+
+
 def _hover(point: TrialPoint, data: ReportData) -> str:
     """Hover text of one point (escaped: Plotly renders a subset of HTML)."""
     lines = [
@@ -184,7 +254,9 @@ def _hover(point: TrialPoint, data: ReportData) -> str:
             f"RECOMMENDED: {rec.speedup or 0.0:.2f}x verified over {summary.rounds} rounds "
             f"(95 % CI {low:.2f}-{high:.2f}x)"
         )
-    if point.measured:
+    if point.measured and data.time_to_accuracy:
+        lines.extend(_to_target_words(point, data))
+    elif point.measured:
         metric = data.metric
         shown = metric.format(point.val_metric or 0, 1)
         lines.append(
@@ -228,17 +300,23 @@ def _positions(
     points: Sequence[TrialPoint], objectives: Sequence[str], axes: Mapping[str, _Axis]
 ) -> dict[int, tuple[float, ...]]:
     """Display coordinates of every point; unmeasured ones past the worst corner, spread a
-    little (deterministically) so each can be hovered."""
+    little (deterministically) so each can be hovered. A measured trial without a value on
+    an axis (a time-to-accuracy trial that missed the target has no time to target) sits past
+    the worst end of that axis only."""
     floors = {o: _floors(points, o, axes) for o in objectives}
     out: dict[int, tuple[float, ...]] = {}
     unmeasured = 0
     for point in points:
-        if point.measured:
-            out[point.number] = tuple(_value(point, o, axes) or 0.0 for o in objectives)
+        values = [_value(point, o, axes) for o in objectives]
+        if point.measured and all(v is not None for v in values):
+            out[point.number] = tuple(v or 0.0 for v in values)
             continue
         offsets = ((unmeasured % 7) - 3) / 3.0, ((unmeasured // 7) % 5 - 2) / 2.0, 0.0
         out[point.number] = tuple(
-            floors[o][0] + 0.025 * floors[o][1] * offsets[i] for i, o in enumerate(objectives)
+            v
+            if point.measured and v is not None
+            else floors[o][0] + 0.025 * floors[o][1] * offsets[i]
+            for i, (o, v) in enumerate(zip(objectives, values, strict=True))
         )
         unmeasured += 1
     return out
@@ -254,7 +332,10 @@ def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[flo
         {
             (_value(p, x, axes) or 0.0, _value(p, y, axes) or 0.0)
             for p in data.points
-            if p.status == FEASIBLE and p.measured
+            if p.status == FEASIBLE
+            and p.measured
+            and _value(p, x, axes) is not None
+            and _value(p, y, axes) is not None
         }
     )
     keep = moocore.is_nondominated(np.asarray(pts), maximise=[sx > 0, sy > 0]) if pts else []
@@ -276,7 +357,7 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
     """One 2-D projection of the objectives: every finished trial exactly once.
 
     These are single-trial figures of the search. Feasible trials are split into
-    Pareto-optimal (of all three objectives) and dominated; the verified recommendation,
+    Pareto-optimal (of all the study's objectives) and dominated; the verified recommendation,
     infeasible, never-launched and failed trials are drawn apart. Trials without a
     measurement sit just past the worst corner of the axes. The dashed line is the 2-D front
     of this projection.
@@ -306,7 +387,7 @@ def pareto_2d_figure(data: ReportData, x: str, y: str) -> go.Figure:
                 x=[pos[p.number][0] for p in members],
                 y=[pos[p.number][1] for p in members],
                 mode="markers",
-                name=f"{label} ({len(members)})",
+                name=f"{_class_label(key, label, data)} ({len(members)})",
                 marker=marker,
                 text=[_hover(p, data) for p in members],
                 hovertemplate="%{text}<extra></extra>",
@@ -388,35 +469,46 @@ def _dimension(label: str, values: Sequence[Any]) -> dict[str, Any]:
 
 
 def parallel_coordinates_figure(data: ReportData) -> go.Figure:
-    """Knobs against objectives for every measured trial, coloured by throughput."""
-    measured = [p for p in data.points if p.measured]
+    """Knobs against objectives for every measured trial, coloured by throughput (in a
+    time-to-accuracy study: every trial that reached the target, coloured by its time to
+    target)."""
+    axes = _axes(data)
+    measured = [
+        p for p in data.points if p.measured and all(_value(p, o, axes) is not None for o in axes)
+    ]
     fig = go.Figure()
     if measured:
         dims = [_dimension(k, [p.params.get(k, "—") for p in measured]) for k in data.knob_names]
-        axes = _axes(data)
         dims += [
             _dimension(axis.label, [_value(p, o, axes) or 0.0 for p in measured])
             for o, axis in axes.items()
         ]
+        if data.time_to_accuracy:
+            colour = [p.time_to_accuracy_s or 0.0 for p in measured]
+            scale, colour_title = "Viridis_r", "s to target"
+        else:
+            colour = [p.throughput_sps or 0.0 for p in measured]
+            scale, colour_title = "Viridis", "samples/s"
         fig.add_trace(
             go.Parcoords(
                 line={
-                    "color": [p.throughput_sps or 0.0 for p in measured],
-                    "colorscale": "Viridis",
+                    "color": colour,
+                    "colorscale": scale,
                     "showscale": True,
-                    "colorbar": {"title": {"text": "samples/s"}},
+                    "colorbar": {"title": {"text": colour_title}},
                 },
                 dimensions=dims,
             )
         )
     unmeasured = len(data.points) - len(measured)
+    without = "without a time to target" if data.time_to_accuracy else "without a measurement"
     fig.update_layout(
         **_LAYOUT,
         title={
             "text": _title(
                 data,
                 f"Knobs against objectives ({len(measured)} measured trials"
-                + (f"; {unmeasured} without a measurement not drawn" if unmeasured else "")
+                + (f"; {unmeasured} {without} not drawn" if unmeasured else "")
                 + ")",
             ),
             "font": {"size": 13},
@@ -483,9 +575,10 @@ def hypervolume_figure(data: ReportData) -> go.Figure:
                 hovertemplate="after trial %{x}: %{y:.4f}<extra></extra>",
             )
         )
+    what = " (time to target, peak memory)" if data.time_to_accuracy else ""
     fig.update_layout(
         **_LAYOUT,
-        title={"text": _title(data, "Hypervolume history"), "font": {"size": 13}},
+        title={"text": _title(data, f"Hypervolume history{what}"), "font": {"size": 13}},
         xaxis_title="trial number",
         yaxis_title="hypervolume (normalized, 0-1)",
         height=460,
@@ -494,8 +587,124 @@ def hypervolume_figure(data: ReportData) -> go.Figure:
     return fig
 
 
+class Curve(NamedTuple):
+    """One trial's learning curve as :func:`curves_figure` draws it.
+
+    Attributes:
+        number: the trial number.
+        name: its legend label (``baseline (trial 0)``, ``trial 4 (Pareto-optimal)``).
+        wall_s: wall seconds since its first training step, per evaluation.
+        metric: the metric at each evaluation, in display units (accuracy in %).
+    """
+
+    number: int
+    name: str
+    wall_s: tuple[float, ...]
+    metric: tuple[float, ...]
+
+
+def learning_curves(data: ReportData) -> tuple[Curve, ...]:
+    """The curves of :func:`curves_figure`: the baseline's, then every Pareto-optimal trial's
+    (soonest to the target first); trials without a recorded curve are left out."""
+    scale = 100.0 if data.metric.is_accuracy else 1.0
+    by_number = {p.number: p for p in data.points}
+    chosen = [p for p in data.points if p.baseline]
+    chosen += [by_number[r.number] for r in data.pareto if not by_number[r.number].baseline]
+    curves = []
+    for point in chosen:
+        if not point.curve:
+            continue
+        name = (
+            f"baseline (trial {point.number})"
+            if point.baseline
+            else f"trial {point.number} (Pareto-optimal)"
+        )
+        curves.append(
+            Curve(
+                point.number,
+                name,
+                tuple(c[0] for c in point.curve),
+                tuple(scale * c[2] for c in point.curve),
+            )
+        )
+    return tuple(curves)
+
+
+def curves_figure(data: ReportData) -> go.Figure:
+    """A time-to-accuracy study's key picture: the validation metric against wall seconds
+    for the baseline and every Pareto-optimal trial (one line each, a marker per
+    evaluation; :func:`learning_curves`), and the target as a dashed horizontal line.
+
+    Wall seconds count from each trial's first training step, compilation and evaluations
+    included, as the time to target does: a curve crosses the target line at its trial's
+    time to target.
+    """
+    fig = go.Figure()
+    curves = learning_curves(data)
+    for curve in curves:
+        fig.add_trace(
+            go.Scatter(
+                x=list(curve.wall_s),
+                y=list(curve.metric),
+                mode="lines+markers",
+                name=_esc(curve.name),
+                marker={"size": 5},
+                line={"width": 3 if curve.name.startswith("baseline") else 1.5},
+                hovertemplate=_esc(curve.name) + ": %{y:.4g} after %{x:.4g} s<extra></extra>",
+                customdata=[curve.number] * len(curve.wall_s),
+            )
+        )
+    scale = 100.0 if data.metric.is_accuracy else 1.0
+    if data.target is not None:
+        end = max((max(c.wall_s) for c in curves if c.wall_s), default=1.0)
+        fig.add_trace(
+            go.Scatter(
+                x=[0.0, end],
+                y=[scale * data.target] * 2,
+                mode="lines",
+                name=f"target {_esc(data.metric.format(data.target, 1))}",
+                hoverinfo="skip",
+                line={"color": "#d62728", "width": 1.5, "dash": "dash"},
+            )
+        )
+    fig.update_layout(
+        **_LAYOUT,
+        title={
+            "text": _title(
+                data,
+                f"{_esc(_short(_metric_label(data.metric)))} vs wall time: the baseline and "
+                "the Pareto-optimal trials (single trials)",
+            ),
+            "font": {"size": 13},
+        },
+        xaxis_title="wall time since the first training step (s)",
+        yaxis_title=_esc(_metric_label(data.metric)),
+        height=480,
+    )
+    fig.update_layout(margin={"l": 60, "r": 20, "t": 50, "b": 130})
+    if not curves:
+        fig.add_annotation(
+            text="no learning curve recorded yet",
+            showarrow=False,
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+        )
+    return fig
+
+
 def build_figures(data: ReportData) -> dict[str, go.Figure]:
-    """Every figure of a report page, by :data:`FIGURE_IDS`."""
+    """Every figure of a report page, by :func:`figure_ids` (:data:`FIGURE_IDS`, or
+    :data:`TTA_FIGURE_IDS` for a time-to-accuracy study)."""
+    if data.time_to_accuracy:
+        figures = {"metric-vs-time": curves_figure(data)}
+        figures.update({fid: pareto_2d_figure(data, x, y) for fid, x, y in TTA_PROJECTIONS})
+        figures["parallel-coordinates"] = parallel_coordinates_figure(data)
+        figures["importances"] = importances_figure(data)
+        figures["hypervolume"] = hypervolume_figure(data)
+        assert tuple(figures) == TTA_FIGURE_IDS
+        return figures
     figures = {fid: pareto_2d_figure(data, x, y) for fid, x, y in PROJECTIONS}
     figures["pareto-3d"] = pareto_3d_figure(data)
     figures["parallel-coordinates"] = parallel_coordinates_figure(data)

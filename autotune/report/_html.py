@@ -21,10 +21,11 @@ from urllib.parse import quote
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from autotune.objectives import ObjectiveMode
 from autotune.report._data import ReportData
-from autotune.report._figures import FIGURE_IDS, build_figures
+from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE
-from autotune.report._text import metric_column, metric_spread
+from autotune.report._text import metric_column, metric_spread, ratio_text, seconds_text
 from autotune.verification import VerificationSummary
 
 __all__ = [
@@ -110,8 +111,13 @@ def _summary(data: ReportData) -> str:
         f"{data.count(INFEASIBLE)} infeasible, {data.count(FAILED)} failed; "
         f"<b>{len(data.pareto)}</b> Pareto-optimal"
     )
+    if data.time_to_accuracy:
+        missed = sum(p.target_reached is False for p in data.points)
+        counts += f"; {missed} missed the target (infeasible)"
     if data.running:
         counts += f"; {data.running} running now"
+    if data.time_to_accuracy:
+        parts.append(f"<p>{_target_words(data)}</p>")
     parts.append(f"<p>{counts}.</p>")
     if summary is not None:
         parts.append(
@@ -131,6 +137,18 @@ def _summary(data: ReportData) -> str:
     if base is not None and base.throughput_sps is None:
         parts.append(f"<p>Baseline: trial {base.number} ({_esc(base.reason or base.status)}).</p>")
     return "\n".join(parts)
+
+
+def _target_words(data: ReportData) -> str:
+    """What a time-to-accuracy study optimizes, in one sentence (escaped)."""
+    metric = data.metric
+    better = "at least" if metric.direction == "maximize" else "at most"
+    target = metric.format(data.target, 1) if data.target is not None else "its target"
+    return _esc(
+        f"Time to accuracy: each trial trains until its validation {metric.name} is {better} "
+        f"{target}; the objectives are the wall seconds to that target (compilation and "
+        "evaluations included) and peak memory. A trial that misses the target is infeasible."
+    )
 
 
 def _tolerance_words(summary: VerificationSummary) -> str:
@@ -183,9 +201,45 @@ def _verification_table(data: ReportData) -> str:
     return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
 
 
+def _to_target_table(data: ReportData) -> str:
+    """A time-to-accuracy study's Pareto table: time to target, x sooner, metric reached."""
+    knobs = list(data.knob_names)
+    head = (
+        "<tr><th>trial</th><th>time to target s</th><th>x sooner (1 trial)</th>"
+        f"<th>{_esc(metric_column(data.metric))} reached</th><th>peak MiB</th>"
+        "<th>compile s</th><th>eval s</th><th>samples/s</th>"
+        + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
+        + "</tr>"
+    )
+    recommended = data.recommended.trial_number if data.recommended is not None else None
+    rows = []
+    for row in data.pareto:
+        cells = [
+            f"{row.number}"
+            + (" (baseline)" if row.baseline else "")
+            + (" (recommended)" if row.number == recommended else ""),
+            seconds_text(row.time_to_accuracy_s),
+            ratio_text(row.speedup),
+            data.metric.format(row.val_metric, 1),
+            f"{row.peak_memory_bytes / _MIB:,.1f}",
+            "n/a" if row.compile_s is None else f"{row.compile_s:.1f}",
+            seconds_text(row.eval_s),
+            _sps(row.throughput_sps),
+        ]
+        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
+            f'<td class="text">{_esc(row.params.get(k, "—"))}</td>' for k in knobs
+        )
+        rows.append(f"<tr{' class=baseline' if row.baseline else ''}>{tds}</tr>")
+    return f'<table id="pareto-table-rows">{head}{"".join(rows)}</table>'
+
+
 def _pareto_table(data: ReportData) -> str:
     if not data.pareto:
+        if data.time_to_accuracy:
+            return '<p class="notes">No trial has reached the target yet.</p>'
         return '<p class="notes">No feasible trial yet.</p>'
+    if data.time_to_accuracy:
+        return _to_target_table(data)
     knobs = list(data.knob_names)
     head = (
         "<tr><th>trial</th><th>samples/s</th><th>x baseline (1 trial)</th>"
@@ -252,10 +306,32 @@ def figures_json(data: ReportData) -> dict[str, Any]:
     }
 
 
-def _body(frags: Mapping[str, str], heading: str, extra_nav: str = "") -> str:
-    plots_2d = "".join(
-        f'<div class="card"><div id="{fid}" class="plot"></div></div>' for fid in FIGURE_IDS[:3]
-    )
+def _card(fid: str) -> str:
+    return f'<div class="card"><div id="{fid}" class="plot"></div></div>'
+
+
+def _body(
+    frags: Mapping[str, str],
+    heading: str,
+    extra_nav: str = "",
+    mode: ObjectiveMode = "throughput",
+) -> str:
+    """The page's body: the header, then a place for every figure of ``mode``'s page
+    (:func:`autotune.report.figure_ids`) and every fragment."""
+    if mode == "time_to_accuracy":
+        figures = f"""<h2>Metric against wall time: the baseline and the Pareto-optimal trials
+  (single trials of the search)</h2>
+  <div class="card"><div id="metric-vs-time" class="plot"></div></div>
+  <h2>Pareto front: time to target against peak memory (single trials of the search)</h2>
+  <div class="grid">{"".join(_card(p[0]) for p in TTA_PROJECTIONS)}</div>"""
+        table = "Pareto-optimal configurations (single-trial figures; x sooner: the baseline's time to target over the trial's)"
+    else:
+        plots_2d = "".join(_card(fid) for fid in FIGURE_IDS[:3])
+        figures = f"""<h2>Pareto front: three 2-D projections (single trials of the search)</h2>
+  <div class="grid">{plots_2d}
+    <div class="card"><div id="pareto-3d" class="plot"></div></div>
+  </div>"""
+        table = "Pareto-optimal configurations (single-trial figures; speedup over the baseline's trial)"
     return f"""
 <header>
   <h1>{heading} <span id="title">{frags.get("title", "")}</span></h1>
@@ -266,17 +342,14 @@ def _body(frags: Mapping[str, str], heading: str, extra_nav: str = "") -> str:
 <main>
   <h2>Verification: the baseline and the finalists, re-measured</h2>
   <div id="verification" style="overflow-x:auto">{frags.get("verification", "")}</div>
-  <h2>Pareto front: three 2-D projections (single trials of the search)</h2>
-  <div class="grid">{plots_2d}
-    <div class="card"><div id="pareto-3d" class="plot"></div></div>
-  </div>
+  {figures}
   <h2>Knobs against objectives</h2>
   <div class="card"><div id="parallel-coordinates" class="plot"></div></div>
   <div class="grid">
     <div><h2>Parameter importance</h2><div class="card"><div id="importances" class="plot"></div></div></div>
     <div><h2>Hypervolume history</h2><div class="card"><div id="hypervolume" class="plot"></div></div></div>
   </div>
-  <h2>Pareto-optimal configurations (single-trial figures; speedup over the baseline's trial)</h2>
+  <h2>{table}</h2>
   <div id="pareto-table" style="overflow-x:auto">{frags.get("pareto-table", "")}</div>
   <h2>Hardware fingerprint</h2>
   <div id="hardware">{frags.get("hardware", "")}</div>
@@ -301,7 +374,7 @@ def render_report(data: ReportData) -> str:
 <script type="text/javascript">{get_plotlyjs()}</script>
 </head>
 <body data-finished="{data.finished}">
-{_body(frags, "autotune report:")}
+{_body(frags, "autotune report:", mode=data.objective_mode)}
 <footer>Generated {stamp} by autotune from the study database. Self-contained: opens offline.</footer>
 <script type="text/javascript">
 const FIGURES = {script_json(figs)};
@@ -339,8 +412,20 @@ def study_nav(names: Sequence[str], current: str | None) -> str:
     return f"<nav>studies: {links}</nav>"
 
 
-def dashboard_page(study: str | None, names: Sequence[str], poll_s: float) -> str:
-    """The dashboard's page shell; its script fills and refreshes it from the JSON API."""
+def dashboard_page(
+    study: str | None,
+    names: Sequence[str],
+    poll_s: float,
+    mode: ObjectiveMode = "throughput",
+) -> str:
+    """The dashboard's page shell; its script fills and refreshes it from the JSON API.
+
+    Args:
+        study: the study shown (None: none yet).
+        names: every study's name, for the navigation.
+        poll_s: seconds between the page's polls.
+        mode: the study's objective mode: which figures the page has places for.
+    """
     nav = f'<div id="study-nav">{study_nav(names, study)}</div><div id="live-status">connecting…</div>'
     title = f"autotune dashboard: {_esc(study)}" if study else "autotune dashboard"
     return f"""<!DOCTYPE html>
@@ -353,7 +438,7 @@ def dashboard_page(study: str | None, names: Sequence[str], poll_s: float) -> st
 <script src="/static/plotly.min.js"></script>
 </head>
 <body data-finished="-1">
-{_body({}, "autotune dashboard:", nav)}
+{_body({}, "autotune dashboard:", nav, mode)}
 <script id="study-name" type="application/json">{script_json(study)}</script>
 <script>
 const STUDY = JSON.parse(document.getElementById("study-name").textContent);

@@ -1,5 +1,6 @@
 """The hypervolume history of a study: how much of the normalized objective box the feasible
-trials dominate after each finished trial (``moocore.hypervolume``)."""
+trials dominate after each finished trial (``moocore.hypervolume``): a 3-D box in a
+throughput study, a 2-D one (time to target, peak memory) in a time-to-accuracy study."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import NamedTuple
 import moocore
 import numpy as np
 
-from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective
+from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective, ObjectiveMode
 from autotune.report._points import FEASIBLE, TrialPoint
 
 __all__ = ["HypervolumePoint", "hypervolume_history"]
@@ -57,7 +58,9 @@ def _goodness(
 
 
 def hypervolume_history(
-    points: Sequence[TrialPoint], metric: Objective = OBJECTIVES[METRIC_INDEX]
+    points: Sequence[TrialPoint],
+    metric: Objective | None = OBJECTIVES[METRIC_INDEX],
+    mode: ObjectiveMode = "throughput",
 ) -> tuple[HypervolumePoint, ...]:
     """Hypervolume of the feasible trials after each finished trial, in trial-number order.
 
@@ -69,9 +72,15 @@ def hypervolume_history(
     (``moocore.hypervolume``, maximising), so 1.0 would be one configuration that is fastest,
     100 % accurate and uses no memory.
 
+    In a time-to-accuracy study (``mode``) the box is 2-D: time to target as
+    ``1 - seconds / (1.1 * longest feasible time)`` and memory as above, from the reference
+    point (0, 0); 1.0 would be a configuration that reaches the target at once in no memory.
+
     Args:
         points: finished trials (any order).
-        metric: the study's validation metric (default: accuracy, maximized).
+        metric: the study's validation metric (default: accuracy, maximized); unused in a
+            time-to-accuracy study.
+        mode: ``throughput`` (three objectives) or ``time_to_accuracy`` (two).
 
     Returns:
         One point per finished trial; empty when no trial is feasible.
@@ -80,6 +89,9 @@ def hypervolume_history(
     feasible = [p for p in ordered if p.status == FEASIBLE]
     if not feasible:
         return ()
+    if mode == "time_to_accuracy":
+        return _history_2d(ordered, feasible)
+    metric = metric if metric is not None else OBJECTIVES[METRIC_INDEX]
     throughput_max = max(p.throughput_sps or 0.0 for p in feasible) or 1.0
     memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
     scale = _metric_scale(metric, [p.val_metric or 0.0 for p in feasible])
@@ -97,5 +109,28 @@ def hypervolume_history(
             )
             good = _goodness(np.asarray(front), memory_ref, throughput_max, scale)
             volume = float(moocore.hypervolume(good, ref=np.zeros(3), maximise=True))
+        history.append(HypervolumePoint(point.number, volume))
+    return tuple(history)
+
+
+def _history_2d(
+    ordered: Sequence[TrialPoint], feasible: Sequence[TrialPoint]
+) -> tuple[HypervolumePoint, ...]:
+    """:func:`hypervolume_history` of a time-to-accuracy study: (time to target, memory)."""
+    time_ref = 1.1 * max(p.time_to_accuracy_s or 0.0 for p in feasible) or 1.0
+    memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
+    history: list[HypervolumePoint] = []
+    front: list[list[float]] = []
+    volume = 0.0
+    for point in ordered:
+        if point.status == FEASIBLE:
+            front.append(
+                [
+                    1.0 - (point.time_to_accuracy_s or 0.0) / time_ref,
+                    1.0 - (point.peak_memory_bytes or 0.0) / memory_ref,
+                ]
+            )
+            good = np.clip(np.asarray(front), 0.0, 1.0)  # (trials, 2)
+            volume = float(moocore.hypervolume(good, ref=np.zeros(2), maximise=True))
         history.append(HypervolumePoint(point.number, volume))
     return tuple(history)

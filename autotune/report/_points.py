@@ -1,6 +1,12 @@
 """A finished trial as the outputs see it: its status (feasible, infeasible, failed), its row
 of single-trial figures, and the Pareto front of the feasible trials.
 
+A study optimizes in one of two modes (:mod:`autotune.objectives`): ``throughput`` (three
+objectives: throughput, the validation metric, peak memory) or ``time_to_accuracy`` (two:
+``time_to_accuracy_s`` and peak memory; a trial that missed the target is infeasible and
+never on the front). Points and rows carry the figures of both; those of the other mode are
+user attributes of the trial (a time-to-accuracy trial's throughput) or None.
+
 The front is computed by ``moocore.is_nondominated`` (López-Ibáñez's C library); where a study
 is at hand, Optuna's ``study.best_trials`` gives the same trials.
 """
@@ -15,7 +21,7 @@ import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR
-from autotune.objectives import OBJECTIVES, Objective
+from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode
 from autotune.storage import FINISHED_STATES
 
 __all__ = [
@@ -27,9 +33,12 @@ __all__ = [
     "TrialPoint",
     "attr_float",
     "classify",
+    "metric_curve",
     "pareto_numbers",
     "pareto_row",
     "speedup",
+    "times_sooner",
+    "trial_mode",
 ]
 
 #: Measured and within every constraint.
@@ -48,14 +57,24 @@ class TrialPoint(NamedTuple):
         number: Optuna's trial number.
         status: :data:`FEASIBLE`, :data:`INFEASIBLE` or :data:`FAILED`.
         measured: True when the objectives below are real figures (None otherwise).
-        pareto: on the Pareto front of the feasible trials (all three objectives).
+        pareto: on the Pareto front of the feasible trials (all of the study's objectives).
         baseline: the study's baseline trial (PyTorch defaults).
         throughput_sps: training samples/s.
         val_metric: the study's validation metric (accuracy: in [0, 1]).
         peak_memory_bytes: peak memory in bytes.
         params: the knobs, by Optuna parameter name.
         reason: why the trial is infeasible or failed ("" when feasible).
-        speedup: throughput over the baseline's, when both were measured.
+        speedup: throughput over the baseline's, when both were measured; in a
+            time-to-accuracy study, the baseline's time to target over this trial's (how many
+            times sooner it reached the target), when both reached it.
+        time_to_accuracy_s: time-to-accuracy studies: wall seconds to the target; None when
+            the target was missed, without a measurement, and in throughput studies.
+        target_reached: time-to-accuracy studies: whether the trial met the target (None
+            without a measurement and in throughput studies).
+        curve: time-to-accuracy studies: the evaluations, ``(wall_s, step, metric)`` each, in
+            order (empty otherwise).
+        trained_s: time-to-accuracy studies: the wall seconds the trial trained (its first
+            objective value: the time to target, or a lower bound of it when missed).
     """
 
     number: int
@@ -69,6 +88,10 @@ class TrialPoint(NamedTuple):
     params: Mapping[str, Any]
     reason: str
     speedup: float | None
+    time_to_accuracy_s: float | None = None
+    target_reached: bool | None = None
+    curve: tuple[tuple[float, int, float], ...] = ()
+    trained_s: float | None = None
 
 
 class ParetoRow(NamedTuple):
@@ -82,9 +105,14 @@ class ParetoRow(NamedTuple):
         peak_memory_bytes: peak memory in bytes.
         step_time_s: median seconds per optimizer step (None if not recorded).
         compile_s: seconds torch.compile added (None if not recorded).
-        speedup: throughput over the baseline's (None without a measured baseline).
+        speedup: throughput over the baseline's (None without a measured baseline); in a
+            time-to-accuracy study, the baseline's time to target over this trial's.
         params: the knobs.
         baseline: this row is the baseline itself.
+        time_to_accuracy_s: time-to-accuracy studies: wall seconds to the target (None in
+            throughput studies); ``val_metric`` is then the metric it reached and
+            ``throughput_sps`` an extra figure from its attributes.
+        eval_s: time-to-accuracy studies: seconds spent evaluating, inside the time above.
     """
 
     number: int
@@ -96,6 +124,13 @@ class ParetoRow(NamedTuple):
     speedup: float | None
     params: Mapping[str, Any]
     baseline: bool
+    time_to_accuracy_s: float | None = None
+    eval_s: float | None = None
+
+    @property
+    def time_to_accuracy(self) -> bool:
+        """A row of a time-to-accuracy study."""
+        return self.time_to_accuracy_s is not None
 
 
 class Baseline(NamedTuple):
@@ -107,6 +142,8 @@ class Baseline(NamedTuple):
         throughput_sps: its samples/s, None when it produced no measurement.
         params: its knobs.
         reason: why it is infeasible or failed ("" otherwise).
+        time_to_accuracy_s: time-to-accuracy studies: its seconds to the target, None when
+            it missed it or produced no measurement (then no trial has a speedup).
     """
 
     number: int
@@ -114,6 +151,7 @@ class Baseline(NamedTuple):
     throughput_sps: float | None
     params: Mapping[str, Any]
     reason: str
+    time_to_accuracy_s: float | None = None
 
 
 def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
@@ -133,9 +171,40 @@ def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
     if failure is not None:
         return FAILED, False, f"{failure}: {last_line}" if last_line else str(failure)
     broken = [name for name, value in sorted(trial.constraints.items()) if value > 0]
+    if attrs.get("target_reached") is False and "target_not_reached" not in broken:
+        broken.append("target_not_reached")
     if broken:
-        return INFEASIBLE, True, "breaks " + ", ".join(broken)
+        missed = "target_not_reached" in broken
+        others = [name for name in broken if name != "target_not_reached"]
+        words = (["missed the target"] if missed else []) + (
+            ["breaks " + ", ".join(others)] if others else []
+        )
+        return INFEASIBLE, True, "; ".join(words)
     return FEASIBLE, True, ""
+
+
+def trial_mode(trial: FrozenTrial) -> ObjectiveMode:
+    """``time_to_accuracy`` for a trial of a time-to-accuracy study (two objective values
+    whose first is a time, or the ``target_reached`` attribute), else ``throughput``."""
+    if "target_reached" in trial.user_attrs:
+        return "time_to_accuracy"
+    values = trial.values or ()
+    return "time_to_accuracy" if len(values) == 2 else "throughput"
+
+
+def metric_curve(trial: FrozenTrial) -> tuple[tuple[float, int, float], ...]:
+    """A time-to-accuracy trial's evaluations, ``(wall_s, step, metric)`` each, from its
+    ``metric_curve`` attribute; empty when absent or malformed."""
+    raw = trial.user_attrs.get("metric_curve")
+    if not isinstance(raw, list):
+        return ()
+    points: list[tuple[float, int, float]] = []
+    for point in raw:
+        if isinstance(point, (list, tuple)) and len(point) == 3:
+            wall_s, step, value = point
+            if all(isinstance(v, (int, float)) for v in (wall_s, step, value)):
+                points.append((float(wall_s), int(step), float(value)))
+    return tuple(points)
 
 
 def pareto_numbers(
@@ -146,7 +215,7 @@ def pareto_numbers(
 
     Args:
         values: objective values by trial number (feasible trials only), one value per
-            objective.
+            objective (a time-to-accuracy study's two: seconds to target, peak memory).
         objectives: the study's objectives (default: a built-in workload's, accuracy
             maximized).
     """
@@ -166,20 +235,60 @@ def speedup(throughput_sps: float | None, baseline_sps: float | None) -> float |
     return throughput_sps / baseline_sps
 
 
+def times_sooner(time_s: float | None, baseline_time_s: float | None) -> float | None:
+    """The baseline's time to target over this one (2.0: reached it in half the time); None
+    when either is missing (or this one is 0)."""
+    if time_s is None or baseline_time_s is None or time_s <= 0:
+        return None
+    return baseline_time_s / time_s
+
+
 def attr_float(trial: FrozenTrial, name: str) -> float | None:
     """A trial's numeric user attribute as a float; None when absent or not a number."""
     value = trial.user_attrs.get(name)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def pareto_row(trial: FrozenTrial, baseline_sps: float | None = None) -> ParetoRow:
-    """The row of a feasible, measured trial: its objective values (throughput, metric, peak
-    memory), step and compile seconds from its attributes, and its speedup.
+def pareto_row(
+    trial: FrozenTrial,
+    baseline_sps: float | None = None,
+    *,
+    baseline_time_s: float | None = None,
+) -> ParetoRow:
+    """The row of a feasible, measured trial: its objective values, step and compile seconds
+    from its attributes, and its speedup.
+
+    In a throughput study (three objective values) the row holds throughput, metric and peak
+    memory from the values; in a time-to-accuracy study (two: seconds to target, peak memory;
+    :func:`trial_mode`) it holds the time to target and memory from the values, and the metric
+    it reached and its throughput from its attributes.
 
     Args:
-        trial: a trial with three objective values.
+        trial: a feasible, measured trial.
         baseline_sps: the baseline's throughput in samples/s (None: no speedup).
+        baseline_time_s: time-to-accuracy studies: the baseline's seconds to target (None: no
+            speedup).
+
+    Raises:
+        ValueError: the trial has no objective values.
     """
+    if trial.values is None:
+        raise ValueError(f"trial {trial.number} has no objective values")
+    if trial_mode(trial) == "time_to_accuracy":
+        time_s, peak_memory_bytes = (float(v) for v in trial.values)
+        return ParetoRow(
+            number=trial.number,
+            throughput_sps=attr_float(trial, "throughput_sps") or 0.0,
+            val_metric=attr_float(trial, "val_metric") or 0.0,
+            peak_memory_bytes=peak_memory_bytes,
+            step_time_s=attr_float(trial, "step_time_s"),
+            compile_s=attr_float(trial, "compile_s"),
+            speedup=times_sooner(time_s, baseline_time_s),
+            params=dict(trial.params),
+            baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
+            time_to_accuracy_s=time_s,
+            eval_s=attr_float(trial, "eval_s"),
+        )
     throughput_sps, val_metric, peak_memory_bytes = (float(v) for v in trial.values)
     return ParetoRow(
         number=trial.number,

@@ -17,6 +17,8 @@ __all__ = [
     "model_knobs",
     "model_text",
     "not_verified_line",
+    "ratio_text",
+    "seconds_text",
     "study_command",
     "verify_command",
 ]
@@ -41,6 +43,28 @@ def model_text(params: Mapping[str, Any]) -> str:
 def metric_column(metric: Objective) -> str:
     """A table's header for the metric: ``val acc`` for accuracy, else its name."""
     return "val acc" if metric.is_accuracy else metric.name
+
+
+def seconds_text(seconds: float | None) -> str:
+    """Seconds for display with two or three significant figures: ``0.0289``, ``3.14``,
+    ``12.4``, ``124``, ``1,234``; ``n/a`` for None."""
+    if seconds is None:
+        return "n/a"
+    if abs(seconds) >= 100:
+        return f"{seconds:,.0f}"
+    if abs(seconds) >= 10:
+        return f"{seconds:.1f}"
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f}"
+    return f"{seconds:.3g}"
+
+
+def ratio_text(ratio: float | None) -> str:
+    """A ratio such as a speedup: ``2.60x``, with two significant figures below 0.1
+    (``0.0012x``, never a misleading ``0.00x``); ``n/a`` for None."""
+    if ratio is None:
+        return "n/a"
+    return f"{ratio:.2f}x" if abs(ratio) >= 0.1 else f"{ratio:.2g}x"
 
 
 def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:
