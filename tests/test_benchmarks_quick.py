@@ -1,7 +1,7 @@
 """The benchmark's smoke run (``python benchmarks/run.py --quick``) works end to end.
 
 Benchmarks print figures; they are not timed tests. This only checks that the quick run
-finishes and writes the four tables with numbers and a verdict on every target row.
+finishes and writes the five tables with numbers and a verdict on every target row.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ HEADINGS = (
     "## 2. Search efficiency",
     "## 3. Cost of tuning",
     "## 4. Measurement noise",
+    "## 5. Time to accuracy",
 )
 
 
@@ -30,7 +31,7 @@ def _section(text: str, heading: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_quick_benchmark_writes_the_four_tables(tmp_path: Path) -> None:
+def test_quick_benchmark_writes_the_five_tables(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
@@ -62,6 +63,12 @@ def test_quick_benchmark_writes_the_four_tables(tmp_path: Path) -> None:
     )
     noise = _section(text, HEADINGS[3])
     assert re.search(r"same config \(seed 0\), back to back \| 3 \| [\d,]+ \| \d+\.\d %", noise)
+
+    tta = _section(text, HEADINGS[4])
+    assert re.search(r"\| defaults \|.* \| \d+\.\d\d \| [\d.]+-[\d.]+ \| 1/1 \| 1\.00x \|", tta), (
+        tta
+    )
+    assert "| expert |" in tta and "| tuned" in tta
 
     # Every target row of the summary carries a verdict.
     summary = _section(text, "## Targets at a glance")
