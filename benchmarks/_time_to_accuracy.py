@@ -7,7 +7,7 @@ expert recipe of Table 1 and the tuned configuration then train to the target in
 rounds (defaults, expert, tuned, defaults, ...), round ``r`` with seed ``r``, each in fresh
 trial processes exactly as a study runs them. Each arm's figure is MLPerf's: with 5 rounds or
 more the mean after dropping the fastest and the slowest run, else the median
-(:func:`mlperf_time_s`).
+(:func:`autotune.verification.mlperf_time_to_accuracy_s`, as the verification reports it).
 """
 
 from __future__ import annotations
@@ -30,33 +30,22 @@ from autotune.hardware import DeviceCapabilities
 from autotune.measure import Measurement
 from autotune.runner import run_trial
 from autotune.storage import ResultsStore
-from autotune.verification import VerificationSummary, load_verification
+from autotune.verification import (
+    VerificationSummary,
+    load_verification,
+    mlperf_time_to_accuracy_s,
+)
 
 __all__ = [
     "TtaArmRuns",
     "TtaSelection",
     "measure_to_target",
-    "mlperf_time_s",
+    "mlperf_time_to_accuracy_s",
     "run_tta_study",
     "select_tta",
 ]
 
 Progress = Callable[[str], None]
-
-
-def mlperf_time_s(times_s: Sequence[float]) -> float:
-    """One figure from repeated times to target, as MLPerf Training reports a result: with
-    5 runs or more, the mean of the runs left after dropping the fastest and the slowest
-    (MLPerf Training rules, "Benchmark Results": "the fastest and slowest results are
-    dropped, and the arithmetic mean of the remaining results is taken"); with fewer, the
-    median. NaN for no runs.
-    """
-    values = sorted(times_s)
-    if not values:
-        return float("nan")
-    if len(values) >= 5:
-        return statistics.fmean(values[1:-1])
-    return statistics.median(values)
 
 
 def run_tta_study(

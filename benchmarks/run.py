@@ -871,7 +871,7 @@ def section_time_to_accuracy(report: Report, tta: TtaResults, budget: Budget) ->
             [
                 arm.name,
                 *_knob_row(arm.knobs),
-                fmt_num(_tta.mlperf_time_s(times), 2) if times else "not reached",
+                fmt_num(_tta.mlperf_time_to_accuracy_s(times), 2) if times else "not reached",
                 f"{min(times):.2f}-{max(times):.2f}" if times else "—",
                 f"{rounds - arm.missed()}/{rounds}",
                 "1.00x"
