@@ -265,12 +265,13 @@ class VerificationSummary:
 
 
 def seconds_text(seconds: float | None) -> str:
-    """Seconds for a headline: ``12.4 s``, ``0.53 s``, ``1,234 s``; ``n/a`` for None."""
+    """Seconds for a headline: ``12.4 s``, ``2.46 s``, ``0.0278 s``, ``1,234 s``; ``n/a`` for
+    None."""
     if seconds is None:
         return "n/a"
     if seconds >= 100:
         return f"{seconds:,.0f} s"
-    return f"{seconds:.1f} s" if seconds >= 10 else f"{seconds:.2f} s"
+    return f"{seconds:.1f} s" if seconds >= 10 else f"{seconds:.3g} s"
 
 
 def _baseline_tta_text(base: CandidateVerdict, rounds: int) -> str:

@@ -94,6 +94,15 @@ def test_run_study_ends_with_an_interleaved_verification(sqlite_url: str) -> Non
     assert [c.seed for c in verification_runs] == [s for s in seeds for _ in order]
     assert [p.done for p in progress] == list(range(1, 10))
     assert summary.headline().startswith("SIMULATED (mock device): ")
+    # A throughput study: no time-to-accuracy figures anywhere.
+    assert summary.objective == "throughput" and summary.target is None
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
+        tta = conn.execute(
+            "SELECT DISTINCT time_to_accuracy_s, target_reached, metric_curve_json"
+            " FROM autotune_verifications"
+        ).fetchall()
+        study = conn.execute("SELECT objective, target FROM autotune_studies").fetchall()
+    assert tta == [(None, None, None)] and study == [("throughput", None)]
 
 
 def test_every_search_trial_trains_with_the_study_seed_and_verification_with_others(

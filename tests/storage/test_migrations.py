@@ -207,3 +207,46 @@ def _migrate_down(engine: sa.Engine, revision: str) -> None:
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.downgrade(config, revision)
+
+
+BEFORE_TIME_TO_ACCURACY = "0003_workloads"
+
+
+def test_upgrading_from_0003_reads_the_old_studies_as_throughput_studies(
+    engine: sa.Engine, url: str
+) -> None:
+    _migrate(engine, BEFORE_WORKLOADS)
+    _write_rows_at_0002(engine)
+    _migrate(engine, BEFORE_TIME_TO_ACCURACY)
+
+    with ResultsStore.open(url, create=True) as store:  # as a new run opens it: upgraded
+        record = store.study("old")
+        (row,) = store.trials("old")
+        run = store.latest_verification("old")
+
+    assert schema_revision(engine) == head_revision()
+    assert record is not None and (record.objective, record.target) == ("throughput", None)
+    assert (row.time_to_accuracy_s, row.target_reached, row.eval_s) == (None, None, None)
+    assert row.metric_curve_json is None and row.throughput_sps == pytest.approx(1234.5)
+    assert run is not None and run.rows[0].time_to_accuracy_s is None
+    assert run.rows[0].val_metric == pytest.approx(0.9644)
+
+
+def test_downgrading_to_0003_drops_the_time_to_accuracy_columns_and_upgrading_restores_them(
+    engine: sa.Engine,
+) -> None:
+    upgrade_schema(engine)
+
+    _migrate_down(engine, BEFORE_TIME_TO_ACCURACY)
+
+    def columns(table: str) -> set[str]:
+        return {c["name"] for c in sa.inspect(engine).get_columns(table)}
+
+    assert schema_revision(engine) == BEFORE_TIME_TO_ACCURACY
+    added = {"time_to_accuracy_s", "target_reached", "metric_curve_json"}
+    assert not columns("autotune_trial_results") & (added | {"eval_s"})
+    assert not columns("autotune_verifications") & added
+    assert not columns("autotune_studies") & {"objective", "target"}
+    assert upgrade_schema(engine) == head_revision()
+    assert added | {"eval_s"} <= columns("autotune_trial_results")
+    assert {"objective", "target"} <= columns("autotune_studies")

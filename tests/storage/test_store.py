@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import optuna
@@ -291,3 +292,44 @@ def test_verifications_are_numbered_resumable_and_read_back_frozen(store: Result
         store.record_verification("s", 9, _verification_row(0, 0))
     with pytest.raises(StorageError, match="not recorded"):
         store.start_verification("other", plan)
+
+
+def test_a_time_to_accuracy_study_its_trials_and_verification_rows_read_back_whole(
+    store: ResultsStore,
+) -> None:
+    study = dataclasses.replace(_study(), objective="time_to_accuracy", target=0.98)
+    curve = [[0.5, 10, 0.9], [1.25, 25, 0.981]]
+    trial = make_trial(
+        1,
+        (900.0, 0.981, 5 << 20),
+        extra_attrs={
+            "time_to_accuracy_s": 1.25,
+            "target_reached": True,
+            "eval_s": 0.1,
+            "metric_curve": curve,
+        },
+    )
+    row = _verification_row(
+        0, 1, time_to_accuracy_s=1.3, target_reached=True, metric_curve_json="[[1.3, 26, 0.98]]"
+    )
+    missed = _verification_row(0, 0, time_to_accuracy_s=None, target_reached=False)
+
+    recorded = store.record_study(study)
+    store.record_trials([trial_record("s", trial)])
+    store.start_verification("s", VerificationPlan(0, (1,), (1000,), 0.5))
+    store.record_verification("s", 1, missed)
+    store.record_verification("s", 1, row)
+
+    (stored,) = store.trials("s")
+    latest = store.latest_verification("s")
+    assert (recorded.objective, recorded.target) == ("time_to_accuracy", 0.98)
+    assert store.study("s") == recorded
+    assert (stored.time_to_accuracy_s, stored.target_reached, stored.eval_s) == (1.25, True, 0.1)
+    assert stored.metric_curve_json is not None and json.loads(stored.metric_curve_json) == curve
+    assert latest is not None and latest.rows == (missed, row)
+
+
+def test_a_study_recorded_without_objective_is_a_throughput_study(store: ResultsStore) -> None:
+    record = store.record_study(_study())
+
+    assert (record.objective, record.target) == ("throughput", None)

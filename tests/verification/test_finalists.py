@@ -126,3 +126,78 @@ def test_a_study_without_a_measured_baseline_cannot_be_verified(
 
 
 # --------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------
+# select_finalists of a time-to-accuracy study
+
+
+def _tta_trial(
+    number: int,
+    batch_size: int,
+    seconds: float | None,
+    *,
+    baseline: bool = False,
+    train_s: float = 100.0,
+    failure: str | None = None,
+) -> FrozenTrial:
+    """A time-to-accuracy trial that reached the target in ``seconds``, or trained
+    ``train_s`` and missed it (None: infeasible, as the study marks it), or failed."""
+    attrs: dict[str, Any] = {"baseline": True} if baseline else {}
+    reached = seconds is not None
+    if failure is not None:
+        attrs["failure"] = failure
+    else:
+        attrs.update(
+            time_to_accuracy_s=seconds,
+            target_reached=reached,
+            train_s=seconds if reached else train_s,
+            throughput_sps=1000.0,
+            val_metric=0.98 if reached else 0.9,
+        )
+    trial = optuna.trial.create_trial(
+        state=TrialState.COMPLETE,
+        values=[seconds if seconds is not None else train_s, 1.0],
+        params={"batch_size": batch_size},
+        distributions={"batch_size": CategoricalDistribution([16, 32, 64, 128, 256, 512])},
+        user_attrs=attrs,
+        system_attrs={"constraints": [0.0 if reached and failure is None else 1.0]},
+    )
+    trial.number = number
+    return trial
+
+
+def test_tta_finalists_reached_the_target_sooner_pareto_first_then_soonest() -> None:
+    trials = [
+        _tta_trial(0, 64, 30.0, baseline=True),
+        _tta_trial(1, 128, 20.0),  # sooner, not Pareto
+        _tta_trial(2, 256, 25.0),  # sooner, Pareto (less memory, say)
+        _tta_trial(3, 512, 10.0),  # soonest, not Pareto
+        _tta_trial(4, 32, 35.0),  # later than the baseline
+        _tta_trial(5, 16, None, train_s=5.0),  # missed the target: never a finalist
+        _tta_trial(6, 256, 8.0),  # same knobs as trial 2: a repeat
+    ]
+
+    baseline, finalists = select_finalists(trials, {2, 6}, 3, 0.5, objective="time_to_accuracy")
+
+    assert baseline == 0
+    assert finalists == (6, 3, 1)  # Pareto (6 sooner than its twin 2), then 3, then 1
+
+
+def test_tta_finalists_beat_a_baseline_that_missed_the_target_in_fewer_seconds() -> None:
+    trials = [
+        _tta_trial(0, 64, None, baseline=True, train_s=40.0),
+        _tta_trial(1, 128, 39.0),
+        _tta_trial(2, 256, 41.0),  # reached it, but after the baseline had trained 40 s
+    ]
+
+    assert select_finalists(trials, set(), 2, 0.5, objective="time_to_accuracy") == (0, (1,))
+
+
+def test_tta_finalists_need_a_baseline_that_trained() -> None:
+    trials = [_tta_trial(0, 64, None, baseline=True, failure="oom"), _tta_trial(1, 128, 5.0)]
+
+    with pytest.raises(
+        VerificationError, match=r"baseline trial 0 produced no measurement \(oom\)"
+    ):
+        select_finalists(trials, set(), 2, 0.5, objective="time_to_accuracy")

@@ -100,3 +100,32 @@ def test_trial_record_field_names_carry_units() -> None:
         "flops_per_sample",
     }
     assert figures <= {f.name for f in dataclasses.fields(TrialRecord)}
+
+
+def test_trial_record_of_a_time_to_accuracy_trial_keeps_its_time_and_curve() -> None:
+    curve = [[0.5, 10, 0.81], [1.0, 20, 0.93], [1.5, 30, 0.982]]
+    extra = {"time_to_accuracy_s": 1.5, "target_reached": True, "eval_s": 0.12}
+    trial = make_trial(3, (900.0, 0.982, 5 << 20), extra_attrs={**extra, "metric_curve": curve})
+
+    record = trial_record("s", trial)
+
+    assert record.time_to_accuracy_s == 1.5 and record.target_reached is True
+    assert record.eval_s == 0.12
+    assert json.loads(record.metric_curve_json or "") == curve
+
+
+def test_trial_record_of_a_missed_target_has_no_time_and_of_a_throughput_trial_no_tta() -> None:
+    missed = make_trial(
+        4,
+        (900.0, 0.91, 5 << 20),
+        extra_attrs={"time_to_accuracy_s": None, "target_reached": False, "metric_curve": []},
+    )
+    throughput = make_trial(5, (900.0, 0.91, 5 << 20))
+
+    record = trial_record("s", missed)
+    plain = trial_record("s", throughput)
+
+    assert record.time_to_accuracy_s is None and record.target_reached is False
+    assert record.metric_curve_json == "[]"
+    assert (plain.time_to_accuracy_s, plain.target_reached, plain.eval_s) == (None, None, None)
+    assert plain.metric_curve_json is None
