@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.report.tta import TtaStudy, build_tta_study
 from tests.storage.studies import DemoStudy, shared_demo_study
 
 
 @pytest.fixture(scope="session")
 def demo_study(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
     return shared_demo_study(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tta_study(tmp_path_factory: pytest.TempPathFactory) -> TtaStudy:
+    return build_tta_study(tmp_path_factory)
