@@ -56,7 +56,6 @@ from autotune.verification._summary import (
     CandidateVerdict,
     VerificationSummary,
     changed_knobs,
-    seconds_text,
     summarize_verification,
 )
 
@@ -73,7 +72,6 @@ __all__ = [
     "mlperf_time_to_accuracy_s",
     "nothing_qualifies",
     "round_seeds",
-    "seconds_text",
     "select_finalists",
     "speedup_ci95",
     "study_metric",

@@ -34,7 +34,6 @@ __all__ = [
     "CandidateVerdict",
     "VerificationSummary",
     "changed_knobs",
-    "seconds_text",
     "summarize_verification",
 ]
 
@@ -238,7 +237,7 @@ class VerificationSummary:
             assert rec.speedup_ci95 is not None
             low, high = rec.speedup_ci95
             defaults = (
-                f"; defaults {seconds_text(base.time_to_accuracy_s)}"
+                f"; defaults {_seconds_text(base.time_to_accuracy_s)}"
                 if base.time_to_accuracy_s is not None
                 else ""
             )
@@ -248,7 +247,7 @@ class VerificationSummary:
                 else ""
             )
             return (
-                f"reaches {target} in {seconds_text(rec.time_to_accuracy_s)}, "
+                f"reaches {target} in {_seconds_text(rec.time_to_accuracy_s)}, "
                 f"{rec.speedup:.2f}x sooner than your defaults (95 % CI {low:.2f}-{high:.2f}x; "
                 f"{seeds}{defaults}){memory}: trial {rec.trial_number}, {rec.changes_text()}"
             )
@@ -256,7 +255,7 @@ class VerificationSummary:
         if not self.candidates:
             searched = self.search_baseline_time_to_accuracy_s
             defaults = (
-                f"the defaults reached it in {seconds_text(searched)} in the search"
+                f"the defaults reached it in {_seconds_text(searched)} in the search"
                 if searched is not None
                 else "the defaults did not reach it in the search"
             )
@@ -264,14 +263,19 @@ class VerificationSummary:
         return f"{nothing} ({_baseline_tta_text(base, self.rounds)}; {seeds})"
 
 
-def seconds_text(seconds: float | None) -> str:
-    """Seconds for a headline: ``12.4 s``, ``2.46 s``, ``0.0278 s``, ``1,234 s``; ``n/a`` for
-    None."""
+def _seconds_text(seconds: float | None) -> str:
+    """Seconds for a headline, with the unit, as the report's tables write them
+    (``autotune.report.seconds_text``: three significant figures, thousands separated):
+    ``12.4 s``, ``2.46 s``, ``0.0278 s``, ``1,234 s``; ``n/a`` for None."""
     if seconds is None:
         return "n/a"
-    if seconds >= 100:
+    if abs(seconds) >= 100:
         return f"{seconds:,.0f} s"
-    return f"{seconds:.1f} s" if seconds >= 10 else f"{seconds:.3g} s"
+    if abs(seconds) >= 10:
+        return f"{seconds:.1f} s"
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.3g} s"
 
 
 def _baseline_tta_text(base: CandidateVerdict, rounds: int) -> str:
@@ -279,7 +283,7 @@ def _baseline_tta_text(base: CandidateVerdict, rounds: int) -> str:
     reached = rounds - base.targets_missed - len(base.failures)
     if base.time_to_accuracy_s is None:
         return "your defaults did not reach it in any round"
-    text = f"your defaults: {seconds_text(base.time_to_accuracy_s)}"
+    text = f"your defaults: {_seconds_text(base.time_to_accuracy_s)}"
     if reached < rounds:
         text += f", reached in {reached} of {rounds} rounds"
     return text

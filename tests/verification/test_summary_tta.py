@@ -13,10 +13,10 @@ import pytest
 from autotune.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.verification import (
     VerificationSummary,
-    seconds_text,
     speedup_ci95,
     summarize_verification,
 )
+from autotune.verification._summary import _seconds_text
 from tests.verification.metrics import VAL_LOSS
 
 TARGET = 0.98
@@ -214,4 +214,4 @@ def test_a_target_in_another_metric_is_named_with_it() -> None:
     ],
 )
 def test_seconds_are_written_with_three_figures(seconds: float | None, text: str) -> None:
-    assert seconds_text(seconds) == text
+    assert _seconds_text(seconds) == text
