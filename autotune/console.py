@@ -25,6 +25,7 @@ from autotune.report import (
     metric_spread,
     pareto_row,
     pareto_table,
+    ratio_text,
     seconds_text,
     study_command,
     trial_mode,
@@ -206,19 +207,64 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
     if r.failure is not None:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
+    memory = f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
+    if r.target_reached is not None:  # a time-to-accuracy run
+        reached = metric.format(r.val_metric, 1)
+        if r.target_reached and r.time_to_accuracy_s is not None:
+            return f"{head}: reached {reached} in {seconds_text(r.time_to_accuracy_s)} s, {memory}"
+        return f"{head}: missed the target ({reached} at the end), {memory}"
     return (
         f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {_metric_text(metric, r.val_metric, 2)}, "
         f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
     )
 
 
+def _to_target_verification_table(summary: VerificationSummary, title: str) -> Table:
+    """:func:`verification_table` of a time-to-accuracy verification: each one's time to
+    target over the rounds (MLPerf-style aggregate, fastest-slowest), how many times sooner
+    than the baseline (geometric mean over rounds, 95 % interval), the metric reached."""
+    table = Table(title=title, title_justify="left")
+    metric = summary.metric
+    for name in (
+        "trial",
+        "x sooner",
+        "95 % CI",
+        "time to target s",
+        "fastest-slowest s",
+        f"{metric_column(metric)} mean [min-max]",
+        "peak MiB",
+    ):
+        table.add_column(name, justify="right")
+    table.add_column("verdict")
+    table.add_column("changed knobs")
+    for v in (summary.baseline, *summary.candidates):
+        spread = v.time_to_accuracy_spread_s
+        table.add_row(
+            f"{v.trial_number}{' (baseline)' if v.is_baseline else ''}",
+            ratio_text(v.speedup) if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
+            f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x" if v.speedup_ci95 else "-",
+            seconds_text(v.time_to_accuracy_s) if v.time_to_accuracy_s is not None else "-",
+            f"{seconds_text(spread[0])}-{seconds_text(spread[1])}" if spread else "-",
+            metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
+            if v.val_metric_mean is not None
+            else "-",
+            f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
+            ("RECOMMENDED" if summary.recommended is v else v.verdict),
+            "" if v.is_baseline else v.changes_text(),
+        )
+    return table
+
+
 def verification_table(summary: VerificationSummary) -> Table:
-    """The baseline and every finalist with their verified figures and verdicts."""
+    """The baseline and every finalist with their verified figures and verdicts (in a
+    time-to-accuracy verification: times to target, :func:`_to_target_verification_table`)."""
     title = (
         f"Verification {summary.number} of study {summary.study_name}: {summary.rounds} rounds "
         f"of fresh processes, seeds {', '.join(map(str, summary.seeds))}"
         + (" [SIMULATED]" if summary.simulated else "")
     )
+    if summary.is_time_to_accuracy:
+        return _to_target_verification_table(summary, title)
     table = Table(title=title, title_justify="left")
     metric = summary.metric
     for name in (

@@ -111,6 +111,21 @@ def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
         "accuracy_tolerance_pt": summary.accuracy_tolerance_pt,
         "tolerance": tolerance_text(summary.metric, summary.accuracy_tolerance_pt),
         "verdict": summary.headline(),
+    } | (_to_target_section(summary) if summary.is_time_to_accuracy else {})
+
+
+def _to_target_section(summary: VerificationSummary) -> dict[str, Any]:
+    """The time-to-accuracy figures of the ``verification:`` mapping: the target, the
+    recommendation's and the baseline's times to it (MLPerf-style aggregate over rounds) and
+    its fastest-slowest; ``speedup`` is then how many times sooner."""
+    rec = summary.recommended
+    assert rec is not None
+    spread = rec.time_to_accuracy_spread_s
+    return {
+        "target": summary.target,
+        "time_to_accuracy_s": rec.time_to_accuracy_s,
+        "time_to_accuracy_spread_s": None if spread is None else list(spread),
+        "baseline_time_to_accuracy_s": summary.baseline.time_to_accuracy_s,
     }
 
 

@@ -152,7 +152,10 @@ def _target_words(data: ReportData) -> str:
 
 
 def _tolerance_words(summary: VerificationSummary) -> str:
-    """What a recommendation keeps of the baseline's metric, in words."""
+    """What a recommendation keeps of the baseline's metric, in words (in a time-to-accuracy
+    verification: that it reached the target in every round)."""
+    if summary.is_time_to_accuracy:
+        return f"reached {summary.target_text()} in every round"
     metric, tolerance = summary.metric, summary.accuracy_tolerance_pt
     if metric.is_accuracy:
         return f"keeps the baseline's mean accuracy within {tolerance:g} pt"
@@ -165,6 +168,8 @@ def _verification_table(data: ReportData) -> str:
     summary = data.verification
     if summary is None:
         return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+    if summary.is_time_to_accuracy:
+        return _to_target_verification_table(summary)
     head = (
         "<tr><th>trial</th><th>speedup</th><th>95 % CI</th><th>median samples/s</th>"
         f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
@@ -231,6 +236,46 @@ def _to_target_table(data: ReportData) -> str:
         )
         rows.append(f"<tr{' class=baseline' if row.baseline else ''}>{tds}</tr>")
     return f'<table id="pareto-table-rows">{head}{"".join(rows)}</table>'
+
+
+def _to_target_verification_table(summary: VerificationSummary) -> str:
+    """:func:`_verification_table` of a time-to-accuracy verification: each one's time to
+    target over the rounds (MLPerf-style aggregate and fastest-slowest) and how many times
+    sooner than the baseline it reached the target."""
+    head = (
+        "<tr><th>trial</th><th>x sooner</th><th>95 % CI</th><th>time to target s</th>"
+        "<th>fastest-slowest s</th>"
+        f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
+        "<th class=text>verdict</th><th class=text>changed knobs</th></tr>"
+    )
+    chosen = summary.recommended.trial_number if summary.recommended is not None else None
+    rows = []
+    for v in (summary.baseline, *summary.candidates):
+        recommended = not v.is_baseline and v.trial_number == chosen
+        spread = v.time_to_accuracy_spread_s
+        cells = [
+            f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
+            "1.00x" if v.is_baseline else ratio_text(v.speedup),
+            "n/a"
+            if v.speedup_ci95 is None
+            else f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x",
+            seconds_text(v.time_to_accuracy_s),
+            "n/a" if spread is None else f"{seconds_text(spread[0])}-{seconds_text(spread[1])}",
+            metric_spread(summary.metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
+            if v.val_metric_mean is not None
+            else "n/a",
+            "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
+        ]
+        texts = [
+            "RECOMMENDED" if recommended else v.verdict,
+            "" if v.is_baseline else v.changes_text(),
+        ]
+        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
+            f'<td class="text">{_esc(t)}</td>' for t in texts
+        )
+        css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
+        rows.append(f"<tr{css}>{tds}</tr>")
+    return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
 
 
 def _pareto_table(data: ReportData) -> str:

@@ -3,6 +3,7 @@ seconds to the target and peak memory): data, Pareto rows, figures, tables and t
 
 from __future__ import annotations
 
+import html
 import io
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import optuna
 import pytest
 from rich.console import Console
 
-from autotune.console import _fmt_best, _trial_line, print_result
+from autotune.console import _fmt_best, _trial_line, print_result, verification_table
 from autotune.exceptions import ConfigError
+from autotune.export._yaml import _verification_section
 from autotune.objectives import study_objectives
 from autotune.report import (
     FEASIBLE,
@@ -30,6 +32,7 @@ from autotune.report import (
     trial_mode,
 )
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
+from autotune.verification import CandidateVerdict, VerificationSummary
 from tests.report.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
 from tests.storage.studies import make_trial
 
@@ -249,3 +252,70 @@ def test_a_two_objective_study_that_is_not_time_to_accuracy_is_refused(tmp_path:
     study = optuna.create_study(study_name="two", storage=url, directions=["minimize"] * 2)
     with pytest.raises(ConfigError, match="not an autotune study"):
         gather_report(study)
+
+
+def _verdict(number: int, time_s: float, speedup: float | None) -> CandidateVerdict:
+    return CandidateVerdict(
+        trial_number=number,
+        is_baseline=number == 0,
+        params={},
+        changed=() if number == 0 else (("precision", "fp32", "bf16"),),
+        rounds_measured=3,
+        failures=(),
+        throughput_median_sps=1000.0,
+        speedup=speedup,
+        speedup_ci95=None if speedup is None else (speedup - 0.2, speedup + 0.2),
+        val_metric_mean=0.96,
+        val_metric_min=0.955,
+        val_metric_max=0.965,
+        peak_memory_max_bytes=8 * MIB,
+        qualifies=number != 0,
+        verdict="baseline" if number == 0 else "qualifies",
+        time_to_accuracy_s=time_s,
+        time_to_accuracy_spread_s=(time_s - 0.5, time_s + 0.5),
+    )
+
+
+def _summary() -> VerificationSummary:
+    candidate = _verdict(1, 4.0, 2.5)
+    return VerificationSummary(
+        study_name="tta",
+        number=1,
+        rounds=3,
+        seeds=(0, 1, 2),
+        accuracy_tolerance_pt=0.5,
+        complete=True,
+        runs_done=6,
+        runs_planned=6,
+        simulated=True,
+        baseline=_verdict(0, 10.0, None),
+        candidates=(candidate,),
+        recommended=candidate,
+        objective="time_to_accuracy",
+        target=TARGET,
+    )
+
+
+def test_a_time_to_accuracy_verification_in_the_tables() -> None:
+    summary = _summary()
+    text = _text(verification_table(summary))
+    for header in ("x sooner", "time to target s", "fastest-slowest s", "val acc mean"):
+        assert header in text
+    assert "2.50x" in text and "2.30-2.70x" in text and "3.50-4.50" in text
+    assert "RECOMMENDED" in text and "median samples/s" not in text
+    page = render_report(
+        gather_from_trials(
+            "tta", hand_trials(), objectives=TTA, target=TARGET, importances=False,
+            verification=summary,
+        )
+    )  # fmt: skip
+    assert "fastest-slowest s" in page and "reached 95.0 % in every round" in page
+    assert html.escape(summary.headline()) in page
+
+
+def test_the_verification_section_of_an_export_has_the_times(tmp_path: Path) -> None:
+    summary = _summary()
+    section = _verification_section(summary)
+    assert section["time_to_accuracy_s"] == 4.0 and section["target"] == TARGET
+    assert section["baseline_time_to_accuracy_s"] == 10.0
+    assert section["time_to_accuracy_spread_s"] == [3.5, 4.5] and section["speedup"] == 2.5
