@@ -201,10 +201,11 @@ def dashboard(
 def best(
     study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
     args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
-    objective: str = typer.Option(
-        "throughput",
+    objective: str | None = typer.Option(
+        None,
         "--objective",
-        help="Rank by throughput|accuracy|memory (accuracy: the study's validation metric, "
+        help="Rank by time|throughput|accuracy|memory (default: time to target in a "
+        "time-to-accuracy study, else throughput; accuracy: the study's validation metric, "
         "best first in its direction; `metric` is the same).",
     ),
     export: Path = typer.Option(
