@@ -5,7 +5,7 @@ Every user-provided string (study name, space name, parameter values, failure re
 hardware names) goes through :func:`html.escape` here; JSON embedded in a ``<script>`` has its
 ``<`` written as ``\\u003c`` so no string can close the script element.
 
-One module of about 400 lines on purpose: the escaping rule above holds in one place for every
+One module of about 520 lines on purpose: the escaping rule above holds in one place for every
 fragment and both page shells, much of it the HTML and CSS text itself.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,7 +24,7 @@ from plotly.offline import get_plotlyjs
 from autotune.objectives import ObjectiveMode
 from autotune.report._data import ReportData
 from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
-from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE
+from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, ParetoRow
 from autotune.report._text import metric_column, metric_spread, ratio_text, seconds_text
 from autotune.verification import VerificationSummary
 
@@ -206,38 +206,6 @@ def _verification_table(data: ReportData) -> str:
     return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
 
 
-def _to_target_table(data: ReportData) -> str:
-    """A time-to-accuracy study's Pareto table: time to target, x sooner, metric reached."""
-    knobs = list(data.knob_names)
-    head = (
-        "<tr><th>trial</th><th>time to target s</th><th>x sooner (1 trial)</th>"
-        f"<th>{_esc(metric_column(data.metric))} reached</th><th>peak MiB</th>"
-        "<th>compile s</th><th>eval s</th><th>samples/s</th>"
-        + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
-        + "</tr>"
-    )
-    recommended = data.recommended.trial_number if data.recommended is not None else None
-    rows = []
-    for row in data.pareto:
-        cells = [
-            f"{row.number}"
-            + (" (baseline)" if row.baseline else "")
-            + (" (recommended)" if row.number == recommended else ""),
-            seconds_text(row.time_to_accuracy_s),
-            ratio_text(row.speedup),
-            data.metric.format(row.val_metric, 1),
-            f"{row.peak_memory_bytes / _MIB:,.1f}",
-            "n/a" if row.compile_s is None else f"{row.compile_s:.1f}",
-            seconds_text(row.eval_s),
-            _sps(row.throughput_sps),
-        ]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
-            f'<td class="text">{_esc(row.params.get(k, "—"))}</td>' for k in knobs
-        )
-        rows.append(f"<tr{' class=baseline' if row.baseline else ''}>{tds}</tr>")
-    return f'<table id="pareto-table-rows">{head}{"".join(rows)}</table>'
-
-
 def _to_target_verification_table(summary: VerificationSummary) -> str:
     """:func:`_verification_table` of a time-to-accuracy verification: each one's time to
     target over the rounds (MLPerf-style aggregate and fastest-slowest) and how many times
@@ -278,17 +246,43 @@ def _to_target_verification_table(summary: VerificationSummary) -> str:
     return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
 
 
+def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], str]]]:
+    """The figure columns of the Pareto table: a throughput study's, or a time-to-accuracy
+    study's (time to target, x sooner, metric reached)."""
+    metric = data.metric
+    if data.time_to_accuracy:
+        return [
+            ("time to target s", lambda r: seconds_text(r.time_to_accuracy_s)),
+            ("x sooner (1 trial)", lambda r: ratio_text(r.speedup)),
+            (f"{metric_column(metric)} reached", lambda r: metric.format(r.val_metric, 1)),
+            ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
+            ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
+            ("eval s", lambda r: seconds_text(r.eval_s)),
+            ("samples/s", lambda r: _sps(r.throughput_sps)),
+        ]
+    return [
+        ("samples/s", lambda r: _sps(r.throughput_sps)),
+        ("x baseline (1 trial)", lambda r: _speedup(r.speedup)),
+        (metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
+        ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
+        (
+            "step ms",
+            lambda r: "n/a" if r.step_time_s is None else f"{1e3 * r.step_time_s:.3f}",
+        ),
+        ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
+    ]
+
+
 def _pareto_table(data: ReportData) -> str:
     if not data.pareto:
         if data.time_to_accuracy:
             return '<p class="notes">No trial has reached the target yet.</p>'
         return '<p class="notes">No feasible trial yet.</p>'
-    if data.time_to_accuracy:
-        return _to_target_table(data)
     knobs = list(data.knob_names)
+    columns = _pareto_columns(data)
     head = (
-        "<tr><th>trial</th><th>samples/s</th><th>x baseline (1 trial)</th>"
-        f"<th>{_esc(metric_column(data.metric))}</th><th>peak MiB</th><th>step ms</th><th>compile s</th>"
+        "<tr><th>trial</th>"
+        + "".join(f"<th>{_esc(label)}</th>" for label, _ in columns)
         + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
         + "</tr>"
     )
@@ -299,12 +293,7 @@ def _pareto_table(data: ReportData) -> str:
             f"{row.number}"
             + (" (baseline)" if row.baseline else "")
             + (" (recommended)" if row.number == recommended else ""),
-            _sps(row.throughput_sps),
-            _speedup(row.speedup),
-            data.metric.format(row.val_metric, 1),
-            f"{row.peak_memory_bytes / _MIB:,.1f}",
-            "n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}",
-            "n/a" if row.compile_s is None else f"{row.compile_s:.1f}",
+            *(cell(row) for _, cell in columns),
         ]
         tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
             f'<td class="text">{_esc(row.params.get(k, "—"))}</td>' for k in knobs
