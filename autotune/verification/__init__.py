@@ -29,8 +29,9 @@ the results tables (:mod:`autotune.storage`), and every output (terminal, report
 
 The package by job: :mod:`._metric` (the metric and its tolerance), :mod:`._finalists` (what
 to re-measure, with which seeds), :mod:`._speedup` (the paired speedup's confidence
-interval), :mod:`._summary` (the verdicts and the recommendation) and :mod:`._load` (the
-verdict of a stored study).
+interval), :mod:`._verdict` (one configuration's verified figures), :mod:`._to_target` (the
+verdicts and headline of a time-to-accuracy verification), :mod:`._summary` (the verdicts and
+the recommendation) and :mod:`._load` (the verdict of a stored study).
 """
 
 from __future__ import annotations
@@ -52,12 +53,8 @@ from autotune.verification._speedup import (
     mlperf_time_to_accuracy_s,
     speedup_ci95,
 )
-from autotune.verification._summary import (
-    CandidateVerdict,
-    VerificationSummary,
-    changed_knobs,
-    summarize_verification,
-)
+from autotune.verification._summary import VerificationSummary, summarize_verification
+from autotune.verification._verdict import CandidateVerdict, changed_knobs
 
 __all__ = [
     "ACCURACY",

@@ -1,4 +1,4 @@
-"""The verdicts of a time-to-accuracy verification (autotune/verification/_summary.py): the
+"""The verdicts of a time-to-accuracy verification (autotune/verification/_to_target.py): the
 MLPerf-style time over rounds, the paired "times sooner", a missed target in any round, and
 the headline, on hand-built rows."""
 
@@ -16,7 +16,7 @@ from autotune.verification import (
     speedup_ci95,
     summarize_verification,
 )
-from autotune.verification._summary import _seconds_text
+from autotune.verification._to_target import _seconds_text
 from tests.verification.metrics import VAL_LOSS
 
 TARGET = 0.98
