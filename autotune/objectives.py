@@ -35,6 +35,7 @@ __all__ = [
     "objective_mode",
     "objective_values",
     "objectives_of_study",
+    "seconds_text",
     "study_metric",
     "study_objectives",
     "study_target",
@@ -209,3 +210,18 @@ def failed_values(
     else:
         metric = float(worst_metric) if worst_metric is not None else 0.0
     return 0.0, metric, memory
+
+
+def seconds_text(seconds: float | None) -> str:
+    """Seconds for display (a time to accuracy, compile or evaluation seconds) with two or
+    three significant figures, without the unit: ``0.0289``, ``3.14``, ``12.4``, ``124``,
+    ``1,234``; ``n/a`` for None. Every table and headline writes seconds with it."""
+    if seconds is None:
+        return "n/a"
+    if abs(seconds) >= 100:
+        return f"{seconds:,.0f}"
+    if abs(seconds) >= 10:
+        return f"{seconds:.1f}"
+    if abs(seconds) >= 1:
+        return f"{seconds:.2f}"
+    return f"{seconds:.3g}"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, format_knob_value
-from autotune.objectives import Objective
+from autotune.objectives import Objective, seconds_text
 
 __all__ = [
     "NOT_VERIFIED",
@@ -43,20 +43,6 @@ def model_text(params: Mapping[str, Any]) -> str:
 def metric_column(metric: Objective) -> str:
     """A table's header for the metric: ``val acc`` for accuracy, else its name."""
     return "val acc" if metric.is_accuracy else metric.name
-
-
-def seconds_text(seconds: float | None) -> str:
-    """Seconds for display with two or three significant figures: ``0.0289``, ``3.14``,
-    ``12.4``, ``124``, ``1,234``; ``n/a`` for None."""
-    if seconds is None:
-        return "n/a"
-    if abs(seconds) >= 100:
-        return f"{seconds:,.0f}"
-    if abs(seconds) >= 10:
-        return f"{seconds:.1f}"
-    if abs(seconds) >= 1:
-        return f"{seconds:.2f}"
-    return f"{seconds:.3g}"
 
 
 def ratio_text(ratio: float | None) -> str:

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autotune.objectives import seconds_text
 from autotune.storage.records import VerificationPlan, VerificationRecord
 from autotune.verification._speedup import mlperf_time_to_accuracy_s, speedup_ci95
 from autotune.verification._verdict import CandidateVerdict, changed_knobs
@@ -74,18 +75,9 @@ def to_target_headline(
 
 
 def _seconds_text(seconds: float | None) -> str:
-    """Seconds for a headline, with the unit, as the report's tables write them
-    (``autotune.report.seconds_text``: three significant figures, thousands separated):
-    ``12.4 s``, ``2.46 s``, ``0.0278 s``, ``1,234 s``; ``n/a`` for None."""
-    if seconds is None:
-        return "n/a"
-    if abs(seconds) >= 100:
-        return f"{seconds:,.0f} s"
-    if abs(seconds) >= 10:
-        return f"{seconds:.1f} s"
-    if abs(seconds) >= 1:
-        return f"{seconds:.2f} s"
-    return f"{seconds:.3g} s"
+    """Seconds for a headline, with the unit (:func:`autotune.objectives.seconds_text`):
+    ``12.4 s``, ``0.0278 s``; ``n/a`` for None."""
+    return "n/a" if seconds is None else f"{seconds_text(seconds)} s"
 
 
 def _baseline_tta_text(base: CandidateVerdict, rounds: int) -> str:
