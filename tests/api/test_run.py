@@ -17,7 +17,7 @@ from autotune.api import PreparedRun, StudyProgress, run_study
 from autotune.config import RunConfig
 from autotune.exceptions import ConfigError, TrialError
 from autotune.hardware import DeviceCapabilities
-from autotune.objectives import OBJECTIVES
+from autotune.objectives import METRIC_INDEX, OBJECTIVES
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 
 from ..conftest import MINIMAL_SPACE
@@ -32,6 +32,7 @@ def _prepared(config: RunConfig, caps: DeviceCapabilities) -> PreparedRun:
         space=config.space,
         removed_choices=[],
         objectives=OBJECTIVES,
+        metric=OBJECTIVES[METRIC_INDEX],
     )
 
 
