@@ -25,7 +25,7 @@ from optuna.storages import RDBStorage
 from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
-from autotune.baseline import trial_train_settings
+from autotune.baseline import baseline_trial, trial_train_settings
 from autotune.config import MockFault, RunConfig, SearchSpace, TrialConfig
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import (
@@ -272,6 +272,25 @@ class TrialObjective:
             objective=self._config.objective,
         )
 
+    def _with_time_limit(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:
+        """In a time-to-accuracy study, stop a trial at ``train.max_time_vs_baseline`` times
+        the baseline trial's time to accuracy (or ``train.max_time_s``, the smaller), and
+        record the limit as the user attribute ``time_limit_s``. Without a baseline that
+        reached the target (the baseline itself, or a baseline that missed it), the limit is
+        ``train.max_time_s`` alone."""
+        train = config.train
+        if config.objective != "time_to_accuracy" or train.max_time_vs_baseline is None:
+            return config
+        base = baseline_trial(trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        base_s = None if base is None else base.user_attrs.get("time_to_accuracy_s")
+        if base is None or base.number == trial.number or not base_s:
+            return config
+        limit_s = train.max_time_vs_baseline * float(base_s)
+        if train.max_time_s is not None:
+            limit_s = min(limit_s, train.max_time_s)
+        trial.set_user_attr("time_limit_s", limit_s)
+        return config.model_copy(update={"train": train.model_copy(update={"max_time_s": limit_s})})
+
     def _mock_fault(self, number: int) -> MockFault:
         mock = self._config.mock
         if self._caps.kind != "mock" or (mock.fault_trials and number not in mock.fault_trials):
@@ -364,7 +383,7 @@ class TrialObjective:
             trial.set_user_attr("failure", "surplus")
             trial.study.stop()
             raise SurplusTrial(f"trial {trial.number}: the study already has its trials")
-        config = self.trial_config(trial)
+        config = self._with_time_limit(trial, self.trial_config(trial))
         trial.set_user_attr("simulated", self._caps.simulated)
         self._record_sampler_time(trial)
         reason = trial_infeasibility_reason(config, self._caps)

@@ -454,3 +454,28 @@ def test_a_study_keeps_its_objective_mode_and_target(sqlite_url: str) -> None:
     throughput = _run_config(f"storage={sqlite_url}")
     with pytest.raises(ConfigError, match="created with objective=time_to_accuracy"):
         open_study(throughput, throughput.space, caps, open_storage(sqlite_url))
+
+
+def test_time_to_accuracy_trials_stop_at_a_multiple_of_the_baselines_time() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config(*_TTA_ARGS, "train.max_time_s=30")
+    fake = FakeRunTrial(
+        [
+            make_measurement(time_to_accuracy_s=4.0, target_reached=True),
+            make_measurement(time_to_accuracy_s=9.0, target_reached=True),
+        ]
+    )
+    objective = _objective(
+        fake, config=config, objectives=study_objectives(mode="time_to_accuracy")
+    )
+    study = _tta_study()
+    enqueue_baseline(study, config.space)
+
+    _optimize(objective, 2, study)
+
+    baseline_config, second_config = (call[0] for call in fake.calls)
+    assert baseline_config.train.max_time_s == 30.0  # no baseline time yet: the setting alone
+    assert second_config.train.max_time_s == 16.0  # 4 x the baseline's 4.0 s (below 30 s)
+    assert study.trials[1].user_attrs["time_limit_s"] == 16.0
+    assert "time_limit_s" not in study.trials[0].user_attrs

@@ -110,6 +110,11 @@ class TrainSettings(Strict):
     # A time-to-accuracy trial that has not reached the target after this many seconds
     # stops there (infeasible); unset: it may use the whole schedule (train.epochs).
     max_time_s: float | None = Field(None, gt=0)
+    # In a time-to-accuracy study's search, a trial still short of the target after this
+    # many times the baseline trial's time to accuracy stops there (infeasible): no
+    # configuration that slow is worth finishing. None: no such limit. Verification runs
+    # are not limited by it.
+    max_time_vs_baseline: float | None = Field(4.0, gt=1)
 
     @model_validator(mode="after")
     def _one_target_one_cadence(self) -> TrainSettings:
