@@ -921,8 +921,14 @@ def section_time_to_accuracy(report: Report, tta: TtaResults, budget: Budget) ->
         "target has no time. The **tuned** configuration comes from a real "
         f"`space=cnn_small objective=time_to_accuracy train.target_accuracy={tta.target}` "
         f"study of {tta.selection.finished} trials (`{tta.study_name}`, "
-        f"{tta.selection.reached} reached the target; {tta.ran_now} run now in "
-        f"{tta.study_wall_s / 60:.1f} min, verification included): "
+        + (
+            f"{tta.selection.reached} reached the target; {tta.ran_now} run now in "
+            f"{tta.study_wall_s / 60:.1f} min, verification included): "
+            if tta.ran_now
+            else f"{tta.selection.reached} reached the target; reused from "
+            f"`{tta.study_storage}`, so its trials and verification ran before this file's "
+            "run): "
+        )
         + (
             f"its verified recommendation, trial #{tta.selection.trial.number}"
             if tta.selection.verified
