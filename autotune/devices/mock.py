@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autotune.config import DataSettings, TrialConfig
+from autotune.config import DataSettings, TrainSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
 from autotune.measure import Measurement, ThroughputStats, plan_windows, summarize_windows
@@ -129,14 +129,15 @@ def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
 _RUN_NOISE_SIGMA = 0.05
 
 
-#: Fields added with objective=time_to_accuracy, left out of the noise seed while unset, so
-#: that a throughput configuration draws the same noise as before they existed.
-_UNSEEDED_WHEN_UNSET = (
+#: Fields added with objective=time_to_accuracy, left out of the noise seed while at their
+#: defaults, so that a throughput configuration draws the same noise as before they existed.
+_UNSEEDED_AT_DEFAULT = (
     "target_accuracy",
     "target_metric",
     "eval_every_steps",
     "eval_every_s",
     "max_time_s",
+    "max_time_vs_baseline",
 )
 
 
@@ -144,8 +145,9 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     fields = config.model_dump(mode="json")
     if fields["objective"] == "throughput":
         del fields["objective"]
-    for name in _UNSEEDED_WHEN_UNSET:
-        if fields["train"][name] is None:
+    defaults = TrainSettings().model_dump(mode="json")
+    for name in _UNSEEDED_AT_DEFAULT:
+        if fields["train"][name] == defaults[name]:
             del fields["train"][name]
     text = json.dumps(fields, separators=(",", ":"))
     digest = hashlib.sha256(text.encode()).digest()
