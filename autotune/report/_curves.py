@@ -11,7 +11,14 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 
 from autotune.report._data import ReportData
-from autotune.report._figure_parts import LAYOUT, esc, figure_title, metric_label, short_label
+from autotune.report._figure_parts import (
+    LAYOUT,
+    esc,
+    figure_title,
+    metric_label,
+    note_empty,
+    short_label,
+)
 
 __all__ = ["TTA_PROJECTIONS", "Curve", "curves_figure", "learning_curves"]
 
@@ -117,12 +124,5 @@ def curves_figure(data: ReportData) -> go.Figure:
     )
     fig.update_layout(margin={"l": 60, "r": 20, "t": 50, "b": 130})
     if not curves:
-        fig.add_annotation(
-            text="no learning curve recorded yet",
-            showarrow=False,
-            x=0.5,
-            y=0.5,
-            xref="paper",
-            yref="paper",
-        )
+        note_empty(fig, "no learning curve recorded yet")
     return fig

@@ -13,6 +13,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import plotly.graph_objects as go
+
 from autotune.objectives import Objective
 from autotune.report._data import ReportData
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
@@ -29,6 +31,7 @@ __all__ = [
     "figure_title",
     "hover_text",
     "metric_label",
+    "note_empty",
     "objective_axes",
     "point_class",
     "positions",
@@ -137,6 +140,11 @@ LAYOUT: dict[str, Any] = {
 def esc(value: Any) -> str:
     """``value`` as text with HTML's special characters escaped (quotes too)."""
     return html.escape(str(value), quote=True)
+
+
+def note_empty(fig: go.Figure, text: str) -> None:
+    """Write ``text`` across the middle of a figure that has nothing to draw yet."""
+    fig.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
 
 
 def figure_title(data: ReportData, what: str) -> str:

@@ -35,6 +35,7 @@ from autotune.report._figure_parts import (
     esc,
     figure_title,
     hover_text,
+    note_empty,
     objective_axes,
     point_class,
     positions,
@@ -325,14 +326,7 @@ def importances_figure(data: ReportData) -> go.Figure:
     fig.update_layout(margin={"l": 110, "r": 20, "t": 50, "b": 110})
     fig.update_yaxes(autorange="reversed")
     if not data.importances:
-        fig.add_annotation(
-            text="not enough feasible trials yet",
-            showarrow=False,
-            x=0.5,
-            y=0.5,
-            xref="paper",
-            yref="paper",
-        )
+        note_empty(fig, "not enough feasible trials yet")
     return fig
 
 

@@ -26,7 +26,7 @@ from autotune.report._data import ReportData
 from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, ParetoRow
 from autotune.report._text import metric_column, metric_spread, ratio_text, seconds_text
-from autotune.verification import VerificationSummary
+from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
     "PLOTLY_CONFIG",
@@ -90,10 +90,6 @@ def script_json(value: Any) -> str:
 
 def _sps(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.0f}"
-
-
-def _speedup(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
 
 
 def _summary(data: ReportData) -> str:
@@ -164,71 +160,40 @@ def _tolerance_words(summary: VerificationSummary) -> str:
 
 
 def _verification_table(data: ReportData) -> str:
-    """The baseline and every finalist with their verified figures and verdicts."""
+    """The baseline and every finalist with their verified figures and verdicts: in a
+    throughput study the speedup and median samples/s, in a time-to-accuracy study how many
+    times sooner and the time to target over the rounds (MLPerf-style aggregate and
+    fastest-slowest)."""
     summary = data.verification
     if summary is None:
         return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+    figures: list[tuple[str, Callable[[CandidateVerdict], str]]]
     if summary.is_time_to_accuracy:
-        return _to_target_verification_table(summary)
+        ratio_name = "x sooner"
+        figures = [
+            ("time to target s", lambda v: seconds_text(v.time_to_accuracy_s)),
+            ("fastest-slowest s", _time_spread),
+        ]
+    else:
+        ratio_name = "speedup"
+        figures = [("median samples/s", lambda v: _sps(v.throughput_median_sps))]
     head = (
-        "<tr><th>trial</th><th>speedup</th><th>95 % CI</th><th>median samples/s</th>"
-        f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
+        f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
+        + "".join(f"<th>{_esc(name)}</th>" for name, _ in figures)
+        + f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
         "<th class=text>verdict</th><th class=text>changed knobs</th></tr>"
     )
     chosen = summary.recommended.trial_number if summary.recommended is not None else None
     rows = []
     for v in (summary.baseline, *summary.candidates):
         recommended = not v.is_baseline and v.trial_number == chosen
-        accuracy = (
-            metric_spread(summary.metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
-            if v.val_metric_mean is not None
-            else "n/a"
-        )
-        cells = [
-            f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
-            "1.00x" if v.is_baseline else _speedup(v.speedup),
-            "n/a"
-            if v.speedup_ci95 is None
-            else f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x",
-            _sps(v.throughput_median_sps),
-            accuracy,
-            "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
-        ]
-        texts = [
-            "RECOMMENDED" if recommended else v.verdict,
-            "" if v.is_baseline else v.changes_text(),
-        ]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
-            f'<td class="text">{_esc(t)}</td>' for t in texts
-        )
-        css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
-        rows.append(f"<tr{css}>{tds}</tr>")
-    return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
-
-
-def _to_target_verification_table(summary: VerificationSummary) -> str:
-    """:func:`_verification_table` of a time-to-accuracy verification: each one's time to
-    target over the rounds (MLPerf-style aggregate and fastest-slowest) and how many times
-    sooner than the baseline it reached the target."""
-    head = (
-        "<tr><th>trial</th><th>x sooner</th><th>95 % CI</th><th>time to target s</th>"
-        "<th>fastest-slowest s</th>"
-        f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
-        "<th class=text>verdict</th><th class=text>changed knobs</th></tr>"
-    )
-    chosen = summary.recommended.trial_number if summary.recommended is not None else None
-    rows = []
-    for v in (summary.baseline, *summary.candidates):
-        recommended = not v.is_baseline and v.trial_number == chosen
-        spread = v.time_to_accuracy_spread_s
         cells = [
             f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
             "1.00x" if v.is_baseline else ratio_text(v.speedup),
             "n/a"
             if v.speedup_ci95 is None
             else f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x",
-            seconds_text(v.time_to_accuracy_s),
-            "n/a" if spread is None else f"{seconds_text(spread[0])}-{seconds_text(spread[1])}",
+            *(cell(v) for _, cell in figures),
             metric_spread(summary.metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
             if v.val_metric_mean is not None
             else "n/a",
@@ -244,6 +209,12 @@ def _to_target_verification_table(summary: VerificationSummary) -> str:
         css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
         rows.append(f"<tr{css}>{tds}</tr>")
     return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
+
+
+def _time_spread(verdict: CandidateVerdict) -> str:
+    """Fastest-slowest time to target over the rounds, or ``n/a``."""
+    spread = verdict.time_to_accuracy_spread_s
+    return "n/a" if spread is None else f"{seconds_text(spread[0])}-{seconds_text(spread[1])}"
 
 
 def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], str]]]:
@@ -262,7 +233,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
         ]
     return [
         ("samples/s", lambda r: _sps(r.throughput_sps)),
-        ("x baseline (1 trial)", lambda r: _speedup(r.speedup)),
+        ("x baseline (1 trial)", lambda r: ratio_text(r.speedup)),
         (metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
         ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
         (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from optuna.trial import FrozenTrial
 
@@ -55,12 +55,17 @@ def _seconds_to_beat(trial: FrozenTrial) -> float:
     return float(seconds if seconds is not None else attrs["train_s"])
 
 
-def _select_tta_finalists(
-    trials: Sequence[FrozenTrial], pareto_numbers: set[int], candidates: int
-) -> tuple[int, tuple[int, ...]]:
-    """:func:`select_finalists` of a time-to-accuracy study."""
+def _measured_baseline(
+    trials: Sequence[FrozenTrial], measured: Callable[[FrozenTrial], bool]
+) -> FrozenTrial:
+    """The study's baseline trial, where ``measured`` accepts it.
+
+    Raises:
+        VerificationError: the study has no baseline trial, or its baseline produced no
+            measurement.
+    """
     base = baseline_trial(trials)
-    if base is None or not _ran_to_target(base):
+    if base is None or not measured(base):
         why = (
             "has no baseline trial"
             if base is None
@@ -70,6 +75,14 @@ def _select_tta_finalists(
             )
         )
         raise VerificationError(f"the study {why}; there is nothing to compare against")
+    return base
+
+
+def _select_tta_finalists(
+    trials: Sequence[FrozenTrial], pareto_numbers: set[int], candidates: int
+) -> tuple[int, tuple[int, ...]]:
+    """:func:`select_finalists` of a time-to-accuracy study."""
+    base = _measured_baseline(trials, _ran_to_target)
     base_s = _seconds_to_beat(base)
     eligible = [
         t
@@ -149,17 +162,7 @@ def select_finalists(
     """
     if objective == "time_to_accuracy":
         return _select_tta_finalists(trials, pareto_numbers, candidates)
-    base = baseline_trial(trials)
-    if base is None or not _measured(base):
-        why = (
-            "has no baseline trial"
-            if base is None
-            else (
-                f"baseline trial {base.number} produced no measurement "
-                f"({base.user_attrs.get('failure', 'not measured')})"
-            )
-        )
-        raise VerificationError(f"the study {why}; there is nothing to compare against")
+    base = _measured_baseline(trials, _measured)
     base_metric = trial_metric(base)
     assert base_metric is not None  # _measured
     base_sps = float(base.user_attrs["throughput_sps"])
