@@ -9,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,20 @@ from autotune.api import run_study
 from autotune.config import load_run_config
 from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.testing import simulate_trial
+
+
+@pytest.fixture(autouse=True)
+def _python_sigint_handler() -> Iterator[None]:
+    """Each test starts with Python's own Ctrl-C handler. A test run started in the background
+    by a non-interactive shell (`cmd &`, nohup) inherits SIGINT ignored, and autotune rightly
+    leaves an ignored SIGINT alone (autotune/interrupts.py), which is not what these tests
+    are about."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _ctrl_c() -> None:
@@ -66,6 +81,18 @@ def test_no_op_where_sigint_is_not_pythons_default() -> None:
         assert seen == [signal.SIGINT]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    # What a run started with nohup or `&` from a script inherits: Ctrl-C is not for it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    reached = False
+    with sigint_deferred():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        _ctrl_c()
+        reached = True
+    assert reached
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def test_ctrl_c_right_after_the_heartbeat_thread_starts_leaves_no_thread_behind(
