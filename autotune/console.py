@@ -4,6 +4,7 @@ verification table and the one-line verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -31,7 +32,7 @@ from autotune.report import (
     trial_mode,
     verify_command,
 )
-from autotune.verification import ACCURACY, VerificationSummary, trial_metric
+from autotune.verification import ACCURACY, CandidateVerdict, VerificationSummary, trial_metric
 
 __all__ = [
     "ProgressDisplay",
@@ -219,18 +220,46 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
     )
 
 
-def _to_target_verification_table(summary: VerificationSummary, title: str) -> Table:
-    """:func:`verification_table` of a time-to-accuracy verification: each one's time to
-    target over the rounds (MLPerf-style aggregate, fastest-slowest), how many times sooner
-    than the baseline (geometric mean over rounds, 95 % interval), the metric reached."""
+def verification_table(summary: VerificationSummary) -> Table:
+    """The baseline and every finalist with their verified figures and verdicts: in a
+    throughput study the speedup and median samples/s; in a time-to-accuracy study how many
+    times sooner than the baseline (geometric mean over rounds, 95 % interval) and the time
+    to target over the rounds (MLPerf-style aggregate, fastest-slowest)."""
+    title = (
+        f"Verification {summary.number} of study {summary.study_name}: {summary.rounds} rounds "
+        f"of fresh processes, seeds {', '.join(map(str, summary.seeds))}"
+        + (" [SIMULATED]" if summary.simulated else "")
+    )
+    ratio: Callable[[float], str]
+    figures: list[tuple[str, Callable[[CandidateVerdict], str]]]
+    if summary.is_time_to_accuracy:
+        ratio_name, ratio = "x sooner", ratio_text
+        figures = [
+            (
+                "time to target s",
+                lambda v: (
+                    "-" if v.time_to_accuracy_s is None else seconds_text(v.time_to_accuracy_s)
+                ),
+            ),
+            ("fastest-slowest s", _time_spread),
+        ]
+    else:
+        ratio_name, ratio = "speedup", lambda speedup: f"{speedup:.2f}x"
+        figures = [
+            (
+                "median samples/s",
+                lambda v: (
+                    "-" if v.throughput_median_sps is None else f"{v.throughput_median_sps:,.0f}"
+                ),
+            )
+        ]
     table = Table(title=title, title_justify="left")
     metric = summary.metric
     for name in (
         "trial",
-        "x sooner",
+        ratio_name,
         "95 % CI",
-        "time to target s",
-        "fastest-slowest s",
+        *(name for name, _ in figures),
         f"{metric_column(metric)} mean [min-max]",
         "peak MiB",
     ):
@@ -238,13 +267,11 @@ def _to_target_verification_table(summary: VerificationSummary, title: str) -> T
     table.add_column("verdict")
     table.add_column("changed knobs")
     for v in (summary.baseline, *summary.candidates):
-        spread = v.time_to_accuracy_spread_s
         table.add_row(
             f"{v.trial_number}{' (baseline)' if v.is_baseline else ''}",
-            ratio_text(v.speedup) if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
+            ratio(v.speedup) if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
             f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x" if v.speedup_ci95 else "-",
-            seconds_text(v.time_to_accuracy_s) if v.time_to_accuracy_s is not None else "-",
-            f"{seconds_text(spread[0])}-{seconds_text(spread[1])}" if spread else "-",
+            *(cell(v) for _, cell in figures),
             metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
             if v.val_metric_mean is not None
             else "-",
@@ -255,46 +282,10 @@ def _to_target_verification_table(summary: VerificationSummary, title: str) -> T
     return table
 
 
-def verification_table(summary: VerificationSummary) -> Table:
-    """The baseline and every finalist with their verified figures and verdicts (in a
-    time-to-accuracy verification: times to target, :func:`_to_target_verification_table`)."""
-    title = (
-        f"Verification {summary.number} of study {summary.study_name}: {summary.rounds} rounds "
-        f"of fresh processes, seeds {', '.join(map(str, summary.seeds))}"
-        + (" [SIMULATED]" if summary.simulated else "")
-    )
-    if summary.is_time_to_accuracy:
-        return _to_target_verification_table(summary, title)
-    table = Table(title=title, title_justify="left")
-    metric = summary.metric
-    for name in (
-        "trial",
-        "speedup",
-        "95 % CI",
-        "median samples/s",
-        f"{metric_column(metric)} mean [min-max]",
-    ):
-        table.add_column(name, justify="right")
-    table.add_column("peak MiB", justify="right")
-    table.add_column("verdict")
-    table.add_column("changed knobs")
-    for v in (summary.baseline, *summary.candidates):
-        acc = (
-            metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
-            if v.val_metric_mean is not None
-            else "-"
-        )
-        table.add_row(
-            f"{v.trial_number}{' (baseline)' if v.is_baseline else ''}",
-            f"{v.speedup:.2f}x" if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
-            f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x" if v.speedup_ci95 else "-",
-            f"{v.throughput_median_sps:,.0f}" if v.throughput_median_sps is not None else "-",
-            acc,
-            f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
-            ("RECOMMENDED" if summary.recommended is v else v.verdict),
-            "" if v.is_baseline else v.changes_text(),
-        )
-    return table
+def _time_spread(verdict: CandidateVerdict) -> str:
+    """Fastest-slowest time to target over the rounds, or ``-``."""
+    spread = verdict.time_to_accuracy_spread_s
+    return f"{seconds_text(spread[0])}-{seconds_text(spread[1])}" if spread else "-"
 
 
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:

@@ -92,6 +92,10 @@ def _sps(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.0f}"
 
 
+def _speedup(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
 def _summary(data: ReportData) -> str:
     """The verdict (the one claim: :meth:`ReportData.verdict_line`), then the trial counts."""
     summary = data.verification
@@ -167,15 +171,16 @@ def _verification_table(data: ReportData) -> str:
     summary = data.verification
     if summary is None:
         return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+    ratio: Callable[[float | None], str]
     figures: list[tuple[str, Callable[[CandidateVerdict], str]]]
     if summary.is_time_to_accuracy:
-        ratio_name = "x sooner"
+        ratio_name, ratio = "x sooner", ratio_text
         figures = [
             ("time to target s", lambda v: seconds_text(v.time_to_accuracy_s)),
             ("fastest-slowest s", _time_spread),
         ]
     else:
-        ratio_name = "speedup"
+        ratio_name, ratio = "speedup", _speedup
         figures = [("median samples/s", lambda v: _sps(v.throughput_median_sps))]
     head = (
         f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
@@ -189,7 +194,7 @@ def _verification_table(data: ReportData) -> str:
         recommended = not v.is_baseline and v.trial_number == chosen
         cells = [
             f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
-            "1.00x" if v.is_baseline else ratio_text(v.speedup),
+            "1.00x" if v.is_baseline else ratio(v.speedup),
             "n/a"
             if v.speedup_ci95 is None
             else f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x",
@@ -233,7 +238,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
         ]
     return [
         ("samples/s", lambda r: _sps(r.throughput_sps)),
-        ("x baseline (1 trial)", lambda r: ratio_text(r.speedup)),
+        ("x baseline (1 trial)", lambda r: _speedup(r.speedup)),
         (metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
         ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
         (
