@@ -4,7 +4,7 @@ throughput study, a 2-D one (time to target, peak memory) in a time-to-accuracy 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import moocore
@@ -95,22 +95,11 @@ def hypervolume_history(
     throughput_max = max(p.throughput_sps or 0.0 for p in feasible) or 1.0
     memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
     scale = _metric_scale(metric, [p.val_metric or 0.0 for p in feasible])
-    history: list[HypervolumePoint] = []
-    front: list[list[float]] = []
-    volume = 0.0
-    for point in ordered:
-        if point.status == FEASIBLE:
-            front.append(
-                [
-                    point.throughput_sps or 0.0,
-                    point.val_metric or 0.0,
-                    point.peak_memory_bytes or 0.0,
-                ]
-            )
-            good = _goodness(np.asarray(front), memory_ref, throughput_max, scale)
-            volume = float(moocore.hypervolume(good, ref=np.zeros(3), maximise=True))
-        history.append(HypervolumePoint(point.number, volume))
-    return tuple(history)
+    return _cumulative(
+        ordered,
+        lambda p: [p.throughput_sps or 0.0, p.val_metric or 0.0, p.peak_memory_bytes or 0.0],
+        lambda front: _goodness(front, memory_ref, throughput_max, scale),
+    )
 
 
 def _history_2d(
@@ -119,18 +108,31 @@ def _history_2d(
     """:func:`hypervolume_history` of a time-to-accuracy study: (time to target, memory)."""
     time_ref = 1.1 * max(p.time_to_accuracy_s or 0.0 for p in feasible) or 1.0
     memory_ref = 1.1 * max(p.peak_memory_bytes or 0.0 for p in feasible) or 1.0
+    return _cumulative(
+        ordered,
+        lambda p: [
+            1.0 - (p.time_to_accuracy_s or 0.0) / time_ref,
+            1.0 - (p.peak_memory_bytes or 0.0) / memory_ref,
+        ],
+        lambda front: np.clip(front, 0.0, 1.0),
+    )
+
+
+def _cumulative(
+    ordered: Sequence[TrialPoint],
+    objectives: Callable[[TrialPoint], list[float]],
+    goodness: Callable[[np.ndarray], np.ndarray],
+) -> tuple[HypervolumePoint, ...]:
+    """The hypervolume after each trial of ``ordered``: the feasible trials so far, each
+    ``objectives(point)``, mapped by ``goodness`` to ``(trials, D)`` values in [0, 1]
+    (larger is better), measured from the origin (``moocore.hypervolume``, maximising)."""
     history: list[HypervolumePoint] = []
     front: list[list[float]] = []
     volume = 0.0
     for point in ordered:
         if point.status == FEASIBLE:
-            front.append(
-                [
-                    1.0 - (point.time_to_accuracy_s or 0.0) / time_ref,
-                    1.0 - (point.peak_memory_bytes or 0.0) / memory_ref,
-                ]
-            )
-            good = np.clip(np.asarray(front), 0.0, 1.0)  # (trials, 2)
-            volume = float(moocore.hypervolume(good, ref=np.zeros(2), maximise=True))
+            front.append(objectives(point))
+            good = goodness(np.asarray(front))
+            volume = float(moocore.hypervolume(good, ref=np.zeros(good.shape[1]), maximise=True))
         history.append(HypervolumePoint(point.number, volume))
     return tuple(history)
