@@ -341,6 +341,9 @@ class Measurement:
             ``time_to_accuracy_s``); None otherwise.
         metric_curve: time-to-accuracy trials: one ``(wall_s, step, metric)`` per
             evaluation, in order (wall seconds since the first step); empty otherwise.
+        val_samples: how many validation samples ``val_metric`` was computed on (the
+            validation split's size); None when the split has no length. The verification's
+            accuracy screen widens with its standard error (:mod:`autotune.verification`).
         extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
             after warm-up), stored as user attributes too.
     """
@@ -365,6 +368,7 @@ class Measurement:
     target_reached: bool | None = None
     eval_s: float | None = None
     metric_curve: tuple[tuple[float, int, float], ...] = ()
+    val_samples: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

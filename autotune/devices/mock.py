@@ -303,8 +303,8 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             gpu_power_w=power_w,
             energy_j_per_sample=power_w / stats.throughput_sps,
         )
+    n_val = max(1, round(n_train * m.data.val_fraction / (1 - m.data.val_fraction)))
     if config.objective == "time_to_accuracy":
-        n_val = max(1, round(n_train * m.data.val_fraction / (1 - m.data.val_fraction)))
         eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
         return _simulate_to_target(
             config,
@@ -315,6 +315,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             steps=steps,
             steps_per_epoch=max(1, n_train // (batch * world)),
             accuracy_after=accuracy_after,
+            val_samples=n_val,
             peak_memory_bytes=peak_bytes,
             parameters=params,
             extra=extra,
@@ -331,6 +332,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         parameters=params,
         memory_kind="simulated",
         simulated=True,
+        val_samples=n_val,
         extra=extra,
     )
 
@@ -345,6 +347,7 @@ def _simulate_to_target(
     steps: int,
     steps_per_epoch: int,
     accuracy_after: Callable[[int], float],
+    val_samples: int,
     peak_memory_bytes: int,
     parameters: int,
     extra: dict[str, float | bool],
@@ -401,5 +404,6 @@ def _simulate_to_target(
         target_reached=reached_s is not None,
         eval_s=eval_s * len(curve),
         metric_curve=tuple(curve),
+        val_samples=val_samples,
         extra={**extra, "target": target},
     )

@@ -141,8 +141,12 @@ VERIFICATION = RowMapping(
 PLAN = RowMapping(
     VerificationPlan,
     VerificationRunModel,
-    renamed={"candidates": "candidates_json", "seeds": "seeds_json"},
-    json_fields=frozenset({"candidates", "seeds"}),
+    renamed={
+        "candidates": "candidates_json",
+        "seeds": "seeds_json",
+        "race_seeds": "race_seeds_json",
+    },
+    json_fields=frozenset({"candidates", "seeds", "race_seeds"}),
     row_only=frozenset({"id", "study_id", "number", "rounds", "started_at", "completed_at"}),
 )
 #: A verification's run row, less its plan (:data:`PLAN`).

@@ -167,6 +167,7 @@ class TrialResultModel(Base):
     target_reached: Mapped[bool | None] = mapped_column(Boolean)
     eval_s: Mapped[float | None] = mapped_column(Float)
     metric_curve_json: Mapped[str | None] = mapped_column(Text)
+    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
     energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
@@ -232,6 +233,13 @@ class VerificationRunModel(Base):
     rounds: Mapped[int] = mapped_column(Integer)
     seeds_json: Mapped[str] = mapped_column(Text)  # the training seed of each round
     accuracy_tolerance_pt: Mapped[float] = mapped_column(Float)
+    # Stage A (the race) before the confirmation rounds above: its seeds (empty for the
+    # verifications before it), the screen's z, and the run's limits the verified figures
+    # are checked against.
+    race_seeds_json: Mapped[str] = mapped_column(Text, server_default="[]")
+    screen_z: Mapped[float | None] = mapped_column(Float)
+    max_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    min_accuracy: Mapped[float | None] = mapped_column(Float)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
 
@@ -283,6 +291,7 @@ class VerificationModel(Base):
     time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
     target_reached: Mapped[bool | None] = mapped_column(Boolean)
     metric_curve_json: Mapped[str | None] = mapped_column(Text)
+    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
     config_json: Mapped[str] = mapped_column(Text)
     recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 

@@ -167,6 +167,14 @@ class Training:
                 )
             epoch += 1
 
+    @property
+    def val_samples(self) -> int | None:
+        """The validation split's size (samples), None when the dataset has no length."""
+        try:
+            return len(self.val_data)  # type: ignore[arg-type]
+        except TypeError:
+            return None
+
     @torch.no_grad()
     def evaluate(self) -> float:
         """The workload's validation metric of the eager model (top-1 accuracy in [0, 1]

@@ -131,6 +131,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         parameters=count_parameters(t.model),
         memory_kind=backend.memory_kind,
         simulated=False,
+        val_samples=t.val_samples,
         extra=extra,
     )
 

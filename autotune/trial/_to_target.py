@@ -153,6 +153,7 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
         parameters=count_parameters(t.model),
         memory_kind=backend.memory_kind,
         simulated=False,
+        val_samples=t.val_samples,
         time_to_accuracy_s=reached_s,
         target_reached=reached_s is not None,
         eval_s=eval_s,

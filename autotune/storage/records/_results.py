@@ -101,6 +101,8 @@ class TrialRecord:
         eval_s: time-to-accuracy studies: seconds spent evaluating, within the time above.
         metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
             ``[wall_s, step, metric]``.
+        val_samples: validation samples ``val_metric`` was computed on; None when unknown
+            (trials recorded before it was stored, or a split without a length).
     """
 
     study_name: str
@@ -145,6 +147,7 @@ class TrialRecord:
     target_reached: bool | None = None
     eval_s: float | None = None
     metric_curve_json: str | None = None
+    val_samples: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

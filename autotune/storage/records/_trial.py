@@ -39,7 +39,14 @@ _FLOAT_ATTRS = (
     "time_to_accuracy_s",
     "eval_s",
 )
-_INT_ATTRS = ("peak_memory_bytes", "parameters", "samples_per_step", "steps", "timed_steps")
+_INT_ATTRS = (
+    "peak_memory_bytes",
+    "parameters",
+    "samples_per_step",
+    "steps",
+    "timed_steps",
+    "val_samples",
+)
 
 
 def is_feasible(trial: FrozenTrial) -> bool:

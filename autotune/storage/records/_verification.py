@@ -5,39 +5,102 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-__all__ = ["VerificationPlan", "VerificationRecord", "VerificationRun"]
+__all__ = ["VerificationPlan", "VerificationRecord", "VerificationRun", "rotated"]
+
+
+def rotated(order: tuple[int, ...], round_index: int) -> tuple[int, ...]:
+    """``order`` started at position ``round_index mod len(order)``: round 0 runs it as it is,
+    round 1 from its second entry, ... so that no configuration always runs first (right
+    after a start, or after the same neighbour) and a drift of the machine within a round
+    does not always favour the same one."""
+    if not order:
+        return order
+    start = round_index % len(order)
+    return order[start:] + order[:start]
 
 
 @dataclass(frozen=True)
 class VerificationPlan:
-    """What one verification re-measures: the baseline and the finalists, R rounds, R seeds.
+    """What one verification re-measures, in two stages.
+
+    Stage A, the *race*: the baseline and every finalist over ``len(race_seeds)`` rounds; its
+    survivor (:func:`autotune.verification.race_survivor`) alone goes on. Stage B, the
+    *confirmation*: the baseline and the survivor over ``len(seeds)`` rounds of fresh seeds;
+    only these make the claim. Round indexes run over both stages: ``0 .. A-1`` are the race's,
+    ``A .. A+R-1`` the confirmation's. A plan without race seeds (one finalist, or a
+    verification stored before the race existed) confirms every candidate directly.
 
     Attributes:
         baseline_trial: the study's baseline trial number.
-        candidates: the finalists' trial numbers, in the order they run within a round.
-        seeds: the training seed of each round (``len(seeds)`` is the number of rounds).
+        candidates: the finalists' trial numbers, in their order within the first round.
+        seeds: the training seed of each confirmation round (``len(seeds)`` rounds).
         accuracy_tolerance_pt: how many accuracy points (0.5 = 0.005) below the baseline's
-            mean a candidate may be and still qualify.
+            a candidate may be (for another metric, percent of the baseline's value).
+        race_seeds: the training seed of each race round; empty: no race.
+        screen_z: the z of the accuracy screen (``verify.screen_z``); None in verifications
+            stored before the screen existed.
+        max_memory_bytes: the run's ``constraints.max_memory_bytes`` when it was planned.
+        min_accuracy: the run's ``constraints.min_accuracy`` when it was planned.
     """
 
     baseline_trial: int
     candidates: tuple[int, ...]
     seeds: tuple[int, ...]
     accuracy_tolerance_pt: float
+    race_seeds: tuple[int, ...] = ()
+    screen_z: float | None = None
+    max_memory_bytes: int | None = None
+    min_accuracy: float | None = None
 
     @property
     def rounds(self) -> int:
-        """Verification rounds (one seed each)."""
+        """Confirmation rounds (one seed each)."""
         return len(self.seeds)
 
-    def schedule(self) -> list[tuple[int, int]]:
-        """``(round_index, trial_number)`` in run order, interleaved: baseline, c1..cK, then
-        the next round's baseline, c1..cK, ... (so slow drifts of the machine hit every
-        configuration alike). Empty without candidates: there is nothing to compare."""
+    @property
+    def race_rounds(self) -> int:
+        """Race rounds (0: no race)."""
+        return len(self.race_seeds)
+
+    def seed(self, round_index: int) -> int:
+        """The training seed of round ``round_index`` (race rounds first)."""
+        return (*self.race_seeds, *self.seeds)[round_index]
+
+    def is_race_round(self, round_index: int) -> bool:
+        """Round ``round_index`` belongs to the race (stage A)."""
+        return round_index < self.race_rounds
+
+    def race_schedule(self) -> list[tuple[int, int]]:
+        """The race's ``(round_index, trial_number)`` in run order: the baseline and every
+        finalist, each round :func:`rotated` by its index. Empty without a race or without
+        candidates."""
         if not self.candidates:
             return []
         order = (self.baseline_trial, *self.candidates)
-        return [(r, number) for r in range(self.rounds) for number in order]
+        return [(r, n) for r in range(self.race_rounds) for n in rotated(order, r)]
+
+    def confirmed(self, survivor: int | None) -> tuple[int, ...]:
+        """The candidates the confirmation runs: the race's ``survivor`` (none when the race
+        left none), or every candidate in a plan without a race."""
+        if not self.race_seeds:
+            return self.candidates
+        return () if survivor is None else (survivor,)
+
+    def confirm_schedule(self, survivor: int | None) -> list[tuple[int, int]]:
+        """The confirmation's ``(round_index, trial_number)`` in run order: the baseline and
+        :meth:`confirmed`, each round rotated. Empty when nothing is confirmed."""
+        confirmed = self.confirmed(survivor)
+        if not confirmed:
+            return []
+        order = (self.baseline_trial, *confirmed)
+        return [
+            (self.race_rounds + r, n) for r in range(self.rounds) for n in rotated(order, r)
+        ]
+
+    def schedule(self, survivor: int | None = None) -> list[tuple[int, int]]:
+        """Every planned ``(round_index, trial_number)`` in run order: the race, then the
+        confirmation of ``survivor`` (:meth:`confirm_schedule`)."""
+        return self.race_schedule() + self.confirm_schedule(survivor)
 
 
 @dataclass(frozen=True)
@@ -65,6 +128,7 @@ class VerificationRecord:
             throughput studies and for a failed run.
         metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
             ``[wall_s, step, metric]``.
+        val_samples: validation samples ``val_metric`` was computed on (None when unknown).
     """
 
     round_index: int
@@ -84,6 +148,7 @@ class VerificationRecord:
     time_to_accuracy_s: float | None = None
     target_reached: bool | None = None
     metric_curve_json: str | None = None
+    val_samples: int | None = None
 
 
 @dataclass(frozen=True)
