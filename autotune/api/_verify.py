@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import optuna
 
-from autotune.config import DEFAULT_STORAGE_URL, TrialConfig, VerifySettings
+from autotune.config import DEFAULT_STORAGE_URL, Constraints, TrialConfig, VerifySettings
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
@@ -25,6 +25,7 @@ from autotune.storage import (
 from autotune.study import RunTrialFn
 from autotune.verification import (
     VerificationSummary,
+    race_survivor,
     round_seeds,
     select_finalists,
     study_metric,
@@ -38,15 +39,18 @@ class VerificationProgress:
 
     Attributes:
         done: runs with a row (this one included).
-        planned: runs planned: (1 + candidates) x rounds.
-        rounds: rounds planned.
+        planned: runs planned: the race's, then (1 + confirmed) x rounds (while the race runs,
+            counted as if it will leave a survivor).
+        rounds: confirmation rounds planned.
         record: what this run measured (or why it failed).
+        race: the run belongs to the race (stage A).
     """
 
     done: int
     planned: int
     rounds: int
     record: VerificationRecord
+    race: bool = False
 
 
 def _study_seed(study: optuna.Study, results: ResultsStore) -> int:
@@ -91,11 +95,48 @@ def _trial_configs(
 
 def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
     """The stored verification re-measured the same configurations the same way."""
+    old, new = run.plan, plan
     return (
-        run.plan.baseline_trial == plan.baseline_trial
-        and run.plan.candidates == plan.candidates
-        and run.plan.rounds == plan.rounds
-        and run.plan.accuracy_tolerance_pt == plan.accuracy_tolerance_pt
+        old.baseline_trial == new.baseline_trial
+        and old.candidates == new.candidates
+        and old.rounds == new.rounds
+        and old.race_rounds == new.race_rounds
+        and old.accuracy_tolerance_pt == new.accuracy_tolerance_pt
+        and old.screen_z == new.screen_z
+        and old.max_memory_bytes == new.max_memory_bytes
+        and old.min_accuracy == new.min_accuracy
+    )
+
+
+def _study_constraints(study: optuna.Study) -> Constraints:
+    """The limits the study was created with (its recorded space's ``constraints``)."""
+    space = (study.user_attrs.get("autotune") or {}).get("space") or {}
+    return Constraints.model_validate(space.get("constraints") or {})
+
+
+def _resume_notes(plan: VerificationPlan, settings: VerifySettings) -> tuple[str, ...]:
+    """Where the settings asked for now differ from a resumed verification's stored plan
+    (the plan wins: its runs so far were measured under it)."""
+    pairs: list[tuple[str, float, float]] = [("verify.rounds", settings.rounds, plan.rounds)]
+    if plan.race_seeds:
+        pairs.append(("verify.race_rounds", settings.race_rounds, plan.race_rounds))
+    pairs.append(
+        ("verify.accuracy_tolerance_pt", settings.accuracy_tolerance_pt, plan.accuracy_tolerance_pt)
+    )
+    if plan.screen_z is not None:
+        pairs.append(("verify.screen_z", settings.screen_z, plan.screen_z))
+    differ = [
+        f"{key}={asked:g} (stored {stored:g})" for key, asked, stored in pairs if asked != stored
+    ]
+    if len(plan.candidates) > settings.candidates:
+        differ.append(
+            f"verify.candidates={settings.candidates} (stored plan: {len(plan.candidates)} finalists)"
+        )
+    if not differ:
+        return ()
+    return (
+        "resumed with its stored plan; these settings differ from it and apply to the next "
+        f"verification: {', '.join(differ)}",
     )
 
 
@@ -123,10 +164,18 @@ def verify_study(
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,
 ) -> VerificationSummary:
-    """Re-run a study's baseline and finalists in interleaved rounds of fresh processes.
+    """Re-run a study's baseline and finalists in fresh processes: screen, race, confirm.
 
-    An interrupted verification (its last one, rounds missing) is resumed: runs already
-    recorded are kept, never redone. In a time-to-accuracy study each run trains to the
+    The screen picks the finalists (:func:`autotune.verification.select_finalists`); the race
+    re-runs the baseline and every finalist over ``settings.race_rounds`` rounds and keeps
+    one survivor (:func:`autotune.verification.race_survivor`; no race for a single
+    finalist); the confirmation re-runs the baseline and the survivor over
+    ``settings.rounds`` rounds of fresh seeds, and only it makes the claim. Within a round
+    the order rotates (round r starts at position r mod (K + 1)).
+
+    An interrupted verification (its last one, runs missing) is resumed from its stored plan
+    before anything is selected again: runs already recorded are kept, never redone, and
+    where the settings asked for now differ from the plan the summary's ``notes`` say so. In a time-to-accuracy study each run trains to the
     study's target (its stored configuration says so) and its row keeps its time to
     accuracy, whether it reached the target, and its metric curve. Otherwise a new verification is planned: the finalists
     (:func:`autotune.verification.select_finalists`) and one new training seed per round
@@ -139,7 +188,8 @@ def verify_study(
     Args:
         study_name: the Optuna study.
         storage: its storage URL.
-        settings: rounds, candidates and accuracy tolerance (default ``VerifySettings()``).
+        settings: rounds, race rounds, candidates, accuracy tolerance and screen z (default
+            ``VerifySettings()``).
         run_trial_fn: runs one configuration (default: child processes; tests inject fakes).
         timeout_s: wall-clock limit of one run, in seconds.
         on_run: called after every run with a :class:`VerificationProgress`.
@@ -157,47 +207,66 @@ def verify_study(
     """
     settings = settings or VerifySettings()
     if settings.rounds == 0:
-        raise ConfigError("verify.rounds=0: verification is off; ask for 2 rounds or more")
+        raise ConfigError("verify.rounds=0: verification is off; ask for 3 rounds or more")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = load_existing_study(study_name, storage)
     _check_verify_hardware(study, capabilities)
-    trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
     objective = objective_mode(objectives_of_study(study))
-    baseline, finalists = select_finalists(
-        trials,
-        {t.number for t in study.best_trials},
-        settings.candidates,
-        settings.accuracy_tolerance_pt,
-        study_metric(study),
-        objective,
-    )
     with ResultsStore.open(storage, create=True) as results:
-        # Validate before writing: every configuration to run must be stored.
-        configs = _trial_configs(study_name, results, {baseline, *finalists}, objective)
         latest = results.latest_verification(study_name)
+        notes: tuple[str, ...] = ()
         if latest is not None and not latest.complete:
-            run = latest  # resume it, with its own plan
-            configs.update(
-                _trial_configs(
-                    study_name,
-                    results,
-                    {run.plan.baseline_trial, *run.plan.candidates},
-                    objective,
-                )
+            # Resume from the stored plan first: the finalists are not selected again (the
+            # study may have changed since, and the runs so far were measured under it).
+            run = latest
+            notes = _resume_notes(run.plan, settings)
+            configs = _trial_configs(
+                study_name, results, {run.plan.baseline_trial, *run.plan.candidates}, objective
             )
         else:
+            trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
+            baseline, finalists = select_finalists(
+                trials,
+                {t.number for t in study.best_trials},
+                settings.candidates,
+                settings.accuracy_tolerance_pt,
+                study_metric(study),
+                objective,
+                settings.screen_z,
+            )
+            # Validate before writing: every configuration to run must be stored.
+            configs = _trial_configs(study_name, results, {baseline, *finalists}, objective)
             number = (latest.number if latest is not None else 0) + 1
+            # One finalist needs no race: it is its own survivor.
+            race_rounds = settings.race_rounds if len(finalists) > 1 else 0
+            seeds = round_seeds(_study_seed(study, results), number, race_rounds + settings.rounds)
+            limits = _study_constraints(study)
             plan = VerificationPlan(
                 baseline_trial=baseline,
                 candidates=finalists,
-                seeds=round_seeds(_study_seed(study, results), number, settings.rounds),
+                seeds=seeds[race_rounds:],
                 accuracy_tolerance_pt=settings.accuracy_tolerance_pt,
+                race_seeds=seeds[:race_rounds],
+                screen_z=settings.screen_z,
+                max_memory_bytes=(
+                    int(limits.max_memory_bytes) if limits.max_memory_bytes is not None else None
+                ),
+                min_accuracy=limits.min_accuracy,
             )
             if reuse and latest is not None and _plan_matches(latest, plan):
                 return summarize_for_study(study, latest)
             run = results.start_verification(study_name, plan)
-        run = _run_verification(run, results, configs, run_trial_fn, timeout_s, on_run)
-    return summarize_for_study(study, run)
+        params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
+        run = _run_verification(
+            run,
+            results,
+            configs,
+            run_trial_fn,
+            timeout_s,
+            on_run,
+            lambda rows: race_survivor(run.plan, rows, params, study_metric(study), objective)[1],
+        )
+    return replace(summarize_for_study(study, run), notes=notes)
 
 
 def _run_verification(
@@ -207,34 +276,57 @@ def _run_verification(
     run_trial_fn: RunTrialFn,
     timeout_s: float,
     on_run: Callable[[VerificationProgress], None] | None,
+    survivor_of: Callable[[list[VerificationRecord]], int | None],
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up
-    run, store each, then finish."""
+    run, store each, then finish: the race first, then the confirmation of the race's
+    survivor (``survivor_of`` the rows so far; :func:`autotune.verification.race_survivor`)."""
     plan = run.plan
-    schedule = plan.schedule()
+    rows = list(run.rows)
     done = run.done()
-    pending = [item for item in schedule if item not in done]
-    if pending:
-        # One discarded run first, as benchmark harnesses throw away warm-up: the first trial
-        # process after a start paid for cold caches (the forkserver's, the page cache's, the
-        # CPU's clock) and read up to a third slower than the same configuration later.
-        round_index, number = pending[0]
-        warmup = _round_config(configs[number], plan, round_index)
-        _verification_record(round_index, number, plan, warmup, run_trial_fn, timeout_s)
-    for round_index, number in pending:
-        config = _round_config(configs[number], plan, round_index)
-        record = _verification_record(round_index, number, plan, config, run_trial_fn, timeout_s)
-        results.record_verification(run.study_name, run.number, record)
-        done.add((round_index, number))
-        if on_run is not None:
-            on_run(VerificationProgress(len(done), len(schedule), plan.rounds, record))
+    warmed = False
+
+    def run_stage(schedule: list[tuple[int, int]], planned: int) -> None:
+        nonlocal warmed
+        pending = [item for item in schedule if item not in done]
+        if pending and not warmed:
+            # One discarded run first, as benchmark harnesses throw away warm-up: the first
+            # trial process after a start paid for cold caches (the forkserver's, the page
+            # cache's, the CPU's clock) and read up to a third slower than the same
+            # configuration later.
+            round_index, number = pending[0]
+            warmup = _round_config(configs[number], plan, round_index)
+            _verification_record(round_index, number, plan, warmup, run_trial_fn, timeout_s)
+            warmed = True
+        for round_index, number in pending:
+            config = _round_config(configs[number], plan, round_index)
+            record = _verification_record(
+                round_index, number, plan, config, run_trial_fn, timeout_s
+            )
+            results.record_verification(run.study_name, run.number, record)
+            rows.append(record)
+            done.add((round_index, number))
+            if on_run is not None:
+                progress = VerificationProgress(
+                    len(done), planned, plan.rounds, record, plan.is_race_round(round_index)
+                )
+                on_run(progress)
+
+    race = plan.race_schedule()
+    # While the race runs, the confirmation is counted as if it will have a survivor.
+    expected = len(race) + len(
+        plan.confirm_schedule(plan.candidates[0] if plan.candidates else None)
+    )
+    run_stage(race, expected)
+    confirm = plan.confirm_schedule(survivor_of(rows))
+    run_stage(confirm, len(race) + len(confirm))
     return results.complete_verification(run.study_name, run.number)
 
 
 def _round_config(config: TrialConfig, plan: VerificationPlan, round_index: int) -> TrialConfig:
     """A study trial's configuration as a verification round runs it: the round's seed, and
     none of the mock device's deliberate faults (they belong to the search's trials)."""
-    return config.model_copy(update={"seed": plan.seeds[round_index], "mock_fault": "none"})
+    return config.model_copy(update={"seed": plan.seed(round_index), "mock_fault": "none"})
 
 
 def _verification_record(
@@ -272,6 +364,7 @@ def _verification_record(
         throughput_iqr_sps=m.throughput_iqr_sps,
         step_time_s=m.step_time_s,
         val_metric=m.val_metric,
+        val_samples=m.val_samples,
         peak_memory_bytes=m.peak_memory_bytes,
         train_s=m.train_s,
         # Time-to-accuracy runs only (None, and no curve, in a throughput run).

@@ -216,22 +216,34 @@ class MockSettings(Strict):
 class VerifySettings(Strict):
     """Verification of the finalists once a study reaches its trials (``verify.*``).
 
-    The baseline and ``candidates`` finalists are re-run in ``rounds`` interleaved rounds of
-    fresh processes, each round with its own training seed; only these verified figures make
-    a claim to the user (see :mod:`autotune.verification`). ``rounds=0`` turns it off; one
-    round is refused, since a confidence interval needs at least two.
+    Three steps (:mod:`autotune.verification`): the *screen* keeps the search trials faster
+    than the baseline whose metric is not below the baseline's by more than the tolerance
+    plus ``screen_z`` standard errors of the difference; the *race* re-runs the baseline and
+    up to ``candidates`` of them over ``race_rounds`` rounds of fresh processes and keeps one
+    survivor; the *confirmation* re-runs the baseline and the survivor over ``rounds`` rounds
+    with fresh seeds, and only it makes a claim. ``rounds=0`` turns verification off.
+
+    ``rounds`` is at least 3: with 2 rounds the 95 % interval's t(0.975, 1) = 12.7 makes any
+    claim impossible. The default 5 is what a true 1.3x speedup needs to be recommended in
+    at least 80 % of verifications at the ~9 % run-to-run throughput spread of a 2-core CPU
+    (3 rounds: 49 %, 4: 77 %, 5: 92 %; docs/benchmarks.md, "Verification power").
     """
 
-    rounds: int = Field(3, ge=0)  # verification rounds (each: baseline + every finalist)
-    candidates: int = Field(4, ge=1)  # finalists re-run besides the baseline
-    # How far (accuracy points; 0.5 = 0.005) below the baseline's mean a candidate may be.
+    rounds: int = Field(5, ge=0)  # confirmation rounds (each: baseline + the survivor)
+    race_rounds: int = Field(2, ge=1)  # race rounds (each: baseline + every finalist)
+    candidates: int = Field(4, ge=1)  # finalists in the race besides the baseline
+    # How far (accuracy points; 0.5 = 0.005) below the baseline's a candidate may be.
     accuracy_tolerance_pt: float = Field(0.5, ge=0, le=100)
+    # Standard errors of the accuracy difference the screen adds to the tolerance (one-sided
+    # 95 %: 1.645).
+    screen_z: float = Field(1.645, ge=0, le=10)
 
     @field_validator("rounds")
     @classmethod
-    def _not_one(cls, rounds: int) -> int:
-        if rounds == 1:
+    def _at_least_three(cls, rounds: int) -> int:
+        if rounds in (1, 2):
             raise ValueError(
-                "must be 0 (off) or >= 2: a 95 % confidence interval needs two rounds at least"
+                "must be 0 (off) or >= 3: with 2 rounds the 95 % interval's t(0.975, 1) = "
+                "12.7 makes any claim impossible"
             )
         return rounds

@@ -36,13 +36,23 @@ the recommendation) and :mod:`._load` (the verdict of a stored study).
 
 from __future__ import annotations
 
-from autotune.verification._finalists import SEED_STRIDE, round_seeds, select_finalists
+from autotune.verification._finalists import (
+    SEED_STRIDE,
+    closest_trial,
+    round_seeds,
+    select_finalists,
+)
 from autotune.verification._load import load_verification, summarize_for_study
 from autotune.verification._metric import (
     ACCURACY,
+    DEFAULT_SCREEN_Z,
+    NON_PROPORTION_SCREEN_FACTOR,
     NOTHING_QUALIFIES,
+    agresti_caffo_se,
     metric_allowance,
     nothing_qualifies,
+    passes_screen,
+    screen_allowance,
     study_metric,
     tolerance_text,
     trial_metric,
@@ -50,25 +60,44 @@ from autotune.verification._metric import (
 )
 from autotune.verification._speedup import (
     MLPERF_DROP_MIN_ROUNDS,
+    is_valid_figure,
+    mean_difference_ci95,
     mlperf_time_to_accuracy_s,
     speedup_ci95,
 )
-from autotune.verification._summary import VerificationSummary, summarize_verification
+from autotune.verification._summary import (
+    ENDING_WORDS,
+    Ending,
+    VerificationSummary,
+    race_survivor,
+    summarize_verification,
+)
 from autotune.verification._verdict import CandidateVerdict, changed_knobs
 
 __all__ = [
     "ACCURACY",
+    "DEFAULT_SCREEN_Z",
+    "ENDING_WORDS",
     "MLPERF_DROP_MIN_ROUNDS",
+    "NON_PROPORTION_SCREEN_FACTOR",
     "NOTHING_QUALIFIES",
     "SEED_STRIDE",
     "CandidateVerdict",
+    "Ending",
     "VerificationSummary",
+    "agresti_caffo_se",
     "changed_knobs",
+    "closest_trial",
+    "is_valid_figure",
     "load_verification",
+    "mean_difference_ci95",
     "metric_allowance",
     "mlperf_time_to_accuracy_s",
     "nothing_qualifies",
+    "passes_screen",
+    "race_survivor",
     "round_seeds",
+    "screen_allowance",
     "select_finalists",
     "speedup_ci95",
     "study_metric",

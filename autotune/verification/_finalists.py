@@ -1,7 +1,9 @@
-"""Planning a verification: the finalists to re-measure and the training seed of each round."""
+"""Planning a verification: the screen that picks the finalists, the trial that came closest
+when none passed, and the training seed of each round."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from optuna.trial import FrozenTrial
@@ -10,9 +12,16 @@ from autotune.baseline import baseline_trial
 from autotune.exceptions import VerificationError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.storage.records import is_feasible
-from autotune.verification._metric import ACCURACY, trial_metric, within_tolerance
+from autotune.verification._metric import (
+    ACCURACY,
+    DEFAULT_SCREEN_Z,
+    passes_screen,
+    screen_allowance,
+    trial_metric,
+)
+from autotune.verification._speedup import is_valid_figure
 
-__all__ = ["SEED_STRIDE", "round_seeds", "select_finalists"]
+__all__ = ["SEED_STRIDE", "closest_trial", "round_seeds", "select_finalists"]
 
 #: Training seeds of verification ``n`` start at ``study seed + SEED_STRIDE * n``, so they never
 #: repeat the search's seed (common to every trial) nor another verification's.
@@ -30,11 +39,24 @@ def round_seeds(study_seed: int, verification_number: int, rounds: int) -> tuple
 
 
 def _measured(trial: FrozenTrial) -> bool:
+    """A throughput trial with a valid throughput (finite, > 0) and a finite metric."""
+    value = trial_metric(trial)
     return (
-        trial.user_attrs.get("throughput_sps") is not None
+        is_valid_figure(_float(trial.user_attrs.get("throughput_sps")))
         and "failure" not in trial.user_attrs
-        and trial_metric(trial) is not None
+        and value is not None
+        and math.isfinite(value)
     )
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _val_samples(trial: FrozenTrial) -> int | None:
+    """The validation samples of a trial's metric (None: stored before it was recorded)."""
+    value = trial.user_attrs.get("val_samples")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _ran_to_target(trial: FrozenTrial) -> bool:
@@ -91,7 +113,7 @@ def _select_tta_finalists(
         and is_feasible(t)
         and _ran_to_target(t)
         and t.user_attrs.get("target_reached") is True
-        and t.user_attrs.get("time_to_accuracy_s") is not None
+        and is_valid_figure(_float(t.user_attrs.get("time_to_accuracy_s")))
         and float(t.user_attrs["time_to_accuracy_s"]) < base_s
     ]
     # Pareto-optimal first (False sorts before True), then soonest first, then lower number.
@@ -119,6 +141,27 @@ def _distinct(
     return tuple(t.number for t in chosen)
 
 
+def _passes(
+    trial: FrozenTrial,
+    base: FrozenTrial,
+    metric: Objective,
+    tolerance_pt: float,
+    screen_z: float,
+) -> bool:
+    """The screen's accuracy rule for one measured trial against the measured baseline."""
+    value, base_value = trial_metric(trial), trial_metric(base)
+    assert value is not None and base_value is not None  # _measured
+    return passes_screen(
+        metric,
+        value,
+        _val_samples(trial),
+        base_value,
+        _val_samples(base),
+        tolerance_pt,
+        screen_z,
+    )
+
+
 def select_finalists(
     trials: Sequence[FrozenTrial],
     pareto_numbers: set[int],
@@ -126,21 +169,26 @@ def select_finalists(
     accuracy_tolerance_pt: float,
     metric: Objective = ACCURACY,
     objective: ObjectiveMode = "throughput",
+    screen_z: float = DEFAULT_SCREEN_Z,
 ) -> tuple[int, tuple[int, ...]]:
-    """The baseline and the finalists to verify, from a study's finished trials.
+    """The baseline and the finalists to verify, from a study's finished trials: the screen.
+
+    In a throughput study a trial passes the screen when it is feasible, its throughput is
+    above the baseline trial's, and its metric is not below the baseline's by more than the
+    tolerance plus ``screen_z`` standard errors of the difference
+    (:func:`~autotune.verification.screen_allowance`: for accuracy, Agresti-Caffo on the two
+    trials' ``val_samples``; for another metric, 3 x the tolerance). One search trial's
+    accuracy on a few hundred validation images moves by more than the 0.5 pt tolerance from
+    seed to seed alone, so a tolerance without the noise would drop candidates for their luck.
+    Finalists are the Pareto-optimal trials that pass, fastest first, then the next fastest
+    of the rest, until ``candidates`` are chosen. Trials with the same knobs as the baseline
+    or an earlier finalist (a warm start, a retried trial) are skipped.
 
     In a time-to-accuracy study (``objective="time_to_accuracy"``), finalists are feasible
     trials (the target reached) whose ``time_to_accuracy_s`` is below the baseline's: first
     the Pareto-optimal ones (time, memory), soonest first, then the next soonest of the rest.
     A baseline that trained but missed the target is beaten by any trial that reached it in
-    fewer seconds than the baseline trained. The tolerance does not apply: the target is the
-    quality bar.
-
-    In a throughput study, finalists are feasible trials faster than the baseline whose metric is within the
-    tolerance of the baseline's (:func:`within_tolerance`: for accuracy, at most
-    ``accuracy_tolerance_pt`` points below it): first the Pareto-optimal ones,
-    fastest first, then the next fastest of the rest, until ``candidates`` are chosen. Trials
-    with the same knobs as an earlier finalist (a warm start, a retried trial) are skipped.
+    fewer seconds than the baseline trained. No tolerance applies: the target is the bar.
 
     Args:
         trials: the study's trials (any states; only finished, measured ones are considered).
@@ -152,10 +200,12 @@ def select_finalists(
         metric: the study's validation metric (default: accuracy, maximized).
         objective: the study's mode, ``throughput`` or ``time_to_accuracy``
             (:func:`autotune.objectives.objective_mode`).
+        screen_z: standard errors of the difference added to the tolerance
+            (``verify.screen_z``, default 1.645).
 
     Returns:
         ``(baseline trial number, finalist trial numbers in run order)``; the tuple is empty
-        when no trial qualifies.
+        when no trial passes the screen (:func:`closest_trial` says which came closest).
 
     Raises:
         VerificationError: the study has no measured baseline trial.
@@ -163,8 +213,6 @@ def select_finalists(
     if objective == "time_to_accuracy":
         return _select_tta_finalists(trials, pareto_numbers, candidates)
     base = _measured_baseline(trials, _measured)
-    base_metric = trial_metric(base)
-    assert base_metric is not None  # _measured
     base_sps = float(base.user_attrs["throughput_sps"])
     eligible = [
         t
@@ -172,8 +220,8 @@ def select_finalists(
         if t.number != base.number
         and is_feasible(t)
         and _measured(t)
-        and within_tolerance(metric, trial_metric(t) or 0.0, base_metric, accuracy_tolerance_pt)
         and float(t.user_attrs["throughput_sps"]) > base_sps
+        and _passes(t, base, metric, accuracy_tolerance_pt, screen_z)
     ]
     # Pareto-optimal first (False sorts before True), then fastest first, then lower number.
     eligible.sort(
@@ -184,3 +232,78 @@ def select_finalists(
         )
     )
     return base.number, _distinct(eligible, base, candidates)
+
+
+def closest_trial(
+    trials: Sequence[FrozenTrial],
+    accuracy_tolerance_pt: float,
+    metric: Objective = ACCURACY,
+    screen_z: float = DEFAULT_SCREEN_Z,
+) -> str | None:
+    """The search trial that came closest to the screen of a throughput study, in words, for
+    the "nothing to verify" ending: among feasible measured trials faster than the baseline,
+    the one whose metric fell short of the screen by the least; where none was faster, the
+    fastest. None without a measured baseline or any other measured trial.
+
+    Example: ``trial 15: 1.19x the defaults' throughput in the search at 98.89 % accuracy;
+    the screen asked for at least 99.02 % (defaults 99.72 %, n=359)``.
+    """
+    base = baseline_trial(trials)
+    if base is None or not _measured(base):
+        return None
+    base_sps = float(base.user_attrs["throughput_sps"])
+    base_value = trial_metric(base)
+    assert base_value is not None
+    others = [t for t in trials if t.number != base.number and is_feasible(t) and _measured(t)]
+    if not others:
+        return None
+    faster = [t for t in others if float(t.user_attrs["throughput_sps"]) > base_sps]
+
+    def bar(t: FrozenTrial) -> float:
+        """The worst metric the screen lets through for ``t``."""
+        value = trial_metric(t)
+        assert value is not None
+        allowance = screen_allowance(
+            metric,
+            value,
+            _val_samples(t),
+            base_value,
+            _val_samples(base),
+            accuracy_tolerance_pt,
+            screen_z,
+        )
+        return base_value - allowance if metric.direction == "maximize" else base_value + allowance
+
+    def shortfall(t: FrozenTrial) -> float:
+        value = trial_metric(t)
+        assert value is not None
+        return bar(t) - value if metric.direction == "maximize" else value - bar(t)
+
+    pick = (
+        min(faster, key=lambda t: (shortfall(t), t.number))
+        if faster
+        else max(others, key=lambda t: (float(t.user_attrs["throughput_sps"]), -t.number))
+    )
+    value = trial_metric(pick)
+    assert value is not None
+    ratio = float(pick.user_attrs["throughput_sps"]) / base_sps
+    n = _val_samples(base)
+    at_n = f", n={n:,}" if n else ""
+    head = (
+        f"trial {pick.number}: {ratio:.2f}x the defaults' throughput in the search at "
+        f"{_metric_words(metric, value)}"
+    )
+    if not faster:
+        return f"{head}; no trial was faster than the defaults"
+    least = "at least" if metric.direction == "maximize" else "at most"
+    return (
+        f"{head}; the screen asked for {least} {_metric_words(metric, bar(pick), bare=True)} "
+        f"(defaults {_metric_words(metric, base_value, bare=True)}{at_n})"
+    )
+
+
+def _metric_words(metric: Objective, value: float, *, bare: bool = False) -> str:
+    """``98.89 % accuracy`` (``98.89 %`` when ``bare``), ``val_loss 1.234``."""
+    if metric.is_accuracy:
+        return f"{100 * value:.2f} %" + ("" if bare else " accuracy")
+    return f"{metric.name} {metric.format(value, 1)}"

@@ -6,9 +6,10 @@ from __future__ import annotations
 import optuna
 
 from autotune.objectives import objective_mode, objectives_of_study, study_target
-from autotune.storage import ResultsStore
+from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import VerificationRun
-from autotune.verification._metric import study_metric
+from autotune.verification._finalists import closest_trial
+from autotune.verification._metric import DEFAULT_SCREEN_Z, study_metric
 from autotune.verification._summary import VerificationSummary, summarize_verification
 
 __all__ = ["load_verification", "summarize_for_study"]
@@ -29,9 +30,11 @@ def load_verification(study: optuna.Study, results: ResultsStore) -> Verificatio
 def summarize_for_study(study: optuna.Study, run: VerificationRun) -> VerificationSummary:
     """:func:`summarize_verification` of ``run`` with the study's knobs, simulated flag,
     validation metric (:func:`autotune.objectives.objectives_of_study`) and, in a
-    time-to-accuracy study, its mode, target and the baseline trial's time to accuracy."""
+    time-to-accuracy study, its mode, target and the baseline trial's time to accuracy; with
+    no finalist, the search trial that came closest to the screen."""
     simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
     trials = study.get_trials(deepcopy=False)
+    metric = study_metric(study)
     params = {t.number: t.params for t in trials}
     objective = objective_mode(objectives_of_study(study))
     searched = next(
@@ -42,11 +45,22 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
         ),
         None,
     )
+    closest = (
+        closest_trial(
+            [t for t in trials if t.state in FINISHED_STATES],
+            run.plan.accuracy_tolerance_pt,
+            metric,
+            run.plan.screen_z if run.plan.screen_z is not None else DEFAULT_SCREEN_Z,
+        )
+        if objective == "throughput" and not run.plan.candidates
+        else None
+    )
     return summarize_verification(
         run,
         params,
         simulated=simulated,
-        metric=study_metric(study),
+        metric=metric,
+        closest=closest,
         objective=objective,
         target=study_target(study),
         search_baseline_time_to_accuracy_s=(

@@ -1,7 +1,10 @@
-"""The study's validation metric, and how far below the baseline's a candidate's may be
-(the tolerance, in the metric's worse direction)."""
+"""The study's validation metric, how far below the baseline's a candidate's may be (the
+tolerance, in the metric's worse direction), and the screen that widens the tolerance by the
+noise of the measured difference."""
 
 from __future__ import annotations
+
+import math
 
 import optuna
 from optuna.trial import FrozenTrial
@@ -11,9 +14,14 @@ from autotune.objectives import study_metric as objectives_study_metric
 
 __all__ = [
     "ACCURACY",
+    "DEFAULT_SCREEN_Z",
+    "NON_PROPORTION_SCREEN_FACTOR",
     "NOTHING_QUALIFIES",
+    "agresti_caffo_se",
     "metric_allowance",
     "nothing_qualifies",
+    "passes_screen",
+    "screen_allowance",
     "study_metric",
     "tolerance_text",
     "trial_metric",
@@ -57,6 +65,98 @@ def within_tolerance(
     for a maximized metric ``value >= baseline - allowance``, for a minimized one
     ``value <= baseline + allowance``."""
     allowance = metric_allowance(metric, baseline_value, tolerance_pt)
+    if metric.direction == "maximize":
+        return value >= baseline_value - allowance
+    return value <= baseline_value + allowance
+
+
+#: The screen's default z: a one-sided 95 % bound (``verify.screen_z``).
+DEFAULT_SCREEN_Z = 1.645
+#: For a metric that is not a proportion (a loss, a perplexity), whose standard error autotune
+#: cannot compute from one value, the screen allows this many times the tolerance.
+NON_PROPORTION_SCREEN_FACTOR = 3.0
+
+
+def agresti_caffo_se(p1: float, n1: int, p2: float, n2: int) -> float:
+    """Standard error of the difference of two proportions, Agresti-Caffo adjusted.
+
+    Each proportion gets one success and one failure added, ``p~ = (x + 1) / (n + 2)``, and
+    ``SE = sqrt(p~1 (1 - p~1) / (n1 + 2) + p~2 (1 - p~2) / (n2 + 2))``: the interval it gives
+    keeps its coverage near 95 % even at accuracies near 100 %, where the plain Wald interval
+    collapses (A. Agresti and B. Caffo, "Simple and Effective Confidence Intervals for
+    Proportions and Differences of Proportions Result from Adding Two Successes and Two
+    Failures", The American Statistician 54(4), 2000).
+
+    Args:
+        p1: the first proportion (e.g. an accuracy in [0, 1]).
+        n1: the samples it was measured on (> 0).
+        p2: the second proportion.
+        n2: its samples (> 0).
+
+    Returns:
+        The standard error, in the proportions' units (0.007 = 0.7 points).
+
+    Raises:
+        ValueError: a sample count below 1.
+    """
+    if n1 < 1 or n2 < 1:
+        raise ValueError(f"sample counts must be >= 1, but got n1={n1}, n2={n2}")
+    x1, x2 = round(p1 * n1), round(p2 * n2)
+    q1, q2 = (x1 + 1) / (n1 + 2), (x2 + 1) / (n2 + 2)
+    return math.sqrt(q1 * (1 - q1) / (n1 + 2) + q2 * (1 - q2) / (n2 + 2))
+
+
+def screen_allowance(
+    metric: Objective,
+    value: float,
+    samples: int | None,
+    baseline_value: float,
+    baseline_samples: int | None,
+    tolerance_pt: float,
+    z: float,
+) -> float:
+    """How much worse than the baseline's a metric measured once (or pooled over a race) may
+    be and still pass the screen, in the metric's units.
+
+    For accuracy: the tolerance plus ``z`` standard errors of the difference of the two
+    proportions (:func:`agresti_caffo_se`); where either sample count is unknown (trials
+    stored before ``val_samples`` was), the tolerance alone. For any other metric: the
+    tolerance times :data:`NON_PROPORTION_SCREEN_FACTOR` (3), since one value carries no
+    standard error.
+
+    Args:
+        metric: the study's validation metric.
+        value: the candidate's value.
+        samples: the validation samples behind ``value`` (None: unknown).
+        baseline_value: the baseline's value.
+        baseline_samples: the validation samples behind it (None: unknown).
+        tolerance_pt: ``verify.accuracy_tolerance_pt`` (:func:`metric_allowance`).
+        z: ``verify.screen_z``.
+    """
+    allowance = metric_allowance(metric, baseline_value, tolerance_pt)
+    if not metric.is_accuracy:
+        return NON_PROPORTION_SCREEN_FACTOR * allowance
+    if not samples or not baseline_samples:
+        return allowance
+    return allowance + z * agresti_caffo_se(value, samples, baseline_value, baseline_samples)
+
+
+def passes_screen(
+    metric: Objective,
+    value: float,
+    samples: int | None,
+    baseline_value: float,
+    baseline_samples: int | None,
+    tolerance_pt: float,
+    z: float,
+) -> bool:
+    """Whether ``value`` is at most :func:`screen_allowance` worse than ``baseline_value``
+    (non-finite values never pass)."""
+    if not (math.isfinite(value) and math.isfinite(baseline_value)):
+        return False
+    allowance = screen_allowance(
+        metric, value, samples, baseline_value, baseline_samples, tolerance_pt, z
+    )
     if metric.direction == "maximize":
         return value >= baseline_value - allowance
     return value <= baseline_value + allowance

@@ -9,10 +9,53 @@ from collections.abc import Sequence
 
 from scipy import stats
 
-__all__ = ["MLPERF_DROP_MIN_ROUNDS", "mlperf_time_to_accuracy_s", "speedup_ci95"]
+__all__ = [
+    "MLPERF_DROP_MIN_ROUNDS",
+    "is_valid_figure",
+    "mean_difference_ci95",
+    "mlperf_time_to_accuracy_s",
+    "speedup_ci95",
+]
 
 #: From this many runs on, the fastest and the slowest are dropped before averaging.
 MLPERF_DROP_MIN_ROUNDS = 5
+
+
+def is_valid_figure(value: float | None) -> bool:
+    """A throughput or a time that can enter a ratio: a finite number above 0 (NaN, infinity,
+    0 and negative values never qualify and never reach a division)."""
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def mean_difference_ci95(
+    differences: Sequence[float],
+) -> tuple[float, tuple[float, float] | None]:
+    """Mean of paired per-round differences and Student's t 95 % interval of that mean.
+
+    Used for the metric: each difference is a candidate's validation metric minus the
+    baseline's *in the same round* (same seed, so the pairing removes the seed's share of
+    the spread).
+
+    Args:
+        differences: one difference per round.
+
+    Returns:
+        ``(mean, (low, high))``; the interval is None for fewer than two differences.
+
+    Raises:
+        ValueError: no difference given.
+    """
+    if not differences:
+        raise ValueError("mean_difference_ci95 needs at least one difference")
+    mean = statistics.fmean(differences)
+    if len(differences) < 2:
+        return mean, None
+    half = (
+        float(stats.t.ppf(0.975, len(differences) - 1))
+        * statistics.stdev(differences)
+        / math.sqrt(len(differences))
+    )
+    return mean, (mean - half, mean + half)
 
 
 def speedup_ci95(ratios: Sequence[float]) -> tuple[float, tuple[float, float] | None]:

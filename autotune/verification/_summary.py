@@ -1,40 +1,81 @@
-"""The verdict: each configuration's verified figures over the rounds, and the recommendation.
+"""The verdict: the race's survivor, each configuration's confirmed figures, and the one
+recommendation, or why there is none.
+
+A verification has two stages (:class:`~autotune.storage.records.VerificationPlan`). The
+*race* (stage A) re-runs the baseline and every finalist over a few rounds and keeps one
+survivor: the fastest finalist that measured in every round, kept the run's limits, passed
+the accuracy screen on its pooled validation counts, and beat the baseline. Picking the
+fastest of K noisy estimates favours the luckiest (the winner's curse; with K = 4 and the
+claim made on the same rounds, a family-wise false-claim rate up to ~10 %), so the
+*confirmation* (stage B) re-runs the baseline and the survivor alone over fresh seeds, and
+only its rounds make a claim. This is racing as in SMAC's intensification (F. Hutter, H. Hoos
+and K. Leyton-Brown, "Sequential Model-Based Optimization for General Algorithm
+Configuration", LION 5, 2011) and in F-Race (M. Birattari et al., GECCO 2002), followed by a
+confirmatory test on fresh data.
 
 Two modes, as the study's (:func:`autotune.objectives.objective_mode`):
 
-- ``throughput``: a candidate qualifies when every round measured it, its mean validation
-  metric is within the tolerance of the baseline's, and the 95 % confidence interval of its
-  paired speedup (throughput over the same round's baseline) lies above 1.0.
-- ``time_to_accuracy``: a candidate qualifies when every round measured it *and* it reached
-  the target in every round (the target is the quality bar: no tolerance applies), and the
-  95 % confidence interval of how many times sooner it got there (the baseline's time to
-  accuracy over its own, per round) lies above 1.0. Its time is the MLPerf-style aggregate
-  over rounds (:func:`autotune.verification.mlperf_time_to_accuracy_s`).
+- ``throughput``: the survivor is recommended when every confirmation round measured it, the
+  run's limits hold on the verified figures, the mean of its paired metric difference (its
+  metric minus the same round's baseline's) is within the tolerance, and the 95 % confidence
+  interval of its paired speedup lies above 1.0 (finite). Where that difference's interval
+  reaches past the tolerance, the claim says "accuracy unresolved at n=..." instead of "the
+  same accuracy".
+- ``time_to_accuracy``: as in :mod:`._to_target`: the target reached in every round, and the
+  interval of how many times sooner above 1.0.
 
-The time-to-accuracy verdicts and headline are in :mod:`._to_target`; both modes' verdicts are
-:class:`CandidateVerdict` (:mod:`._verdict`).
+Three endings, worded so that a user can tell them apart (:attr:`VerificationSummary.ending`):
+a verified recommendation; ``verified: not faster`` (the survivor failed its confirmation, or
+no finalist survived the race; the figures say why); ``nothing to verify`` (no search trial
+passed the screen; the closest one is named).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.storage.records import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.verification._metric import (
     ACCURACY,
-    nothing_qualifies,
+    DEFAULT_SCREEN_Z,
+    metric_allowance,
+    passes_screen,
     tolerance_text,
-    within_tolerance,
 )
-from autotune.verification._speedup import speedup_ci95
+from autotune.verification._speedup import mean_difference_ci95, speedup_ci95
 from autotune.verification._to_target import to_target_headline, to_target_verdict
-from autotune.verification._verdict import CandidateVerdict, changed_knobs
+from autotune.verification._verdict import (
+    CandidateVerdict,
+    Stage,
+    changed_knobs,
+    constraint_violation,
+    invalid_figure,
+    rounds_text,
+)
 
-__all__ = ["VerificationSummary", "summarize_verification"]
+__all__ = [
+    "ENDING_WORDS",
+    "Ending",
+    "VerificationSummary",
+    "race_survivor",
+    "summarize_verification",
+]
+
+#: How a verification ended (:attr:`VerificationSummary.ending`).
+Ending = Literal["recommended", "not_faster", "nothing_to_verify", "incomplete"]
+#: Each ending in the few words of ``autotune ls`` and the report's badge.
+ENDING_WORDS: dict[Ending, str] = {
+    "recommended": "recommended",
+    "not_faster": "verified: not faster",
+    "nothing_to_verify": "nothing to verify",
+    "incomplete": "incomplete",
+}
+_MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -45,16 +86,19 @@ class VerificationSummary:
     Attributes:
         study_name: the Optuna study name.
         number: the verification's number within the study (1, 2, ...).
-        rounds: rounds planned.
-        seeds: the training seed of each round.
+        rounds: confirmation rounds planned.
+        seeds: the training seed of each confirmation round.
         accuracy_tolerance_pt: accuracy points a candidate may give up (for another metric,
             percent of the baseline's value: :func:`metric_allowance`).
         complete: every planned run has a row.
         runs_done: planned runs with a row.
-        runs_planned: (1 + candidates) x rounds.
+        runs_planned: the race's runs plus (1 + confirmed) x rounds (while the race is
+            running, as if it will leave a survivor).
         simulated: the figures come from the mock device (SIMULATED).
-        baseline: the baseline's verified figures.
-        candidates: every finalist's verdict, in run order.
+        baseline: the baseline's confirmed figures (stage B; in a plan without a race, its
+            only stage).
+        candidates: the confirmed configurations' verdicts (the survivor; every finalist in a
+            plan without a race).
         recommended: the fastest qualifying candidate (in a time-to-accuracy verification:
             the one with the highest ``speedup``, i.e. verifiably soonest), or None.
         metric: the study's validation metric (name, direction, display format).
@@ -64,6 +108,15 @@ class VerificationSummary:
         search_baseline_time_to_accuracy_s: the baseline trial's time to accuracy in the
             search (time-to-accuracy studies), what the headline states when no finalist was
             re-run; None when unknown or missed.
+        finalists: the trial numbers that passed the screen and entered the race.
+        race_seeds: the seed of each race round (empty: no race).
+        race: the race's verdicts, the baseline's first (stage A; empty without a race).
+        survivor: the race's survivor, None when it left none (or had none to run).
+        screen_z: the screen's z (None: a verification stored before the screen).
+        closest: with no finalist, the search trial that came closest to the screen, in
+            words (:func:`~autotune.verification.closest_trial`).
+        notes: lines about this verification's run (e.g. a resumed plan whose settings differ
+            from the ones asked for now).
     """
 
     study_name: str
@@ -82,11 +135,30 @@ class VerificationSummary:
     objective: ObjectiveMode = "throughput"
     target: float | None = None
     search_baseline_time_to_accuracy_s: float | None = None
+    finalists: tuple[int, ...] = ()
+    race_seeds: tuple[int, ...] = ()
+    race: tuple[CandidateVerdict, ...] = ()
+    survivor: int | None = None
+    screen_z: float | None = None
+    closest: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def is_time_to_accuracy(self) -> bool:
         """A time-to-accuracy verification (``objective == "time_to_accuracy"``)."""
         return self.objective == "time_to_accuracy"
+
+    @property
+    def ending(self) -> Ending:
+        """How it ended: ``recommended``, ``not_faster`` (re-measured, and no claim holds),
+        ``nothing_to_verify`` (no trial passed the screen) or ``incomplete``."""
+        if not self.complete:
+            return "incomplete"
+        if self.recommended is not None:
+            return "recommended"
+        if not self.finalists and not self.candidates:
+            return "nothing_to_verify"
+        return "not_faster"
 
     def target_text(self) -> str:
         """The target as the headline says it: ``98.0 %`` for accuracy, ``val_loss 1.2``
@@ -108,8 +180,42 @@ class VerificationSummary:
             return f"{100 * value:.2f} % accuracy"
         return f"{self.metric.name} {self.metric.format(value, 1)}"
 
+    def stages_text(self) -> str:
+        """How the claim was measured: ``confirmed over 5 rounds after a 2-round race of 4
+        finalists`` (``verified over 3 rounds`` without a race)."""
+        if not self.race_seeds:
+            return f"verified over {self.rounds} rounds"
+        finalists = len(self.finalists)
+        return (
+            f"confirmed over {self.rounds} rounds after a {len(self.race_seeds)}-round race "
+            f"of {finalists} finalist{'s' if finalists != 1 else ''}"
+        )
+
+    def metric_difference_text(self, verdict: CandidateVerdict) -> str:
+        """The paired metric difference as measured: ``98.42 % vs 98.50 % (difference
+        -0.08 pt, 95 % CI -0.31 to +0.15 pt, n=2,000)``."""
+        base = self.baseline.val_metric_mean
+        if verdict.val_metric_mean is None or base is None:
+            return "metric not measured"
+        n = f", n={verdict.val_samples:,}" if verdict.val_samples else ""
+        if self.metric.is_accuracy:
+            values = f"{100 * verdict.val_metric_mean:.2f} % vs {100 * base:.2f} %"
+            scale, unit = 100.0, " pt"
+        else:
+            values = (
+                f"{self.metric.format(verdict.val_metric_mean, 1)} vs {self.metric.format(base, 1)}"
+            )
+            scale, unit = 1.0, ""
+        if verdict.metric_diff_mean is None:
+            return f"{values}{n}"
+        diff = f"difference {scale * verdict.metric_diff_mean:+.2f}{unit}"
+        if verdict.metric_diff_ci95 is not None:
+            low, high = verdict.metric_diff_ci95
+            diff += f", 95 % CI {scale * low:+.2f} to {scale * high:+.2f}{unit}"
+        return f"{values} ({diff}{n})"
+
     def headline(self) -> str:
-        """The one-line verdict: the recommendation, or why there is none."""
+        """The one-line verdict: the recommendation, or which of the other endings and why."""
         prefix = "SIMULATED (mock device): " if self.simulated else ""
         if not self.complete:
             return (
@@ -122,91 +228,167 @@ class VerificationSummary:
                 self.rounds,
                 self.baseline,
                 self.recommended,
-                candidates_run=bool(self.candidates),
+                candidates_run=bool(self.candidates) or bool(self.finalists),
                 searched=self.search_baseline_time_to_accuracy_s,
+                stages=self.stages_text(),
+                not_faster=self._not_faster_reason(),
             )
         rec = self.recommended
-        nothing = nothing_qualifies(self.metric)
-        if rec is None and not self.candidates:
-            within = (
-                f"{self.accuracy_tolerance_pt:g} pt of their accuracy"
-                if self.metric.is_accuracy
-                else f"{self.accuracy_tolerance_pt:g} % of their {self.metric.name}"
-            )
+        same = "accuracy" if self.metric.is_accuracy else self.metric.name
+        if rec is None and self.ending == "nothing_to_verify":
+            closest = f"; closest: {self.closest}" if self.closest else ""
+            z = self.screen_z if self.screen_z is not None else DEFAULT_SCREEN_Z
             return (
-                f"{prefix}{nothing} (no trial of the search was faster than the "
-                f"defaults within {within})"
+                f"{prefix}nothing to verify: no trial of the search was faster than your "
+                f"defaults with its {same} within {self.tolerance_text()} + {z:g} standard "
+                f"errors of theirs{closest}"
             )
         if rec is None:
-            return f"{prefix}{nothing} (verified over {self.rounds} rounds)"
+            return (
+                f"{prefix}verified: not faster than your defaults at the same {same} "
+                f"({self._not_faster_reason()})"
+            )
         assert rec.speedup is not None and rec.speedup_ci95 is not None
-        assert rec.val_metric_mean is not None and self.baseline.val_metric_mean is not None
         low, high = rec.speedup_ci95
         memory = (
-            f", peak memory {rec.peak_memory_max_bytes / (1 << 20):,.0f} MiB"
+            f", peak memory {rec.peak_memory_max_bytes / _MIB:,.0f} MiB"
             if rec.peak_memory_max_bytes is not None
             else ""
         )
-        base = self.baseline.val_metric_mean
-        defaults = f"{100 * base:.2f} %" if self.metric.is_accuracy else self.metric.format(base, 1)
+        if rec.accuracy_resolved is False:
+            at_n = f" at n={rec.val_samples:,}" if rec.val_samples else ""
+            quality = f"{same} unresolved{at_n}"
+        else:
+            quality = f"the same {same}"
         return (
-            f"{prefix}{rec.speedup:.2f}x faster than your defaults (verified over "
-            f"{self.rounds} rounds, 95 % CI {low:.2f}-{high:.2f}x) at "
-            f"{self.metric_text(rec.val_metric_mean)} (defaults {defaults}){memory}: trial "
-            f"{rec.trial_number}, {rec.changes_text()}"
+            f"{prefix}{rec.speedup:.2f}x faster than your defaults (95 % CI "
+            f"{low:.2f}-{high:.2f}x, {self.stages_text()}) at {quality}: "
+            f"{self.metric_difference_text(rec)}{memory}: trial {rec.trial_number}, "
+            f"{rec.changes_text()}"
+        )
+
+    def _not_faster_reason(self) -> str:
+        """Why a verification that re-measured finalists recommends nothing."""
+        if self.candidates:
+            v = self.candidates[0] if len(self.candidates) == 1 else None
+            if v is not None and self.race_seeds:
+                ci = (
+                    f", 95 % CI {v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x"
+                    if v.speedup_ci95
+                    else ""
+                )
+                figure = f"{v.speedup:.2f}x{ci}, " if v.speedup is not None else ""
+                return (
+                    f"race survivor trial {v.trial_number} {self.stages_text()}: "
+                    f"{figure}{v.verdict}"
+                )
+            return f"{self.stages_text()}: " + "; ".join(
+                f"trial {c.trial_number} {c.verdict}" for c in self.candidates
+            )
+        racers = [v for v in self.race if not v.is_baseline]
+        best = max(racers, key=lambda v: v.speedup or 0.0, default=None)
+        figure = (
+            f"; fastest: trial {best.trial_number} at {best.speedup:.2f}x, {best.verdict}"
+            if best is not None and best.speedup is not None
+            else ""
+        )
+        return (
+            f"no finalist of {len(self.finalists)} survived a {len(self.race_seeds)}-round "
+            f"race{figure}"
         )
 
 
-def _verdict(
+def _pooled(rows: Sequence[VerificationRecord]) -> tuple[float | None, int | None]:
+    """A configuration's metric pooled over rounds: for counts (every row with its
+    ``val_samples``) the correct predictions over the samples, else the mean; and the
+    samples behind it (None when unknown)."""
+    values = [(r.val_metric, r.val_samples) for r in rows if r.val_metric is not None]
+    if not values:
+        return None, None
+    if all(n for _, n in values):
+        total = sum(int(n or 0) for _, n in values)
+        correct = sum(round(v * int(n or 0)) for v, n in values)
+        return correct / total, total
+    return statistics.fmean(v for v, _ in values), None
+
+
+def _throughput_verdict(
     number: int,
     rows: Sequence[VerificationRecord],
-    base_rows: Mapping[int, VerificationRecord],
+    base_rows: Sequence[VerificationRecord],
     params: Mapping[str, Any],
     base_params: Mapping[str, Any],
-    base_metric_mean: float | None,
     plan: VerificationPlan,
     complete: bool,
     metric: Objective,
+    stage: Stage,
 ) -> CandidateVerdict:
+    """One configuration's verdict in one stage of a throughput verification: ``rows`` and
+    ``base_rows`` are its and the baseline's rows of that stage, ``complete`` says every run
+    of the stage has one."""
     is_base = number == plan.baseline_trial
-    measured = [r for r in rows if r.failure is None and r.throughput_sps is not None]
-    failures = tuple(f"round {r.round_index + 1}: {r.failure}" for r in rows if r.failure)
-    metrics = [r.val_metric for r in measured if r.val_metric is not None]
-    memories = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
-    ratios = [
-        r.throughput_sps / base.throughput_sps
-        for r in measured
-        if r.throughput_sps is not None
-        and (base := base_rows.get(r.round_index)) is not None
-        and base.throughput_sps
-    ]
+    invalid = {r.round_index: why for r in rows if (why := invalid_figure(r, False))}
+    measured = [r for r in rows if r.failure is None and r.round_index not in invalid]
+    failures = tuple(
+        f"round {r.round_index + 1}: {r.failure or invalid[r.round_index]}"
+        for r in rows
+        if r.failure is not None or r.round_index in invalid
+    )
+    base_by_round = {
+        r.round_index: r for r in base_rows if r.failure is None and not invalid_figure(r, False)
+    }
+    paired = [(r, base_by_round[r.round_index]) for r in measured if r.round_index in base_by_round]
+    ratios = [float(r.throughput_sps or 0) / float(b.throughput_sps or 1) for r, b in paired]
     speedup, ci = speedup_ci95(ratios) if ratios and not is_base else (None, None)
+    metrics = [r.val_metric for r in measured if r.val_metric is not None]
     metric_mean = statistics.fmean(metrics) if metrics else None
-    tolerance = plan.accuracy_tolerance_pt
+    diffs = [
+        r.val_metric - b.val_metric
+        for r, b in paired
+        if r.val_metric is not None and b.val_metric is not None
+    ]
+    diff_mean, diff_ci = mean_difference_ci95(diffs) if diffs and not is_base else (None, None)
+    base_values = [b.val_metric for b in base_by_round.values() if b.val_metric is not None]
+    base_mean = statistics.fmean(base_values) if base_values else None
+    allowance = (
+        metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
+        if base_mean is not None
+        else None
+    )
+    maximize = metric.direction == "maximize"
+    samples = [r.val_samples for r in measured if r.val_samples]
+    rounds = plan.race_rounds if stage == "race" else plan.rounds
+    resolved: bool | None = None
+    if diff_ci is not None and allowance is not None and stage == "confirm":
+        resolved = diff_ci[0] >= -allowance if maximize else diff_ci[1] <= allowance
+    violation = constraint_violation(measured, metric_mean, plan)
+    same = "accuracy" if metric.is_accuracy else metric.name
     if is_base:
         qualifies, verdict = False, "the baseline"
     elif not complete:
         qualifies, verdict = False, "verification incomplete"
     elif failures:
         qualifies, verdict = False, f"failed ({'; '.join(failures)})"
-    elif len(ratios) < plan.rounds:
-        qualifies, verdict = False, "the baseline failed in a round"
+    elif len(ratios) < rounds:
+        unpaired = [r for r in measured if r.round_index not in base_by_round]
+        qualifies, verdict = False, f"the baseline failed in round {rounds_text(unpaired)}"
+    elif violation is not None:
+        qualifies, verdict = False, violation
+    elif stage == "race":
+        qualifies, verdict = _race_rules(rows, base_by_round, plan, metric, speedup)
     elif (
-        metric_mean is None
-        or base_metric_mean is None
-        or not within_tolerance(metric, metric_mean, base_metric_mean, tolerance)
+        diff_mean is None
+        or allowance is None
+        or not (diff_mean >= -allowance if maximize else diff_mean <= allowance)
     ):
-        worse = (
-            f"accuracy more than {tolerance:g} pt lower"
-            if metric.is_accuracy
-            else f"{metric.name} more than {tolerance:g} % "
-            f"{'lower' if metric.direction == 'maximize' else 'higher'} than the baseline's"
-        )
-        qualifies, verdict = False, worse
-    elif ci is None or ci[0] <= 1.0:
+        worse = f"{same} worse than the baseline's by more than {tolerance_text(metric, plan.accuracy_tolerance_pt)}"
+        qualifies, verdict = False, f"{worse} (paired mean over {rounds} rounds)"
+    elif ci is None or not all(math.isfinite(x) for x in ci) or not ci[0] > 1.0:
         qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
+    elif resolved is False:
+        at_n = f" at n={min(samples):,}" if samples else ""
+        qualifies, verdict = True, f"verified faster; {same} unresolved{at_n}"
     else:
-        same = "accuracy" if metric.is_accuracy else metric.name
         qualifies, verdict = True, f"verified faster at the same {same}"
     return CandidateVerdict(
         trial_number=number,
@@ -216,7 +398,7 @@ def _verdict(
         rounds_measured=len(measured),
         failures=failures,
         throughput_median_sps=(
-            statistics.median([r.throughput_sps for r in measured if r.throughput_sps])
+            statistics.median([float(r.throughput_sps or 0) for r in measured])
             if measured
             else None
         ),
@@ -225,10 +407,131 @@ def _verdict(
         val_metric_mean=metric_mean,
         val_metric_min=min(metrics) if metrics else None,
         val_metric_max=max(metrics) if metrics else None,
-        peak_memory_max_bytes=max(memories) if memories else None,
+        peak_memory_max_bytes=max(
+            (r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None),
+            default=None,
+        ),
         qualifies=qualifies,
         verdict=verdict,
+        stage=stage,
+        metric_diff_mean=diff_mean,
+        metric_diff_ci95=diff_ci,
+        accuracy_resolved=resolved,
+        val_samples=min(samples) if samples else None,
     )
+
+
+def _race_rules(
+    rows: Sequence[VerificationRecord],
+    base_by_round: Mapping[int, VerificationRecord],
+    plan: VerificationPlan,
+    metric: Objective,
+    speedup: float | None,
+) -> tuple[bool, str]:
+    """The race's rules for a measured, paired candidate: its pooled metric through the
+    screen against the baseline's pooled metric, and a speedup above 1.0."""
+    value, samples = _pooled(rows)
+    base_value, base_samples = _pooled(list(base_by_round.values()))
+    z = plan.screen_z if plan.screen_z is not None else DEFAULT_SCREEN_Z
+    if value is None or base_value is None:
+        return False, "no metric measured"
+    if not passes_screen(
+        metric, value, samples, base_value, base_samples, plan.accuracy_tolerance_pt, z
+    ):
+        shown = (
+            f"{100 * value:.2f} % vs {100 * base_value:.2f} %"
+            if metric.is_accuracy
+            else f"{metric.format(value, 1)} vs {metric.format(base_value, 1)}"
+        )
+        return False, f"pooled {metric.name} failed the screen ({shown})"
+    if speedup is None or not speedup > 1.0:
+        return False, f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
+    return True, "passed the race"
+
+
+def _stage_verdict(
+    number: int,
+    rows: Sequence[VerificationRecord],
+    base_rows: Sequence[VerificationRecord],
+    params_by_trial: Mapping[int, Mapping[str, Any]],
+    plan: VerificationPlan,
+    complete: bool,
+    metric: Objective,
+    objective: ObjectiveMode,
+    stage: Stage,
+) -> CandidateVerdict:
+    """One configuration's verdict in one stage, in the study's mode."""
+    params = params_by_trial.get(number, {})
+    base_params = params_by_trial.get(plan.baseline_trial, {})
+    if objective == "time_to_accuracy":
+        return to_target_verdict(
+            number, rows, base_rows, params, base_params, plan, complete, stage
+        )
+    return _throughput_verdict(
+        number, rows, base_rows, params, base_params, plan, complete, metric, stage
+    )
+
+
+def race_survivor(
+    plan: VerificationPlan,
+    rows: Sequence[VerificationRecord],
+    params_by_trial: Mapping[int, Mapping[str, Any]] | None = None,
+    metric: Objective = ACCURACY,
+    objective: ObjectiveMode = "throughput",
+) -> tuple[tuple[CandidateVerdict, ...], int | None]:
+    """The race's verdicts and its survivor (stage A).
+
+    A finalist passes the race when it measured in every race round, kept the run's limits,
+    its metric pooled over the rounds passed the screen against the baseline's pooled metric
+    (in a time-to-accuracy race: it reached the target in every round), and it beat the
+    baseline (speedup above 1.0; no interval: the race only ranks). The survivor is the
+    fastest that passed (ties: the lower trial number).
+
+    Args:
+        plan: the verification's plan.
+        rows: its rows so far (any stage; the race's are picked by round).
+        params_by_trial: the knobs of each trial, for the verdicts' changed knobs.
+        metric: the study's validation metric.
+        objective: the study's mode.
+
+    Returns:
+        ``(verdicts, survivor)``: the baseline's verdict first, then each finalist's; the
+        survivor's trial number, or None while the race is incomplete, without a race, or
+        when no finalist passed.
+    """
+    if not plan.race_seeds or not plan.candidates:
+        return (), None
+    race_rows = [r for r in rows if plan.is_race_round(r.round_index)]
+    complete = set(plan.race_schedule()) <= {(r.round_index, r.trial_number) for r in race_rows}
+    by_trial: dict[int, list[VerificationRecord]] = {}
+    for row in race_rows:
+        by_trial.setdefault(row.trial_number, []).append(row)
+    base_rows = by_trial.get(plan.baseline_trial, [])
+    params = params_by_trial or {}
+    verdicts = [
+        _stage_verdict(
+            n, by_trial.get(n, []), base_rows, params, plan, complete, metric, objective, "race"
+        )
+        for n in (plan.baseline_trial, *plan.candidates)
+    ]
+    passed = [v for v in verdicts if v.qualifies]
+    best = max(passed, key=lambda v: (v.speedup or 0.0, -v.trial_number), default=None)
+    if best is None:
+        return tuple(verdicts), None
+    labelled = tuple(
+        v
+        if not v.qualifies
+        else replace(
+            v,
+            verdict=(
+                "survivor: the fastest in the race"
+                if v is best
+                else f"passed, slower than trial {best.trial_number} in the race"
+            ),
+        )
+        for v in verdicts
+    )
+    return labelled, best.trial_number
 
 
 def summarize_verification(
@@ -240,67 +543,57 @@ def summarize_verification(
     objective: ObjectiveMode = "throughput",
     target: float | None = None,
     search_baseline_time_to_accuracy_s: float | None = None,
+    closest: str | None = None,
 ) -> VerificationSummary:
-    """Summarize a stored verification: per configuration, then the recommendation.
+    """Summarize a stored verification: the race, then the confirmation, then the
+    recommendation.
 
     Args:
         run: the verification with its rows (:meth:`autotune.storage.ResultsStore.latest_verification`).
         params_by_trial: the knobs of each trial number in the plan (Optuna's ``trial.params``).
         simulated: the study ran on the mock device.
-        metric: the study's validation metric (default: accuracy, maximized); a candidate
-            qualifies when its mean is within the tolerance of the baseline's in the metric's
-            direction (:func:`within_tolerance`). In a time-to-accuracy verification, the
-            target's metric.
+        metric: the study's validation metric (default: accuracy, maximized). In a
+            time-to-accuracy verification, the target's metric.
         objective: the study's mode (:func:`autotune.objectives.objective_mode`); in
-            ``time_to_accuracy`` the verdicts compare times to the target (module docstring).
+            ``time_to_accuracy`` the verdicts compare times to the target (:mod:`._to_target`).
         target: the target's value (time-to-accuracy studies; for the headline).
         search_baseline_time_to_accuracy_s: the baseline trial's time to accuracy in the
             search (for the headline when no finalist was re-run).
+        closest: the search trial closest to the screen, in words (for "nothing to verify").
 
     Returns:
-        The summary; ``recommended`` is the qualifying candidate with the highest speedup
-        (ties: the lower trial number), None when none qualifies or rounds are missing.
+        The summary; ``recommended`` is the qualifying confirmed candidate with the highest
+        speedup (ties: the lower trial number), None when none qualifies or runs are missing.
     """
     plan = run.plan
+    race, survivor = race_survivor(plan, run.rows, params_by_trial, metric, objective)
+    race_done = set(plan.race_schedule()) <= run.done()
+    confirm_rows = [r for r in run.rows if not plan.is_race_round(r.round_index)]
     by_trial: dict[int, list[VerificationRecord]] = {}
-    for row in run.rows:
+    for row in confirm_rows:
         by_trial.setdefault(row.trial_number, []).append(row)
-    base_rows = {
-        r.round_index: r
-        for r in by_trial.get(plan.baseline_trial, [])
-        if r.failure is None and r.throughput_sps is not None
-    }
-    base_params = params_by_trial.get(plan.baseline_trial, {})
-    base_values = [r.val_metric for r in base_rows.values() if r.val_metric is not None]
-    base_metric_mean = statistics.fmean(base_values) if base_values else None
-    planned = len(plan.schedule())
-    done = len(run.done() & set(plan.schedule()))
-    complete = run.complete or done == planned
+    if race_done:
+        schedule = plan.schedule(survivor)
+    else:  # while the race runs, count the confirmation as if it will have a survivor
+        schedule = plan.race_schedule() + plan.confirm_schedule(plan.candidates[0])
+    planned = len(schedule)
+    done = len(run.done() & set(schedule))
+    complete = run.complete or (race_done and done == planned)
 
     def verdict(number: int) -> CandidateVerdict:
-        if objective == "time_to_accuracy":
-            return to_target_verdict(
-                number,
-                by_trial.get(number, []),
-                by_trial.get(plan.baseline_trial, []),
-                params_by_trial.get(number, {}),
-                base_params,
-                plan,
-                complete,
-            )
-        return _verdict(
+        return _stage_verdict(
             number,
             by_trial.get(number, []),
-            base_rows,
-            params_by_trial.get(number, {}),
-            base_params,
-            base_metric_mean,
+            by_trial.get(plan.baseline_trial, []),
+            params_by_trial,
             plan,
             complete,
             metric,
+            objective,
+            "confirm",
         )
 
-    candidates = tuple(verdict(n) for n in plan.candidates)
+    candidates = tuple(verdict(n) for n in plan.confirmed(survivor))
     qualifying = [c for c in candidates if c.qualifies]
     recommended = max(qualifying, key=lambda c: (c.speedup or 0.0, -c.trial_number), default=None)
     return VerificationSummary(
@@ -320,4 +613,10 @@ def summarize_verification(
         objective=objective,
         target=target,
         search_baseline_time_to_accuracy_s=search_baseline_time_to_accuracy_s,
+        finalists=plan.candidates,
+        race_seeds=plan.race_seeds,
+        race=race,
+        survivor=survivor,
+        screen_z=plan.screen_z,
+        closest=closest,
     )

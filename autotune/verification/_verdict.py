@@ -1,16 +1,88 @@
-"""One configuration's verified figures (:class:`CandidateVerdict`) and the knobs it changed,
-shared by the throughput verdicts (:mod:`._summary`) and the time-to-accuracy ones
-(:mod:`._to_target`)."""
+"""One configuration's verified figures (:class:`CandidateVerdict`), the knobs it changed, and
+what both verdict modes share: which rows count as measured and which limits a verified
+figure breaks. Used by the throughput verdicts (:mod:`._summary`) and the time-to-accuracy
+ones (:mod:`._to_target`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from autotune.config import format_knob_value
+from autotune.storage.records import VerificationPlan, VerificationRecord
 
-__all__ = ["CandidateVerdict", "changed_knobs"]
+__all__ = [
+    "CandidateVerdict",
+    "Stage",
+    "changed_knobs",
+    "constraint_violation",
+    "invalid_figure",
+    "rounds_text",
+]
+
+#: A verification's stage: ``race`` (A: baseline and finalists, picks one survivor) or
+#: ``confirm`` (B: baseline and the survivor over fresh seeds; the only claim).
+Stage = Literal["race", "confirm"]
+
+_MIB = 1 << 20
+
+
+def invalid_figure(row: VerificationRecord, time_to_accuracy: bool) -> str | None:
+    """Why a run without a failure still has no usable figure, or None when it has one: a
+    throughput (or, in a time-to-accuracy run, a time to the target) that is not a finite
+    number above 0, or a metric that is not finite. Such a run counts as a failure."""
+    if row.failure is not None:
+        return None
+    if time_to_accuracy:
+        seconds = row.time_to_accuracy_s if row.target_reached else row.train_s
+        if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+            return f"invalid time ({seconds})"
+    elif row.throughput_sps is None or not math.isfinite(row.throughput_sps):
+        return f"invalid throughput ({row.throughput_sps})"
+    elif row.throughput_sps <= 0:
+        return f"invalid throughput ({row.throughput_sps:g} samples/s)"
+    if row.val_metric is not None and not math.isfinite(row.val_metric):
+        return f"invalid metric ({row.val_metric})"
+    return None
+
+
+def rounds_text(rows: Sequence[VerificationRecord]) -> str:
+    """The 1-based round numbers of ``rows``: ``1, 3``."""
+    return ", ".join(str(r.round_index + 1) for r in rows)
+
+
+def constraint_violation(
+    measured: Sequence[VerificationRecord],
+    metric_mean: float | None,
+    plan: VerificationPlan,
+) -> str | None:
+    """The first of the run's limits the verified figures break, in words, or None.
+
+    ``constraints.max_memory_bytes`` is broken by any round's peak memory above it (a
+    configuration that overflows once cannot be recommended); ``constraints.min_accuracy``
+    by the mean metric over the rounds below it.
+    """
+    if plan.max_memory_bytes is not None:
+        over = [
+            r
+            for r in measured
+            if r.peak_memory_bytes is not None and r.peak_memory_bytes > plan.max_memory_bytes
+        ]
+        if over:
+            worst = max(r.peak_memory_bytes or 0 for r in over)
+            return (
+                f"over constraints.max_memory_bytes: {worst / _MIB:,.1f} MiB > "
+                f"{plan.max_memory_bytes / _MIB:,.1f} MiB in round {rounds_text(over)}"
+            )
+    if (
+        plan.min_accuracy is not None
+        and metric_mean is not None
+        and (metric_mean < plan.min_accuracy)
+    ):
+        return f"under constraints.min_accuracy: mean {metric_mean:.4f} < {plan.min_accuracy:.4f}"
+    return None
 
 
 def changed_knobs(
@@ -46,19 +118,34 @@ class CandidateVerdict:
         val_metric_min: lowest over rounds.
         val_metric_max: highest over rounds.
         peak_memory_max_bytes: the highest peak memory over rounds.
-        qualifies: it may be recommended (every round measured, metric within the tolerance,
-            the interval above 1.0; in a time-to-accuracy verification, the target reached in
-            every round instead of the tolerance).
+        qualifies: in the confirmation (``stage="confirm"``): it may be recommended (every
+            round measured, the paired metric difference's mean within the tolerance, the
+            run's limits kept, the speedup's interval above 1.0; in a time-to-accuracy
+            verification the target reached in every round instead of the tolerance). In the
+            race (``stage="race"``): it may survive (every round measured, the pooled metric
+            through the screen, the limits kept, a speedup above 1.0); the survivor is the
+            fastest of those.
         verdict: why it qualifies or not, in a few words.
         time_to_accuracy_s: time-to-accuracy verifications: seconds to the target, the
-            MLPerf-style aggregate over the rounds that reached it
-            (:func:`mlperf_time_to_accuracy_s`: with 5 rounds or more the mean without the
-            fastest and slowest, with fewer the median); None when no round reached it, and
-            in a throughput verification.
-        time_to_accuracy_spread_s: ``(fastest, slowest)`` seconds to the target over those
-            rounds; None likewise.
+            geometric mean over the rounds, a round that missed the target counted at the
+            seconds it trained (censored: its time is at least that). The same mean as
+            ``speedup``'s: the defaults' ``time_to_accuracy_s`` over this one's is
+            ``speedup`` when every round is paired. None in a throughput verification.
+        time_to_accuracy_spread_s: ``(fastest, slowest)`` over the same rounds; None likewise.
         targets_missed: rounds in which it trained without failing but did not reach the
             target (0 in a throughput verification).
+        stage: ``race`` or ``confirm`` (:data:`Stage`).
+        metric_diff_mean: mean over rounds of its validation metric minus the same round's
+            baseline's (paired); None for the baseline or without a paired round.
+        metric_diff_ci95: Student's t 95 % interval of that mean; None with one round.
+        accuracy_resolved: the difference's interval lies within the tolerance on the worse
+            side, so "the same accuracy" is a measured claim; False: "accuracy unresolved"
+            at this validation size; None for the baseline, the race, or no interval.
+        val_samples: validation samples per round (the fewest over the rounds).
+        time_to_accuracy_mlperf_s: time-to-accuracy verifications: MLPerf Training's
+            aggregate of the same per-round times
+            (:func:`~autotune.verification.mlperf_time_to_accuracy_s`), for comparison with
+            published figures.
     """
 
     trial_number: int
@@ -79,6 +166,12 @@ class CandidateVerdict:
     time_to_accuracy_s: float | None = None
     time_to_accuracy_spread_s: tuple[float, float] | None = None
     targets_missed: int = 0
+    stage: Stage = "confirm"
+    metric_diff_mean: float | None = None
+    metric_diff_ci95: tuple[float, float] | None = None
+    accuracy_resolved: bool | None = None
+    val_samples: int | None = None
+    time_to_accuracy_mlperf_s: float | None = None
 
     def changes_text(self) -> str:
         """The changed knobs as ``precision fp32->bf16, batch_size 64->256``."""

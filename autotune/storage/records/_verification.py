@@ -93,9 +93,7 @@ class VerificationPlan:
         if not confirmed:
             return []
         order = (self.baseline_trial, *confirmed)
-        return [
-            (self.race_rounds + r, n) for r in range(self.rounds) for n in rotated(order, r)
-        ]
+        return [(self.race_rounds + r, n) for r in range(self.rounds) for n in rotated(order, r)]
 
     def schedule(self, survivor: int | None = None) -> list[tuple[int, int]]:
         """Every planned ``(round_index, trial_number)`` in run order: the race, then the
