@@ -204,7 +204,8 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
     metric as ``acc 98.42%`` or ``val_loss 1.2340``)."""
     r = progress.record
     who = "baseline" if r.is_baseline else f"trial {r.trial_number}"
-    head = f"[verify {progress.done}/{progress.planned}] round {r.round_index + 1}/{progress.rounds} {who}"
+    stage = "race" if progress.race else "confirm"
+    head = f"[verify {progress.done}/{progress.planned}] {stage} round {r.round_index + 1} {who}"
     if r.failure is not None:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
@@ -220,14 +221,25 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
     )
 
 
-def verification_table(summary: VerificationSummary) -> Table:
-    """The baseline and every finalist with their verified figures and verdicts: in a
-    throughput study the speedup and median samples/s; in a time-to-accuracy study how many
-    times sooner than the baseline (geometric mean over rounds, 95 % interval) and the time
-    to target over the rounds (MLPerf-style aggregate, fastest-slowest)."""
+def verification_table(summary: VerificationSummary, stage: str = "confirm") -> Table:
+    """One stage's table: the baseline and every configuration of the stage with their
+    verified figures and verdicts (``stage="race"``: the race of the finalists;
+    ``"confirm"``: the confirmation, whose rounds alone make the claim). In a throughput
+    study the speedup, median samples/s and the paired metric difference; in a
+    time-to-accuracy study how many times sooner than the baseline (geometric mean over
+    rounds, 95 % interval) and the time to target (geometric mean, the same mean as the
+    ratio's; MLPerf's aggregate; fastest-slowest)."""
+    race = stage == "race"
+    verdicts = summary.race if race else (summary.baseline, *summary.candidates)
+    seeds = summary.race_seeds if race else summary.seeds
+    what = (
+        "race (stage A: picks one survivor, claims nothing)"
+        if race
+        else ("confirmation (stage B: the claim)" if summary.race_seeds else "rounds")
+    )
     title = (
-        f"Verification {summary.number} of study {summary.study_name}: {summary.rounds} rounds "
-        f"of fresh processes, seeds {', '.join(map(str, summary.seeds))}"
+        f"Verification {summary.number} of study {summary.study_name}, {what}: {len(seeds)} "
+        f"rounds of fresh processes, seeds {', '.join(map(str, seeds))}"
         + (" [SIMULATED]" if summary.simulated else "")
     )
     ratio: Callable[[float], str]
@@ -236,9 +248,17 @@ def verification_table(summary: VerificationSummary) -> Table:
         ratio_name, ratio = "x sooner", ratio_text
         figures = [
             (
-                "time to target s",
+                "time to target s (geo. mean)",
                 lambda v: (
                     "-" if v.time_to_accuracy_s is None else seconds_text(v.time_to_accuracy_s)
+                ),
+            ),
+            (
+                "MLPerf s",
+                lambda v: (
+                    "-"
+                    if v.time_to_accuracy_mlperf_s is None
+                    else seconds_text(v.time_to_accuracy_mlperf_s)
                 ),
             ),
             ("fastest-slowest s", _time_spread),
@@ -251,7 +271,8 @@ def verification_table(summary: VerificationSummary) -> Table:
                 lambda v: (
                     "-" if v.throughput_median_sps is None else f"{v.throughput_median_sps:,.0f}"
                 ),
-            )
+            ),
+            ("metric diff [95 % CI]", lambda v: _metric_diff(summary.metric, v)),
         ]
     table = Table(title=title, title_justify="left")
     metric = summary.metric
@@ -261,12 +282,13 @@ def verification_table(summary: VerificationSummary) -> Table:
         "95 % CI",
         *(name for name, _ in figures),
         f"{metric_column(metric)} mean [min-max]",
+        "n val",
         "peak MiB",
     ):
         table.add_column(name, justify="right")
     table.add_column("verdict")
     table.add_column("changed knobs")
-    for v in (summary.baseline, *summary.candidates):
+    for v in verdicts:
         table.add_row(
             f"{v.trial_number}{' (baseline)' if v.is_baseline else ''}",
             ratio(v.speedup) if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
@@ -275,11 +297,24 @@ def verification_table(summary: VerificationSummary) -> Table:
             metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
             if v.val_metric_mean is not None
             else "-",
+            f"{v.val_samples:,}" if v.val_samples else "-",
             f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
             ("RECOMMENDED" if summary.recommended is v else v.verdict),
             "" if v.is_baseline else v.changes_text(),
         )
     return table
+
+
+def _metric_diff(metric: Objective, verdict: CandidateVerdict) -> str:
+    """The paired metric difference and its interval: ``-0.08 [-0.31, +0.15] pt``."""
+    if verdict.metric_diff_mean is None:
+        return "-"
+    scale, unit = (100.0, " pt") if metric.is_accuracy else (1.0, "")
+    text = f"{scale * verdict.metric_diff_mean:+.2f}"
+    if verdict.metric_diff_ci95 is not None:
+        low, high = verdict.metric_diff_ci95
+        text += f" [{scale * low:+.2f}, {scale * high:+.2f}]"
+    return text + unit
 
 
 def _time_spread(verdict: CandidateVerdict) -> str:
@@ -289,9 +324,14 @@ def _time_spread(verdict: CandidateVerdict) -> str:
 
 
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
-    """The verification table, then the one-line verdict and the commands that use it."""
+    """The resume notes, the race's and the confirmation's tables, then the one-line verdict
+    and the commands that use it."""
+    for note in summary.notes:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+    if summary.race:
+        console.print(verification_table(summary, "race"))
     if summary.candidates:
-        console.print(verification_table(summary))
+        console.print(verification_table(summary, "confirm"))
     style = "bold green" if summary.recommended is not None else "bold"
     console.print(f"[{style}]{summary.headline()}[/]", highlight=False, soft_wrap=True)
     name = summary.study_name

@@ -93,6 +93,26 @@ def _trial_configs(
     return configs
 
 
+def _with_study_cadence(
+    configs: dict[int, TrialConfig], study: optuna.Study, baseline: int
+) -> dict[int, TrialConfig]:
+    """Time-to-accuracy configurations without an evaluation cadence of their own evaluate
+    as the search's trials did after the baseline: every ``eval_every_s`` the baseline trial
+    derived (its user attribute; :meth:`autotune.study.TrialObjective._warm_baseline`).
+    The results rows rebuild a trial's configuration from its knobs, without it."""
+    trial = next((t for t in study.get_trials(deepcopy=False) if t.number == baseline), None)
+    every_s = trial.user_attrs.get("eval_every_s") if trial is not None else None
+    if not every_s:
+        return configs
+    out = {}
+    for number, config in configs.items():
+        train = config.train
+        if train.eval_every_steps is None and train.eval_every_s is None:
+            train = train.model_copy(update={"eval_every_s": float(every_s)})
+        out[number] = config.model_copy(update={"train": train})
+    return out
+
+
 def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
     """The stored verification re-measured the same configurations the same way."""
     old, new = run.plan, plan
@@ -257,6 +277,7 @@ def verify_study(
                 return summarize_for_study(study, latest)
             run = results.start_verification(study_name, plan)
         params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
+        configs = _with_study_cadence(configs, study, run.plan.baseline_trial)
         run = _run_verification(
             run,
             results,

@@ -10,6 +10,7 @@ import optuna
 from autotune.exceptions import ConfigError
 from autotune.report import FEASIBLE, gather_report
 from autotune.storage import ResultsStore, open_existing_storage, study_names
+from autotune.verification import ENDING_WORDS
 
 __all__ = ["StudySummary", "list_studies"]
 
@@ -30,9 +31,11 @@ class StudySummary:
         best_throughput_sps: the best feasible throughput of a single trial (None without
             one).
         verified_speedup: the verified recommendation's speedup over the baseline (None: not
-            verified, or nothing qualifies).
+            verified, or no recommendation).
         recommended_trial: the verified recommendation's trial number, or None.
-        verification: ``"recommended"``, ``"nothing qualifies"`` or ``"not verified"``.
+        verification: the ending (:data:`autotune.verification.ENDING_WORDS`:
+            ``"recommended"``, ``"verified: not faster"``, ``"nothing to verify"``,
+            ``"incomplete"``) or ``"not verified"``.
         created: when the study was created (its first trial started), or None.
         metric: the validation metric and its direction (``accuracy (max)``,
             ``val_loss (min)``); a time-to-accuracy study's says its target
@@ -125,7 +128,7 @@ def list_studies(storage: str) -> list[StudySummary]:
                     verification=(
                         "not verified"
                         if data.verification is None
-                        else ("recommended" if rec is not None else "nothing qualifies")
+                        else ENDING_WORDS[data.verification.ending]
                     ),
                     created=min(starts) if starts else None,
                     metric=metric,

@@ -104,7 +104,7 @@ def _summary(data: ReportData) -> str:
     elif summary.recommended is not None:
         kind = "recommended"
     else:
-        kind = "nothing"
+        kind = "nothing"  # verified: not faster, nothing to verify, or incomplete
     parts = [f'<p id="verdict" class="verdict {kind}">{_esc(data.verdict_line())}</p>']
     counts = (
         f"<b>{data.finished}</b> finished trials: {data.count(FEASIBLE)} feasible, "
@@ -120,10 +120,18 @@ def _summary(data: ReportData) -> str:
         parts.append(f"<p>{_target_words(data)}</p>")
     parts.append(f"<p>{counts}.</p>")
     if summary is not None:
+        race = (
+            f"the baseline (trial {summary.baseline.trial_number}) and "
+            f"{len(summary.finalists)} finalists raced over {len(summary.race_seeds)} rounds "
+            f"(seeds {', '.join(map(str, summary.race_seeds))}) to pick one survivor; then "
+            if summary.race_seeds
+            else ""
+        )
         parts.append(
-            f"<p>Verification {summary.number}: the baseline (trial {summary.baseline.trial_number}"
-            f") and {len(summary.candidates)} finalists re-run in {summary.rounds} interleaved "
-            f"rounds of fresh processes, seeds {_esc(', '.join(map(str, summary.seeds)))}; a "
+            f"<p>Verification {summary.number}: {_esc(race)}the baseline and "
+            f"{len(summary.candidates)} configuration(s) re-run in {summary.rounds} interleaved, "
+            "rotated rounds of fresh processes, seeds "
+            f"{_esc(', '.join(map(str, summary.seeds)))}, which alone make the claim; a "
             f"recommendation {_esc(_tolerance_words(summary))} and its speedup's 95 % interval "
             "lies above 1.0x. The plots and the Pareto table below are single-trial figures from the "
             "search: they ranked the finalists and are not a claim.</p>"
@@ -164,34 +172,55 @@ def _tolerance_words(summary: VerificationSummary) -> str:
 
 
 def _verification_table(data: ReportData) -> str:
-    """The baseline and every finalist with their verified figures and verdicts: in a
-    throughput study the speedup and median samples/s, in a time-to-accuracy study how many
-    times sooner and the time to target over the rounds (MLPerf-style aggregate and
-    fastest-slowest)."""
+    """The race's table (stage A), then the confirmation's (stage B, the claim), or the
+    verdict line when the study is not verified (:func:`_stage_table`)."""
     summary = data.verification
     if summary is None:
         return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+    tables = []
+    if summary.race:
+        tables.append("<h3>Race (stage A: picks one survivor, claims nothing)</h3>")
+        tables.append(_stage_table(summary, summary.race, "race-table-rows"))
+    if summary.race_seeds:
+        tables.append("<h3>Confirmation (stage B: the claim)</h3>")
+    tables.append(
+        _stage_table(summary, (summary.baseline, *summary.candidates), "verification-table-rows")
+    )
+    return "\n".join(tables)
+
+
+def _stage_table(
+    summary: VerificationSummary, verdicts: Sequence[CandidateVerdict], table_id: str
+) -> str:
+    """One stage's configurations with their verified figures and verdicts: in a throughput
+    study the speedup, median samples/s and the paired metric difference; in a
+    time-to-accuracy study how many times sooner and the time to target over the rounds
+    (geometric mean, MLPerf's aggregate and fastest-slowest)."""
     ratio: Callable[[float | None], str]
     figures: list[tuple[str, Callable[[CandidateVerdict], str]]]
     if summary.is_time_to_accuracy:
         ratio_name, ratio = "x sooner", ratio_text
         figures = [
-            ("time to target s", lambda v: seconds_text(v.time_to_accuracy_s)),
+            ("time to target s (geo. mean)", lambda v: seconds_text(v.time_to_accuracy_s)),
+            ("MLPerf s", lambda v: seconds_text(v.time_to_accuracy_mlperf_s)),
             ("fastest-slowest s", _time_spread),
         ]
     else:
         ratio_name, ratio = "speedup", _speedup
-        figures = [("median samples/s", lambda v: _sps(v.throughput_median_sps))]
+        figures = [
+            ("median samples/s", lambda v: _sps(v.throughput_median_sps)),
+            ("metric diff [95 % CI]", lambda v: _metric_diff(summary, v)),
+        ]
     head = (
         f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
         + "".join(f"<th>{_esc(name)}</th>" for name, _ in figures)
-        + f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>peak MiB</th>"
-        "<th class=text>verdict</th><th class=text>changed knobs</th></tr>"
+        + f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>n val</th>"
+        "<th>peak MiB</th><th class=text>verdict</th><th class=text>changed knobs</th></tr>"
     )
     chosen = summary.recommended.trial_number if summary.recommended is not None else None
     rows = []
-    for v in (summary.baseline, *summary.candidates):
-        recommended = not v.is_baseline and v.trial_number == chosen
+    for v in verdicts:
+        recommended = not v.is_baseline and v.trial_number == chosen and v.stage == "confirm"
         cells = [
             f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
             "1.00x" if v.is_baseline else ratio(v.speedup),
@@ -202,6 +231,7 @@ def _verification_table(data: ReportData) -> str:
             metric_spread(summary.metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
             if v.val_metric_mean is not None
             else "n/a",
+            f"{v.val_samples:,}" if v.val_samples else "n/a",
             "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
         ]
         texts = [
@@ -213,7 +243,19 @@ def _verification_table(data: ReportData) -> str:
         )
         css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
         rows.append(f"<tr{css}>{tds}</tr>")
-    return f'<table id="verification-table-rows">{head}{"".join(rows)}</table>'
+    return f'<table id="{table_id}">{head}{"".join(rows)}</table>'
+
+
+def _metric_diff(summary: VerificationSummary, verdict: CandidateVerdict) -> str:
+    """The paired metric difference and its interval: ``-0.08 [-0.31, +0.15] pt``."""
+    if verdict.metric_diff_mean is None:
+        return "n/a"
+    scale, unit = (100.0, " pt") if summary.metric.is_accuracy else (1.0, "")
+    text = f"{scale * verdict.metric_diff_mean:+.2f}"
+    if verdict.metric_diff_ci95 is not None:
+        low, high = verdict.metric_diff_ci95
+        text += f" [{scale * low:+.2f}, {scale * high:+.2f}]"
+    return text + unit
 
 
 def _time_spread(verdict: CandidateVerdict) -> str:
