@@ -251,10 +251,11 @@ def _metric_diff(summary: VerificationSummary, verdict: CandidateVerdict) -> str
     if verdict.metric_diff_mean is None:
         return "n/a"
     scale, unit = (100.0, " pt") if summary.metric.is_accuracy else (1.0, "")
-    text = f"{scale * verdict.metric_diff_mean:+.2f}"
+    spec = "+.2f" if unit else "+.3g"
+    text = f"{scale * verdict.metric_diff_mean:{spec}}"
     if verdict.metric_diff_ci95 is not None:
         low, high = verdict.metric_diff_ci95
-        text += f" [{scale * low:+.2f}, {scale * high:+.2f}]"
+        text += f" [{scale * low:{spec}}, {scale * high:{spec}}]"
     return text + unit
 
 

@@ -197,7 +197,8 @@ class VerificationSummary:
         base = self.baseline.val_metric_mean
         if verdict.val_metric_mean is None or base is None:
             return "metric not measured"
-        n = f", n={verdict.val_samples:,}" if verdict.val_samples else ""
+        shown = verdict.val_samples and verdict.accuracy_resolved is not False  # else in the claim
+        n = f", n={verdict.val_samples:,}" if shown else ""
         if self.metric.is_accuracy:
             values = f"{100 * verdict.val_metric_mean:.2f} % vs {100 * base:.2f} %"
             scale, unit = 100.0, " pt"
@@ -208,10 +209,11 @@ class VerificationSummary:
             scale, unit = 1.0, ""
         if verdict.metric_diff_mean is None:
             return f"{values}{n}"
-        diff = f"difference {scale * verdict.metric_diff_mean:+.2f}{unit}"
+        spec = "+.2f" if self.metric.is_accuracy else "+.3g"
+        diff = f"difference {scale * verdict.metric_diff_mean:{spec}}{unit}"
         if verdict.metric_diff_ci95 is not None:
             low, high = verdict.metric_diff_ci95
-            diff += f", 95 % CI {scale * low:+.2f} to {scale * high:+.2f}{unit}"
+            diff += f", 95 % CI {scale * low:{spec}} to {scale * high:{spec}}{unit}"
         return f"{values} ({diff}{n})"
 
     def headline(self) -> str:

@@ -3,6 +3,7 @@ round seeds, on hand-built trials."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import optuna
@@ -11,7 +12,14 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.exceptions import VerificationError
-from autotune.verification import round_seeds, select_finalists
+from autotune.verification import (
+    agresti_caffo_se,
+    closest_trial,
+    round_seeds,
+    screen_allowance,
+    select_finalists,
+)
+from autotune.verification._metric import ACCURACY
 from tests.verification.metrics import VAL_LOSS
 
 
@@ -24,15 +32,23 @@ def _trial(
     baseline: bool = False,
     failure: str | None = None,
     constraint: float = 0.0,
+    val_samples: int | None = None,
 ) -> FrozenTrial:
     attrs: dict[str, Any] = {"baseline": True} if baseline else {}
     if throughput_sps is not None:
         attrs.update(throughput_sps=throughput_sps, val_metric=val_metric)
+    if val_samples is not None:
+        attrs["val_samples"] = val_samples
     if failure is not None:
         attrs["failure"] = failure
     trial = optuna.trial.create_trial(
         state=TrialState.COMPLETE,
-        values=[throughput_sps or 0.0, val_metric or 0.0, 1.0],
+        # Optuna refuses a NaN objective value; the user attribute keeps the figure.
+        values=[
+            throughput_sps if throughput_sps and math.isfinite(throughput_sps) else 0.0,
+            val_metric or 0.0,
+            1.0,
+        ],
         params={"batch_size": batch_size},
         distributions={"batch_size": CategoricalDistribution([16, 32, 64, 128, 256, 512])},
         user_attrs=attrs,
@@ -92,14 +108,15 @@ def test_finalists_of_a_minimized_metric_are_within_the_tolerance_above_it() -> 
     trials = [
         _trial(0, 64, 1000.0, 2.000, baseline=True),
         _trial(1, 128, 1800.0, 2.008),  # faster, 0.4 % higher loss: eligible
-        _trial(2, 256, 2500.0, 2.012),  # 0.6 % higher loss: too lossy
+        _trial(2, 256, 2500.0, 2.035),  # 1.75 % higher loss: past the screen's 3 x 0.5 %
         _trial(3, 32, 1500.0, 1.500),  # faster and a lower loss
         _trial(4, 16, 900.0, 1.000),  # slower than the baseline
+        _trial(5, 512, 2000.0, 2.025),  # 1.25 % higher: within the screen (3 x the tolerance)
     ]
 
-    assert select_finalists(trials, {3}, 4, 0.5, VAL_LOSS) == (0, (3, 1))
+    assert select_finalists(trials, {3}, 4, 0.5, VAL_LOSS) == (0, (3, 5, 1))
     # Read as accuracy (maximized), the same figures would pick the higher losses.
-    assert select_finalists(trials, set(), 4, 0.5) == (0, (2, 1))
+    assert select_finalists(trials, set(), 4, 0.5) == (0, (2, 5, 1))
 
 
 def test_finalists_of_studies_written_before_workloads_read_val_accuracy() -> None:
@@ -201,3 +218,77 @@ def test_tta_finalists_need_a_baseline_that_trained() -> None:
         VerificationError, match=r"baseline trial 0 produced no measurement \(oom\)"
     ):
         select_finalists(trials, set(), 2, 0.5, objective="time_to_accuracy")
+
+
+# --------------------------------------------------------------------------------------------
+# the screen: as wide as the noise
+
+
+def test_agresti_caffo_standard_error_of_two_accuracies() -> None:
+    # 357 of 359 against 355 of 359: p~ = 358/361 and 356/361.
+    q1, q2 = 358 / 361, 356 / 361
+    expected = (q1 * (1 - q1) / 361 + q2 * (1 - q2) / 361) ** 0.5
+    assert agresti_caffo_se(357 / 359, 359, 355 / 359, 359) == pytest.approx(expected)
+    # At 100 % the plain Wald error is 0; the adjusted one is not.
+    assert agresti_caffo_se(1.0, 359, 1.0, 359) > 0.003
+    with pytest.raises(ValueError, match="n1=0"):
+        agresti_caffo_se(0.9, 0, 0.9, 10)
+
+
+def test_the_screen_widens_the_tolerance_by_z_standard_errors() -> None:
+    se = agresti_caffo_se(0.989, 359, 0.997, 359)
+    assert screen_allowance(ACCURACY, 0.989, 359, 0.997, 359, 0.5, 1.645) == pytest.approx(
+        0.005 + 1.645 * se
+    )
+    # Without validation sizes (trials stored before val_samples): the tolerance alone.
+    assert screen_allowance(ACCURACY, 0.989, None, 0.997, 359, 0.5, 1.645) == 0.005
+    # A loss has no standard error from one value: 3 x the tolerance.
+    assert screen_allowance(VAL_LOSS, 2.0, 359, 2.0, 359, 0.5, 1.645) == pytest.approx(0.03)
+
+
+def test_a_trial_one_noisy_run_below_the_baseline_on_359_images_passes_the_screen() -> None:
+    """The issue's case: trial 15 (1.19x, 98.9 %) against the baseline's 99.7 % on digits'
+    359 validation images was dropped by a 0.5 pt tolerance below one run's noise."""
+    trials = [
+        _trial(0, 64, 1000.0, 358 / 359, baseline=True, val_samples=359),
+        _trial(15, 128, 1190.0, 355 / 359, val_samples=359),
+    ]
+
+    assert select_finalists(trials, set(), 4, 0.5, screen_z=0.0) == (0, ())
+    assert select_finalists(trials, set(), 4, 0.5) == (0, (15,))
+
+
+def test_the_screen_still_drops_a_clear_loss_of_accuracy_on_a_large_split() -> None:
+    trials = [
+        _trial(0, 64, 1000.0, 0.985, baseline=True, val_samples=2000),
+        _trial(1, 128, 1500.0, 0.970, val_samples=2000),  # 1.5 pt lower on 2,000 images
+    ]
+
+    assert select_finalists(trials, set(), 4, 0.5) == (0, ())
+    closest = closest_trial(trials, 0.5)
+    assert closest is not None
+    assert closest.startswith("trial 1: 1.50x the defaults' throughput in the search at 97.00 %")
+    assert "the screen asked for at least 97." in closest and "(defaults 98.50 %, n=2,000)" in closest
+
+
+def test_the_closest_trial_without_any_faster_one_is_the_fastest() -> None:
+    trials = [
+        _trial(0, 64, 1000.0, 0.985, baseline=True, val_samples=2000),
+        _trial(1, 128, 900.0, 0.99, val_samples=2000),
+        _trial(2, 32, 950.0, 0.99, val_samples=2000),
+    ]
+
+    assert closest_trial(trials, 0.5) == (
+        "trial 2: 0.95x the defaults' throughput in the search at 99.00 % accuracy; no trial "
+        "was faster than the defaults"
+    )
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 0.0, float("inf")])
+def test_a_nan_or_zero_throughput_is_never_a_finalist_nor_a_baseline(bad: float) -> None:
+    trials = [_trial(0, 64, 1000.0, 0.95, baseline=True), _trial(1, 128, bad, 0.95)]
+    assert select_finalists(trials, set(), 4, 0.5) == (0, ())
+
+    broken = [_trial(0, 64, bad, 0.95, baseline=True), _trial(1, 128, 1500.0, 0.95)]
+    with pytest.raises(VerificationError, match="produced no measurement"):
+        select_finalists(broken, set(), 4, 0.5)

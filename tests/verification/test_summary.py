@@ -100,7 +100,10 @@ def test_recommendation_is_the_fastest_qualifying_candidate() -> None:
     assert summary.complete and summary.runs_done == summary.runs_planned == 12
     assert summary.recommended is not None and summary.recommended.trial_number == 2
     by_trial = {c.trial_number: c for c in summary.candidates}
-    assert by_trial[1].verdict.startswith("accuracy more than 0.5 pt lower")
+    assert by_trial[1].verdict == (
+        "accuracy worse than the baseline's by more than 0.5 pt (paired mean over 3 rounds)"
+    )
+    assert by_trial[1].metric_diff_mean == pytest.approx(-0.010)
     assert by_trial[3].qualifies and by_trial[3].speedup == pytest.approx(1.5)
     rec = summary.recommended
     assert rec.speedup == pytest.approx((2.0 * 2.01 * 2.02) ** (1 / 3))
@@ -109,8 +112,10 @@ def test_recommendation_is_the_fastest_qualifying_candidate() -> None:
     assert rec.changed == (("precision", "fp32", "bf16"),)
     assert summary.baseline.val_metric_mean == pytest.approx(0.950)
     line = summary.headline()
-    assert line.startswith("2.01x faster than your defaults (verified over 3 rounds, 95 % CI ")
+    assert line.startswith("2.01x faster than your defaults (95 % CI ")
+    assert ", verified over 3 rounds) at the same accuracy: 94.90 % vs 95.00 % (difference " in line
     assert "trial 2, precision fp32->bf16" in line
+    assert summary.ending == "recommended"
     assert "SIMULATED" not in line
 
 
@@ -122,7 +127,11 @@ def test_a_candidate_failing_in_one_round_is_not_recommended() -> None:
 
     assert summary.recommended is None
     assert summary.candidates[0].verdict == "failed (round 3: oom)"
-    assert NOTHING_QUALIFIES in summary.headline()
+    assert summary.ending == "not_faster"
+    assert summary.headline().startswith(
+        "verified: not faster than your defaults at the same accuracy (verified over 3 rounds: "
+        "trial 2 failed (round 3: oom))"
+    )
 
 
 def test_an_interval_reaching_one_is_not_verified() -> None:
@@ -135,9 +144,9 @@ def test_an_interval_reaching_one_is_not_verified() -> None:
     assert candidate.speedup is not None and candidate.speedup > 1.0
     assert candidate.speedup_ci95 is not None and candidate.speedup_ci95[0] < 1.0
     assert candidate.verdict.startswith("not verifiably faster")
-    assert (
-        summary.headline()
-        == f"SIMULATED (mock device): {NOTHING_QUALIFIES} (verified over 3 rounds)"
+    assert summary.headline() == (
+        "SIMULATED (mock device): verified: not faster than your defaults at the same accuracy "
+        "(verified over 3 rounds: trial 2 not verifiably faster (95 % CI reaches 1.0x))"
     )
 
 
@@ -156,8 +165,11 @@ def test_without_finalists_the_headline_says_nothing_was_faster() -> None:
     summary = summarize_verification(_run([], []), PARAMS, simulated=False)
 
     assert summary.complete and summary.recommended is None and summary.runs_planned == 0
-    assert NOTHING_QUALIFIES in summary.headline()
-    assert "no trial of the search was faster" in summary.headline()
+    assert summary.ending == "nothing_to_verify"
+    assert summary.headline().startswith(
+        "nothing to verify: no trial of the search was faster than your defaults with its "
+        "accuracy within 0.5 pt + 1.645 standard errors of theirs"
+    )
 
 
 def test_a_minimized_metric_recommends_the_fastest_within_the_tolerance_above() -> None:
@@ -176,10 +188,13 @@ def test_a_minimized_metric_recommends_the_fastest_within_the_tolerance_above() 
     assert summary.metric == VAL_LOSS
     assert summary.recommended is not None and summary.recommended.trial_number == 2
     by_trial = {c.trial_number: c for c in summary.candidates}
-    assert by_trial[1].verdict == "val_loss more than 0.5 % higher than the baseline's"
+    assert by_trial[1].verdict == (
+        "val_loss worse than the baseline's by more than 0.5 % of the baseline's val_loss "
+        "(paired mean over 3 rounds)"
+    )
     assert by_trial[3].verdict == "verified faster at the same val_loss"
     line = summary.headline()
-    assert " at val_loss 2.005 (defaults 2.000), peak memory " in line
+    assert " at the same val_loss: 2.005 vs 2.000 (difference +0.005, 95 % CI " in line
     assert "accuracy" not in line
     assert summary.tolerance_text() == "0.5 % of the baseline's val_loss"
 
@@ -191,7 +206,7 @@ def test_a_maximized_metric_other_than_accuracy_is_not_shown_as_a_percentage() -
     summary = summarize_verification(_run([2], rows), PARAMS, simulated=False, metric=F1)
 
     assert summary.recommended is not None
-    assert " at f1 0.799 (defaults 0.800)" in summary.headline()
+    assert " at the same f1: 0.799 vs 0.800 (difference -0.001, 95 % CI " in summary.headline()
 
 
 def test_nothing_qualifies_names_the_metric() -> None:
@@ -199,6 +214,6 @@ def test_nothing_qualifies_names_the_metric() -> None:
     assert nothing_qualifies(VAL_LOSS).endswith("at the same val_loss")
     summary = summarize_verification(_run([], []), PARAMS, simulated=False, metric=VAL_LOSS)
     assert summary.headline() == (
-        f"{nothing_qualifies(VAL_LOSS)} (no trial of the search was faster than the defaults "
-        "within 0.5 % of their val_loss)"
+        "nothing to verify: no trial of the search was faster than your defaults with its "
+        "val_loss within 0.5 % of the baseline's val_loss + 1.645 standard errors of theirs"
     )

@@ -1,10 +1,12 @@
 """The verdicts of a time-to-accuracy verification (autotune/verification/_to_target.py): the
-MLPerf-style time over rounds, the paired "times sooner", a missed target in any round, and
-the headline, on hand-built rows."""
+time over rounds (geometric mean, MLPerf's aggregate beside it), the paired "times sooner", a
+missed target counted at the seconds trained (censored), and the headline, on hand-built
+rows."""
 
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -99,13 +101,18 @@ def test_a_candidate_that_reaches_the_target_sooner_in_every_round_qualifies() -
     speedup, ci = speedup_ci95(ratios)
     assert verdict.qualifies and summary.recommended == verdict
     assert verdict.verdict == "verified to reach the target sooner in all 3 rounds"
-    assert verdict.time_to_accuracy_s == 12.0  # the median of 3 rounds
+    assert verdict.time_to_accuracy_s == pytest.approx(statistics.geometric_mean((12.0, 12.5, 11.8)))
+    assert verdict.time_to_accuracy_mlperf_s == 12.0  # MLPerf: the median of 3 rounds
     assert verdict.time_to_accuracy_spread_s == (11.8, 12.5)
     assert verdict.targets_missed == 0
     assert verdict.speedup == pytest.approx(speedup)
     assert verdict.speedup == pytest.approx((ratios[0] * ratios[1] * ratios[2]) ** (1 / 3))
     assert ci is not None and verdict.speedup_ci95 == pytest.approx(ci) and ci[0] > 1.0
-    assert summary.baseline.time_to_accuracy_s == 31.0 and summary.baseline.speedup is None
+    base_s = summary.baseline.time_to_accuracy_s
+    assert base_s == pytest.approx(statistics.geometric_mean(BASE_S))
+    assert summary.baseline.speedup is None
+    # The same mean on both sides: the printed times' ratio is the "x sooner".
+    assert base_s / verdict.time_to_accuracy_s == pytest.approx(verdict.speedup)
     assert summary.is_time_to_accuracy and summary.target == TARGET
 
 
@@ -116,9 +123,10 @@ def test_the_headline_says_how_soon_and_how_many_times_sooner() -> None:
     assert rec is not None and rec.speedup is not None and rec.speedup_ci95 is not None
     low, high = rec.speedup_ci95
     assert summary.headline() == (
-        f"SIMULATED (mock device): reaches 98.0 % in 12.0 s, {rec.speedup:.2f}x sooner than "
-        f"your defaults (95 % CI {low:.2f}-{high:.2f}x; verified over 3 seeds; defaults "
-        "31.0 s), peak memory 2 MiB: trial 1, batch_size 64->256"
+        f"SIMULATED (mock device): reaches 98.0 % in 12.1 s, {rec.speedup:.2f}x sooner than "
+        f"your defaults (31.0 s) (95 % CI {low:.2f}-{high:.2f}x, verified over 3 rounds; "
+        "times are geometric means over the rounds), peak memory 2 MiB: trial 1, "
+        "batch_size 64->256"
     )
     assert f"{rec.speedup:.2f}" == "2.56"
 
@@ -128,10 +136,14 @@ def test_a_candidate_that_missed_the_target_in_one_round_does_not_qualify() -> N
 
     (verdict,) = summary.candidates
     assert not verdict.qualifies and summary.recommended is None
-    assert verdict.verdict == "missed the target in 1 of 3 rounds (round 2)"
+    assert verdict.verdict == (
+        "missed the target in 1 of 3 rounds (round 2; counted at the seconds it trained)"
+    )
     assert verdict.targets_missed == 1 and verdict.rounds_measured == 3
-    assert verdict.time_to_accuracy_s == pytest.approx(10.5)  # median of the two that reached
-    assert verdict.time_to_accuracy_spread_s == (10.0, 11.0)
+    # Censored, not dropped: the missed round counts at its 100 s of training.
+    assert verdict.time_to_accuracy_s == pytest.approx(statistics.geometric_mean((10, 100, 11)))
+    assert verdict.time_to_accuracy_mlperf_s == pytest.approx(11.0)  # the median
+    assert verdict.time_to_accuracy_spread_s == (10.0, 100.0)
 
 
 def test_a_candidate_no_sooner_than_the_defaults_does_not_qualify() -> None:
@@ -141,9 +153,11 @@ def test_a_candidate_no_sooner_than_the_defaults_does_not_qualify() -> None:
     assert not verdict.qualifies
     assert verdict.verdict == "not verifiably sooner (95 % CI reaches 1.0x)"
     assert verdict.speedup_ci95 is not None and verdict.speedup_ci95[0] <= 1.0
+    assert summary.ending == "not_faster"
     assert summary.headline() == (
-        "SIMULATED (mock device): no configuration verifiably reaches 98.0 % sooner than "
-        "your defaults (your defaults: 31.0 s; verified over 3 seeds)"
+        "SIMULATED (mock device): verified: not sooner than your defaults to 98.0 % (your "
+        "defaults: 31.0 s; verified over 3 rounds: trial 3 not verifiably sooner (95 % CI "
+        "reaches 1.0x))"
     )
 
 
@@ -155,19 +169,30 @@ def test_a_failed_round_disqualifies_and_says_which() -> None:
     assert verdict.rounds_measured == 2 and verdict.targets_missed == 0
 
 
-def test_without_the_baselines_time_in_a_round_nothing_is_claimed() -> None:
+def test_a_baseline_miss_counts_at_its_trained_seconds_as_a_bound() -> None:
     summary = _summary({1: (12.0, 12.5, 11.8)}, base=(None, 32.0, 31.0))
 
     (verdict,) = summary.candidates
-    assert not verdict.qualifies
-    assert verdict.verdict == (
-        "no paired time: the baseline failed or missed the target in round 1"
+    # Paired in every round: round 1 against the baseline's 100 s of training (a lower bound
+    # of its time), not dropped and not a disqualification of every candidate.
+    assert verdict.speedup == pytest.approx(
+        statistics.geometric_mean((100 / 12.0, 32 / 12.5, 31 / 11.8))
     )
     assert summary.baseline.targets_missed == 1
-    assert summary.baseline.time_to_accuracy_s == pytest.approx(31.5)
-    assert "(your defaults: 31.5 s, reached in 2 of 3 rounds; verified over 3 seeds)" in (
+    assert summary.baseline.time_to_accuracy_s == pytest.approx(
+        statistics.geometric_mean((100.0, 32.0, 31.0))
+    )
+    assert "missed the target in 1 of 3 rounds (counted at the seconds trained)" in (
         summary.headline()
     )
+
+
+def test_without_the_baselines_run_in_a_round_nothing_is_claimed() -> None:
+    summary = _summary({1: (12.0, 12.5, 11.8)}, failures={(0, 0): "crash"})
+
+    (verdict,) = summary.candidates
+    assert not verdict.qualifies
+    assert verdict.verdict == "no paired time: the baseline failed in round 1"
 
 
 def test_the_recommendation_is_the_verifiably_soonest_of_those_that_qualify() -> None:
@@ -181,18 +206,18 @@ def test_five_rounds_aggregate_without_the_fastest_and_slowest() -> None:
     summary = _summary({1: (8.0, 50.0, 10.0, 11.0, 15.0)}, base=(30.0, 31.0, 32.0, 33.0, 60.0))
 
     (verdict,) = summary.candidates
-    assert verdict.time_to_accuracy_s == pytest.approx(12.0)  # mean of 10, 11, 15
+    assert verdict.time_to_accuracy_mlperf_s == pytest.approx(12.0)  # mean of 10, 11, 15
     assert verdict.time_to_accuracy_spread_s == (8.0, 50.0)
-    assert summary.baseline.time_to_accuracy_s == pytest.approx(32.0)  # mean of 31, 32, 33
+    assert summary.baseline.time_to_accuracy_mlperf_s == pytest.approx(32.0)  # of 31, 32, 33
 
 
 def test_without_finalists_the_headline_states_the_defaults_time_in_the_search() -> None:
     summary = _summary({}, search_baseline_time_to_accuracy_s=41.25)
 
+    assert summary.ending == "nothing_to_verify"
     assert summary.headline() == (
-        "SIMULATED (mock device): no configuration verifiably reaches 98.0 % sooner than "
-        "your defaults (the defaults reached it in 41.2 s in the search, and no trial "
-        "reached it sooner)"
+        "SIMULATED (mock device): nothing to verify: no trial of the search reached 98.0 % "
+        "sooner than your defaults (the defaults reached it in 41.2 s in the search)"
     )
 
 
@@ -200,7 +225,7 @@ def test_a_target_in_another_metric_is_named_with_it() -> None:
     summary = _summary({3: (29.0, 33.0, 31.5)}, metric=VAL_LOSS, target=1.2)
 
     assert summary.target_text() == "val_loss 1.200"
-    assert "verifiably reaches val_loss 1.200 sooner" in summary.headline()
+    assert "not sooner than your defaults to val_loss 1.200" in summary.headline()
 
 
 @pytest.mark.parametrize(
