@@ -15,7 +15,7 @@ from autotune.api import run_study, verify_study
 from autotune.cli import main
 from autotune.config import RunConfig, TrialConfig, VerifySettings, load_run_config
 from autotune.measure import Measurement
-from autotune.storage import ResultsStore
+from autotune.storage import ResultsStore, VerificationPlan
 from autotune.testing import make_measurement, simulate_trial
 from autotune.verification import load_verification, round_seeds
 
@@ -59,27 +59,43 @@ class Recorder:
 def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
     sqlite_url: str,
 ) -> None:
-    config = _config(sqlite_url, "verify.rounds=2", "verify.candidates=2")
+    config = _config(sqlite_url, "verify.rounds=3", "verify.candidates=2")
     runner = Recorder()
 
     summary = run_study(config, N_TRIALS, run_trial_fn=runner).verification
 
     assert summary is not None and summary.complete and summary.simulated
     assert summary.is_time_to_accuracy and summary.target == TARGET
-    assert summary.rounds == 2 and len(summary.candidates) == 2
-    # Every verification run trained to the study's target, with its round's seed.
-    order = [summary.baseline.trial_number, *(c.trial_number for c in summary.candidates)]
-    runs = runner.configs[-len(order) * 2 :]
+    assert summary.rounds == 3 and summary.finalists
+    # Every verification run trained to the study's target, with its round's seed, in the
+    # plan's order (a race when there are several finalists; rounds rotated).
+    plan = VerificationPlan(
+        summary.baseline.trial_number,
+        summary.finalists,
+        summary.seeds,
+        0.5,
+        race_seeds=summary.race_seeds,
+    )
+    schedule = plan.schedule(summary.survivor)
+    order = [number for _, number in schedule]
+    runs = runner.configs[-len(order) :]
     assert {c.objective for c in runs} == {"time_to_accuracy"}
     assert {c.train.target_accuracy for c in runs} == {TARGET}
-    assert [c.seed for c in runs] == [s for s in round_seeds(config.seed, 1, 2) for _ in order]
+    assert [c.seed for c in runs] == [plan.seed(r) for r, _ in schedule]
+    assert set(plan.seeds) == set(
+        round_seeds(config.seed, 1, len(summary.race_seeds) + 3)[len(summary.race_seeds) :]
+    )
+    # The baseline trial derived the evaluation cadence (10 % of its time to the target),
+    # and the verification runs use it too.
+    cadence = {c.train.eval_every_s for c in runs}
+    assert len(cadence) == 1 and next(iter(cadence)) is not None
     # Each row keeps its time to accuracy, whether it reached the target, and its curve.
     rows = _query(
         sqlite_url,
         "SELECT trial_number, time_to_accuracy_s, target_reached, metric_curve_json"
         " FROM autotune_verifications ORDER BY id",
     )
-    assert [number for number, *_ in rows] == order * 2
+    assert [number for number, *_ in rows] == order
     for _, seconds, reached, curve_json in rows:
         curve = json.loads(curve_json)
         assert reached in (0, 1) and (seconds is not None) == bool(reached)
@@ -96,7 +112,8 @@ def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
     assert rec is not None and rec.speedup is not None and rec.speedup > 1.0
     headline = summary.headline()
     assert headline.startswith("SIMULATED (mock device): reaches 95.0 % in ")
-    assert "sooner than your defaults (95 % CI " in headline and "verified over 2 seeds" in headline
+    assert "sooner than your defaults (" in headline
+    assert summary.stages_text() in headline
 
 
 def test_a_time_to_accuracy_study_stores_its_objective_target_and_trial_times(
@@ -193,14 +210,14 @@ def test_verify_does_not_recommend_what_missed_the_target_in_a_round(sqlite_url:
     )
 
     assert summary.recommended is None
+    assert summary.race_seeds == ()  # a single finalist: confirmed without a race
     assert [c.verdict for c in summary.candidates] == [
-        "missed the target in 1 of 3 rounds (round 2)"
+        "missed the target in 1 of 3 rounds (round 2; counted at the seconds it trained)"
     ] * len(summary.candidates)
     assert [c.targets_missed for c in summary.candidates] == [1] * len(summary.candidates)
-    assert summary.headline() == (
-        "SIMULATED (mock device): no configuration verifiably reaches 95.0 % sooner than "
-        f"your defaults (your defaults: {summary.baseline.time_to_accuracy_s:.1f} s; "
-        "verified over 3 seeds)"
+    assert summary.headline().startswith(
+        "SIMULATED (mock device): verified: not sooner than your defaults to 95.0 % (your "
+        f"defaults: {summary.baseline.time_to_accuracy_s:.1f} s; verified over 3 rounds: "
     )
     missed = _query(
         sqlite_url,
@@ -215,9 +232,9 @@ def test_autotune_verify_prints_the_time_to_accuracy_headline(
 ) -> None:
     config = _study(sqlite_url)
 
-    code = main(["verify", config.study, f"storage={config.storage}", "verify.rounds=2"])
+    code = main(["verify", config.study, f"storage={config.storage}", "verify.rounds=3"])
 
     out = capsys.readouterr().out.splitlines()
     assert code == 0
     verdict = next(line for line in out if line.startswith("SIMULATED (mock device): "))
-    assert "reaches 95.0 % in" in verdict or "verifiably reaches 95.0 % sooner" in verdict
+    assert "reaches 95.0 % in" in verdict or "not sooner than your defaults to 95.0 %" in verdict

@@ -101,7 +101,9 @@ def test_a_candidate_that_reaches_the_target_sooner_in_every_round_qualifies() -
     speedup, ci = speedup_ci95(ratios)
     assert verdict.qualifies and summary.recommended == verdict
     assert verdict.verdict == "verified to reach the target sooner in all 3 rounds"
-    assert verdict.time_to_accuracy_s == pytest.approx(statistics.geometric_mean((12.0, 12.5, 11.8)))
+    assert verdict.time_to_accuracy_s == pytest.approx(
+        statistics.geometric_mean((12.0, 12.5, 11.8))
+    )
     assert verdict.time_to_accuracy_mlperf_s == 12.0  # MLPerf: the median of 3 rounds
     assert verdict.time_to_accuracy_spread_s == (11.8, 12.5)
     assert verdict.targets_missed == 0
