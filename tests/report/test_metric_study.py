@@ -49,23 +49,26 @@ def test_verification_keeps_the_lower_loss_and_says_val_loss(loss: LossStudy) ->
     assert (summary.metric.name, summary.metric.direction) == ("val_loss", "minimize")
     base = summary.baseline.val_metric_mean
     assert base == pytest.approx(1.0)
-    # Faster at a loss more than 0.5 % above the baseline's (batch 128 with one layer): never a
-    # finalist, though a maximized metric would have preferred it.
+    # Faster at a loss more than 0.6 % above the baseline's (the screen: 3 x the 0.2 %
+    # tolerance; batch 128 with one layer): never a finalist, though a maximized metric would
+    # have preferred it.
     trials = {t.number: t for t in _study(loss).get_trials(deepcopy=False)}
     worse = {
         n
         for n, t in trials.items()
-        if t.values is not None and t.values[0] > 1000.0 and t.values[1] > base * 1.005
+        if t.values is not None and t.values[0] > 1000.0 and t.values[1] > base * 1.006
     }
     assert worse, "the scripted study should have faster trials at a worse loss"
-    assert not worse & {c.trial_number for c in summary.candidates}
+    assert not worse & set(summary.finalists)
     rec = summary.recommended
     assert rec is not None and rec.params["n_embd"] == 16 and rec.params["batch_size"] == 64
     assert rec.val_metric_mean == pytest.approx(0.999)
     assert rec.verdict == "verified faster at the same val_loss"
     line = summary.headline()
-    assert " at val_loss 0.999 (defaults 1.000), " in line
-    assert "accuracy" not in line and "%" not in line.split("x) at ")[1]
+    assert " at the same val_loss: 0.999 vs 1.000 (difference -0.001" in line
+    # The loss is never written as a percentage (only the intervals' "95 %").
+    assert "accuracy" not in line
+    assert "%" not in line.split(" at the same ")[1].replace("95 % CI", "")
     assert "n_embd 8->16" in line
 
 
@@ -85,7 +88,7 @@ def test_report_data_and_figures_follow_the_metric_and_the_knob_names(loss: Loss
     assert not any("%" in h.split("samples/s · ")[1].split(" · ")[0] for h in hovers if "·" in h)
     page = render_report(data)
     assert "<th>val_loss</th>" in page and "<th>val_loss mean [min-max]</th>" in page
-    assert "at most 0.5 % above the baseline&#x27;s" in page
+    assert "at most 0.2 % above the baseline&#x27;s" in page
     assert ">n_layer</th>" in page and ">n_embd</th>" in page
     assert html.escape(data.verdict_line()) in page
 
@@ -97,7 +100,7 @@ def test_the_dashboard_names_the_metric(loss: LossStudy) -> None:
     finally:
         app.close()
     assert payload["metric"] == {"name": "val_loss", "direction": "minimize"}
-    assert "val_loss 0.999 (defaults 1.000)" in payload["verdict"]
+    assert "val_loss: 0.999 vs 1.000" in payload["verdict"]
 
 
 def test_best_ranks_the_metric_by_its_direction_and_exports_the_workload(
@@ -120,7 +123,7 @@ def test_best_ranks_the_metric_by_its_direction_and_exports_the_workload(
     verification = written["verification"]
     assert (verification["metric"], verification["metric_direction"]) == ("val_loss", "minimize")
     assert verification["val_metric_mean"] == pytest.approx(0.999)
-    assert verification["tolerance"] == "0.5 % of the baseline's val_loss"
+    assert verification["tolerance"] == "0.2 % of the baseline's val_loss"
     figures = written["single_trial_figures"]
     assert (figures["metric"], figures["val_metric"]) == ("val_loss", pytest.approx(0.999))
     text = (tmp_path / "best.yaml").read_text()

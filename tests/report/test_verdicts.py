@@ -1,6 +1,6 @@
 """One recommendation everywhere: the report, the dashboard, ``autotune report``, ``best`` and
 ``best --export`` make the same claim, the study's newest finished verification's, or say
-plainly that nothing qualifies or that the study is not verified."""
+plainly that nothing was verifiably faster or that the study is not verified."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import yaml
 
 from autotune.cli import main
 from autotune.report import DashboardApp, report_study
-from autotune.verification import NOTHING_QUALIFIES
 from tests.report.verdicts import VerdictStudies, shared_verdict_studies
 
 
@@ -62,7 +61,10 @@ def test_every_output_recommends_the_same_verified_trial_and_speedup(
     rec = summary.recommended
     assert rec.speedup is not None and rec.speedup_ci95 is not None
     line = summary.headline()
-    assert f"verified over {summary.rounds} rounds, 95 % CI" in line
+    assert (
+        f"95 % CI {rec.speedup_ci95[0]:.2f}-{rec.speedup_ci95[1]:.2f}x, {summary.stages_text()})"
+        in line
+    )
     out = _outputs(studies, studies.recommends, tmp_path, capsys)
 
     # The report page and the dashboard show the line word for word, and mark the same trial.
@@ -100,19 +102,21 @@ def test_every_output_says_plainly_that_nothing_qualifies(
     studies: VerdictStudies, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     summary = studies.summary(studies.nothing)
-    assert summary is not None and summary.recommended is None and summary.candidates
+    assert summary is not None and summary.recommended is None and summary.finalists
+    assert summary.ending == "not_faster"
     out = _outputs(studies, studies.nothing, tmp_path, capsys)
 
-    assert NOTHING_QUALIFIES in out["page"]
-    assert NOTHING_QUALIFIES in out["payload"]["verdict"]
+    words = "verified: not faster than your defaults at the same accuracy"
+    assert words in out["page"]
+    assert words in out["payload"]["verdict"]
     assert out["payload"]["recommended_trial"] is None
-    assert NOTHING_QUALIFIES in out["report_lines"][1]
-    assert any(NOTHING_QUALIFIES in s for s in out["best_lines"])
+    assert words in out["report_lines"][1]
+    assert any(words in s for s in out["best_lines"])
     assert "faster than your defaults (verified" not in out["page"]
     # Nothing to export by default: one line that says why and how to export anyway.
     assert out["export_code"] == 2 and out["export"] is None and out["export_out"] == ""
     [err] = out["export_err"].splitlines()
-    assert err.startswith(f"autotune: error: study={studies.nothing}: {NOTHING_QUALIFIES}")
+    assert err.startswith(f"autotune: error: study={studies.nothing}: {summary.headline()}")
     assert "--trial N" in err
 
 

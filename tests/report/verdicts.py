@@ -5,8 +5,8 @@ One database holds three mock studies (run in this process, milliseconds a trial
 - ``recommends``: searched and verified with the mock cost model; its verification recommends
   a configuration.
 - ``nothing``: searched without a verification, then verified with a fake ``run_trial`` that
-  measures every configuration at the same speed, so no speedup's interval lies above 1.0
-  and nothing qualifies.
+  measures every configuration at the same speed, so no finalist beats the baseline in the
+  race: "verified: not faster".
 - ``unverified``: searched with ``verify.rounds=0``; it has no verification.
 """
 
@@ -66,7 +66,15 @@ def shared_verdict_studies(tmp_path_factory: pytest.TempPathFactory) -> VerdictS
     if "studies" not in _SHARED:
         url = sqlite_url(tmp_path_factory.mktemp("verdict_studies"))
         studies = VerdictStudies(url)
-        run_mock_study(url, N_TRIALS, study=studies.recommends, constrained=False)
+        # 1 pt: the mock's fastest finalist within the screen is ~0.6 pt less accurate, which
+        # the confirmation's default 0.5 pt would refuse (verified: not faster).
+        run_mock_study(
+            url,
+            N_TRIALS,
+            study=studies.recommends,
+            constrained=False,
+            extra=["verify.accuracy_tolerance_pt=1.0"],
+        )
         run_mock_study(
             url, N_TRIALS, study=studies.nothing, constrained=False, extra=["verify.rounds=0"]
         )

@@ -52,7 +52,7 @@ def test_results_tables_on_postgres() -> None:
         assert any(m["gpu_model"] == record.hardware.device_name for m in models)
         assert close
         summary = verify_study(
-            name, url, settings=VerifySettings(rounds=2, candidates=1), run_trial_fn=fail_some
+            name, url, settings=VerifySettings(rounds=3, candidates=1), run_trial_fn=fail_some
         )
         with ResultsStore.open(url, create=False) as store:
             stored = store.latest_verification(name, complete=True)
