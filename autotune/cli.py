@@ -124,14 +124,14 @@ def verify(
 
 def _storage_arg(args: list[str] | None) -> str:
     """The storage URL of ``storage=URL`` (the one ``key=value`` these commands take)."""
-    from autotune.config import DEFAULT_STORAGE_URL
+    from autotune.config import DEFAULT_STORAGE_URL, display_url
     from autotune.exceptions import ConfigError
 
     url = DEFAULT_STORAGE_URL
     for text in args or []:
         key, sep, value = text.partition("=")
         if key.strip() != "storage" or not sep or not value.strip():
-            raise ConfigError(f"argument {text!r}: expected storage=URL")
+            raise ConfigError(f"argument {display_url(text)!r}: expected storage=URL")
         url = value.strip()
     return url
 

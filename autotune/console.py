@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
+from autotune.config import display_url
 from autotune.objectives import Objective
 from autotune.report import (
     metric_column,
@@ -134,7 +135,7 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
         f"study [bold]{config.study}[/] · space {config.space_source} · device {caps.kind} "
         f"({caps.name}) · sampler {config.sampler} · seed {config.seed} · target {n_trials} trials"
     )
-    console.print(f"storage {config.storage}", highlight=False)
+    console.print(f"storage {display_url(config.storage)}", highlight=False)
     for line in prepared.removed_choices:
         console.print(f"[dim]skipped {line}[/]")
 

@@ -5,18 +5,20 @@ already imported torch, so a trial pays no import cost, never shares the study's
 and returns every byte of memory (and any CUDA context) when it exits. The study process
 never initializes CUDA.
 
+Nothing a trial starts outlives the study, even after ``kill -9``: the forkserver exits with
+the study process, the ranks with the forkserver, their DataLoader workers with them
+(:mod:`autotune.lifetime` says how).
+
 A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`` set to
 ``oom``, ``error``, ``crash`` or ``timeout`` and the last lines of the trial's output.
 """
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
-import sys
 import tempfile
 import time
 import traceback
@@ -26,6 +28,7 @@ from typing import Any
 from autotune.config import TrialConfig
 from autotune.exceptions import TrialError
 from autotune.interrupts import sigint_deferred
+from autotune.lifetime import die_with_parent, release_forkserver
 from autotune.measure import Measurement
 
 __all__ = ["run_trial"]
@@ -64,48 +67,15 @@ def _failure_kind(exc: BaseException) -> str:
     return "error"
 
 
-def _die_with_parent() -> None:
-    """Linux: have the kernel SIGKILL this rank when its parent (the forkserver) exits.
-
-    The forkserver exits when the study process dies (even by ``kill -9``; see
-    :func:`_release_forkserver`), so a trial can never outlive its study and hold a GPU or
-    hang forever. No-op elsewhere.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    pr_set_pdeathsig = 1  # from <linux/prctl.h>
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-
-def _release_forkserver() -> None:
-    """Close this rank's copy of the write end of the forkserver's "alive" pipe.
-
-    multiprocessing hands that pipe to every process the forkserver starts, and the forkserver
-    exits only at EOF, once every copy is closed. A rank holding one kept the forkserver
-    alive after ``kill -9`` of the study process, so :func:`_die_with_parent` never fired and
-    the rank trained on (a hung one for ever, with the forkserver and the resource tracker).
-    No-op outside a forkserver child.
-    """
-    from multiprocessing import forkserver
-
-    server: Any = getattr(forkserver, "_forkserver", None)
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if fd is None:
-        return
-    with contextlib.suppress(OSError):
-        os.close(fd)
-    server._forkserver_alive_fd = None
-
-
 def _rank_entry(
     config: TrialConfig, rank: int, world_size: int, init_file: str, log_path: str, conn: Any
 ) -> None:
     """Child-process body: route output to a log, run the rank, send the outcome."""
-    _die_with_parent()
-    _release_forkserver()
+    # Killed when the forkserver exits, which it does with the study: armed first, while this
+    # rank's copy of the forkserver's "alive" pipe keeps the forkserver alive, then released
+    # (a rank that kept it kept the forkserver, and itself, alive after kill -9 of the study).
+    die_with_parent()
+    release_forkserver()
     try:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError:  # the study was interrupted while this rank started; nothing to report to

@@ -26,7 +26,7 @@ from optuna.trial import TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial, trial_train_settings
-from autotune.config import MockFault, RunConfig, SearchSpace, TrialConfig
+from autotune.config import MockFault, RunConfig, SearchSpace, TrialConfig, display_url
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import (
     DeviceCapabilities,
@@ -43,7 +43,7 @@ from autotune.objectives import (
     objective_values,
 )
 from autotune.samplers import OneThreadSampler, make_sampler
-from autotune.storage import FINISHED_STATES, study_exists
+from autotune.storage import FINISHED_STATES, error_reason, study_exists
 
 __all__ = [
     "SurplusTrial",
@@ -84,7 +84,9 @@ def check_warm_start(config: RunConfig) -> None:
     if name == config.study:
         raise ConfigError(f"warm_start={name}: must name another study than study={config.study}")
     if not study_exists(config.storage, name):
-        raise ConfigError(f"warm_start={name}: no such study in storage={config.storage}")
+        raise ConfigError(
+            f"warm_start={name}: no such study in storage={display_url(config.storage)}"
+        )
 
 
 def _study_record(
@@ -184,7 +186,8 @@ def open_study(
         return study
     except SQLAlchemyError as e:
         raise StorageError(
-            f"storage={config.storage}: database error: {str(e).splitlines()[0]}"
+            f"storage={display_url(config.storage)}: database error: "
+            f"{error_reason(e, config.storage)}"
         ) from None
 
 
@@ -204,7 +207,9 @@ def _warm_start_trials(
     try:
         other = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
-        raise ConfigError(f"warm_start={name}: no such study in storage={config.storage}") from None
+        raise ConfigError(
+            f"warm_start={name}: no such study in storage={display_url(config.storage)}"
+        ) from None
     knobs = space.knobs()
     trials: list[tuple[dict[str, Any], str]] = []
     for t in sorted(other.best_trials, key=lambda t: t.number):

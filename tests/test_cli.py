@@ -7,12 +7,14 @@ an empty working directory (the default storage, sqlite:///storage/autotune.db, 
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -234,6 +236,164 @@ def test_console_script_bad_input(tmp_path: Path) -> None:
         f"{', '.join(available_spaces())}); or pass a path to a .yaml file"
     ]
     assert _files(tmp_path) == []
+
+
+#: A password no output may show, and the storage URL that holds it: PostgreSQL on a port
+#: where nothing listens (127.0.0.1:1 refuses the connection at once).
+SECRET = "S3cret"
+UNREACHABLE = f"postgresql+psycopg://alice:{SECRET}@127.0.0.1:1/x"
+UNREACHABLE_SHOWN = "postgresql+psycopg://alice:***@127.0.0.1:1/x"
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        pytest.param(
+            ["run", f"storage={UNREACHABLE}", "device=mock", "--trials", "1"],
+            f"storage={UNREACHABLE_SHOWN}: cannot reach the database: ",
+            id="run-unreachable",
+        ),
+        pytest.param(
+            ["ls", f"storage={UNREACHABLE}"],
+            f"storage={UNREACHABLE_SHOWN}: cannot open the database: ",
+            id="ls-unreachable",
+        ),
+        pytest.param(
+            ["verify", "s", f"storage={UNREACHABLE}"],
+            f"storage={UNREACHABLE_SHOWN}: cannot open the database: ",
+            id="verify-unreachable",
+        ),
+        pytest.param(
+            ["run", f"storage=postgresql://alice:{SECRET}@db:notaport/x", "device=mock"],
+            "storage=postgresql://***@db:notaport/x: not a SQLAlchemy database URL",
+            id="bad-port",
+        ),
+        pytest.param(
+            ["run", f"stroage={UNREACHABLE}", "device=mock"],
+            "override stroage=postgresql+psycopg://***@127.0.0.1:1/x: stroage: unknown key",
+            id="misspelt-key",
+        ),
+        pytest.param(
+            ["run", UNREACHABLE, "device=mock"],
+            f"override '{UNREACHABLE_SHOWN}': expected key=value",
+            id="run-url-without-key",
+        ),
+        pytest.param(
+            ["best", "s", UNREACHABLE],
+            f"argument '{UNREACHABLE_SHOWN}': expected storage=URL",
+            id="best-url-without-key",
+        ),
+    ],
+)
+def test_a_password_in_the_storage_url_is_never_printed(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    code = main(argv)
+
+    out, err = capsys.readouterr()
+    assert SECRET not in out + err
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("autotune: error: ") and fragment in err
+    assert _files(workdir) == []
+
+
+def test_the_command_line_masks_the_password_of_an_unreachable_database(tmp_path: Path) -> None:
+    """The command as a user runs it, in its own process (this checkout's autotune first on
+    the path): nothing on stdout or stderr shows the password."""
+    path = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "autotune.cli", "run", "space=cnn_small"),
+            *(f"storage={UNREACHABLE}", "device=mock", "--trials", "1"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))},
+    )
+
+    assert proc.returncode == 2
+    assert SECRET not in proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"autotune: error: storage={UNREACHABLE_SHOWN}: cannot reach")
+    assert _files(tmp_path) == []
+
+
+POSTGRES_URL = os.environ.get(
+    "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def postgres_with_password() -> Iterator[tuple[str, str]]:
+    """A fresh PostgreSQL database (dropped afterwards; so no other checkout's schema is in
+    it) and its URL with a password: the server's own where the test URL has one, otherwise
+    one that the server's trust authentication ignores. Yields ``(url, password)``."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    base = make_url(POSTGRES_URL)
+    try:
+        admin = sa.create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except Exception as e:  # any driver or connection failure means: no server here
+        pytest.skip(f"no PostgreSQL server answers at {POSTGRES_URL}: {type(e).__name__}")
+    name = f"autotune_secret_{os.getpid()}"
+    password = base.password or SECRET
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    try:
+        url = base.set(password=password, database=name)
+        yield url.render_as_string(hide_password=False), password
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@pytest.mark.postgres
+def test_no_output_of_a_study_on_postgresql_shows_the_password(
+    workdir: Path, capsys: pytest.CaptureFixture[str], postgres_with_password: tuple[str, str]
+) -> None:
+    """run (header, the verify command), report (the page and its line), best (the refusal, the
+    exported YAML), ls and the dashboard, on a PostgreSQL URL that holds a password."""
+    from sqlalchemy.engine import make_url
+
+    from autotune.report import DashboardApp
+    from autotune.storage import StudyNotFoundError
+
+    url, secret = postgres_with_password
+    shown = make_url(url).render_as_string(hide_password=True)
+    storage = f"storage={url}"
+    assert main(["run", "device=mock", "study=s", storage, "verify.rounds=0", "-n", "3"]) == 0
+    assert main(["report", "s", storage, "--out", "page.html"]) == 0
+    assert main(["best", "s", storage, "--export", "best.yaml"]) == 2  # not verified
+    assert main(["best", "s", storage, "--export", "t0.yaml", "--trial", "0"]) == 0
+    assert main(["ls", storage]) == 0
+    out, err = capsys.readouterr()
+    app = DashboardApp(url, importances=False)
+    try:
+        with pytest.raises(StudyNotFoundError) as missing:
+            app.page("nosuch")
+        page = app.page("s")
+    finally:
+        app.close()
+
+    report = (workdir / "page.html").read_text()
+    exported = (workdir / "t0.yaml").read_text()
+    assert f"storage {shown}\n" in out  # the run header
+    assert f"`autotune verify s storage='{shown}'` verifies the finalists" in out
+    assert f"`autotune verify s storage='{shown}'` first" in err
+    assert f"Studies in {shown}" in out
+    assert f"storage: {shown}\n" in exported
+    assert html.escape(f"`autotune verify s storage='{shown}'`") in report
+    assert str(missing.value) == f"study=nosuch: no such study in {shown}"
+    for text in (out, err, page, report, exported):
+        assert secret not in text
 
 
 def _sigint_as_in_a_terminal() -> None:

@@ -15,8 +15,9 @@ One private module per job, each importing only those above it in this list:
 ``_base`` (the strict base model), ``_knobs`` (knob parameter types and their Optuna
 suggestions), ``_settings`` (fixed training, data, timing, mock and verification settings),
 ``_space`` (the model's knobs, the workload reference, the search space), ``_run`` (what a
-run and each trial are given), ``_overrides`` (``key=value`` parsing) and ``_loading`` (YAML
-files, overrides and error locations).
+run and each trial are given), ``_url`` (storage URLs as shown, password masked),
+``_overrides`` (``key=value`` parsing) and ``_loading`` (YAML files, overrides and error
+locations).
 """
 
 from autotune.config._knobs import (
@@ -64,6 +65,7 @@ from autotune.config._space import (
     SearchSpace,
     WorkloadSpec,
 )
+from autotune.config._url import display_url
 
 __all__ = [
     "BUILTIN_FAMILIES",
@@ -100,6 +102,7 @@ __all__ = [
     "VerifySettings",
     "WorkloadSpec",
     "available_spaces",
+    "display_url",
     "format_knob_value",
     "load_run_config",
     "load_space",

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from autotune.config._overrides import parse_overrides, set_path
 from autotune.config._run import RunConfig, VerifyRequest
 from autotune.config._space import SearchSpace
+from autotune.config._url import display_url
 from autotune.exceptions import ConfigError
 
 #: Keys of a run that are not part of the search space.
@@ -92,7 +93,7 @@ def _format_validation_error(
     for set_key, text in overridden.items():
         # The override set this key, a key inside it, or a key a rule on this one reads.
         if key == set_key or key.startswith(set_key + ".") or set_key.startswith(key + "."):
-            return f"override {text}: {key}: {rule}"
+            return f"override {display_url(text)}: {key}: {rule}"
     return f"{source}: {key}: {rule}"
 
 
@@ -169,7 +170,9 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
             space_overrides.append(text)
     space_name = run_raw.pop("space", default_space)
     if not isinstance(space_name, str):
-        raise ConfigError(f"override {run_texts['space']}: space must be a name or a path")
+        raise ConfigError(
+            f"override {display_url(run_texts['space'])}: space must be a name or a path"
+        )
     space, source = _load_space_with_source(space_name, space_overrides)
     run_raw.setdefault("study", space.name)
     for key in ("study", "storage"):

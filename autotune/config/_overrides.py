@@ -9,6 +9,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from autotune.config._url import display_url
 from autotune.exceptions import ConfigError
 
 #: ``key=value`` shorthands: ``data=mnist`` selects the data set by name, as Hydra's groups do.
@@ -22,13 +23,16 @@ def parse_overrides(overrides: Sequence[str]) -> list[tuple[str, Any, str]]:
         key, sep, _ = text.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ConfigError(f"override {text!r}: expected key=value (e.g. train.epochs=2)")
+            raise ConfigError(
+                f"override {display_url(text)!r}: expected key=value (e.g. train.epochs=2)"
+            )
         key = _ALIASES.get(key, key)
         try:
             conf = OmegaConf.from_dotlist([f"{key}={text.partition('=')[2]}"])
             value = OmegaConf.to_container(conf, resolve=True)
         except OmegaConfBaseException as e:
-            raise ConfigError(f"override {text}: cannot parse: {str(e).splitlines()[0]}") from None
+            reason = display_url(str(e).splitlines()[0])
+            raise ConfigError(f"override {display_url(text)}: cannot parse: {reason}") from None
         for part in key.split("."):
             assert isinstance(value, dict)
             value = value[part]
@@ -44,6 +48,8 @@ def set_path(raw: dict[str, Any], key: str, value: Any, text: str) -> None:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
             fixed = ".".join(parents[: i + 1])
-            raise ConfigError(f"override {text}: {fixed} is a single value, not a group of keys")
+            raise ConfigError(
+                f"override {display_url(text)}: {fixed} is a single value, not a group of keys"
+            )
         node = child
     node[leaf] = value

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from autotune.config import BUILTIN_WORKLOAD_REF
+from autotune.config import BUILTIN_WORKLOAD_REF, display_url
 from autotune.exceptions import ConfigError, VerificationError
 from autotune.export._best import BestConfigs
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
@@ -283,7 +283,7 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
     verified = best.recommended_trial == row.number and best.verification is not None
     document: dict[str, Any] = {
         "study": best.study_name,
-        "storage": best.storage,
+        "storage": display_url(best.storage),  # a file to share: no password
         "trial": row.number,
         "selected_by": "verification" if trial is None else "--trial",
         "simulated": best.simulated,

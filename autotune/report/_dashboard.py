@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import optuna
 from plotly.offline import get_plotlyjs
 
+from autotune.config import display_url
 from autotune.exceptions import AutotuneError, ConfigError
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.report._data import gather_report
@@ -82,7 +83,9 @@ class DashboardApp:
         """
         names = self.names()
         if study is not None and study not in names:
-            raise StudyNotFoundError(f"study={study}: no such study in {self.storage_url}")
+            raise StudyNotFoundError(
+                f"study={study}: no such study in {display_url(self.storage_url)}"
+            )
         if study is None and names:
             study = names[-1]
         mode: ObjectiveMode = "throughput"

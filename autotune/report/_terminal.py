@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from autotune.config import display_url
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import metric_column, model_text, ratio_text, seconds_text
@@ -148,7 +149,7 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
     study's: its shortest single-trial time to target, ``12.4 s to 95.0%``), and the verified
     speedup of its recommendation (or why there is none)."""
     mixed = any(s.objective == "time_to_accuracy" for s in studies)
-    table = Table(title=f"Studies in {storage}", title_justify="left")
+    table = Table(title=f"Studies in {display_url(storage)}", title_justify="left")
     for name, justify in (
         ("study", "left"),
         ("space", "left"),

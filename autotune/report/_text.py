@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, format_knob_value
+from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, display_url, format_knob_value
 from autotune.objectives import Objective, seconds_text
 
 __all__ = [
@@ -65,9 +65,10 @@ def study_command(
     command: str, study_name: str, storage_url: str | None = None, *options: str
 ) -> str:
     """An ``autotune COMMAND STUDY [storage=URL] [OPTIONS]`` command line, shell-quoted; the
-    storage is named unless it is the default."""
+    storage is named unless it is the default, with its password masked
+    (:func:`~autotune.config.display_url`; the user types it back in, as with pip)."""
     storage = (
-        f" storage={shlex.quote(storage_url)}"
+        f" storage={shlex.quote(display_url(storage_url))}"
         if storage_url and storage_url != DEFAULT_STORAGE_URL
         else ""
     )

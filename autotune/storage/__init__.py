@@ -34,7 +34,7 @@ from autotune.storage._read import (
 )
 from autotune.storage._session import create_results_engine, session_scope, sqlite_path
 from autotune.storage._store import ResultsStore
-from autotune.storage._url import validate_storage_url
+from autotune.storage._url import error_reason, validate_storage_url
 from autotune.storage.models import TABLE_PREFIX
 from autotune.storage.records import (
     FINISHED_STATES,
@@ -66,6 +66,7 @@ __all__ = [
     "VerificationRun",
     "check_storage_reachable",
     "create_results_engine",
+    "error_reason",
     "hardware_fingerprint",
     "head_revision",
     "is_feasible",

@@ -13,8 +13,9 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from autotune.config import display_url
 from autotune.exceptions import StorageError
-from autotune.storage._url import validate_storage_url
+from autotune.storage._url import error_reason, validate_storage_url
 
 __all__ = ["check_storage_reachable", "open_storage", "study_exists"]
 
@@ -28,10 +29,10 @@ def _check_sqlite_directory(url: str, database: str | None) -> None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise StorageError(
-            f"storage={url}: {ancestor} is a file, so the database directory cannot be made"
+            f"storage={display_url(url)}: {ancestor} is a file, so the database directory cannot be made"
         )
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise StorageError(f"storage={url}: no permission to write in {ancestor}")
+        raise StorageError(f"storage={display_url(url)}: no permission to write in {ancestor}")
 
 
 def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
@@ -55,8 +56,10 @@ def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
         with engine.connect():
             pass
     except SQLAlchemyError as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise StorageError(f"storage={url}: cannot reach the database: {reason}") from None
+        reason = error_reason(e, url)
+        raise StorageError(
+            f"storage={display_url(url)}: cannot reach the database: {reason}"
+        ) from None
     finally:
         engine.dispose()
 
@@ -90,8 +93,10 @@ def study_exists(url: str, study_name: str) -> bool:
             )
             return connection.execute(query, {"name": study_name}).first() is not None
     except SQLAlchemyError as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise StorageError(f"storage={url}: cannot read the database: {reason}") from None
+        reason = error_reason(e, url)
+        raise StorageError(
+            f"storage={display_url(url)}: cannot read the database: {reason}"
+        ) from None
     finally:
         engine.dispose()
 
@@ -120,5 +125,7 @@ def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
                 heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
             )
     except (SQLAlchemyError, OSError) as e:
-        reason = str(getattr(e, "orig", None) or e).splitlines()[0]
-        raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
+        reason = error_reason(e, url)
+        raise StorageError(
+            f"storage={display_url(url)}: cannot open the database: {reason}"
+        ) from None

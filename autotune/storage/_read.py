@@ -6,9 +6,10 @@ import optuna
 from optuna.storages import RDBStorage
 from sqlalchemy.exc import SQLAlchemyError
 
+from autotune.config import display_url
 from autotune.exceptions import StorageError
 from autotune.storage._session import sqlite_path
-from autotune.storage._url import validate_storage_url
+from autotune.storage._url import error_reason, validate_storage_url
 
 __all__ = ["StudyNotFoundError", "load_existing_study", "open_existing_storage", "study_names"]
 
@@ -28,14 +29,16 @@ def open_existing_storage(url: str) -> RDBStorage:
     path = sqlite_path(url)
     if path is not None and not path.is_file():
         raise StorageError(
-            f"storage={url}: no database file at {path} "
+            f"storage={display_url(url)}: no database file at {path} "
             "(run `autotune run` first, or pass storage=URL)"
         )
     try:
         return RDBStorage(url)
     except SQLAlchemyError as e:
-        reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-        raise StorageError(f"storage={url}: cannot open the database: {reason}") from None
+        reason = error_reason(e, url)
+        raise StorageError(
+            f"storage={display_url(url)}: cannot open the database: {reason}"
+        ) from None
 
 
 def study_names(storage: RDBStorage) -> list[str]:
@@ -62,6 +65,6 @@ def load_existing_study(
     if study_name not in names:
         known = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
         raise StudyNotFoundError(
-            f"study={study_name}: no such study in {url} (studies there: {known})"
+            f"study={study_name}: no such study in {display_url(url)} (studies there: {known})"
         )
     return optuna.load_study(study_name=study_name, storage=storage)

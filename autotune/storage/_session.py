@@ -11,7 +11,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from autotune.config import display_url
 from autotune.exceptions import StorageError
+from autotune.storage._url import error_reason
 
 __all__ = ["create_results_engine", "session_scope", "sqlite_path"]
 
@@ -38,7 +40,10 @@ def create_results_engine(url: str) -> Engine:
             return create_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
         return create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ImportError, ValueError) as e:
-        raise StorageError(f"storage={url}: cannot open the database: {e}") from None
+        reason = error_reason(e, url)
+        raise StorageError(
+            f"storage={display_url(url)}: cannot open the database: {reason}"
+        ) from None
 
 
 def _reason(error: SQLAlchemyError) -> str:

@@ -9,6 +9,7 @@ from sqlalchemy import Engine, inspect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from autotune.config import display_url
 from autotune.exceptions import StorageError
 from autotune.storage._migrate import head_revision, schema_revision, upgrade_schema
 from autotune.storage._rows import (
@@ -84,7 +85,7 @@ class ResultsStore:
         if revision != head_revision():
             engine.dispose()
             raise StorageError(
-                f"storage={url}: results tables are at revision {revision}, this autotune reads "
+                f"storage={display_url(url)}: results tables are at revision {revision}, this autotune reads "
                 f"{head_revision()}; run `autotune run` with this storage once to upgrade them"
             )
         return cls(engine, url, available=True)
@@ -113,7 +114,9 @@ class ResultsStore:
 
     def _require_tables(self) -> None:
         if not self.available:
-            raise StorageError(f"storage={self.url}: the results tables do not exist here")
+            raise StorageError(
+                f"storage={display_url(self.url)}: the results tables do not exist here"
+            )
 
     @staticmethod
     def _hardware_row(session: Session, hardware: HardwareFingerprint) -> HardwareModel:

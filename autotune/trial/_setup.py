@@ -13,6 +13,8 @@ default) over the budget's ``total_steps``.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSamp
 
 from autotune.config import TrainSettings, TrialConfig
 from autotune.devices import Backend
+from autotune.lifetime import die_with_rank
 from autotune.workloads import LoadedWorkload
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -70,7 +73,8 @@ def make_loader(
     config: TrialConfig, data: Dataset[Any], backend: Backend, rank: int, world_size: int
 ) -> DataLoader[Any]:
     """The training loader: shuffled with the trial's seed (a ``DistributedSampler`` under
-    DDP), ``drop_last`` so that every step has the same batch."""
+    DDP), ``drop_last`` so that every step has the same batch; its worker processes die with
+    this rank (:func:`autotune.lifetime.die_with_rank`), even when it is killed."""
     generator = torch.Generator().manual_seed(config.seed)
     sampler: Any
     if world_size > 1:
@@ -86,6 +90,7 @@ def make_loader(
         drop_last=True,  # equal batches: steady timing, no recompiles on a ragged last batch
         persistent_workers=config.num_workers > 0,
         generator=generator,
+        worker_init_fn=functools.partial(die_with_rank, os.getpid()),
     )
 
 

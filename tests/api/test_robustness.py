@@ -280,3 +280,111 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
     assert retried[0].params == stale.params  # the stale trial's configuration, run again
     for number, values in completed_before.items():  # kept, not redone
         assert study.trials[number].values == values
+
+
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None once it has exited: with the
+    pid, it names one process (a pid may be reused)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return None if fields[0] == "Z" else int(fields[19])  # a zombie has exited
+
+
+def _kind(pid: int) -> str:
+    """What a process of a study is: its command name, or the multiprocessing role its
+    command line names (every process of a study is ``python``)."""
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return "gone"
+    if comm != "python" and comm != Path(sys.executable).name:
+        return comm  # pt_data_worker: torch names its DataLoader workers
+    for role in ("resource_tracker", "forkserver"):
+        if f"multiprocessing.{role} import main" in cmdline:
+            return role
+    return comm
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process tree in /proc")
+def test_kill_9_mid_trial_leaves_no_process_of_the_study(tmp_path: Path) -> None:
+    """``kill -9`` of ``autotune run`` on the CPU while a trial trains with two DataLoader
+    workers: within 10 s nothing of the study is left (its forkserver, the rank, the rank's
+    forkserver and its workers, the resource tracker)."""
+    storage = _sqlite(tmp_path)
+    command = [
+        sys.executable,
+        "-m",
+        "autotune.cli",
+        "run",
+        "--trials",
+        "2",
+        "space=cnn_small",
+        "device=cpu",
+        f"storage={storage}",
+        "study=killed",
+        "verify.rounds=0",
+        # One small configuration, trained far longer than the test waits.
+        *(
+            "model.depth=2",
+            "model.width=8",
+            "batch_size=64",
+            "precision=fp32",
+            "memory_format=contiguous",
+        ),
+        *("compile_mode=none", "gpu_count=1", "num_workers=2", "train.epochs=5000"),
+    ]
+    # This checkout's autotune, wherever the test runs from (not an installed copy).
+    path = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+    study = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    processes: dict[int, tuple[int, str]] = {}  # pid: (start time, kind)
+    try:
+        deadline = time.monotonic() + 300  # generous: a loaded 2-core machine starts slowly
+        while time.monotonic() < deadline and study.poll() is None:
+            time.sleep(0.5)
+            tree = _process_tree(study.pid)
+            kinds = Counter(_kind(pid) for pid in tree)
+            if kinds["pt_data_worker"] == 2:
+                break
+        else:
+            pytest.fail(f"no trial of the study got its DataLoader workers going ({study.poll()})")
+        for pid, depth in tree.items():
+            start = _start_time(pid)
+            if start is not None:
+                # A rank is forked from the study's forkserver: it shows the same command line.
+                kind = _kind(pid)
+                processes[pid] = (start, "rank" if (kind, depth) == ("forkserver", 2) else kind)
+        # The study's resource tracker and forkserver; the rank; the forkserver the rank
+        # started and its two DataLoader workers.
+        assert sorted(kind for _, kind in processes.values()) == [
+            "forkserver",
+            "forkserver",
+            "pt_data_worker",
+            "pt_data_worker",
+            "rank",
+            "resource_tracker",
+        ], processes
+
+        study.send_signal(signal.SIGKILL)
+        study.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = {p: k for p, (s, k) in processes.items() if _start_time(p) == s}
+            if not left:
+                break
+            time.sleep(0.25)
+        assert left == {}
+    finally:
+        if study.poll() is None:
+            study.kill()
+            study.wait(timeout=30)
+        for pid, (start, _) in processes.items():
+            if _start_time(pid) == start:  # still the process the study started
+                os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,67 @@
+"""The terminal output of ``run`` (autotune/console.py): the run header and the commands it
+prints for the user to copy never show the storage URL's password."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from autotune.api import StudyResult, prepare_run
+from autotune.config import load_run_config
+from autotune.console import print_header, print_result
+from tests.storage.studies import run_mock_study, sqlite_url
+
+SECRET = "S3cret"
+#: What the study's storage is said to be: a PostgreSQL URL with a password.
+PASSWORD_URL = f"postgresql+psycopg://alice:{SECRET}@db.example:5432/autotune"
+SHOWN = "postgresql+psycopg://alice:***@db.example:5432/autotune"
+
+
+def _printed(print_fn: Callable[..., None], *args: object) -> str:
+    console = Console(width=250, record=True, file=io.StringIO())
+    print_fn(console, *args)
+    return console.export_text()
+
+
+def test_the_run_header_masks_the_password(tmp_path: Path) -> None:
+    prepared = prepare_run(load_run_config(["device=mock", f"storage={sqlite_url(tmp_path)}"]))
+    config = prepared.config.model_copy(update={"storage": PASSWORD_URL})
+
+    text = _printed(print_header, dataclasses.replace(prepared, config=config), 10)
+
+    assert f"storage {SHOWN}\n" in text
+    assert SECRET not in text
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory: pytest.TempPathFactory) -> StudyResult:
+    """A mock study searched and verified (its verification recommends a configuration)."""
+    result = run_mock_study(
+        sqlite_url(tmp_path_factory.mktemp("console")), 8, study="s", constrained=False
+    )
+    assert result.verification is not None and result.verification.recommended is not None
+    return result
+
+
+def test_the_commands_to_copy_mask_the_password(verified: StudyResult) -> None:
+    text = _printed(print_result, dataclasses.replace(verified, storage=PASSWORD_URL))
+
+    assert f"export it: autotune best s storage='{SHOWN}' --export s-best.yaml\n" in text
+    assert f"report:    autotune report s storage='{SHOWN}'\n" in text
+    assert SECRET not in text
+
+
+def test_the_verify_command_of_an_unverified_run_masks_the_password(
+    verified: StudyResult,
+) -> None:
+    unverified = dataclasses.replace(verified, storage=PASSWORD_URL, verification=None)
+
+    text = _printed(print_result, unverified)
+
+    assert f"`autotune verify s storage='{SHOWN}'` verifies the finalists" in text
+    assert SECRET not in text
