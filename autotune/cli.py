@@ -88,8 +88,10 @@ def verify(
     args: list[str] = typer.Argument(
         None,
         metavar="[KEY=VALUE]...",
-        help="storage=URL verify.rounds=R (default 3, >= 2) verify.candidates=K (default 4) "
-        "verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S.",
+        help="storage=URL verify.rounds=R (confirmation rounds, default 5, >= 3) "
+        "verify.race_rounds=A (default 2) verify.candidates=K (default 4) "
+        "verify.accuracy_tolerance_pt=X (default 0.5) verify.screen_z=Z (default 1.645) "
+        "trial.timeout_s=S.",
     ),
 ) -> None:
     """Re-run the baseline and the finalists in interleaved rounds of fresh processes, each

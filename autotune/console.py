@@ -127,7 +127,8 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
 
 
 def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None:
-    """Say what is about to run: study, storage, device, sampler, and removed choices."""
+    """Say what is about to run: study, storage, device, sampler, removed choices (the
+    precision screen's among them) and precisions kept below the screen's ratio."""
     config, caps = prepared.config, prepared.capabilities
     if caps.simulated:
         console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
@@ -138,6 +139,8 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
     console.print(f"storage {display_url(config.storage)}", highlight=False)
     for line in prepared.removed_choices:
         console.print(f"[dim]skipped {line}[/]")
+    for line in prepared.screen.notes() if prepared.screen is not None else []:
+        console.print(f"[dim]{line}[/]", highlight=False)
 
 
 class ProgressDisplay:

@@ -30,6 +30,7 @@ from autotune.config import MockFault, RunConfig, SearchSpace, TrialConfig, disp
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import (
     DeviceCapabilities,
+    PrecisionScreen,
     check_study_hardware,
     trial_infeasibility_reason,
 )
@@ -46,6 +47,7 @@ from autotune.samplers import OneThreadSampler, make_sampler
 from autotune.storage import FINISHED_STATES, error_reason, study_exists
 
 __all__ = [
+    "STUDY_RECORD_ATTR",
     "SurplusTrial",
     "TrialObjective",
     "check_warm_start",
@@ -53,6 +55,9 @@ __all__ = [
     "open_study",
 ]
 
+#: The study user attribute holding the study record: its space, device, objectives and
+#: precision screen (what a resumed study must match).
+STUDY_RECORD_ATTR = "autotune"
 #: States that hold one of the study's ``--trials`` slots: finished, running or queued.
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 #: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
@@ -95,6 +100,7 @@ def _study_record(
     caps: DeviceCapabilities,
     objectives: tuple[Objective, ...],
     metric: Objective | None,
+    screen: PrecisionScreen | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
         # Defaults left out: a field added in a later autotune version (with a default that
@@ -106,6 +112,10 @@ def _study_record(
         "simulated": caps.simulated,
         "objectives": [o.name for o in objectives],
     }
+    if screen is not None:
+        # Which precisions the device's peaks screened out, with the peaks and the ratio: a
+        # resumed study keeps this screen (autotune.hardware.study_precision_screen).
+        record["precision_screen"] = screen.to_record()
     if objective_mode(objectives) == "time_to_accuracy":
         # The metric is not an objective here: the record keeps what the target is.
         record["objective"] = "time_to_accuracy"
@@ -130,9 +140,14 @@ def open_study(
     seed_offset: int = 0,
     objectives: tuple[Objective, ...] = OBJECTIVES,
     metric: Objective | None = None,
+    screen: PrecisionScreen | None = None,
 ) -> optuna.Study:
     """Create the study, or load it to resume; refuse to mix spaces, device kinds or
     objective modes.
+
+    A new study's record (user attribute ``autotune``) keeps ``space`` (restricted to what the
+    device runs, screened precisions removed) and ``screen``, the precision screen
+    (:func:`autotune.hardware.screen_precisions`), which a resumed study keeps.
 
     ``objectives`` are the study's (:func:`autotune.objectives.study_objectives` of the
     workload's metric and ``objective=``); Optuna keeps their names and directions with the
@@ -147,7 +162,7 @@ def open_study(
         ConfigError: the existing study was made with another space or another device kind.
         StorageError: the database failed.
     """
-    record = _study_record(config, space, caps, objectives, metric)
+    record = _study_record(config, space, caps, objectives, metric, screen)
     try:
         warm_start = _warm_start_trials(config, space, storage) if config.warm_start else []
         study = optuna.create_study(
@@ -158,12 +173,12 @@ def open_study(
         )
         # Another machine first: it also explains a space restricted differently.
         check_study_hardware(study, caps.fingerprint, allow_change=config.allow_hardware_change)
-        existing = study.user_attrs.get("autotune")
+        existing = study.user_attrs.get(STUDY_RECORD_ATTR)
         if existing is None:
             with warnings.catch_warnings():  # set_metric_names is "experimental" since 3.2
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 study.set_metric_names([o.name for o in objectives])
-            study.set_user_attr("autotune", record)
+            study.set_user_attr(STUDY_RECORD_ATTR, record)
             for params, source in warm_start:
                 study.enqueue_trial(params, user_attrs={"warm_start_from": source})
         else:

@@ -52,6 +52,38 @@ BAD_INPUT = [
         id="wrong-type",
     ),
     pytest.param(["run", "precision=[]"], "override precision=[]: precision", id="empty-choices"),
+    pytest.param(
+        ["run", "device=mock", "hardware.min_peak_ratio=2"],
+        "override hardware.min_peak_ratio=2: hardware.min_peak_ratio: Input should be less than "
+        "or equal to 1",
+        id="min-peak-ratio-above-1",
+    ),
+    pytest.param(
+        ["run", "device=mock", "hardware.min_peak_ratio=-0.1"],
+        "hardware.min_peak_ratio: Input should be greater than or equal to 0",
+        id="min-peak-ratio-negative",
+    ),
+    pytest.param(
+        ["run", "device=mock", "hardware.min_peak_ratio=fast"],
+        "override hardware.min_peak_ratio=fast: hardware.min_peak_ratio: Input should be a "
+        "valid number",
+        id="min-peak-ratio-not-a-number",
+    ),
+    pytest.param(
+        ["run", "device=mock", "hardware.min_peak_ratio=true"],
+        "hardware.min_peak_ratio: must be a number from 0 to 1, not true",
+        id="min-peak-ratio-bool",
+    ),
+    pytest.param(
+        ["run", "device=mock", "hardware.min_peak_ratio=nan"],
+        "hardware.min_peak_ratio: Input should be a finite number",
+        id="min-peak-ratio-nan",
+    ),
+    pytest.param(
+        ["run", "device=mock", "hardware.peak=1"],
+        "override hardware.peak=1: hardware.peak: unknown key",
+        id="hardware-unknown-key",
+    ),
     pytest.param(["run", "space=nosuch"], "space=nosuch: unknown space name", id="space-name"),
     pytest.param(
         ["run", "space=missing.yaml"], "space=missing.yaml: no such file", id="space-file"

@@ -1,5 +1,6 @@
 """The terminal output of ``run`` (autotune/console.py): the run header and the commands it
-prints for the user to copy never show the storage URL's password."""
+prints for the user to copy never show the storage URL's password; the header says which
+precision the screen skipped."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from rich.console import Console
 from autotune.api import StudyResult, prepare_run
 from autotune.config import load_run_config
 from autotune.console import print_header, print_result
+from autotune.testing import make_capabilities
+from tests.api.runs import mock_run_config
 from tests.storage.studies import run_mock_study, sqlite_url
 
 SECRET = "S3cret"
@@ -41,8 +44,13 @@ def test_the_run_header_masks_the_password(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory: pytest.TempPathFactory) -> StudyResult:
     """A mock study searched and verified (its verification recommends a configuration)."""
+    # 1 pt: the mock's fastest finalist is ~0.6 pt less accurate (tests/report/verdicts.py).
     result = run_mock_study(
-        sqlite_url(tmp_path_factory.mktemp("console")), 8, study="s", constrained=False
+        sqlite_url(tmp_path_factory.mktemp("console")),
+        8,
+        study="s",
+        constrained=False,
+        extra=["verify.accuracy_tolerance_pt=1.0"],
     )
     assert result.verification is not None and result.verification.recommended is not None
     return result
@@ -65,3 +73,37 @@ def test_the_verify_command_of_an_unverified_run_masks_the_password(
 
     assert f"`autotune verify s storage='{SHOWN}'` verifies the finalists" in text
     assert SECRET not in text
+
+
+#: The default mock profile with an fp16 peak of 1/100 of fp32's (FLOP/s).
+_SLOW_FP16 = {"fp32": 19.5e12, "tf32": 156e12, "fp16": 0.195e12, "bf16": 312e12}
+
+
+def _header(tmp_path: Path, *args: str) -> str:
+    prepared = prepare_run(
+        mock_run_config(f"sqlite:///{tmp_path / 'a.db'}", *args),
+        capabilities=make_capabilities("mock", peak_flops_per_s=_SLOW_FP16),
+    )
+    console = Console(width=250, record=True, file=io.StringIO())
+    print_header(console, prepared, 10)
+    return console.export_text()
+
+
+def test_the_header_says_which_precision_the_screen_skipped(tmp_path: Path) -> None:
+    lines = _header(tmp_path).splitlines()
+
+    assert (
+        "skipped precision=fp16: dense peak 195 GFLOP/s is 1/100 of fp32's 19.5 TFLOP/s "
+        "(below hardware.min_peak_ratio=0.1)"
+    ) in lines
+
+
+def test_the_header_says_when_a_slow_precision_is_kept_as_the_only_one(tmp_path: Path) -> None:
+    text = _header(tmp_path, "precision=fp16")
+
+    assert "skipped precision=fp16" not in text
+    assert (
+        "kept precision=fp16: dense peak 195 GFLOP/s is 1/100 of fp32's 19.5 TFLOP/s, below "
+        "hardware.min_peak_ratio=0.1, but the space has no faster precision the device can run "
+        "(hardware.min_peak_ratio=0 silences this)"
+    ) in text.splitlines()

@@ -8,19 +8,26 @@ from autotune.config import RunConfig, SearchSpace
 from autotune.exceptions import ConfigError, WorkloadError
 from autotune.hardware import (
     DeviceCapabilities,
+    PrecisionScreen,
     detect_capabilities,
     resolve_device,
     restrict_space,
+    study_precision_screen,
 )
 from autotune.objectives import METRIC_INDEX, Objective, study_objectives
-from autotune.storage import check_storage_reachable
-from autotune.study import check_warm_start
+from autotune.storage import check_storage_reachable, stored_study_attr
+from autotune.study import STUDY_RECORD_ATTR, check_warm_start
 from autotune.workloads import check_workload
 
 
 @dataclass(frozen=True)
 class PreparedRun:
-    """A validated run, before anything is written: device, restricted space, removed choices."""
+    """A validated run, before anything is written: device, restricted space, removed choices.
+
+    ``screen`` is the precision screen (:class:`autotune.hardware.PrecisionScreen`): made now
+    for a new study, the stored one for a resumed study, None for a study made before the
+    screen existed (nothing screened). Its screened precisions are among ``removed_choices``.
+    """
 
     config: RunConfig
     capabilities: DeviceCapabilities
@@ -28,16 +35,26 @@ class PreparedRun:
     removed_choices: list[str]
     objectives: tuple[Objective, ...]
     metric: Objective  # the workload's validation metric (an objective in throughput mode)
+    screen: PrecisionScreen | None = None
 
 
-def prepare_run(config: RunConfig) -> PreparedRun:
+def prepare_run(
+    config: RunConfig, *, capabilities: DeviceCapabilities | None = None
+) -> PreparedRun:
     """Validate everything that can be validated without writing anything.
 
     Resolves the device, checks the workload (it imports, takes the space's knobs, builds
     its smallest model on the meta device, and its datasets load: so a missing or corrupt
-    ``data.root`` fails here), removes choices the device can never run, checks the storage
-    URL (its driver is installed, a database server answers), and checks that the
-    ``warm_start`` study exists (reading the database, never creating it).
+    ``data.root`` fails here), checks the storage URL (its driver is installed, a database
+    server answers), screens the precisions against the device's peaks
+    (``hardware.min_peak_ratio``; a study that exists keeps the screen it stored), removes
+    them and the choices the device can never run, and checks that the ``warm_start`` study
+    exists (reading the database, never creating it).
+
+    Args:
+        config: the validated run configuration.
+        capabilities: the device's capabilities, when the caller has them (tests pass fakes);
+            detected for ``config.device`` when None.
 
     Raises:
         ConfigError, WorkloadError, DeviceUnavailableError, DataError, StorageError: with
@@ -62,9 +79,18 @@ def prepare_run(config: RunConfig) -> PreparedRun:
             f"device=mock: the mock device simulates the built-in workloads (cnn, mlp) only; "
             f"it has no model of {spec.label}'s accuracy. Run it with device=cpu or device=cuda"
         )
-    caps = detect_capabilities(kind, mock_profile=config.mock.profile)
-    space, removed = restrict_space(config.space, caps)
+    caps = capabilities or detect_capabilities(kind, mock_profile=config.mock.profile)
     check_storage_reachable(config.storage)
+    screen = study_precision_screen(
+        config.space,
+        caps,
+        config.hardware.min_peak_ratio,
+        stored_study_attr(config.storage, config.study, STUDY_RECORD_ATTR),
+        config.study,
+    )
+    space, removed = restrict_space(
+        config.space, caps, screen.reasons() if screen is not None else None
+    )
     check_warm_start(config)
     return PreparedRun(
         config=config,
@@ -73,6 +99,7 @@ def prepare_run(config: RunConfig) -> PreparedRun:
         removed_choices=removed,
         objectives=objectives,
         metric=metric,
+        screen=screen,
     )
 
 

@@ -191,6 +191,7 @@ def run_study(
         seed_offset=_WORKER_SEED_STRIDE * worker_index,
         objectives=prepared.objectives,
         metric=prepared.metric,
+        screen=prepared.screen,
     )
     objective = TrialObjective(
         config, space, caps, with_mfu(run_trial_fn, caps), n_trials, prepared.objectives

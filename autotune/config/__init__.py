@@ -13,9 +13,9 @@ whose one-line message names the file or override, the key and the rule.
 
 One private module per job, each importing only those above it in this list:
 ``_base`` (the strict base model), ``_knobs`` (knob parameter types and their Optuna
-suggestions), ``_settings`` (fixed training, data, timing, mock and verification settings),
-``_space`` (the model's knobs, the workload reference, the search space), ``_run`` (what a
-run and each trial are given), ``_url`` (storage URLs as shown, password masked),
+suggestions), ``_settings`` (fixed training, data, timing, mock, hardware and verification
+settings), ``_space`` (the model's knobs, the workload reference, the search space), ``_run``
+(what a run and each trial are given), ``_url`` (storage URLs as shown, password masked),
 ``_overrides`` (``key=value`` parsing) and ``_loading`` (YAML files, overrides and error
 locations).
 """
@@ -48,6 +48,7 @@ from autotune.config._settings import (
     LR_SCALING_RULES,
     Constraints,
     DataSettings,
+    HardwareSettings,
     MeasureSettings,
     MockFault,
     MockProfileName,
@@ -83,6 +84,7 @@ __all__ = [
     "Constraints",
     "DataSettings",
     "FloatParam",
+    "HardwareSettings",
     "IntParam",
     "MeasureSettings",
     "MemoryFormatParam",

@@ -34,6 +34,7 @@ _RUN_KEYS = (
     "mock",
     "warm_start",
     "allow_hardware_change",
+    "hardware",
     "verify",
 )
 
@@ -150,7 +151,8 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
     """Build a :class:`RunConfig` from ``key=value`` arguments, as ``autotune run`` gets them.
 
     Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``objective``, ``seed``,
-    ``trial.*``) configure the run; every other key overrides a field of the space.
+    ``trial.*``, ``hardware.*``, ``verify.*``, ...: :data:`_RUN_KEYS`) configure the run; every
+    other key overrides a field of the space.
 
     Args:
         args: ``key=value`` strings, e.g. ``["space=cnn_small", "device=cpu", "train.epochs=2"]``.

@@ -11,6 +11,7 @@ from autotune.config._base import Strict
 from autotune.config._knobs import TUNER_KNOBS, CompileMode, MemoryFormat, Precision
 from autotune.config._settings import (
     DataSettings,
+    HardwareSettings,
     MeasureSettings,
     MockFault,
     MockProfileName,
@@ -50,6 +51,8 @@ class RunConfig(Strict):
     warm_start: str | None = None
     # Run an existing study on a machine with another hardware fingerprint.
     allow_hardware_change: bool = False
+    # What the device's peaks remove from the space before a new study (hardware.*).
+    hardware: HardwareSettings = HardwareSettings()
     verify: VerifySettings = VerifySettings()
 
 

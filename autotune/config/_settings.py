@@ -1,5 +1,5 @@
 """Fixed settings: training (with the learning-rate scaling rules), data, constraints,
-timing, trial processes, the mock device, and verification."""
+timing, trial processes, the mock device, the hardware screen, and verification."""
 
 from __future__ import annotations
 
@@ -211,6 +211,30 @@ class MockSettings(Strict):
     # The simulated machine: default (a small 16 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
     # or cpu (no GPU).
     profile: MockProfileName = "default"
+
+
+class HardwareSettings(Strict):
+    """How the device's measured or published figures shape the space (``hardware.*``).
+
+    ``min_peak_ratio``: before a new study opens, a precision whose matmul peak FLOP/s on this
+    device is below this share of fp32's (the baseline's precision, never screened) is
+    removed from the space and said so (:func:`autotune.hardware.screen_precisions`). The
+    peaks are the run header's: measured on the CPU, published for a known CUDA GPU, the
+    profile's on the mock device. ``0`` keeps every precision. A study stores its screen and
+    keeps it when resumed.
+    """
+
+    # 0.1: a precision at a tenth of fp32's peak or less cannot make a trial faster than fp32
+    # where matmuls and convolutions dominate (2.47 of 304 GFLOP/s fp16 on a 2-core Xeon
+    # without native fp16 spent 72 % of a 50-trial study on fp16 trials; README, Hardware).
+    min_peak_ratio: float = Field(0.1, ge=0, le=1, allow_inf_nan=False)
+
+    @field_validator("min_peak_ratio", mode="before")
+    @classmethod
+    def _a_number(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError(f"must be a number from 0 to 1, not {str(value).lower()}")
+        return value
 
 
 class VerifySettings(Strict):

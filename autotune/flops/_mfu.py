@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from autotune.measure import Measurement
     from autotune.nvml import GpuWindowReading
 
-__all__ = ["describe_peaks", "mfu_figures", "trial_extras", "with_mfu"]
+__all__ = ["describe_peaks", "flops_text", "mfu_figures", "trial_extras", "with_mfu"]
 
 
 def trial_extras(
@@ -148,7 +148,8 @@ def with_mfu(
     return run
 
 
-def _flops_text(flops_per_s: float) -> str:
+def flops_text(flops_per_s: float) -> str:
+    """A FLOP/s figure for display, to 3 significant digits: ``304 GFLOP/s``, ``67 TFLOP/s``."""
     if flops_per_s >= 1e12:
         return f"{flops_per_s / 1e12:,.3g} TFLOP/s"
     return f"{flops_per_s / 1e9:,.3g} GFLOP/s"
@@ -157,7 +158,7 @@ def _flops_text(flops_per_s: float) -> str:
 def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
     """One line for the run header: the peak FLOP/s MFU is measured against, and its source."""
     shown = [
-        f"{p} {_flops_text(caps.peak_flops_per_s[p])}"
+        f"{p} {flops_text(caps.peak_flops_per_s[p])}"
         for p in precisions
         if p in caps.peak_flops_per_s
     ]

@@ -11,6 +11,9 @@ trial must pass.
 - :mod:`._feasibility`: the feasibility rules, the one place that decides whether a
   configuration can run (:func:`restrict_space` before a study, :func:`trial_infeasibility_reason`
   before each trial).
+- :mod:`._screen`: the precision screen (:func:`screen_precisions`): a precision whose peak is
+  below ``hardware.min_peak_ratio`` of fp32's is left out of a new study, which stores the
+  screen and keeps it when resumed (:func:`study_precision_screen`).
 """
 
 from __future__ import annotations
@@ -43,15 +46,23 @@ from autotune.hardware._memory import (
     estimate_memory,
     estimate_trial_memory,
 )
+from autotune.hardware._screen import (
+    REFERENCE_PRECISION,
+    PrecisionScreen,
+    screen_precisions,
+    study_precision_screen,
+)
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
     "CUDA_RUNTIME_BYTES",
     "MEMORY_ESTIMATE_TOLERANCE",
     "MOCK_RUNTIME_BYTES",
+    "REFERENCE_PRECISION",
     "DeviceCapabilities",
     "MachineFingerprint",
     "MemoryEstimate",
+    "PrecisionScreen",
     "capabilities_from_fingerprint",
     "check_study_hardware",
     "cpu_model_name",
@@ -64,5 +75,7 @@ __all__ = [
     "physical_cpu_cores",
     "resolve_device",
     "restrict_space",
+    "screen_precisions",
+    "study_precision_screen",
     "trial_infeasibility_reason",
 ]

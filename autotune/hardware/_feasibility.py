@@ -2,7 +2,8 @@
 device.
 
 Each rule is a small pure function returning the reason a choice cannot run, or None.
-:func:`restrict_space` removes the choices the device can never run before a study starts;
+:func:`restrict_space` removes the choices the device can never run before a study starts (and
+the precisions the precision screen, :mod:`._screen`, leaves out);
 :func:`trial_infeasibility_reason` names the rule any remaining configuration breaks, so it
 is never launched (the study records it with ``failure=infeasible``).
 """
@@ -163,11 +164,21 @@ def _memory_restricted(
     return space.model_copy(update={"model": model, "batch_size": batch})
 
 
-def restrict_space(space: SearchSpace, caps: DeviceCapabilities) -> tuple[SearchSpace, list[str]]:
-    """Remove the choices the device can never run.
+def restrict_space(
+    space: SearchSpace, caps: DeviceCapabilities, screened: Mapping[str, str] | None = None
+) -> tuple[SearchSpace, list[str]]:
+    """Remove the choices the device can never run, and the precisions screened out.
 
-    Precision, compile mode and world size follow their rules; then batch sizes and integer
-    model-knob values are removed whose smallest configuration already exceeds the memory.
+    Precision, compile mode and world size follow their rules; the precisions in
+    ``screened`` go next (the precision screen, :func:`autotune.hardware.screen_precisions`);
+    then batch sizes and integer model-knob values are removed whose smallest configuration
+    already exceeds the memory (with the precisions that are left).
+
+    Args:
+        space: the search space.
+        caps: the device.
+        screened: precisions to remove besides the rules', each with its reason (a precision
+            the space lacks is ignored; the screen never lists every precision left).
 
     Returns:
         The restricted space and one line per removed choice with the rule's reason.
@@ -176,6 +187,7 @@ def restrict_space(space: SearchSpace, caps: DeviceCapabilities) -> tuple[Search
         ConfigError: when a knob would be left with no choice at all.
     """
     removed: list[str] = []
+    screened = screened or {}
 
     def keep(knob: str, values: Sequence[Any], reason_of: Any) -> list[Any]:
         kept = []
@@ -194,6 +206,10 @@ def restrict_space(space: SearchSpace, caps: DeviceCapabilities) -> tuple[Search
     precision = keep(
         "precision", [p for p in PRECISIONS if p in space.precision.values()], _precision_reason
     )
+    unscreened = [p for p in precision if p not in screened]
+    if unscreened:  # never empty; a stored screen on another space: open_study refuses that
+        removed.extend(f"precision={p}: {screened[p]}" for p in precision if p in screened)
+        precision = unscreened
     compile_mode = keep(
         "compile_mode",
         [m for m in COMPILE_MODES if m in space.compile_mode.values()],

@@ -25,7 +25,12 @@ from autotune.storage._migrate import (
     schema_revision,
     upgrade_schema,
 )
-from autotune.storage._optuna import check_storage_reachable, open_storage, study_exists
+from autotune.storage._optuna import (
+    check_storage_reachable,
+    open_storage,
+    stored_study_attr,
+    study_exists,
+)
 from autotune.storage._read import (
     StudyNotFoundError,
     load_existing_study,
@@ -77,6 +82,7 @@ __all__ = [
     "schema_revision",
     "session_scope",
     "sqlite_path",
+    "stored_study_attr",
     "study_exists",
     "study_names",
     "trial_record",

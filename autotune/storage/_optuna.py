@@ -1,11 +1,15 @@
-"""Optuna's RDB storage: checking that a database answers, whether it holds a study, and
-opening it with heartbeats; nothing here writes until :func:`open_storage`."""
+"""Optuna's RDB storage: checking that a database answers, whether it holds a study (and one
+of its user attributes), and opening it with heartbeats; nothing here writes until
+:func:`open_storage`."""
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import optuna
 import sqlalchemy
@@ -17,7 +21,9 @@ from autotune.config import display_url
 from autotune.exceptions import StorageError
 from autotune.storage._url import error_reason, validate_storage_url
 
-__all__ = ["check_storage_reachable", "open_storage", "study_exists"]
+_T = TypeVar("_T")
+
+__all__ = ["check_storage_reachable", "open_storage", "stored_study_attr", "study_exists"]
 
 
 def _check_sqlite_directory(url: str, database: str | None) -> None:
@@ -69,6 +75,39 @@ def check_storage_reachable(url: str, timeout_s: int = 10) -> None:
 _OPTUNA_STUDIES_TABLE = "studies"
 
 
+#: Optuna's table of study user attributes (``study_id``, ``key``, ``value_json``; the same
+#: since Optuna 1.0).
+_OPTUNA_STUDY_ATTRS_TABLE = "study_user_attributes"
+
+
+def _read_only(url: str, read: Callable[[sqlalchemy.Connection], _T], missing: _T) -> _T:
+    """``read(connection)`` on the database at ``url``, or ``missing`` where there is no
+    database or no Optuna studies table; creates nothing.
+
+    Raises:
+        StorageError: the database cannot be read.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database in (None, "", ":memory:"):
+            return missing  # a new, empty database on every connection
+        if not Path(parsed.database).expanduser().is_file():
+            return missing
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            if not sqlalchemy.inspect(connection).has_table(_OPTUNA_STUDIES_TABLE):
+                return missing
+            return read(connection)
+    except SQLAlchemyError as e:
+        reason = error_reason(e, url)
+        raise StorageError(
+            f"storage={display_url(url)}: cannot read the database: {reason}"
+        ) from None
+    finally:
+        engine.dispose()
+
+
 def study_exists(url: str, study_name: str) -> bool:
     """Whether Optuna's storage at ``url`` holds ``study_name``, read without writing anything:
     a SQLite file that is not there is not created, nor are Optuna's tables where they are
@@ -77,28 +116,33 @@ def study_exists(url: str, study_name: str) -> bool:
     Raises:
         StorageError: the database cannot be read.
     """
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database in (None, "", ":memory:"):
-            return False  # a new, empty database on every connection
-        if not Path(parsed.database).expanduser().is_file():
-            return False
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            if not sqlalchemy.inspect(connection).has_table(_OPTUNA_STUDIES_TABLE):
-                return False
-            query = sqlalchemy.text(
-                f"SELECT 1 FROM {_OPTUNA_STUDIES_TABLE} WHERE study_name = :name"
-            )
-            return connection.execute(query, {"name": study_name}).first() is not None
-    except SQLAlchemyError as e:
-        reason = error_reason(e, url)
-        raise StorageError(
-            f"storage={display_url(url)}: cannot read the database: {reason}"
-        ) from None
-    finally:
-        engine.dispose()
+
+    def read(connection: sqlalchemy.Connection) -> bool:
+        query = sqlalchemy.text(f"SELECT 1 FROM {_OPTUNA_STUDIES_TABLE} WHERE study_name = :name")
+        return connection.execute(query, {"name": study_name}).first() is not None
+
+    return _read_only(url, read, False)
+
+
+def stored_study_attr(url: str, study_name: str, key: str) -> Any | None:
+    """The study user attribute ``key`` of ``study_name`` (decoded JSON), or None where the
+    study or the attribute is not there; read without writing anything (as
+    :func:`study_exists`).
+
+    Raises:
+        StorageError: the database cannot be read.
+    """
+
+    def read(connection: sqlalchemy.Connection) -> Any | None:
+        query = sqlalchemy.text(
+            f"SELECT a.value_json FROM {_OPTUNA_STUDY_ATTRS_TABLE} a "
+            f"JOIN {_OPTUNA_STUDIES_TABLE} s ON a.study_id = s.study_id "
+            "WHERE s.study_name = :name AND a.key = :key"
+        )
+        row = connection.execute(query, {"name": study_name, "key": key}).first()
+        return None if row is None else json.loads(row[0])
+
+    return _read_only(url, read, None)
 
 
 def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:

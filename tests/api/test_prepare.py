@@ -1,5 +1,6 @@
 """prepare_run (autotune/api/_prepare.py): everything validated before anything is written;
-and a workload study recording the metric prepare_run took from it."""
+a workload study recording the metric prepare_run took from it; the precision screen a
+study stores and keeps."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 
 from autotune.api import prepare_run, run_study
 from autotune.exceptions import ConfigError, DataError, StorageError, WorkloadError
+from autotune.hardware import DeviceCapabilities
 from autotune.objectives import OBJECTIVES, study_objectives
 from autotune.storage import ResultsStore
-from autotune.testing import FakeRunTrial, make_measurement
+from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 
 from ..workloads.sources import REGRESSION_SPACE, write_regression
 from .runs import load_study, mock_run_config
@@ -175,3 +177,119 @@ def test_prepare_time_to_accuracy_has_two_objectives_and_keeps_the_metric(
     assert [o.direction for o in prepared.objectives] == ["minimize", "minimize"]
     assert prepared.metric.name == "accuracy"
     assert prepared.space.train.target == 0.98
+
+
+# --------------------------------------------------------------------------------------------
+# The precision screen (hardware.min_peak_ratio), stored with the study
+
+_SLOW_FP16 = {"fp32": 19.5e12, "tf32": 156e12, "fp16": 0.195e12, "bf16": 312e12}
+_FAST_FP16 = {**_SLOW_FP16, "fp16": 312e12}
+_FP16_LINE = (
+    "precision=fp16: dense peak 195 GFLOP/s is 1/100 of fp32's 19.5 TFLOP/s "
+    "(below hardware.min_peak_ratio=0.1)"
+)
+
+
+def _mock_caps(peaks: dict[str, float]) -> DeviceCapabilities:
+    """The default mock profile with other peaks (one device, FLOP/s)."""
+    return make_capabilities("mock", peak_flops_per_s=peaks)
+
+
+def test_a_new_study_screens_out_a_slow_precision_and_stores_the_screen(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url)
+
+    prepared = prepare_run(config, capabilities=_mock_caps(_SLOW_FP16))
+    result = run_study(config, 2, run_trial_fn=FakeRunTrial(), prepared=prepared)
+
+    assert _FP16_LINE in prepared.removed_choices
+    assert "fp16" not in prepared.space.precision.values()
+    assert result.removed_choices == prepared.removed_choices
+    record = load_study(config).user_attrs["autotune"]
+    assert record["precision_screen"] == {
+        "min_peak_ratio": 0.1,
+        "reference": "fp32",
+        "peak_flops_per_s": _SLOW_FP16,
+        "peak_name": "dense peak",
+        "peak_source": prepared.capabilities.peak_flops_source,
+        "considered": ["fp32", "tf32", "fp16", "bf16"],
+        "screened": ["fp16"],
+        "kept_below": [],
+    }
+    assert "fp16" not in record["space"]["precision"]
+
+
+def test_min_peak_ratio_0_keeps_the_slow_precision(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url, "hardware.min_peak_ratio=0")
+
+    prepared = prepare_run(config, capabilities=_mock_caps(_SLOW_FP16))
+
+    assert "fp16" in prepared.space.precision.values()
+    assert not any(line.startswith("precision=") for line in prepared.removed_choices)
+
+
+@pytest.mark.parametrize(
+    ("made_with", "resumed_with", "fp16_in_space"),
+    [(_SLOW_FP16, _FAST_FP16, False), (_FAST_FP16, _SLOW_FP16, True)],
+    ids=["stays-screened", "stays-kept"],
+)
+def test_a_resumed_study_keeps_its_stored_screen(
+    sqlite_url: str,
+    made_with: dict[str, float],
+    resumed_with: dict[str, float],
+    fp16_in_space: bool,
+) -> None:
+    config = mock_run_config(sqlite_url)
+    first = prepare_run(config, capabilities=_mock_caps(made_with))
+    run_study(config, 2, run_trial_fn=FakeRunTrial(), prepared=first)
+
+    again = prepare_run(config, capabilities=_mock_caps(resumed_with))
+    result = run_study(config, 4, run_trial_fn=FakeRunTrial(), prepared=again)
+
+    assert result.finished == 4  # the study accepted the space: the same as stored
+    assert again.space == first.space
+    assert ("fp16" in again.space.precision.values()) is fp16_in_space
+    assert again.screen is not None and again.screen.stored
+    assert again.screen.peak_flops_per_s == made_with  # not what the device says now
+    if not fp16_in_space:
+        assert _FP16_LINE.replace("=0.1)", "=0.1; stored with the study)") in (
+            again.removed_choices
+        )
+
+
+def test_resuming_with_a_ratio_that_would_change_the_screen_is_refused(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url)
+    prepared = prepare_run(config, capabilities=_mock_caps(_SLOW_FP16))
+    run_study(config, 1, run_trial_fn=FakeRunTrial(), prepared=prepared)
+
+    with pytest.raises(ConfigError, match=r"^hardware.min_peak_ratio=0: study=cnn_small was made"):
+        prepare_run(
+            mock_run_config(sqlite_url, "hardware.min_peak_ratio=0"),
+            capabilities=_mock_caps(_SLOW_FP16),
+        )
+
+
+def test_a_study_made_before_the_screen_keeps_its_whole_space(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url)
+    prepared = prepare_run(config, capabilities=_mock_caps(_FAST_FP16))
+    run_study(config, 1, run_trial_fn=FakeRunTrial(), prepared=prepared)
+    study = load_study(config)
+    old_record = dict(study.user_attrs["autotune"])
+    del old_record["precision_screen"]
+    study.set_user_attr("autotune", old_record)
+
+    again = prepare_run(config, capabilities=_mock_caps(_SLOW_FP16))
+    result = run_study(config, 2, run_trial_fn=FakeRunTrial(), prepared=again)
+
+    assert again.screen is None
+    assert "fp16" in again.space.precision.values()
+    assert result.finished == 2
+
+
+def test_a_space_of_the_slow_precision_alone_keeps_it_and_says_so(sqlite_url: str) -> None:
+    prepared = prepare_run(
+        mock_run_config(sqlite_url, "precision=fp16"), capabilities=_mock_caps(_SLOW_FP16)
+    )
+
+    assert prepared.space.precision.values() == ["fp16"]
+    assert prepared.screen is not None
+    assert [line.split(":")[0] for line in prepared.screen.notes()] == ["kept precision=fp16"]

@@ -1,5 +1,5 @@
-"""Fixed settings: learning-rate scaling rules, warm-up and their overrides
-(autotune/config/_settings.py)."""
+"""Fixed settings: learning-rate scaling rules, warm-up and their overrides; the hardware
+screen's ratio (autotune/config/_settings.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pytest
 from autotune.config import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
+    HardwareSettings,
     TrainSettings,
+    load_run_config,
     load_space,
     scaled_lr,
 )
@@ -177,3 +179,29 @@ def test_bad_time_to_accuracy_settings_are_refused_in_one_line(
         load_space("cnn_small", overrides)
 
     assert message in one_line(err)
+
+
+# --------------------------------------------------------------------------------------------
+# hardware.* (the precision screen)
+
+
+def test_min_peak_ratio_defaults_to_a_tenth_and_takes_a_whole_number() -> None:
+    assert HardwareSettings().min_peak_ratio == 0.1
+    assert load_run_config(["hardware.min_peak_ratio=0"]).hardware.min_peak_ratio == 0.0
+    assert load_run_config(["hardware.min_peak_ratio=1"]).hardware.min_peak_ratio == 1.0
+
+
+@pytest.mark.parametrize(
+    ("override", "rule"),
+    [
+        ("hardware.min_peak_ratio=1.5", "Input should be less than or equal to 1"),
+        ("hardware.min_peak_ratio=false", "must be a number from 0 to 1, not false"),
+        ("hardware.min_peak_ratio=inf", "Input should be a finite number"),
+        ("hardware.min_peak_ratio=null", "Input should be a valid number"),
+    ],
+)
+def test_min_peak_ratio_refusals_name_the_override_and_key(override: str, rule: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config([override])
+
+    assert one_line(err) == f"override {override}: hardware.min_peak_ratio: {rule}"
