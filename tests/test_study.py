@@ -462,6 +462,7 @@ def test_time_to_accuracy_trials_stop_at_a_multiple_of_the_baselines_time() -> N
     config = _run_config(*_TTA_ARGS, "train.max_time_s=30")
     fake = FakeRunTrial(
         [
+            make_measurement(time_to_accuracy_s=5.0, target_reached=True),  # discarded, cold
             make_measurement(time_to_accuracy_s=4.0, target_reached=True),
             make_measurement(time_to_accuracy_s=9.0, target_reached=True),
         ]
@@ -474,8 +475,97 @@ def test_time_to_accuracy_trials_stop_at_a_multiple_of_the_baselines_time() -> N
 
     _optimize(objective, 2, study)
 
-    baseline_config, second_config = (call[0] for call in fake.calls)
+    _, baseline_config, second_config = (call[0] for call in fake.calls)
     assert baseline_config.train.max_time_s == 30.0  # no baseline time yet: the setting alone
-    assert second_config.train.max_time_s == 16.0  # 4 x the baseline's 4.0 s (below 30 s)
+    assert second_config.train.max_time_s == 16.0  # 4 x the baseline's (warm) 4.0 s
     assert study.trials[1].user_attrs["time_limit_s"] == 16.0
     assert "time_limit_s" not in study.trials[0].user_attrs
+
+
+def test_the_baseline_is_measured_warm_after_one_discarded_run() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config()
+    fake = FakeRunTrial(
+        [
+            make_measurement(throughput_sps=600.0),  # the cold first process: discarded
+            make_measurement(throughput_sps=1000.0),
+            make_measurement(throughput_sps=1500.0),
+        ]
+    )
+    study = optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    enqueue_baseline(study, config.space)
+
+    _optimize(_objective(fake, config=config), 2, study)
+
+    assert len(fake.calls) == 3  # the baseline twice, the next trial once
+    assert fake.calls[0][0] == fake.calls[1][0]  # the same configuration, seed included
+    baseline, other = study.trials
+    assert baseline.user_attrs["throughput_sps"] == 1000.0
+    assert baseline.user_attrs["cold_throughput_sps"] == 600.0
+    assert "cold_throughput_sps" not in other.user_attrs
+
+
+def test_a_baseline_warm_up_that_fails_is_forgotten_and_the_trial_measured() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config()
+    fake = FakeRunTrial([TrialError("crash", "SIGSEGV"), make_measurement(throughput_sps=900.0)])
+    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+    enqueue_baseline(study, config.space)
+
+    _optimize(_objective(fake, config=config), 1, study)
+
+    (baseline,) = study.trials
+    assert baseline.user_attrs["throughput_sps"] == 900.0 and "failure" not in baseline.user_attrs
+
+
+def test_a_time_to_accuracy_baseline_sets_the_evaluation_cadence() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config(*_TTA_ARGS)
+    fake = FakeRunTrial(
+        [
+            make_measurement(time_to_accuracy_s=13.3, target_reached=True),  # discarded
+            make_measurement(time_to_accuracy_s=9.0, target_reached=True),
+            make_measurement(time_to_accuracy_s=6.0, target_reached=True),
+        ]
+    )
+    study = _tta_study()
+    enqueue_baseline(study, config.space)
+    objective = _objective(
+        fake, config=config, objectives=study_objectives(mode="time_to_accuracy")
+    )
+
+    _optimize(objective, 2, study)
+
+    cold, measured, later = (call[0] for call in fake.calls)
+    assert cold.train.eval_every_s is None  # once per epoch: the cadence is not known yet
+    # 10 % of the discarded run's time to the target, for the measured baseline and after.
+    assert measured.train.eval_every_s == pytest.approx(1.33)
+    assert later.train.eval_every_s == pytest.approx(1.33)
+    assert study.trials[0].user_attrs["eval_every_s"] == pytest.approx(1.33)
+    assert study.trials[0].user_attrs["cold_time_to_accuracy_s"] == 13.3
+
+
+def test_a_cadence_the_space_sets_is_kept() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config(*_TTA_ARGS, "train.eval_every_steps=7")
+    fake = FakeRunTrial(
+        [make_measurement(time_to_accuracy_s=s, target_reached=True) for s in (13.3, 9.0, 6.0)]
+    )
+    study = _tta_study()
+    enqueue_baseline(study, config.space)
+    objective = _objective(
+        fake, config=config, objectives=study_objectives(mode="time_to_accuracy")
+    )
+
+    _optimize(objective, 2, study)
+
+    assert {call[0].train.eval_every_steps for call in fake.calls} == {7}
+    assert {call[0].train.eval_every_s for call in fake.calls} == {None}
+    assert "eval_every_s" not in study.trials[0].user_attrs

@@ -3,15 +3,30 @@
 A search ranks configurations by single trials, whose figures are noisier than many of the
 differences they rank (one configuration measured in five fresh processes spanned 9.4k-12.0k
 samples/s on a 2-core CPU). So no single trial makes a claim to the user. When a study
-reaches its trials, the baseline and up to K finalists are re-run in R *rounds* of fresh
-processes, interleaved (baseline, c1..cK, baseline, c1..cK, ...), each round with its own
-training seed: SMAC's intensification and MLPerf's repeated runs, in small. The
-*recommendation* is the fastest verified candidate whose mean validation metric is within the
-tolerance of the baseline's and whose speedup's 95 % confidence interval lies above 1.0.
+reaches its trials, three steps decide:
+
+1. The *screen* (:func:`select_finalists`): search trials faster than the (warm) baseline
+   trial whose metric is not below the baseline's by more than the tolerance plus
+   ``verify.screen_z`` standard errors of the difference (:func:`screen_allowance`,
+   Agresti-Caffo on the validation counts; 3 x the tolerance for a metric that is not a
+   proportion). With none, the ending is "nothing to verify" and :func:`closest_trial` names
+   the trial that came closest.
+2. The *race* (:func:`race_survivor`): the baseline and up to K finalists over
+   ``verify.race_rounds`` rounds of fresh processes; the survivor is the fastest that
+   measured in every round, kept the run's limits, beat the baseline, and passed the screen on
+   its pooled validation counts. The race only picks.
+3. The *confirmation*: the baseline and the survivor over ``verify.rounds`` rounds with fresh
+   seeds, alone making the claim (racing, then a confirmatory test: SMAC's intensification
+   and F-Race, so that picking the winner does not inflate the claim). Each round rotates the
+   order. The survivor is *recommended* when every round measured it, its verified figures
+   keep ``constraints.*``, its paired metric difference's mean is within the tolerance, and
+   its paired speedup's 95 % confidence interval lies above 1.0 (:func:`speedup_ci95`,
+   Kalibera & Jones); otherwise the ending is "verified: not faster".
 
 In a time-to-accuracy study (``objective=time_to_accuracy``) each run trains to the study's
-target; the finalists are feasible trials that reached it sooner than the baseline, a
-candidate's time is the MLPerf-style aggregate over rounds (:func:`mlperf_time_to_accuracy_s`),
+target; the finalists are feasible trials that reached it sooner than the baseline; a round
+that misses the target counts at the seconds it trained (censored); a configuration's time is
+the geometric mean over rounds (MLPerf's aggregate beside it, :func:`mlperf_time_to_accuracy_s`);
 its speedup is how many times sooner than the baseline it reached the target (paired per
 round), and it qualifies when it reached the target in every round and that speedup's 95 %
 confidence interval lies above 1.0 (the target is the quality bar: no tolerance applies).
@@ -27,12 +42,14 @@ Everything here is pure: the runs happen in :func:`autotune.api.verify_study`, t
 the results tables (:mod:`autotune.storage`), and every output (terminal, report, dashboard,
 ``best``, export) reads the same :class:`VerificationSummary`.
 
-The package by job: :mod:`._metric` (the metric and its tolerance), :mod:`._finalists` (what
-to re-measure, with which seeds), :mod:`._speedup` (the paired speedup's confidence
-interval), :mod:`._verdict` (one configuration's verified figures), :mod:`._to_target` (the
-verdicts and headline of a time-to-accuracy verification), :mod:`._summary` (the verdicts and
-the recommendation) and :mod:`._load` (the verdict of a stored study).
+The package by job: :mod:`._metric` (the metric, its tolerance and the screen's width),
+:mod:`._finalists` (the screen, the closest trial, the seeds), :mod:`._speedup` (the paired
+speedup's and differences' confidence intervals), :mod:`._verdict` (one configuration's
+verified figures and the run's limits), :mod:`._to_target` (the verdicts and headline of a
+time-to-accuracy verification), :mod:`._summary` (the race, the confirmation's verdicts, the
+endings and the recommendation) and :mod:`._load` (the verdict of a stored study).
 """
+
 
 from __future__ import annotations
 
@@ -47,10 +64,8 @@ from autotune.verification._metric import (
     ACCURACY,
     DEFAULT_SCREEN_Z,
     NON_PROPORTION_SCREEN_FACTOR,
-    NOTHING_QUALIFIES,
     agresti_caffo_se,
     metric_allowance,
-    nothing_qualifies,
     passes_screen,
     screen_allowance,
     study_metric,
@@ -80,7 +95,6 @@ __all__ = [
     "ENDING_WORDS",
     "MLPERF_DROP_MIN_ROUNDS",
     "NON_PROPORTION_SCREEN_FACTOR",
-    "NOTHING_QUALIFIES",
     "SEED_STRIDE",
     "CandidateVerdict",
     "Ending",
@@ -93,7 +107,6 @@ __all__ = [
     "mean_difference_ci95",
     "metric_allowance",
     "mlperf_time_to_accuracy_s",
-    "nothing_qualifies",
     "passes_screen",
     "race_survivor",
     "round_seeds",

@@ -16,10 +16,8 @@ __all__ = [
     "ACCURACY",
     "DEFAULT_SCREEN_Z",
     "NON_PROPORTION_SCREEN_FACTOR",
-    "NOTHING_QUALIFIES",
     "agresti_caffo_se",
     "metric_allowance",
-    "nothing_qualifies",
     "passes_screen",
     "screen_allowance",
     "study_metric",
@@ -30,17 +28,6 @@ __all__ = [
 
 #: The validation metric of studies on the built-in workloads: top-1 accuracy, maximized.
 ACCURACY: Objective = OBJECTIVES[METRIC_INDEX]
-#: What every output says when no candidate passes verification (an accuracy study; see
-#: :func:`nothing_qualifies` for any metric).
-NOTHING_QUALIFIES = "no configuration is verifiably faster than your defaults at the same accuracy"
-
-
-def nothing_qualifies(metric: Objective = ACCURACY) -> str:
-    """What every output says when no candidate passes verification, for the study's metric:
-    :data:`NOTHING_QUALIFIES` for accuracy, ``... at the same val_loss`` otherwise."""
-    if metric.is_accuracy:
-        return NOTHING_QUALIFIES
-    return NOTHING_QUALIFIES.removesuffix("accuracy") + metric.name
 
 
 def metric_allowance(metric: Objective, baseline_value: float, tolerance_pt: float) -> float:

@@ -46,6 +46,7 @@ from autotune.verification._metric import (
     metric_allowance,
     passes_screen,
     tolerance_text,
+    within_tolerance,
 )
 from autotune.verification._speedup import mean_difference_ci95, speedup_ci95
 from autotune.verification._to_target import to_target_headline, to_target_verdict
@@ -377,14 +378,20 @@ def _throughput_verdict(
     elif violation is not None:
         qualifies, verdict = False, violation
     elif stage == "race":
-        qualifies, verdict = _race_rules(rows, base_by_round, plan, metric, speedup)
+        qualifies, verdict = _race_rules(measured, base_by_round, plan, metric, speedup)
     elif (
         diff_mean is None
-        or allowance is None
-        or not (diff_mean >= -allowance if maximize else diff_mean <= allowance)
+        or base_mean is None
+        or not within_tolerance(
+            metric, base_mean + diff_mean, base_mean, plan.accuracy_tolerance_pt
+        )
     ):
-        worse = f"{same} worse than the baseline's by more than {tolerance_text(metric, plan.accuracy_tolerance_pt)}"
-        qualifies, verdict = False, f"{worse} (paired mean over {rounds} rounds)"
+        tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
+        qualifies, verdict = (
+            False,
+            f"{same} worse than the baseline's by more than {tolerance} "
+            f"(paired mean over {rounds} rounds)",
+        )
     elif ci is None or not all(math.isfinite(x) for x in ci) or not ci[0] > 1.0:
         qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
     elif resolved is False:

@@ -98,7 +98,7 @@ def test_every_output_recommends_the_same_verified_trial_and_speedup(
     assert all(shown in text for text in (out["page"], out["report_lines"][1], line))
 
 
-def test_every_output_says_plainly_that_nothing_qualifies(
+def test_every_output_says_plainly_that_nothing_is_verifiably_faster(
     studies: VerdictStudies, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     summary = studies.summary(studies.nothing)

@@ -11,9 +11,7 @@ import pytest
 
 from autotune.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.verification import (
-    NOTHING_QUALIFIES,
     changed_knobs,
-    nothing_qualifies,
     summarize_verification,
 )
 from tests.verification.metrics import F1, VAL_LOSS
@@ -209,9 +207,7 @@ def test_a_maximized_metric_other_than_accuracy_is_not_shown_as_a_percentage() -
     assert " at the same f1: 0.799 vs 0.800 (difference -0.001, 95 % CI " in summary.headline()
 
 
-def test_nothing_qualifies_names_the_metric() -> None:
-    assert nothing_qualifies() == NOTHING_QUALIFIES
-    assert nothing_qualifies(VAL_LOSS).endswith("at the same val_loss")
+def test_nothing_to_verify_names_the_metric() -> None:
     summary = summarize_verification(_run([], []), PARAMS, simulated=False, metric=VAL_LOSS)
     assert summary.headline() == (
         "nothing to verify: no trial of the search was faster than your defaults with its "

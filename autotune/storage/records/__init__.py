@@ -21,6 +21,7 @@ from autotune.storage.records._verification import (
     VerificationPlan,
     VerificationRecord,
     VerificationRun,
+    rotated,
 )
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "VerificationRecord",
     "VerificationRun",
     "is_feasible",
+    "rotated",
     "trial_record",
 ]
