@@ -110,7 +110,7 @@ QUICK = Budget(
     seeds=2,
     budgets=(10, 25),
     study_overrides=("compile_mode=[none]", "train.max_steps=30"),
-    verify_overrides=("verify.rounds=2", "verify.candidates=1"),
+    verify_overrides=("verify.rounds=3", "verify.candidates=1"),
     arm_overrides=("train.max_steps=30",),
     tta_trials=4,
     tta_repeats=1,

@@ -118,7 +118,10 @@ def test_a_workload_study_records_its_metric(tmp_path: Path, sqlite_url: str) ->
     space = write_regression(tmp_path)
     config = mock_run_config(sqlite_url, f"space={space}", "device=cpu")
     prepared = prepare_run(config)
-    fake = FakeRunTrial([make_measurement(val_metric=v, simulated=False) for v in (0.5, 0.2, 0.9)])
+    # 0.7: the baseline's discarded warm-up run; then the three measured trials.
+    fake = FakeRunTrial(
+        [make_measurement(val_metric=v, simulated=False) for v in (0.7, 0.5, 0.2, 0.9)]
+    )
 
     result = run_study(config, 3, run_trial_fn=fake, prepared=prepared)
 

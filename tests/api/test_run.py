@@ -59,8 +59,9 @@ def test_reaches_exactly_n_finished_trials(sqlite_url: str) -> None:
     assert len(study.trials) == 6
     assert all(t.state == TrialState.COMPLETE for t in study.trials)
     infeasible = [t for t in study.trials if t.user_attrs.get("failure") == "infeasible"]
-    # Infeasible configurations are never launched, but they count (and teach the sampler).
-    assert len(fake.calls) == 6 - len(infeasible)
+    # Infeasible configurations are never launched, but they count (and teach the sampler);
+    # the baseline runs twice (its first, cold run is discarded).
+    assert len(fake.calls) == 6 - len(infeasible) + 1
     assert all(t.constraints["failed"] == 1.0 for t in infeasible)
 
 
@@ -133,6 +134,7 @@ def test_failures_are_recorded_and_never_on_the_pareto_front(sqlite_url: str) ->
     caps = make_capabilities("mock", memory_bytes=None)
     fake = FakeRunTrial(
         [
+            make_measurement(throughput_sps=400.0),  # the baseline's discarded warm-up run
             make_measurement(throughput_sps=500.0, val_metric=0.9, peak_memory_bytes=8 << 20),
             TrialError("oom", "MemoryError: out of memory"),
             make_measurement(throughput_sps=900.0, val_metric=0.8, peak_memory_bytes=9 << 20),
