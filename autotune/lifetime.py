@@ -72,7 +72,8 @@ def release_forkserver() -> bool:
     against a live parent.
 
     Returns:
-        Whether this process is a forkserver's child (it held a copy); False otherwise.
+        Whether it held a copy: a forkserver's child does, and so does a process forked
+        (``fork``) from one that started a forkserver, so this does not tell them apart.
     """
     from multiprocessing import forkserver
 
