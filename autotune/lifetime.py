@@ -72,7 +72,8 @@ def release_forkserver() -> bool:
     against a live parent.
 
     Returns:
-        Whether this process is a forkserver's child (it held a copy); False otherwise.
+        Whether it held a copy: a forkserver's child does, and so does a process forked
+        (``fork``) from one that started a forkserver, so this does not tell them apart.
     """
     from multiprocessing import forkserver
 
@@ -86,22 +87,25 @@ def release_forkserver() -> bool:
     return True
 
 
-def die_with_rank(rank_pid: int, worker_id: int) -> None:
-    """A DataLoader ``worker_init_fn`` (bind ``rank_pid`` with :func:`functools.partial`):
-    this worker is SIGKILLed when the rank that started it dies.
+def die_with_rank(rank_pid: int, start_method: str, worker_id: int) -> None:
+    """A DataLoader ``worker_init_fn`` (bind ``rank_pid`` and ``start_method`` with
+    :func:`functools.partial`): this worker is SIGKILLed when the rank that made it dies.
 
     A forkserver's child (the default in a rank) arms the signal against that forkserver,
     then releases it (:func:`release_forkserver`): the forkserver exits when the rank does.
-    A forked worker's parent is the rank: it exits at once if the rank died before the
-    signal was armed.
+    A worker started by ``fork`` or ``spawn`` has the rank as its parent: it exits at once if
+    the rank died before the signal was armed.
 
     Args:
         rank_pid: the process ID of the rank that made the DataLoader.
+        start_method: how the DataLoader starts its workers (``multiprocessing``'s start
+            method in the rank: ``forkserver``, ``fork`` or ``spawn``).
         worker_id: the worker's index (DataLoader passes it; unused).
     """
     del worker_id
     armed = die_with_parent()
-    if release_forkserver():
+    if start_method == "forkserver":
+        release_forkserver()
         return
     if armed and os.getppid() != rank_pid:  # the rank died before the signal was armed
         os._exit(1)

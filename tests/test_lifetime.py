@@ -29,7 +29,7 @@ def _armed_signal() -> int:
 
 def _as_a_worker(rank_pid: int) -> None:
     """A forked DataLoader worker's ``worker_init_fn``; exits 0 if it armed SIGKILL."""
-    die_with_rank(rank_pid, 0)
+    die_with_rank(rank_pid, "fork", 0)
     os._exit(0 if _armed_signal() == signal.SIGKILL else 2)
 
 
@@ -72,7 +72,7 @@ from autotune.lifetime import die_with_rank
 
 def child(conn):
     fd = forkserver._forkserver._forkserver_alive_fd
-    die_with_rank(-1, 0)  # a forkserver's child never compares its parent with the rank
+    die_with_rank(-1, "forkserver", 0)  # its parent is the forkserver, never the rank
     try:
         os.fstat(fd)
         closed = False

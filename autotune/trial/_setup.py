@@ -14,6 +14,7 @@ default) over the budget's ``total_steps``.
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,6 +82,9 @@ def make_loader(
         sampler = DistributedSampler(data, world_size, rank, shuffle=True, seed=config.seed)
     else:
         sampler = RandomSampler(data, generator=generator)  # type: ignore[arg-type]
+    # The start method DataLoader uses for its workers (multiprocessing's default here:
+    # forkserver in a trial's rank, the forkserver's own).
+    start_method = multiprocessing.get_context().get_start_method()
     return DataLoader(
         data,
         batch_size=config.batch_size,
@@ -90,7 +94,7 @@ def make_loader(
         drop_last=True,  # equal batches: steady timing, no recompiles on a ragged last batch
         persistent_workers=config.num_workers > 0,
         generator=generator,
-        worker_init_fn=functools.partial(die_with_rank, os.getpid()),
+        worker_init_fn=functools.partial(die_with_rank, os.getpid(), start_method),
     )
 
 
