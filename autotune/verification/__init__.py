@@ -50,7 +50,6 @@ time-to-accuracy verification), :mod:`._summary` (the race, the confirmation's v
 endings and the recommendation) and :mod:`._load` (the verdict of a stored study).
 """
 
-
 from __future__ import annotations
 
 from autotune.verification._finalists import (
