@@ -1205,7 +1205,7 @@ def main(argv: Sequence[str]) -> int:
         if real is not None
         else tta.device
         if tta is not None
-        else "none (Table 2 only)"
+        else "none (simulated tables only)"
     )
     header = [
         "# Benchmarks",
