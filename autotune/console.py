@@ -316,7 +316,9 @@ def _metric_diff(metric: Objective, verdict: CandidateVerdict) -> str:
     scale, unit = (100.0, " pt") if metric.is_accuracy else (1.0, "")
     spec = "+.2f" if unit else "+.3g"
     text = f"{scale * verdict.metric_diff_mean:{spec}}"
-    if verdict.metric_diff_ci95 is not None:
+    # The race's rounds are too few for an interval that says anything (t(0.975, 1) = 12.7
+    # with two): its rows show the mean alone.
+    if verdict.metric_diff_ci95 is not None and verdict.stage == "confirm":
         low, high = verdict.metric_diff_ci95
         text += f" [{scale * low:{spec}}, {scale * high:{spec}}]"
     return text + unit

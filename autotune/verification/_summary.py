@@ -281,9 +281,14 @@ class VerificationSummary:
                     else ""
                 )
                 figure = f"{v.speedup:.2f}x{ci}, " if v.speedup is not None else ""
+                accuracy = (
+                    f"{self.metric_difference_text(v)}: "
+                    if not self.is_time_to_accuracy and v.metric_diff_mean is not None
+                    else ""
+                )
                 return (
                     f"race survivor trial {v.trial_number} {self.stages_text()}: "
-                    f"{figure}{v.verdict}"
+                    f"{figure}{accuracy}{v.verdict}"
                 )
             return f"{self.stages_text()}: " + "; ".join(
                 f"trial {c.trial_number} {c.verdict}" for c in self.candidates
