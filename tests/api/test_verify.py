@@ -336,12 +336,19 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
     # baseline's search loss.
     base_loss = search_loss[summary.baseline.trial_number]
     assert finalists and all(search_loss[n] <= base_loss * 1.015 for n in finalists)
-    # The race keeps the fastest finalist within the screen (trial 7: 2,600 samples/s at a
-    # val_loss of 1.007, 0.7 % above the baseline's); the confirmation holds it to the 0.5 %
-    # tolerance, so it is not recommended and the headline says why.
+    # Trial 7 (2,600 samples/s at a val_loss of 1.007, 0.7 % above the baseline's) passes
+    # the screen (3 x 0.5 %) but not the 0.5 % tolerance the confirmation holds the survivor
+    # to; the race sends the fastest finalist within the tolerance instead, and it is
+    # recommended.
+    racers = {v.trial_number: v for v in summary.race if not v.is_baseline}
+    assert racers[7].verdict.startswith(
+        "passed the screen; not the survivor: its accuracy is outside the 0.5 % of the "
+        "baseline's val_loss tolerance"
+    )
     (survivor,) = summary.candidates
-    assert survivor.trial_number == summary.survivor
-    assert survivor.val_metric_mean is not None and survivor.val_metric_mean > 1.005
-    assert survivor.verdict.startswith("val_loss worse than the baseline's by more than 0.5 %")
-    assert summary.recommended is None and summary.ending == "not_faster"
-    assert "verified: not faster than your defaults at the same val_loss" in summary.headline()
+    assert survivor.trial_number == summary.survivor != 7
+    assert racers[summary.survivor].verdict == (
+        "survivor: the fastest in the race within the 0.5 % of the baseline's val_loss tolerance"
+    )
+    assert summary.recommended is survivor and summary.ending == "recommended"
+    assert " at the same val_loss: 0.999 vs 1.000 (difference " in summary.headline()

@@ -143,6 +143,33 @@ def test_a_finalist_over_the_memory_limit_in_one_race_round_does_not_survive() -
     assert two.verdict == ("over constraints.max_memory_bytes: 12.0 MiB > 10.0 MiB in round 1")
 
 
+def test_the_survivor_is_the_fastest_within_the_tolerance_when_there_is_one() -> None:
+    """The issue's main-command run on digits: a 1.54x finalist at -1.25 pt passed the screen
+    (n=718 pooled) and failed its confirmation; a 1.24x one at +0.00 pt was left behind."""
+    rows = _race({1: 1.54, 2: 1.24}, **{"1": {"val_metric": 0.9725, "val_samples": 359}})
+    rows = [dataclasses.replace(r, val_samples=359) for r in rows]
+
+    verdicts, survivor = race_survivor(PLAN, rows, PARAMS)
+
+    assert survivor == 2
+    by_trial = {v.trial_number: v for v in verdicts}
+    assert by_trial[1].qualifies  # through the screen: 0.5 pt + 1.645 SE at n=718
+    assert by_trial[1].verdict == (
+        "passed the screen; not the survivor: its accuracy is outside the 0.5 pt tolerance "
+        "(mean difference -1.25 pt)"
+    )
+    assert by_trial[2].verdict == "survivor: the fastest in the race within the 0.5 pt tolerance"
+
+
+def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_survives() -> None:
+    rows = _race({1: 1.54, 2: 1.24}, **{"1": {"val_metric": 0.9775}, "2": {"val_metric": 0.979}})
+
+    verdicts, survivor = race_survivor(PLAN, rows, PARAMS)
+
+    assert survivor == 1
+    assert {v.trial_number: v.verdict for v in verdicts}[1] == "survivor: the fastest in the race"
+
+
 def test_an_incomplete_race_has_no_survivor_yet() -> None:
     rows = _race({1: 1.2, 2: 1.5, 3: 1.1})[:-1]
 
