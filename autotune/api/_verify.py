@@ -277,7 +277,8 @@ def verify_study(
                 return summarize_for_study(study, latest)
             run = results.start_verification(study_name, plan)
         params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
-        configs = _with_study_cadence(configs, study, run.plan.baseline_trial)
+        plan, metric = run.plan, study_metric(study)
+        configs = _with_study_cadence(configs, study, plan.baseline_trial)
         run = _run_verification(
             run,
             results,
@@ -285,7 +286,7 @@ def verify_study(
             run_trial_fn,
             timeout_s,
             on_run,
-            lambda rows: race_survivor(run.plan, rows, params, study_metric(study), objective)[1],
+            lambda rows: race_survivor(plan, rows, params, metric, objective)[1],
         )
     return replace(summarize_for_study(study, run), notes=notes)
 
