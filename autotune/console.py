@@ -24,6 +24,7 @@ from autotune.config import display_url
 from autotune.objectives import Objective
 from autotune.report import (
     metric_column,
+    metric_difference,
     metric_spread,
     pareto_row,
     pareto_table,
@@ -276,7 +277,7 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
                     "-" if v.throughput_median_sps is None else f"{v.throughput_median_sps:,.0f}"
                 ),
             ),
-            ("metric diff [95 % CI]", lambda v: _metric_diff(summary.metric, v)),
+            ("metric diff [95 % CI]", lambda v: metric_difference(summary.metric, v) or "-"),
         ]
     table = Table(title=title, title_justify="left")
     metric = summary.metric
@@ -307,21 +308,6 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
             "" if v.is_baseline else v.changes_text(),
         )
     return table
-
-
-def _metric_diff(metric: Objective, verdict: CandidateVerdict) -> str:
-    """The paired metric difference and its interval: ``-0.08 [-0.31, +0.15] pt``."""
-    if verdict.metric_diff_mean is None:
-        return "-"
-    scale, unit = (100.0, " pt") if metric.is_accuracy else (1.0, "")
-    spec = "+.2f" if unit else "+.3g"
-    text = f"{scale * verdict.metric_diff_mean:{spec}}"
-    # The race's rounds are too few for an interval that says anything (t(0.975, 1) = 12.7
-    # with two): its rows show the mean alone.
-    if verdict.metric_diff_ci95 is not None and verdict.stage == "confirm":
-        low, high = verdict.metric_diff_ci95
-        text += f" [{scale * low:{spec}}, {scale * high:{spec}}]"
-    return text + unit
 
 
 def _time_spread(verdict: CandidateVerdict) -> str:

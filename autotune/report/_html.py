@@ -25,7 +25,13 @@ from autotune.objectives import ObjectiveMode
 from autotune.report._data import ReportData
 from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, ParetoRow
-from autotune.report._text import metric_column, metric_spread, ratio_text, seconds_text
+from autotune.report._text import (
+    metric_column,
+    metric_difference,
+    metric_spread,
+    ratio_text,
+    seconds_text,
+)
 from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
@@ -209,7 +215,7 @@ def _stage_table(
         ratio_name, ratio = "speedup", _speedup
         figures = [
             ("median samples/s", lambda v: _sps(v.throughput_median_sps)),
-            ("metric diff [95 % CI]", lambda v: _metric_diff(summary, v)),
+            ("metric diff [95 % CI]", lambda v: metric_difference(summary.metric, v) or "n/a"),
         ]
     head = (
         f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
@@ -244,21 +250,6 @@ def _stage_table(
         css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
         rows.append(f"<tr{css}>{tds}</tr>")
     return f'<table id="{table_id}">{head}{"".join(rows)}</table>'
-
-
-def _metric_diff(summary: VerificationSummary, verdict: CandidateVerdict) -> str:
-    """The paired metric difference and its interval: ``-0.08 [-0.31, +0.15] pt``."""
-    if verdict.metric_diff_mean is None:
-        return "n/a"
-    scale, unit = (100.0, " pt") if summary.metric.is_accuracy else (1.0, "")
-    spec = "+.2f" if unit else "+.3g"
-    text = f"{scale * verdict.metric_diff_mean:{spec}}"
-    # The race's rounds are too few for an interval that says anything (t(0.975, 1) = 12.7
-    # with two): its rows show the mean alone.
-    if verdict.metric_diff_ci95 is not None and verdict.stage == "confirm":
-        low, high = verdict.metric_diff_ci95
-        text += f" [{scale * low:{spec}}, {scale * high:{spec}}]"
-    return text + unit
 
 
 def _time_spread(verdict: CandidateVerdict) -> str:

@@ -1,4 +1,5 @@
-"""The words every output shares: the model's knobs as text, the metric's column and spread,
+"""The words every output shares: the model's knobs as text, the metric's column, spread and
+paired difference,
 the ``autotune`` command lines a page names, and the line of a study without a verification."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from typing import Any
 
 from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, display_url, format_knob_value
 from autotune.objectives import Objective, seconds_text
+from autotune.verification import CandidateVerdict
 
 __all__ = [
     "NOT_VERIFIED",
     "metric_column",
+    "metric_difference",
     "metric_spread",
     "model_knobs",
     "model_text",
@@ -51,6 +54,21 @@ def ratio_text(ratio: float | None) -> str:
     if ratio is None:
         return "n/a"
     return f"{ratio:.2f}x" if abs(ratio) >= 0.1 else f"{ratio:.2g}x"
+
+
+def metric_difference(metric: Objective, verdict: CandidateVerdict) -> str | None:
+    """A verdict's paired metric difference and its interval, as the verification tables show
+    it: ``-0.08 [-0.31, +0.15] pt`` for accuracy (points), ``+0.005 [-0.001, +0.011]``
+    otherwise; None without one (each table writes its own placeholder). The race's rows show
+    the mean alone: over two rounds t(0.975, 1) = 12.7 gives no useful interval."""
+    if verdict.metric_diff_mean is None:
+        return None
+    scale, unit, spec = (100.0, " pt", "+.2f") if metric.is_accuracy else (1.0, "", "+.3g")
+    text = f"{scale * verdict.metric_diff_mean:{spec}}"
+    if verdict.metric_diff_ci95 is not None and verdict.stage == "confirm":
+        low, high = verdict.metric_diff_ci95
+        text += f" [{scale * low:{spec}}, {scale * high:{spec}}]"
+    return text + unit
 
 
 def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:
