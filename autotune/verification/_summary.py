@@ -51,11 +51,12 @@ from autotune.verification._metric import (
 from autotune.verification._speedup import mean_difference_ci95, speedup_ci95
 from autotune.verification._to_target import to_target_headline, to_target_verdict
 from autotune.verification._verdict import (
+    MIB,
     CandidateVerdict,
     Stage,
     changed_knobs,
     constraint_violation,
-    invalid_figure,
+    measured_rows,
     rounds_text,
 )
 
@@ -76,7 +77,6 @@ ENDING_WORDS: dict[Ending, str] = {
     "nothing_to_verify": "nothing to verify",
     "incomplete": "incomplete",
 }
-_MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ class VerificationSummary:
         assert rec.speedup is not None and rec.speedup_ci95 is not None
         low, high = rec.speedup_ci95
         memory = (
-            f", peak memory {rec.peak_memory_max_bytes / _MIB:,.0f} MiB"
+            f", peak memory {rec.peak_memory_max_bytes / MIB:,.0f} MiB"
             if rec.peak_memory_max_bytes is not None
             else ""
         )
@@ -342,16 +342,8 @@ def _throughput_verdict(
     ``base_rows`` are its and the baseline's rows of that stage, ``complete`` says every run
     of the stage has one."""
     is_base = number == plan.baseline_trial
-    invalid = {r.round_index: why for r in rows if (why := invalid_figure(r, False))}
-    measured = [r for r in rows if r.failure is None and r.round_index not in invalid]
-    failures = tuple(
-        f"round {r.round_index + 1}: {r.failure or invalid[r.round_index]}"
-        for r in rows
-        if r.failure is not None or r.round_index in invalid
-    )
-    base_by_round = {
-        r.round_index: r for r in base_rows if r.failure is None and not invalid_figure(r, False)
-    }
+    measured, failures = measured_rows(rows, False)
+    base_by_round = {r.round_index: r for r in measured_rows(base_rows, False)[0]}
     paired = [(r, base_by_round[r.round_index]) for r in measured if r.round_index in base_by_round]
     ratios = [float(r.throughput_sps or 0) / float(b.throughput_sps or 1) for r, b in paired]
     speedup, ci = speedup_ci95(ratios) if ratios and not is_base else (None, None)

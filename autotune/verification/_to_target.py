@@ -31,17 +31,16 @@ from autotune.objectives import seconds_text
 from autotune.storage.records import VerificationPlan, VerificationRecord
 from autotune.verification._speedup import mlperf_time_to_accuracy_s, speedup_ci95
 from autotune.verification._verdict import (
+    MIB,
     CandidateVerdict,
     Stage,
     changed_knobs,
     constraint_violation,
-    invalid_figure,
+    measured_rows,
     rounds_text,
 )
 
 __all__ = ["censored_time_s", "to_target_headline", "to_target_verdict"]
-
-_MIB = 1 << 20
 
 
 def censored_time_s(row: VerificationRecord) -> float | None:
@@ -93,7 +92,7 @@ def to_target_headline(
             else ""
         )
         memory = (
-            f", peak memory {rec.peak_memory_max_bytes / _MIB:,.0f} MiB"
+            f", peak memory {rec.peak_memory_max_bytes / MIB:,.0f} MiB"
             if rec.peak_memory_max_bytes is not None
             else ""
         )
@@ -153,20 +152,10 @@ def to_target_verdict(
     and ``base_rows`` are its and the baseline's rows of that stage, ``complete`` says every
     run of the stage has one (module docstring: censoring, the mean, the rules)."""
     is_base = number == plan.baseline_trial
-    invalid = {r.round_index: why for r in rows if (why := invalid_figure(r, True))}
-    measured = [r for r in rows if r.failure is None and r.round_index not in invalid]
-    failures = tuple(
-        f"round {r.round_index + 1}: {r.failure or invalid[r.round_index]}"
-        for r in rows
-        if r.failure is not None or r.round_index in invalid
-    )
+    measured, failures = measured_rows(rows, True)
     missed = [r for r in measured if not (r.target_reached and r.time_to_accuracy_s)]
     times = {r.round_index: censored_time_s(r) for r in measured}
-    base_times = {
-        r.round_index: censored_time_s(r)
-        for r in base_rows
-        if r.failure is None and not invalid_figure(r, True)
-    }
+    base_times = {r.round_index: censored_time_s(r) for r in measured_rows(base_rows, True)[0]}
     ratios = [
         float(base_times[i] or 0) / float(t or 1)
         for i, t in times.items()

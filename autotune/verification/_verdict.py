@@ -14,11 +14,13 @@ from autotune.config import format_knob_value
 from autotune.storage.records import VerificationPlan, VerificationRecord
 
 __all__ = [
+    "MIB",
     "CandidateVerdict",
     "Stage",
     "changed_knobs",
     "constraint_violation",
     "invalid_figure",
+    "measured_rows",
     "rounds_text",
 ]
 
@@ -26,7 +28,8 @@ __all__ = [
 #: ``confirm`` (B: baseline and the survivor over fresh seeds; the only claim).
 Stage = Literal["race", "confirm"]
 
-_MIB = 1 << 20
+#: Bytes in a MiB, for the memory the verdicts write.
+MIB = 1 << 20
 
 
 def invalid_figure(row: VerificationRecord, time_to_accuracy: bool) -> str | None:
@@ -46,6 +49,27 @@ def invalid_figure(row: VerificationRecord, time_to_accuracy: bool) -> str | Non
     if row.val_metric is not None and not math.isfinite(row.val_metric):
         return f"invalid metric ({row.val_metric})"
     return None
+
+
+def measured_rows(
+    rows: Sequence[VerificationRecord], time_to_accuracy: bool
+) -> tuple[list[VerificationRecord], tuple[str, ...]]:
+    """A configuration's rows that measured a usable figure, and ``"round N: why"`` for each
+    of the others: a failure, or a figure :func:`invalid_figure` refuses (both disqualify).
+
+    Args:
+        rows: its rows of one stage.
+        time_to_accuracy: the rows are time-to-accuracy runs (their figure is a time).
+    """
+    measured: list[VerificationRecord] = []
+    failures: list[str] = []
+    for row in rows:
+        why = row.failure or invalid_figure(row, time_to_accuracy)
+        if why is None:
+            measured.append(row)
+        else:
+            failures.append(f"round {row.round_index + 1}: {why}")
+    return measured, tuple(failures)
 
 
 def rounds_text(rows: Sequence[VerificationRecord]) -> str:
@@ -73,8 +97,8 @@ def constraint_violation(
         if over:
             worst = max(r.peak_memory_bytes or 0 for r in over)
             return (
-                f"over constraints.max_memory_bytes: {worst / _MIB:,.1f} MiB > "
-                f"{plan.max_memory_bytes / _MIB:,.1f} MiB in round {rounds_text(over)}"
+                f"over constraints.max_memory_bytes: {worst / MIB:,.1f} MiB > "
+                f"{plan.max_memory_bytes / MIB:,.1f} MiB in round {rounds_text(over)}"
             )
     if (
         plan.min_accuracy is not None
