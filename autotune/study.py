@@ -312,8 +312,8 @@ class TrialObjective:
         if base is None or base.number == trial.number:
             return config
         every_s = base.user_attrs.get("eval_every_s")
-        if every_s and train.eval_every_steps is None and train.eval_every_s is None:
-            train = train.model_copy(update={"eval_every_s": float(every_s)})
+        if every_s:
+            train = train.with_default_cadence(float(every_s))
         base_s = base.user_attrs.get("time_to_accuracy_s")
         if train.max_time_vs_baseline is not None and base_s:
             limit_s = train.max_time_vs_baseline * float(base_s)
@@ -351,15 +351,11 @@ class TrialObjective:
             return config
         trial.set_user_attr("cold_time_to_accuracy_s", cold.time_to_accuracy_s)
         train = config.train
-        if train.eval_every_steps is not None or train.eval_every_s is not None:
-            return config
-        if not cold.target_reached or not cold.time_to_accuracy_s:
+        if train.has_eval_cadence or not cold.target_reached or not cold.time_to_accuracy_s:
             return config
         every_s = EVAL_EVERY_SHARE * cold.time_to_accuracy_s
         trial.set_user_attr("eval_every_s", every_s)
-        return config.model_copy(
-            update={"train": train.model_copy(update={"eval_every_s": every_s})}
-        )
+        return config.model_copy(update={"train": train.with_default_cadence(every_s)})
 
     def _mock_fault(self, number: int) -> MockFault:
         mock = self._config.mock

@@ -104,13 +104,12 @@ def _with_study_cadence(
     every_s = trial.user_attrs.get("eval_every_s") if trial is not None else None
     if not every_s:
         return configs
-    out = {}
-    for number, config in configs.items():
-        train = config.train
-        if train.eval_every_steps is None and train.eval_every_s is None:
-            train = train.model_copy(update={"eval_every_s": float(every_s)})
-        out[number] = config.model_copy(update={"train": train})
-    return out
+    return {
+        number: config.model_copy(
+            update={"train": config.train.with_default_cadence(float(every_s))}
+        )
+        for number, config in configs.items()
+    }
 
 
 def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:

@@ -143,6 +143,20 @@ class TrainSettings(Strict):
         reference = self.reference_batch_size or global_batch
         return scaled_lr(self.lr, self.lr_scaling_rule, global_batch, reference)
 
+    @property
+    def has_eval_cadence(self) -> bool:
+        """The settings choose when a time-to-accuracy run evaluates (``eval_every_steps``
+        or ``eval_every_s``); without, it evaluates once per epoch unless a study derives a
+        cadence for it (:meth:`with_default_cadence`)."""
+        return self.eval_every_steps is not None or self.eval_every_s is not None
+
+    def with_default_cadence(self, every_s: float) -> TrainSettings:
+        """These settings evaluating every ``every_s`` seconds, unless they set a cadence of
+        their own (then they are returned as they are)."""
+        if self.has_eval_cadence:
+            return self
+        return self.model_copy(update={"eval_every_s": every_s})
+
     def lr_warmup_steps(self, total_steps: int) -> int:
         """Optimizer steps of the linear warm-up in a trial of ``total_steps`` steps: the
         ``lr_warmup_fraction`` share rounded up, or 0 when ``lr_scaling`` is ``none``."""
