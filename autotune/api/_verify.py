@@ -334,11 +334,7 @@ def _run_verification(
                 on_run(progress)
 
     race = plan.race_schedule()
-    # While the race runs, the confirmation is counted as if it will have a survivor.
-    expected = len(race) + len(
-        plan.confirm_schedule(plan.candidates[0] if plan.candidates else None)
-    )
-    run_stage(race, expected)
+    run_stage(race, len(plan.provisional_schedule()))
     confirm = plan.confirm_schedule(survivor_of(rows))
     run_stage(confirm, len(race) + len(confirm))
     return results.complete_verification(run.study_name, run.number)

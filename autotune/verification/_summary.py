@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -307,6 +307,14 @@ class VerificationSummary:
         )
 
 
+def _by_trial(rows: Iterable[VerificationRecord]) -> dict[int, list[VerificationRecord]]:
+    """Rows grouped by the trial they re-measured, in their order."""
+    grouped: dict[int, list[VerificationRecord]] = {}
+    for row in rows:
+        grouped.setdefault(row.trial_number, []).append(row)
+    return grouped
+
+
 def _pooled(rows: Sequence[VerificationRecord]) -> tuple[float | None, int | None]:
     """A configuration's metric pooled over rounds: for counts (every row with its
     ``val_samples``) the correct predictions over the samples, else the mean; and the
@@ -516,9 +524,7 @@ def race_survivor(
         return (), None
     race_rows = [r for r in rows if plan.is_race_round(r.round_index)]
     complete = set(plan.race_schedule()) <= {(r.round_index, r.trial_number) for r in race_rows}
-    by_trial: dict[int, list[VerificationRecord]] = {}
-    for row in race_rows:
-        by_trial.setdefault(row.trial_number, []).append(row)
+    by_trial = _by_trial(race_rows)
     base_rows = by_trial.get(plan.baseline_trial, [])
     params = params_by_trial or {}
     verdicts = [
@@ -601,14 +607,8 @@ def summarize_verification(
     plan = run.plan
     race, survivor = race_survivor(plan, run.rows, params_by_trial, metric, objective)
     race_done = set(plan.race_schedule()) <= run.done()
-    confirm_rows = [r for r in run.rows if not plan.is_race_round(r.round_index)]
-    by_trial: dict[int, list[VerificationRecord]] = {}
-    for row in confirm_rows:
-        by_trial.setdefault(row.trial_number, []).append(row)
-    if race_done:
-        schedule = plan.schedule(survivor)
-    else:  # while the race runs, count the confirmation as if it will have a survivor
-        schedule = plan.race_schedule() + plan.confirm_schedule(plan.candidates[0])
+    by_trial = _by_trial(r for r in run.rows if not plan.is_race_round(r.round_index))
+    schedule = plan.schedule(survivor) if race_done else plan.provisional_schedule()
     planned = len(schedule)
     done = len(run.done() & set(schedule))
     complete = run.complete or (race_done and done == planned)

@@ -95,6 +95,11 @@ class VerificationPlan:
         order = (self.baseline_trial, *confirmed)
         return [(self.race_rounds + r, n) for r in range(self.rounds) for n in rotated(order, r)]
 
+    def provisional_schedule(self) -> list[tuple[int, int]]:
+        """What is planned while the race runs: the race, then a confirmation counted as if
+        the race will leave a survivor (progress displays; a summary's run count)."""
+        return self.schedule(self.candidates[0] if self.candidates else None)
+
     def schedule(self, survivor: int | None = None) -> list[tuple[int, int]]:
         """Every planned ``(round_index, trial_number)`` in run order: the race, then the
         confirmation of ``survivor`` (:meth:`confirm_schedule`)."""
