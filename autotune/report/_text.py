@@ -10,7 +10,7 @@ from typing import Any
 
 from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, display_url, format_knob_value
 from autotune.objectives import Objective, seconds_text
-from autotune.verification import CandidateVerdict
+from autotune.verification import CandidateVerdict, difference_number, difference_unit
 
 __all__ = [
     "NOT_VERIFIED",
@@ -63,12 +63,11 @@ def metric_difference(metric: Objective, verdict: CandidateVerdict) -> str | Non
     the mean alone: over two rounds t(0.975, 1) = 12.7 gives no useful interval."""
     if verdict.metric_diff_mean is None:
         return None
-    scale, unit, spec = (100.0, " pt", "+.2f") if metric.is_accuracy else (1.0, "", "+.3g")
-    text = f"{scale * verdict.metric_diff_mean:{spec}}"
+    text = difference_number(metric, verdict.metric_diff_mean)
     if verdict.metric_diff_ci95 is not None and verdict.stage == "confirm":
         low, high = verdict.metric_diff_ci95
-        text += f" [{scale * low:{spec}}, {scale * high:{spec}}]"
-    return text + unit
+        text += f" [{difference_number(metric, low)}, {difference_number(metric, high)}]"
+    return text + difference_unit(metric)
 
 
 def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:

@@ -17,6 +17,8 @@ __all__ = [
     "DEFAULT_SCREEN_Z",
     "NON_PROPORTION_SCREEN_FACTOR",
     "agresti_caffo_se",
+    "difference_number",
+    "difference_unit",
     "metric_allowance",
     "passes_screen",
     "screen_allowance",
@@ -147,6 +149,21 @@ def passes_screen(
     if metric.direction == "maximize":
         return value >= baseline_value - allowance
     return value <= baseline_value + allowance
+
+
+def difference_number(metric: Objective, difference: float) -> str:
+    """A difference of two values of ``metric``, signed, without its unit: accuracy in points
+    with two decimals (-0.0008 is ``-0.08``), any other metric in its own units with three
+    significant figures (``+0.005``); :func:`difference_unit` gives the unit."""
+    if metric.is_accuracy:
+        return f"{100 * difference:+.2f}"
+    return f"{difference:+.3g}"
+
+
+def difference_unit(metric: Objective) -> str:
+    """The unit :func:`difference_number` writes in, with its leading space: `` pt`` for
+    accuracy, nothing for another metric (its own units)."""
+    return " pt" if metric.is_accuracy else ""
 
 
 def tolerance_text(metric: Objective, tolerance_pt: float) -> str:

@@ -36,6 +36,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal
 
 from autotune.objectives import Objective, ObjectiveMode
@@ -43,6 +44,8 @@ from autotune.storage.records import VerificationPlan, VerificationRecord, Verif
 from autotune.verification._metric import (
     ACCURACY,
     DEFAULT_SCREEN_Z,
+    difference_number,
+    difference_unit,
     metric_allowance,
     passes_screen,
     tolerance_text,
@@ -200,21 +203,14 @@ class VerificationSummary:
         if verdict.val_metric_mean is None or base is None:
             return "metric not measured"
         n = f", n={verdict.val_samples:,}" if with_n and verdict.val_samples else ""
-        if self.metric.is_accuracy:
-            values = f"{100 * verdict.val_metric_mean:.2f} % vs {100 * base:.2f} %"
-            scale, unit = 100.0, " pt"
-        else:
-            values = (
-                f"{self.metric.format(verdict.val_metric_mean, 1)} vs {self.metric.format(base, 1)}"
-            )
-            scale, unit = 1.0, ""
+        values = _versus(self.metric, verdict.val_metric_mean, base)
         if verdict.metric_diff_mean is None:
             return f"{values}{n}"
-        spec = "+.2f" if self.metric.is_accuracy else "+.3g"
-        diff = f"difference {scale * verdict.metric_diff_mean:{spec}}{unit}"
+        number, unit = partial(difference_number, self.metric), difference_unit(self.metric)
+        diff = f"difference {number(verdict.metric_diff_mean)}{unit}"
         if verdict.metric_diff_ci95 is not None:
             low, high = verdict.metric_diff_ci95
-            diff += f", 95 % CI {scale * low:{spec}} to {scale * high:{spec}}{unit}"
+            diff += f", 95 % CI {number(low)} to {number(high)}{unit}"
         return f"{values} ({diff}{n})"
 
     def headline(self) -> str:
@@ -307,6 +303,13 @@ class VerificationSummary:
         )
 
 
+def _versus(metric: Objective, value: float, baseline_value: float) -> str:
+    """A value against the baseline's: ``98.42 % vs 98.50 %`` (accuracy), ``1.234 vs 1.240``."""
+    if metric.is_accuracy:
+        return f"{100 * value:.2f} % vs {100 * baseline_value:.2f} %"
+    return f"{metric.format(value, 1)} vs {metric.format(baseline_value, 1)}"
+
+
 def _by_trial(rows: Iterable[VerificationRecord]) -> dict[int, list[VerificationRecord]]:
     """Rows grouped by the trial they re-measured, in their order."""
     grouped: dict[int, list[VerificationRecord]] = {}
@@ -327,12 +330,6 @@ def _pooled(rows: Sequence[VerificationRecord]) -> tuple[float | None, int | Non
         correct = sum(round(v * int(n or 0)) for v, n in values)
         return correct / total, total
     return statistics.fmean(v for v, _ in values), None
-
-
-def _difference_words(metric: Objective, verdict: CandidateVerdict) -> str:
-    """A metric difference as the verdicts write it: ``-1.25 pt`` (accuracy), ``+0.005``."""
-    diff = verdict.metric_diff_mean or 0.0
-    return f"{100 * diff:+.2f} pt" if metric.is_accuracy else f"{diff:+.3g}"
 
 
 def _throughput_verdict(
@@ -459,12 +456,10 @@ def _race_rules(
     if not passes_screen(
         metric, value, samples, base_value, base_samples, plan.accuracy_tolerance_pt, z
     ):
-        shown = (
-            f"{100 * value:.2f} % vs {100 * base_value:.2f} %"
-            if metric.is_accuracy
-            else f"{metric.format(value, 1)} vs {metric.format(base_value, 1)}"
+        return (
+            False,
+            f"pooled {metric.name} failed the screen ({_versus(metric, value, base_value)})",
         )
-        return False, f"pooled {metric.name} failed the screen ({shown})"
     if speedup is None or not speedup > 1.0:
         return False, f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
     return True, "passed the race"
@@ -565,7 +560,8 @@ def race_survivor(
         if v not in pool:
             return (
                 f"passed the screen; not the survivor: its accuracy is outside the {tolerance} "
-                f"tolerance (mean difference {_difference_words(metric, v)})"
+                f"tolerance (mean difference {difference_number(metric, v.metric_diff_mean or 0.0)}"
+                f"{difference_unit(metric)})"
             )
         return f"passed, slower than trial {best.trial_number} in the race"
 
