@@ -177,13 +177,6 @@ class VerificationSummary:
         """The tolerance in words (``0.5 pt``; ``0.5 % of the baseline's val_loss``)."""
         return tolerance_text(self.metric, self.accuracy_tolerance_pt)
 
-    def metric_text(self, value: float) -> str:
-        """A verified metric value as the headline says it: ``98.42 % accuracy`` for
-        accuracy, ``val_loss 1.234`` otherwise."""
-        if self.metric.is_accuracy:
-            return f"{100 * value:.2f} % accuracy"
-        return f"{self.metric.name} {self.metric.format(value, 1)}"
-
     def stages_text(self) -> str:
         """How the claim was measured: ``confirmed over 5 rounds after a 2-round race of 4
         finalists`` (``verified over 3 rounds`` without a race)."""
