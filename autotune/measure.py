@@ -344,6 +344,10 @@ class Measurement:
         val_samples: how many validation samples ``val_metric`` was computed on (the
             validation split's size); None when the split has no length. The verification's
             accuracy screen widens with its standard error (:mod:`autotune.verification`).
+        too_slow: throughput trials: the first timed window ran below the trial's
+            ``min_throughput_sps`` floor, so the trial stopped there, without evaluating:
+            the timing figures are that window's, ``val_metric`` and ``train_loss`` are NaN
+            (nothing was judged). The study records it as ``failure=too_slow``.
         extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
             after warm-up), stored as user attributes too.
     """
@@ -369,6 +373,7 @@ class Measurement:
     eval_s: float | None = None
     metric_curve: tuple[tuple[float, int, float], ...] = ()
     val_samples: int | None = None
+    too_slow: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -385,8 +390,14 @@ class Measurement:
         )
 
     def as_user_attrs(self) -> dict[str, Any]:
-        """Flat JSON-ready figures for Optuna trial user attributes."""
+        """Flat JSON-ready figures for Optuna trial user attributes; a measurement that
+        stopped :attr:`too_slow` leaves out the figures it has not measured (``val_metric``,
+        ``train_loss``, ``val_samples``) and the flag itself (the study records
+        ``failure=too_slow``)."""
         attrs = asdict(self)
+        if attrs.pop("too_slow"):
+            for key in ("val_metric", "train_loss", "val_samples"):
+                attrs.pop(key)
         attrs["window_throughputs_sps"] = list(self.window_throughputs_sps)
         curve = attrs.pop("metric_curve")
         if self.target_reached is None:  # a throughput trial: no time-to-accuracy figures

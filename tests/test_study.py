@@ -509,6 +509,67 @@ def test_the_baseline_is_measured_warm_after_one_discarded_run() -> None:
     assert "cold_throughput_sps" not in other.user_attrs
 
 
+def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config()
+    too_slow = make_measurement(
+        throughput_sps=80.0,
+        val_metric=float("nan"),
+        train_loss=float("nan"),
+        peak_memory_bytes=3 * 2**20,
+        too_slow=True,
+    )
+    fake = FakeRunTrial(
+        [
+            make_measurement(throughput_sps=900.0),  # the baseline's discarded cold run
+            make_measurement(throughput_sps=1000.0),
+            too_slow,
+            make_measurement(throughput_sps=500.0),
+        ]
+    )
+    study = optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    enqueue_baseline(study, config.space)
+
+    _optimize(_objective(fake, config=config), 3, study)
+
+    baseline_config, second_config, third_config = (call[0] for call in fake.calls[1:])
+    assert baseline_config.min_throughput_sps is None  # nothing to compare with yet
+    assert second_config.min_throughput_sps == pytest.approx(100.0)  # 0.1 x the warm 1,000
+    assert third_config.min_throughput_sps == pytest.approx(100.0)
+    baseline, slow, other = study.trials
+    assert "min_throughput_sps" not in baseline.user_attrs
+    assert slow.user_attrs["failure"] == "too_slow"
+    assert "80 samples/s is below the floor of 100" in slow.user_attrs["failure_detail"]
+    assert "val_metric" not in slow.user_attrs  # never evaluated
+    assert slow.constraints["failed"] == 1.0  # `failed`: infeasible, never on the front
+    # Its measured throughput and memory teach the sampler; the metric is the worst (0).
+    assert slow.values == [80.0, 0.0, 3 * 2**20]
+    assert other.values[0] == 500.0 and "failure" not in other.user_attrs
+
+
+def test_no_throughput_floor_when_the_ratio_is_zero() -> None:
+    from autotune.baseline import enqueue_baseline
+
+    config = _run_config("trial.min_throughput_vs_baseline=0")
+    fake = FakeRunTrial([make_measurement(throughput_sps=1000.0)] * 3)
+    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+    enqueue_baseline(study, config.space)
+
+    _optimize(_objective(fake, config=config), 2, study)
+
+    assert all(call[0].min_throughput_sps is None for call in fake.calls)
+
+
+@pytest.mark.parametrize("ratio", ["1", "-0.1", "1.5", "nan"])
+def test_min_throughput_vs_baseline_is_a_share_below_one(ratio: str) -> None:
+    with pytest.raises(ConfigError, match=r"trial\.min_throughput_vs_baseline"):
+        _run_config(f"trial.min_throughput_vs_baseline={ratio}")
+
+
 def test_a_baseline_warm_up_that_fails_is_forgotten_and_the_trial_measured() -> None:
     from autotune.baseline import enqueue_baseline
 

@@ -83,6 +83,10 @@ class TrialConfig(Strict):
     # throughput: train the fixed budget and time it; time_to_accuracy: train until the
     # validation metric meets train.target_accuracy / train.target_metric.
     objective: ObjectiveMode = "throughput"
+    # A throughput trial whose first timed window runs below this many samples/s stops there
+    # (Measurement.too_slow); set by the study from trial.min_throughput_vs_baseline, never
+    # stored with the configuration's knobs, so verification re-runs have no floor.
+    min_throughput_sps: float | None = Field(None, gt=0)
     mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
     mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 

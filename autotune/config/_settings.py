@@ -199,12 +199,18 @@ class MeasureSettings(Strict):
 
 
 class TrialSettings(Strict):
-    """How each trial process is run."""
+    """How each trial process is run (``trial.*``)."""
 
     timeout_s: float = Field(600.0, gt=0)  # wall-clock limit of one trial, compile included
     # Optuna heartbeat of a running trial; a trial silent for 3 beats (its process was killed)
     # is marked failed and its configuration retried once.
     heartbeat_s: int = Field(10, ge=1)
+    # In a throughput study's search, once the baseline trial is measured, a trial whose first
+    # timed window runs below this share of the baseline's throughput stops there, infeasible
+    # (failure=too_slow, its throughput kept): the slower, more accurate end of the front
+    # (a few times slower than the baseline) stays measured. 0: no such stop. The throughput
+    # counterpart of train.max_time_vs_baseline; verification runs are not stopped by it.
+    min_throughput_vs_baseline: float = Field(0.1, ge=0, lt=1, allow_inf_nan=False)
 
 
 MockFault = Literal["none", "oom", "error", "crash", "hang"]

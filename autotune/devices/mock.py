@@ -149,6 +149,8 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     for name in _UNSEEDED_AT_DEFAULT:
         if fields["train"][name] == defaults[name]:
             del fields["train"][name]
+    # The study's floor says when to stop, not what the configuration is: same draws.
+    del fields["min_throughput_sps"]
     text = json.dumps(fields, separators=(",", ":"))
     digest = hashlib.sha256(text.encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
@@ -166,7 +168,8 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         ``extra`` holds ``flops_per_sample`` (3x the analytic forward FLOPs), ``lr_peak`` (the
         learning rate after warm-up, as a real trial would use) and, for GPU profiles,
         ``gpu_utilization_pct``, ``gpu_power_w`` and ``energy_j_per_sample``, all modelled,
-        with ``simulated_figures=True``.
+        with ``simulated_figures=True``. Below ``config.min_throughput_sps`` in its first
+        window, it stops there as a real trial does (``too_slow``, no accuracy).
 
     Raises:
         MemoryError: when the modelled peak memory exceeds ``profile.memory_bytes`` (the trial
@@ -261,6 +264,28 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     )
     stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, batch * world)
     compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
+    floor_sps = config.min_throughput_sps
+    if floor_sps is not None and config.objective == "throughput":
+        first_sps = stats.window_throughputs_sps[0]
+        if first_sps < floor_sps:  # stopped after the first window, as a real trial stops
+            first = summarize_windows(
+                [float(step_times[0].sum())], plan.window_steps, batch * world
+            )
+            return Measurement.from_stats(
+                first,
+                compile_s=compile_s,
+                peak_memory_bytes=peak_bytes,
+                val_metric=math.nan,
+                train_loss=math.nan,
+                train_s=compile_s + (plan.warmup_steps + plan.window_steps) * step_s,
+                steps=plan.warmup_steps + plan.window_steps,
+                samples_per_step=batch * world,
+                parameters=params,
+                memory_kind="simulated",
+                simulated=True,
+                too_slow=True,
+                extra={"min_throughput_sps": floor_sps, "simulated_figures": True},
+            )
 
     # Accuracy: a ceiling, minus under-capacity and under-training penalties, plus noise.
     # SIMULATION ASSUMPTION: training progresses with the optimizer steps times the

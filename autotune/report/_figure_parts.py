@@ -99,7 +99,7 @@ POINT_CLASSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
     (
         "not_launched",
-        "infeasible, never launched (no measurement)",
+        "infeasible, not measured (never launched, or stopped too slow)",
         {"color": "#9e9e9e", "size": 8, "symbol": "square-open"},
     ),
     (

@@ -168,6 +168,8 @@ def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
     last_line = detail.splitlines()[-1] if detail else ""
     if trial.state == TrialState.PRUNED or failure == "infeasible":
         return INFEASIBLE, False, f"not launched: {last_line or failure or 'pruned'}"
+    if failure == "too_slow":  # one timed window, no evaluation: not a full measurement
+        return INFEASIBLE, False, f"too slow: {last_line}" if last_line else "too slow"
     if failure is not None:
         return FAILED, False, f"{failure}: {last_line}" if last_line else str(failure)
     broken = [name for name, value in sorted(trial.constraints.items()) if value > 0]

@@ -15,7 +15,14 @@ import torch
 import torch.distributed as dist
 
 from autotune.flops import trial_extras
-from autotune.measure import Measurement, ThroughputStats, WindowClock, WindowPlan, plan_windows
+from autotune.measure import (
+    Measurement,
+    ThroughputStats,
+    WindowClock,
+    WindowPlan,
+    plan_windows,
+    summarize_windows,
+)
 from autotune.models import count_parameters
 from autotune.nvml import GpuWindowMeter
 from autotune.trial._setup import Training
@@ -27,7 +34,10 @@ _MAX_EXTENSION_STEPS = 100_000
 def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement:
     """The fixed budget (``train.epochs`` passes, capped by ``train.max_steps``): timed
     windows, then one evaluation of the budget's model, then timing-only steps when the
-    windows covered less than ``measure.min_timed_s``.
+    windows covered less than ``measure.min_timed_s``. With ``config.min_throughput_sps``
+    set (the study's floor, ``trial.min_throughput_vs_baseline`` of the baseline's), a first
+    window below it ends the loop there: a :attr:`Measurement.too_slow` measurement of that
+    window, without evaluation.
 
     Timing: the device is synchronized and the clock read only at the edges of the timed
     windows (:func:`autotune.measure.plan_windows`), never inside one, so the host queues
@@ -44,6 +54,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     edges = frozenset(plan.edges)
     timed_end = plan.window_edges[-1]
+    # The floor (config.min_throughput_sps) is checked once, when the first window ends.
+    first_window_end = plan.window_edges[1] if config.min_throughput_sps is not None else None
     epoch_loss = torch.zeros((), device=t.device)
     epoch_steps = 0
     step = 0
@@ -75,6 +87,10 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
                 gpu_meter.start()  # the timed windows start now
             if gpu_meter is not None and step == timed_end:
                 gpu_reading = gpu_meter.stop()  # and end now
+            if step == first_window_end and _below_floor(t, plan, marks_s, rank, world_size):
+                if gpu_meter is not None and gpu_reading is None:
+                    gpu_meter.stop()
+                return _too_slow(t, plan, marks_s)
         if step >= t.total_steps:
             break
     train_s = marks_s[step] - marks_s[0]  # the whole loop, one sync at its end
@@ -133,6 +149,48 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         simulated=False,
         val_samples=t.val_samples,
         extra=extra,
+    )
+
+
+def _below_floor(
+    t: Training, plan: WindowPlan, marks_s: dict[int, float], rank: int, world_size: int
+) -> bool:
+    """Whether the first timed window ran below ``config.min_throughput_sps`` (global
+    samples/s). Rank 0 decides from its clock and every rank takes its decision (one
+    broadcast), so that all ranks stop, or go on, together."""
+    floor_sps = t.config.min_throughput_sps
+    start, end = plan.window_edges[0], plan.window_edges[1]
+    first_sps = plan.window_steps * t.samples_per_step / max(marks_s[end] - marks_s[start], 1e-9)
+    below = floor_sps is not None and first_sps < floor_sps
+    if world_size > 1:
+        decision = torch.tensor([1 if below and rank == 0 else 0], device=t.device)
+        dist.broadcast(decision, src=0)
+        below = bool(decision.item())
+    return below
+
+
+def _too_slow(t: Training, plan: WindowPlan, marks_s: dict[int, float]) -> Measurement:
+    """The measurement of a trial stopped after its first timed window (``too_slow``): that
+    window's throughput, the memory so far, no evaluation (``val_metric`` NaN)."""
+    end = plan.window_edges[1]
+    stats = summarize_windows(
+        [marks_s[end] - marks_s[plan.window_edges[0]]], plan.window_steps, t.samples_per_step
+    )
+    compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if t.compiled else 0.0
+    return Measurement.from_stats(
+        stats,
+        compile_s=compile_s,
+        peak_memory_bytes=t.backend.peak_memory_bytes(),
+        val_metric=math.nan,
+        train_loss=math.nan,
+        train_s=marks_s[end] - marks_s[0],
+        steps=end,
+        samples_per_step=t.samples_per_step,
+        parameters=count_parameters(t.model),
+        memory_kind=t.backend.memory_kind,
+        simulated=False,
+        too_slow=True,
+        extra={"min_throughput_sps": t.config.min_throughput_sps},
     )
 
 

@@ -30,6 +30,17 @@ def test_seed_changes_the_noise() -> None:
     assert first.throughput_sps == pytest.approx(second.throughput_sps, rel=0.1)
 
 
+def test_a_floor_above_the_throughput_stops_after_the_first_window() -> None:
+    full = simulate(_mock(width=32))
+    floored = simulate(_mock(width=32, min_throughput_sps=0.5 * full.throughput_sps))
+    stopped = simulate(_mock(width=32, min_throughput_sps=10 * full.throughput_sps))
+
+    assert floored == full  # a floor it clears changes nothing, not even the noise
+    assert stopped.too_slow is True and math.isnan(stopped.val_metric)
+    assert stopped.throughput_sps == pytest.approx(full.window_throughputs_sps[0])
+    assert stopped.steps < full.steps and stopped.train_s < full.train_s
+
+
 def test_measurement_says_it_is_simulated() -> None:
     m = simulate(_mock())
 

@@ -65,6 +65,10 @@ def test_classify_tells_feasible_infeasible_and_failed_apart() -> None:
     refused = make_trial(8, None, failure="infeasible", constraint=1.0)
     status, measured, reason = classify(refused)
     assert (status, measured) == (INFEASIBLE, False) and reason.startswith("not launched")
+    # Stopped after one window below the throughput floor: infeasible, not fully measured.
+    slow = make_trial(9, (80.0, 0.0, 3 * MIB), failure="too_slow", constraint=1.0)
+    status, measured, reason = classify(slow)
+    assert (status, measured) == (INFEASIBLE, False) and reason.startswith("too slow: ")
     with pytest.raises(ValueError, match="RUNNING"):
         classify(t[7])
 

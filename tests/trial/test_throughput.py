@@ -5,6 +5,8 @@ torch.compile (20-30 s cold on two cores)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from autotune.config import DataSettings
@@ -156,3 +158,38 @@ def test_short_budgets_are_timed_longer_without_changing_the_accuracy() -> None:
     assert b.val_metric == a.val_metric and b.steps == a.steps  # same budget, same seed
     check(a, short)
     check(b, extended)
+
+
+def test_a_trial_below_its_floor_stops_after_the_first_window() -> None:
+    # Four epochs of digits at batch 64: 5 warm-up steps, then windows of 16 steps; a floor
+    # no CPU reaches stops the loop at step 21, without evaluating.
+    config = make_trial_config(
+        family="mlp", width=32, train={"epochs": 4}, min_throughput_sps=1.0e12
+    )
+
+    m, syncs = train_here(config)
+
+    assert m.too_slow is True
+    assert (m.steps, m.timed_steps, len(m.window_throughputs_sps)) == (21, 16, 1)
+    assert 0 < m.throughput_sps < 1.0e12
+    assert math.isnan(m.val_metric)
+    assert syncs == 3  # the start, the end of warm-up, the end of the first window
+    assert m.extra["min_throughput_sps"] == 1.0e12
+
+
+def test_a_trial_above_its_floor_runs_its_whole_budget() -> None:
+    config = make_trial_config(family="mlp", width=32, min_throughput_sps=1.0)
+
+    m, _ = train_here(config)
+
+    assert m.too_slow is False
+    check(m, config)
+
+
+def test_ddp_ranks_stop_together_below_the_floor() -> None:
+    config = make_trial_config(gpu_count=2, min_throughput_sps=1.0e12)
+
+    m = run_trial(config, TIMEOUT_S)
+
+    assert m.too_slow is True and m.steps == 5 + m.timed_steps
+    assert m.samples_per_step == 128
