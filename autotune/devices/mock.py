@@ -266,19 +266,23 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
-        first_sps = stats.window_throughputs_sps[0]
-        if first_sps < floor_sps:  # stopped after the first window, as a real trial stops
-            first = summarize_windows(
-                [float(step_times[0].sum())], plan.window_steps, batch * world
-            )
+        # As a real trial stops (autotune.trial._throughput): one process as soon as its
+        # first window has taken longer than its steps would at the floor, DDP ranks at the
+        # window's end.
+        elapsed_s = np.cumsum(step_times[0])
+        limit_s = plan.window_steps * batch * world / floor_sps
+        over = np.flatnonzero(elapsed_s > limit_s)
+        if over.size:
+            done = int(over[0]) + 1 if world == 1 else plan.window_steps
+            first = summarize_windows([float(elapsed_s[done - 1])], done, batch * world)
             return Measurement.from_stats(
                 first,
                 compile_s=compile_s,
                 peak_memory_bytes=peak_bytes,
                 val_metric=math.nan,
                 train_loss=math.nan,
-                train_s=compile_s + (plan.warmup_steps + plan.window_steps) * step_s,
-                steps=plan.warmup_steps + plan.window_steps,
+                train_s=compile_s + plan.warmup_steps * step_s + float(elapsed_s[done - 1]),
+                steps=plan.warmup_steps + done,
                 samples_per_step=batch * world,
                 parameters=params,
                 memory_kind="simulated",

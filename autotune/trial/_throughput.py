@@ -9,6 +9,7 @@ the device as in an untimed loop; each window includes fetching its batches from
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator
 
 import torch
@@ -54,8 +55,11 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     edges = frozenset(plan.edges)
     timed_end = plan.window_edges[-1]
-    # The floor (config.min_throughput_sps) is checked once, when the first window ends.
-    first_window_end = plan.window_edges[1] if config.min_throughput_sps is not None else None
+    floor = (
+        _FirstWindowFloor(config.min_throughput_sps, plan, t.samples_per_step, world_size)
+        if config.min_throughput_sps is not None
+        else None
+    )
     epoch_loss = torch.zeros((), device=t.device)
     epoch_steps = 0
     step = 0
@@ -81,16 +85,21 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         epoch_loss += loss.detach().float()
         epoch_steps += 1
         step += 1
+        if floor is not None and floor.crossed_early(step, marks_s):
+            marks_s[step] = clock.mark()  # the window cannot end above the floor: stop now
+            if gpu_meter is not None:
+                gpu_meter.stop()
+            return _too_slow(t, floor.start_step, step, marks_s)
         if step in edges:
             marks_s[step] = clock.mark()  # syncs the device: the edge of a window
             if gpu_meter is not None and step == plan.warmup_steps:
                 gpu_meter.start()  # the timed windows start now
             if gpu_meter is not None and step == timed_end:
                 gpu_reading = gpu_meter.stop()  # and end now
-            if step == first_window_end and _below_floor(t, plan, marks_s, rank, world_size):
+            if floor is not None and floor.below_at_edge(step, marks_s, t.device, rank):
                 if gpu_meter is not None and gpu_reading is None:
                     gpu_meter.stop()
-                return _too_slow(t, plan, marks_s)
+                return _too_slow(t, floor.start_step, step, marks_s)
         if step >= t.total_steps:
             break
     train_s = marks_s[step] - marks_s[0]  # the whole loop, one sync at its end
@@ -152,29 +161,67 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
 
 
-def _below_floor(
-    t: Training, plan: WindowPlan, marks_s: dict[int, float], rank: int, world_size: int
-) -> bool:
-    """Whether the first timed window ran below ``config.min_throughput_sps`` (global
-    samples/s). Rank 0 decides from its clock and every rank takes its decision (one
-    broadcast), so that all ranks stop, or go on, together."""
-    floor_sps = t.config.min_throughput_sps
-    start, end = plan.window_edges[0], plan.window_edges[1]
-    first_sps = plan.window_steps * t.samples_per_step / max(marks_s[end] - marks_s[start], 1e-9)
-    below = floor_sps is not None and first_sps < floor_sps
-    if world_size > 1:
-        decision = torch.tensor([1 if below and rank == 0 else 0], device=t.device)
-        dist.broadcast(decision, src=0)
-        below = bool(decision.item())
-    return below
+class _FirstWindowFloor:
+    """``config.min_throughput_sps`` (global samples/s) over the first timed window.
+
+    The window is too slow once it has taken longer than its steps would at the floor
+    (``limit_s``). One process reads the host clock after each step of the window, without
+    synchronizing the device: the host runs ahead of a GPU, so host seconds past the limit
+    mean device seconds past it too, and the trial stops at once instead of finishing a
+    window that can only end below the floor (a 1/100-speed trial would spend 100 of the
+    baseline's windows on it). DDP ranks would need a collective per step to agree on such
+    a stop, so they decide at the window's end, where rank 0 decides and broadcasts.
+
+    Args:
+        floor_sps: the floor, global samples/s (> 0).
+        plan: the loop's windows.
+        samples_per_step: global samples per optimizer step.
+        world_size: DDP ranks.
+    """
+
+    def __init__(
+        self, floor_sps: float, plan: WindowPlan, samples_per_step: int, world_size: int
+    ) -> None:
+        self.floor_sps = floor_sps
+        self.start_step, self.end_step = plan.window_edges[0], plan.window_edges[1]
+        self.limit_s = plan.window_steps * samples_per_step / floor_sps
+        self.samples_per_step = samples_per_step
+        self.world_size = world_size
+
+    def crossed_early(self, step: int, marks_s: dict[int, float]) -> bool:
+        """Inside the first window of a single process: more than ``limit_s`` host seconds
+        since it started (``marks_s`` holds ``time.perf_counter`` readings)."""
+        return (
+            self.world_size == 1
+            and self.start_step < step < self.end_step
+            and time.perf_counter() - marks_s[self.start_step] > self.limit_s
+        )
+
+    def below_at_edge(
+        self, step: int, marks_s: dict[int, float], device: torch.device, rank: int
+    ) -> bool:
+        """At the first window's end: whether it ran below the floor, as rank 0 measured it
+        (every rank takes rank 0's decision, so all stop or go on together)."""
+        if step != self.end_step:
+            return False
+        seconds = max(marks_s[step] - marks_s[self.start_step], 1e-9)
+        below = (step - self.start_step) * self.samples_per_step / seconds < self.floor_sps
+        if self.world_size > 1:
+            decision = torch.tensor([1 if below and rank == 0 else 0], device=device)
+            dist.broadcast(decision, src=0)
+            below = bool(decision.item())
+        return below
 
 
-def _too_slow(t: Training, plan: WindowPlan, marks_s: dict[int, float]) -> Measurement:
-    """The measurement of a trial stopped after its first timed window (``too_slow``): that
-    window's throughput, the memory so far, no evaluation (``val_metric`` NaN)."""
-    end = plan.window_edges[1]
+def _too_slow(
+    t: Training, start_step: int, end_step: int, marks_s: dict[int, float]
+) -> Measurement:
+    """The measurement of a trial stopped in or at the end of its first timed window
+    (``too_slow``): the steps from ``start_step`` to ``end_step`` as its one window, the
+    memory so far, no evaluation (``val_metric`` NaN)."""
+    steps = end_step - start_step
     stats = summarize_windows(
-        [marks_s[end] - marks_s[plan.window_edges[0]]], plan.window_steps, t.samples_per_step
+        [max(marks_s[end_step] - marks_s[start_step], 1e-9)], steps, t.samples_per_step
     )
     compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if t.compiled else 0.0
     return Measurement.from_stats(
@@ -183,8 +230,8 @@ def _too_slow(t: Training, plan: WindowPlan, marks_s: dict[int, float]) -> Measu
         peak_memory_bytes=t.backend.peak_memory_bytes(),
         val_metric=math.nan,
         train_loss=math.nan,
-        train_s=marks_s[end] - marks_s[0],
-        steps=end,
+        train_s=marks_s[end_step] - marks_s[0],
+        steps=end_step,
         samples_per_step=t.samples_per_step,
         parameters=count_parameters(t.model),
         memory_kind=t.backend.memory_kind,

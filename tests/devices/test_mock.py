@@ -30,15 +30,26 @@ def test_seed_changes_the_noise() -> None:
     assert first.throughput_sps == pytest.approx(second.throughput_sps, rel=0.1)
 
 
-def test_a_floor_above_the_throughput_stops_after_the_first_window() -> None:
-    full = simulate(_mock(width=32))
-    floored = simulate(_mock(width=32, min_throughput_sps=0.5 * full.throughput_sps))
-    stopped = simulate(_mock(width=32, min_throughput_sps=10 * full.throughput_sps))
+def test_a_floor_above_the_throughput_stops_in_the_first_window() -> None:
+    # Four epochs of digits at batch 64: windows of 16 steps.
+    full = simulate(_mock(width=32, train={"epochs": 4}))
+    floored = simulate(_mock(width=32, train={"epochs": 4}, min_throughput_sps=1.0))
+    stopped = simulate(
+        _mock(width=32, train={"epochs": 4}, min_throughput_sps=2 * full.throughput_sps)
+    )
 
     assert floored == full  # a floor it clears changes nothing, not even the noise
     assert stopped.too_slow is True and math.isnan(stopped.val_metric)
-    assert stopped.throughput_sps == pytest.approx(full.window_throughputs_sps[0])
-    assert stopped.steps < full.steps and stopped.train_s < full.train_s
+    # One process stops once its first window has taken longer than all 16 of its steps
+    # may at the floor: here after about half of them.
+    assert 5 <= stopped.timed_steps <= 11
+    assert stopped.throughput_sps == pytest.approx(full.throughput_sps, rel=0.1)
+    assert stopped.steps == 5 + stopped.timed_steps and stopped.train_s < full.train_s
+    # DDP ranks decide together at the first window's end.
+    ddp = simulate(_mock(width=32, gpu_count=2))
+    ddp_stopped = simulate(_mock(width=32, gpu_count=2, min_throughput_sps=1e12))
+    assert ddp_stopped.too_slow is True
+    assert ddp_stopped.throughput_sps == pytest.approx(ddp.window_throughputs_sps[0])
 
 
 def test_measurement_says_it_is_simulated() -> None:

@@ -160,9 +160,10 @@ def test_short_budgets_are_timed_longer_without_changing_the_accuracy() -> None:
     check(b, extended)
 
 
-def test_a_trial_below_its_floor_stops_after_the_first_window() -> None:
-    # Four epochs of digits at batch 64: 5 warm-up steps, then windows of 16 steps; a floor
-    # no CPU reaches stops the loop at step 21, without evaluating.
+def test_a_trial_below_its_floor_stops_as_soon_as_its_first_window_must_end_below() -> None:
+    # Four epochs of digits at batch 64: 5 warm-up steps, then windows of 16 steps. At a
+    # floor no CPU reaches, the first window's 16 steps may take 1 ns: after its first step
+    # the host clock says it cannot end above the floor, and the loop stops there.
     config = make_trial_config(
         family="mlp", width=32, train={"epochs": 4}, min_throughput_sps=1.0e12
     )
@@ -170,10 +171,10 @@ def test_a_trial_below_its_floor_stops_after_the_first_window() -> None:
     m, syncs = train_here(config)
 
     assert m.too_slow is True
-    assert (m.steps, m.timed_steps, len(m.window_throughputs_sps)) == (21, 16, 1)
+    assert (m.steps, m.timed_steps, len(m.window_throughputs_sps)) == (6, 1, 1)
     assert 0 < m.throughput_sps < 1.0e12
     assert math.isnan(m.val_metric)
-    assert syncs == 3  # the start, the end of warm-up, the end of the first window
+    assert syncs == 3  # the start, the end of warm-up, the stop
     assert m.extra["min_throughput_sps"] == 1.0e12
 
 
@@ -191,5 +192,6 @@ def test_ddp_ranks_stop_together_below_the_floor() -> None:
 
     m = run_trial(config, TIMEOUT_S)
 
-    assert m.too_slow is True and m.steps == 5 + m.timed_steps
+    # DDP ranks decide together at the first window's end (5 warm-up steps, windows of 2).
+    assert m.too_slow is True and (m.steps, m.timed_steps) == (7, 2)
     assert m.samples_per_step == 128
