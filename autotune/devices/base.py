@@ -15,7 +15,8 @@ class Backend(Protocol):
     Attributes:
         kind: ``cpu`` or ``cuda``.
         ddp_backend: torch.distributed backend (``gloo`` on CPU, ``nccl`` on CUDA).
-        pin_memory: whether DataLoaders pin host memory for this device.
+        pin_memory: whether DataLoaders with workers pin host memory for this device; a
+            DataLoader without workers never pins (PyTorch's default, the baseline's).
         memory_kind: what :meth:`peak_memory_bytes` reports.
     """
 
@@ -28,8 +29,9 @@ class Backend(Protocol):
         """The ``torch.device`` this rank trains on."""
         ...
 
-    def setup(self, rank: int, world_size: int, precision: str) -> None:
-        """Bind the rank to its device, set threads and precision flags (TF32 on or off)."""
+    def setup(self, rank: int, world_size: int, precision: str, num_workers: int = 0) -> None:
+        """Bind the rank to its device, set its threads (``world_size`` ranks, each with
+        ``num_workers`` DataLoader workers) and the precision's flags (TF32 for ``tf32``)."""
         ...
 
     def synchronize(self) -> None:

@@ -30,7 +30,7 @@ class CpuBackend:
     def torch_device(self) -> torch.device:
         return torch.device("cpu")
 
-    def setup(self, rank: int, world_size: int, precision: str) -> None:
+    def setup(self, rank: int, world_size: int, precision: str, num_workers: int = 0) -> None:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
 
     def synchronize(self) -> None:

@@ -4,20 +4,75 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["CudaBackend"]
+__all__ = ["BASELINE_TORCH_FLAGS", "CudaBackend", "enable_tf32", "rank_threads"]
+
+#: The torch settings a CUDA trial leaves at PyTorch's defaults (the baseline is "your
+#: defaults", so none of them is changed for it; only ``precision=tf32`` changes the first
+#: two). Flag -> PyTorch's default and what it means (PyTorch docs, "CUDA semantics",
+#: "TensorFloat-32 (TF32) on Ampere (and later) devices"; "Reproducibility").
+BASELINE_TORCH_FLAGS: dict[str, str] = {
+    "torch.backends.cuda.matmul.allow_tf32": "False: fp32 matmuls in IEEE fp32",
+    "torch.backends.cudnn.allow_tf32": "True: cuDNN may run fp32 convolutions in TF32",
+    "torch.backends.cudnn.benchmark": "False: no per-shape algorithm search in the first steps",
+    "torch.backends.cudnn.deterministic": "False",
+    "torch.get_num_threads()": "the physical cores (one rank, no DataLoader workers)",
+    "DataLoader(pin_memory=)": "False (True only with DataLoader workers, see CudaBackend)",
+}
+
+
+def enable_tf32() -> None:
+    """Let fp32 matmuls and cuDNN convolutions run in TF32 (``precision=tf32``).
+
+    PyTorch 2.9 made ``fp32_precision`` the API (``"tf32"`` or ``"ieee"``) and
+    ``allow_tf32`` the legacy one, which warns in every rank log and which Inductor refuses to
+    mix with the new one; this sets the new API where the installed torch has it, the legacy
+    flags on an older torch (PyTorch docs, "CUDA semantics", TF32).
+    """
+    matmul, conv = torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)
+    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
+        matmul.fp32_precision = "tf32"
+        conv.fp32_precision = "tf32"  # type: ignore[union-attr]
+    else:  # torch < 2.9
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
+def rank_threads(default_threads: int, world_size: int, num_workers: int) -> int | None:
+    """Intra-op CPU threads for one CUDA rank, or None to keep PyTorch's default.
+
+    One rank without DataLoader workers keeps PyTorch's default (the baseline's). Otherwise
+    the ranks share the host's default threads and each rank's workers take one each
+    (a DataLoader worker runs one torch thread): ``default // world_size - num_workers``, at
+    least 1. torchrun likewise sets ``OMP_NUM_THREADS=1`` per process when it starts several,
+    "to avoid your system being overloaded". Compile workers (Inductor's
+    ``compile_threads``) are not counted: they run before the timed steps, not beside them.
+
+    Args:
+        default_threads: PyTorch's default intra-op threads in this process.
+        world_size: DDP ranks on this host.
+        num_workers: DataLoader workers per rank.
+    """
+    if world_size == 1 and num_workers == 0:
+        return None
+    return max(1, default_threads // world_size - num_workers)
 
 
 class CudaBackend:
     """Trains on CUDA GPU ``rank``. See :class:`autotune.devices.base.Backend`.
 
-    Precision flags: ``tf32`` turns TF32 on for matmul and cuDNN; every other precision turns
-    it off, so ``fp32`` really is IEEE fp32 (cuDNN allows TF32 by default). Peak memory is
-    ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``.
+    Torch flags: PyTorch's defaults (:data:`BASELINE_TORCH_FLAGS`) for every precision but
+    ``tf32``, which turns TF32 on for matmuls and convolutions (:func:`enable_tf32`). So
+    ``fp32`` is what a PyTorch user gets without setting anything: IEEE fp32 matmuls, and
+    convolutions that cuDNN may run in TF32 on Ampere and later GPUs. ``cudnn.benchmark``
+    stays False in every trial (a stated setting, not a knob). DataLoaders pin host memory
+    when they have workers (the Performance Tuning Guide's pairing of the two); without
+    workers they do not, as by default. Peak memory is ``torch.cuda.max_memory_allocated``
+    after ``reset_peak_memory_stats``.
     """
 
     kind = "cuda"
     ddp_backend = "nccl"
-    pin_memory = True
+    pin_memory = True  # with DataLoader workers (autotune.trial._setup)
     memory_kind = "cuda_allocator_peak"
 
     def __init__(self) -> None:
@@ -26,13 +81,14 @@ class CudaBackend:
     def torch_device(self) -> torch.device:
         return self._device
 
-    def setup(self, rank: int, world_size: int, precision: str) -> None:
+    def setup(self, rank: int, world_size: int, precision: str, num_workers: int = 0) -> None:
         self._device = torch.device("cuda", rank)
         torch.cuda.set_device(self._device)
-        tf32 = precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.backends.cudnn.benchmark = True
+        if precision == "tf32":
+            enable_tf32()
+        threads = rank_threads(torch.get_num_threads(), world_size, num_workers)
+        if threads is not None:
+            torch.set_num_threads(threads)
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self._device)

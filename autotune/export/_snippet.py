@@ -36,7 +36,7 @@ def pytorch_settings(params: Mapping[str, Any]) -> dict[str, Any]:
         "dataloader": {
             "batch_size": int(params.get("batch_size", 1)),
             "num_workers": workers,
-            "pin_memory": "True on CUDA",
+            "pin_memory": "True on CUDA" if workers > 0 else False,
             "persistent_workers": workers > 0,
             "drop_last": True,
         },
@@ -58,8 +58,13 @@ _SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, 
         device = torch.device("cuda", torch.cuda.current_device())
     else:
         device = torch.device("cpu")
-    torch.backends.cuda.matmul.allow_tf32 = TF32
-    torch.backends.cudnn.allow_tf32 = TF32
+    if TF32:  # every other torch flag stays at PyTorch's default, as in the trial
+        if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
+            torch.backends.cuda.matmul.fp32_precision = "tf32"
+            torch.backends.cudnn.conv.fp32_precision = "tf32"
+        else:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
     memory_format = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
     model = model.to(device, memory_format=memory_format)
     train_model = DistributedDataParallel(model) if distributed else model
@@ -72,7 +77,7 @@ _SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, 
         shuffle=sampler is None,
         sampler=sampler,
         num_workers=NUM_WORKERS,
-        pin_memory=device.type == "cuda",
+        pin_memory=device.type == "cuda" and NUM_WORKERS > 0,
         persistent_workers=NUM_WORKERS > 0,
         drop_last=True,
     )
@@ -100,7 +105,8 @@ _SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, 
 def pytorch_snippet(params: Mapping[str, Any], header: Sequence[str] = ()) -> str:
     """A ready-to-paste PyTorch training function that applies a configuration.
 
-    It sets the autocast dtype (and a GradScaler for fp16 on CUDA), the TF32 flags,
+    It sets the autocast dtype (and a GradScaler for fp16 on CUDA), TF32 for ``tf32`` (and
+    no other torch flag: every trial leaves them at PyTorch's defaults),
     ``channels_last`` for model and 4-D inputs, ``torch.compile(mode=...)``, the DataLoader
     arguments the trial used, and DDP with the trial's world size (launched by ``torchrun``).
 
@@ -128,7 +134,7 @@ def pytorch_snippet(params: Mapping[str, Any], header: Sequence[str] = ()) -> st
         "",
         f"AUTOCAST_DTYPE = {s['autocast_dtype'] or 'None'}  # precision={params.get('precision')}",
         f"GRAD_SCALER = {s['grad_scaler']}  # loss scaling for fp16 (CUDA only)",
-        f"TF32 = {s['tf32']}  # TF32 matmul/conv on CUDA",
+        f"TF32 = {s['tf32']}  # TF32 matmul/conv on CUDA; False: PyTorch's default flags",
         f"CHANNELS_LAST = {s['channels_last']}  # memory_format={params.get('memory_format')}",
         f"COMPILE_MODE = {json.dumps(s['compile_mode']) if s['compile_mode'] else None}"
         "  # torch.compile mode; None: eager",

@@ -63,7 +63,7 @@ def run_rank(
         _inject_fault(config.mock_fault)
         return simulate(config)
     backend = make_backend(config.device)
-    backend.setup(rank, world_size, config.precision)
+    backend.setup(rank, world_size, config.precision, config.num_workers)
     if world_size > 1:
         if init_file is None:
             raise ValueError("world_size > 1 needs init_file for the rendezvous")

@@ -90,7 +90,8 @@ def make_loader(
         batch_size=config.batch_size,
         sampler=sampler,
         num_workers=config.num_workers,
-        pin_memory=backend.pin_memory,
+        # Pinned only with workers: without, PyTorch's default (False), the baseline's.
+        pin_memory=backend.pin_memory and config.num_workers > 0,
         drop_last=True,  # equal batches: steady timing, no recompiles on a ragged last batch
         persistent_workers=config.num_workers > 0,
         generator=generator,

@@ -7,6 +7,8 @@ import torch
 
 from autotune.devices import make_backend
 from autotune.devices.cpu import CpuBackend
+from autotune.devices.cuda import CudaBackend, rank_threads
+from autotune.testing import make_trial_config
 
 
 def test_make_backend_cpu() -> None:
@@ -47,11 +49,99 @@ def test_cpu_backend_peak_memory_grows_with_allocations() -> None:
     del block
 
 
+def _torch_flags() -> dict[str, object]:
+    flags: dict[str, object] = {
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "threads": torch.get_num_threads(),
+    }
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        flags["matmul.fp32_precision"] = torch.backends.cuda.matmul.fp32_precision
+        flags["conv.fp32_precision"] = torch.backends.cudnn.conv.fp32_precision
+    else:
+        flags["matmul.allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+    return flags
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch: pytest.MonkeyPatch):
+    """CudaBackend.setup without a GPU (set_device does nothing); every torch flag it may
+    change is put back afterwards."""
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    before = _torch_flags()
+    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+    saved = (
+        getattr(matmul, "fp32_precision", None),
+        getattr(conv, "fp32_precision", None),
+        matmul.allow_tf32,
+    )
+    yield before
+    if saved[0] is not None:
+        matmul.fp32_precision, conv.fp32_precision = saved[0], saved[1]
+    torch.backends.cuda.matmul.allow_tf32 = saved[2]
+    torch.backends.cudnn.allow_tf32 = bool(before["cudnn.allow_tf32"])
+    torch.backends.cudnn.benchmark = bool(before["cudnn.benchmark"])
+    torch.set_num_threads(int(before["threads"]))  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+def test_the_cuda_backend_leaves_every_torch_flag_at_pytorchs_default(
+    fake_cuda: dict[str, object], precision: str
+) -> None:
+    CudaBackend().setup(rank=0, world_size=1, precision=precision, num_workers=0)
+
+    assert _torch_flags() == fake_cuda  # the baseline is "your defaults"
+    assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.allow_tf32 is True
+
+
+def test_the_cuda_backend_turns_tf32_on_through_the_current_api(
+    fake_cuda: dict[str, object],
+) -> None:
+    CudaBackend().setup(rank=0, world_size=1, precision="tf32")
+
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+        assert torch.backends.cuda.matmul.fp32_precision == "tf32"
+        assert torch.backends.cudnn.conv.fp32_precision == "tf32"
+    else:
+        assert torch.backends.cuda.matmul.allow_tf32 is True
+
+
+def test_cuda_ranks_share_the_host_threads(fake_cuda: dict[str, object]) -> None:
+    default = torch.get_num_threads()
+    CudaBackend().setup(rank=1, world_size=2, precision="fp32", num_workers=0)
+
+    assert torch.get_num_threads() == max(1, default // 2)
+
+
+@pytest.mark.parametrize(
+    ("default", "world_size", "workers", "threads"),
+    [(16, 1, 0, None), (16, 2, 0, 8), (16, 2, 2, 6), (16, 8, 2, 1), (2, 1, 2, 1)],
+)
+def test_rank_threads(default: int, world_size: int, workers: int, threads: int | None) -> None:
+    assert rank_threads(default, world_size, workers) == threads
+
+
+def test_a_loader_pins_memory_only_with_workers() -> None:
+    from autotune.trial._setup import make_loader
+
+    data = torch.utils.data.TensorDataset(torch.zeros(8, 1, 4, 4), torch.zeros(8))
+    backend = CudaBackend()  # pin_memory: with workers
+    loaders = {
+        workers: make_loader(
+            make_trial_config(num_workers=workers, batch_size=4), data, backend, 0, 1
+        )
+        for workers in (0, 1)
+    }
+
+    assert loaders[0].pin_memory is False and loaders[1].pin_memory is True
+
+
 @pytest.mark.gpu
 def test_cuda_backend_tf32_flags() -> None:
     backend = make_backend("cuda")
-    backend.setup(rank=0, world_size=1, precision="tf32")
-    assert torch.backends.cuda.matmul.allow_tf32 is True
+    before = _torch_flags()
     backend.setup(rank=0, world_size=1, precision="fp32")
-    assert torch.backends.cuda.matmul.allow_tf32 is False
-    assert torch.backends.cudnn.allow_tf32 is False
+    assert _torch_flags() == before
+    backend.setup(rank=0, world_size=1, precision="tf32")
+    assert torch.backends.cuda.matmul.fp32_precision == "tf32"

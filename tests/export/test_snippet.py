@@ -33,6 +33,8 @@ def test_pytorch_settings_map_every_knob() -> None:
     }
     fp32 = pytorch_settings(PARAMS)
     assert fp32["autocast_dtype"] is None and fp32["compile_mode"] is None
+    # Without workers, PyTorch's default: no pinned memory (what the baseline trial ran).
+    assert fp32["dataloader"]["num_workers"] == 0 and fp32["dataloader"]["pin_memory"] is False
     assert pytorch_settings({**PARAMS, "precision": "tf32"})["tf32"] is True
     assert pytorch_settings({**PARAMS, "precision": "fp16"})["grad_scaler"] is True
 
