@@ -17,7 +17,6 @@ import torch.distributed as dist
 from autotune.flops import trial_extras
 from autotune.measure import Measurement, ThroughputStats, WindowClock, WindowPlan, plan_windows
 from autotune.models import count_parameters
-from autotune.nvml import GpuWindowMeter
 from autotune.trial._setup import Training
 
 #: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
@@ -48,9 +47,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     epoch_steps = 0
     step = 0
     # NVML power and utilization over the timed windows: rank 0 reads every rank's GPU (CUDA).
-    gpu_meter = (
-        GpuWindowMeter.for_cuda_ranks(world_size) if backend.kind == "cuda" and rank == 0 else None
-    )
+    gpu_meter = backend.gpu_meter(world_size) if rank == 0 else None
     gpu_reading = None
     # Clock readings (seconds) by step count, taken at the planned edges only: each syncs the
     # device once; between edges nothing waits for it.
@@ -119,6 +116,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     if rank == 0:
         extra["lr_peak"] = t.peak_lr
         extra["timing_extension_steps"] = extension_steps
+        if gpu_meter is not None and gpu_meter.error is not None:
+            extra["gpu_telemetry_error"] = gpu_meter.error  # the GPU figures are missing: why
     return Measurement.from_stats(
         stats,
         compile_s=compile_s,
