@@ -154,6 +154,10 @@ def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
 def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str]) -> list[int]:
     """NVML indices of the GPUs CUDA sees, in CUDA index order.
 
+    CUDA's order is NVML's (PCI bus order) because the runner starts every trial's ranks with
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.runner.trial_environment`); under CUDA's
+    default ``FASTEST_FIRST`` an unset variable would not mean ``range(len(uuids))``.
+
     Follows CUDA's rules for ``CUDA_VISIBLE_DEVICES``: unset means every GPU; entries are
     indices or (prefixes of) ``GPU-`` UUIDs, separated by commas; the list ends at the first
     entry that names no GPU; a GPU named twice ends it too. ``MIG-`` entries name MIG slices,
