@@ -154,6 +154,10 @@ def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
 def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str]) -> list[int]:
     """NVML indices of the GPUs CUDA sees, in CUDA index order.
 
+    CUDA's order is NVML's (PCI bus order) because the runner starts every trial's ranks with
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.runner.trial_environment`); under CUDA's
+    default ``FASTEST_FIRST`` an unset variable would not mean ``range(len(uuids))``.
+
     Follows CUDA's rules for ``CUDA_VISIBLE_DEVICES``: unset means every GPU; entries are
     indices or (prefixes of) ``GPU-`` UUIDs, separated by commas; the list ends at the first
     entry that names no GPU; a GPU named twice ends it too. ``MIG-`` entries name MIG slices,
@@ -218,11 +222,26 @@ class GpuWindowMeter:
     reads NVML (a few microseconds per call, GIL released), so it does not disturb the timed
     steps it measures.
 
+    Telemetry never fails a trial. Past ``nvmlInit``, NVML calls can still raise: a container
+    that exposes the GPU but not every NVML query (``NVMLError_NoPermission``), a MIG slice or
+    a GPU named by a MIG UUID (``NVMLError_NotFound`` / ``InvalidArgument``), a GPU that fell
+    off the bus (``NVMLError_GpuIsLost``), an older ``pynvml`` without a function
+    (``AttributeError``); the NVML API reference ("Error reporting") lists the codes any call
+    may return. A failure is then recorded in :attr:`error` and the window's reading is
+    missing (:meth:`stop` returns None) rather than wrong; the trial goes on. A reading only
+    some GPUs lack (``NVMLError_NotSupported`` for the energy counter before Volta) falls back
+    as documented on :class:`GpuWindowReading`.
+
     Args:
         nvml_indices: NVML indices of the GPUs to read.
         nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
         interval_s: seconds between samples.
         clock: seconds; ``time.monotonic`` unless a test injects one.
+
+    Attributes:
+        error: why this meter has no reading (``"nvmlDeviceGetHandleByIndex(0):
+            NVMLError_NoPermission: Insufficient Permissions"``), None while it has one or
+            NVML is simply absent (no driver: no telemetry is expected).
     """
 
     def __init__(
@@ -243,28 +262,63 @@ class GpuWindowMeter:
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_s = 0.0
+        self._failures: dict[str, str] = {}  # first failure per NVML function
+        self.error: str | None = None
+
+    @classmethod
+    def unavailable(cls, reason: str) -> GpuWindowMeter:
+        """A meter that reads nothing (:meth:`start` False, :meth:`stop` None), saying why."""
+        meter = cls([], nvml=_NO_NVML)
+        meter._nvml = None
+        meter.error = reason
+        return meter
 
     @classmethod
     def for_cuda_ranks(cls, world_size: int, nvml: Any | None = None) -> GpuWindowMeter | None:
         """A meter for CUDA devices ``0 .. world_size-1`` of this process (one per DDP rank),
-        mapped to NVML through ``CUDA_VISIBLE_DEVICES``; None when NVML is unavailable or a
-        device cannot be mapped (e.g. MIG slices)."""
-        info = read_nvml(nvml)
+        mapped to NVML through ``CUDA_VISIBLE_DEVICES``.
+
+        Returns:
+            None when NVML is unavailable (no driver or library); a meter that reads nothing
+            (:meth:`unavailable`, with :attr:`error` set) when NVML answers but fails (a
+            handle or name query raising) or a device cannot be mapped (MIG slices).
+        """
+        try:
+            info = read_nvml(nvml)
+        except Exception as e:  # NVMLError past nvmlInit, or a pynvml without the function
+            return cls.unavailable(f"reading the GPUs through NVML failed: {_describe(e)}")
         if info is None:
             return None
         visible = visible_nvml_indices(
             os.environ.get("CUDA_VISIBLE_DEVICES"), [g.uuid for g in info.gpus]
         )
         if len(visible) < world_size:
-            return None
+            return cls.unavailable(
+                f"NVML maps {len(visible)} of this trial's {world_size} CUDA devices "
+                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}; MIG slices "
+                "have no per-GPU NVML readings)"
+            )
         return cls(visible[:world_size], nvml)
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any | None:
+        """``fn(*args)``, or None when it raises; the first failure of each function is kept
+        (``NVMLError_NotSupported`` is a missing feature, not a failure: not kept)."""
+        try:
+            return fn(*args)
+        except Exception as e:
+            not_supported = getattr(self._nvml, "NVML_ERROR_NOT_SUPPORTED", 3)  # nvml.h: 3
+            if getattr(e, "value", None) != not_supported:
+                name = getattr(fn, "__name__", repr(fn))
+                arg = f"({args[0]!r})" if args and name == "nvmlDeviceGetHandleByIndex" else ""
+                self._failures.setdefault(name, f"{name}{arg}: {_describe(e)}")
+            return None
 
     def _sample(self) -> None:
         m = self._nvml
         assert m is not None
         for i, h in enumerate(self._handles):
-            power = _optional(m, m.nvmlDeviceGetPowerUsage, h)
-            util = _optional(m, m.nvmlDeviceGetUtilizationRates, h)
+            power = self._call(m.nvmlDeviceGetPowerUsage, h)
+            util = self._call(m.nvmlDeviceGetUtilizationRates, h)
             if power is not None:
                 self._power_mw[i].append(int(power))
             if util is not None:
@@ -273,7 +327,7 @@ class GpuWindowMeter:
     def _energy_mj(self) -> list[int] | None:
         m = self._nvml
         assert m is not None
-        readings = [_optional(m, m.nvmlDeviceGetTotalEnergyConsumption, h) for h in self._handles]
+        readings = [self._call(m.nvmlDeviceGetTotalEnergyConsumption, h) for h in self._handles]
         if any(r is None for r in readings):
             return None
         return [int(r) for r in readings if r is not None]
@@ -282,9 +336,20 @@ class GpuWindowMeter:
         while not self._stop_event.wait(self._interval_s):
             self._sample()
 
+    def _fail(self, what: str) -> None:
+        """Record why there is no reading and close NVML."""
+        m = self._nvml
+        failures = "; ".join(self._failures.values()) or "no reason given"
+        self.error = f"{what}: {failures}"
+        if m is not None:
+            with contextlib.suppress(Exception):
+                m.nvmlShutdown()
+        self._nvml = None
+
     def start(self) -> bool:
         """Open NVML, read the energy counters, start sampling. False when NVML is unavailable
-        (then :meth:`stop` returns None)."""
+        or a GPU's handle cannot be had (then :meth:`stop` returns None; :attr:`error` says
+        why in the second case)."""
         m = self._nvml
         if m is None:
             return False
@@ -293,7 +358,11 @@ class GpuWindowMeter:
         except m.NVMLError:
             self._nvml = None
             return False
-        self._handles = [m.nvmlDeviceGetHandleByIndex(i) for i in self._indices]
+        handles = [self._call(m.nvmlDeviceGetHandleByIndex, i) for i in self._indices]
+        if any(h is None for h in handles):
+            self._fail("no NVML handle for the trial's GPUs")
+            return False
+        self._handles = handles
         self._power_mw = [[] for _ in self._handles]
         self._util_pct = [[] for _ in self._handles]
         self._energy_start_mj = self._energy_mj()
@@ -304,7 +373,13 @@ class GpuWindowMeter:
         return True
 
     def stop(self) -> GpuWindowReading | None:
-        """Stop sampling and summarize the window; None if :meth:`start` found no NVML."""
+        """Stop sampling and summarize the window.
+
+        Returns:
+            None if :meth:`start` found no NVML, or when the window's energy cannot be known:
+            no energy counter on every GPU and no power sample on some GPU (a zero would
+            read as a measured 0 J); :attr:`error` says why.
+        """
         m = self._nvml
         if m is None or self._thread is None:
             return None
@@ -314,16 +389,25 @@ class GpuWindowMeter:
         self._sample()
         duration_s = max(self._clock() - self._started_s, 0.0)
         energy_end = self._energy_mj()
-        with contextlib.suppress(m.NVMLError):
+        counters = self._energy_start_mj is not None and energy_end is not None
+        every_power = all(self._power_mw)
+        if not counters and not every_power:
+            self._fail("no GPU power or energy reading in the timed window")
+            return None
+        with contextlib.suppress(Exception):
             m.nvmlShutdown()
-        mean_power_w = sum(sum(p) / len(p) for p in self._power_mw if p) / 1e3
         utils = [u for per_gpu in self._util_pct for u in per_gpu]
-        if self._energy_start_mj is not None and energy_end is not None:
+        if counters:
+            assert self._energy_start_mj is not None and energy_end is not None
             energy_j = (
                 sum(e - s for s, e in zip(self._energy_start_mj, energy_end, strict=True)) / 1e3
             )
             source = "energy_counter"
-        else:
+        if every_power:
+            mean_power_w = sum(sum(p) / len(p) for p in self._power_mw) / 1e3
+        else:  # counters only: the window's mean power is its energy over its length
+            mean_power_w = energy_j / duration_s if duration_s > 0 else 0.0
+        if not counters:
             energy_j = mean_power_w * duration_s
             source = "power_samples"
         return GpuWindowReading(
@@ -334,3 +418,16 @@ class GpuWindowMeter:
             samples=min((len(p) for p in self._power_mw), default=0),
             energy_source=source,
         )
+
+
+def _describe(e: BaseException) -> str:
+    """``"NVMLError_NoPermission: Insufficient Permissions"``: the error's type and text."""
+    return f"{type(e).__name__}: {e}"
+
+
+#: Stands for "no NVML" where :func:`_load` would import ``pynvml`` for None.
+class _NoNvml:
+    pass
+
+
+_NO_NVML = _NoNvml()

@@ -11,6 +11,11 @@ the study process, the ranks with the forkserver, their DataLoader workers with 
 
 A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`` set to
 ``oom``, ``error``, ``crash`` or ``timeout`` and the last lines of the trial's output.
+
+The ranks' CUDA environment is set by the runner, in each rank before CUDA initializes
+(:func:`trial_environment`): ``CUDA_VISIBLE_DEVICES`` as the study process has it when the
+trial starts (not as the forkserver inherited it when it started: a worker that owns part of
+the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import signal
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +38,7 @@ from autotune.interrupts import sigint_deferred
 from autotune.lifetime import die_with_parent, release_forkserver
 from autotune.measure import Measurement
 
-__all__ = ["run_trial"]
+__all__ = ["run_trial", "trial_devices", "trial_environment"]
 
 _TAIL_LINES = 20
 #: Longest uninterrupted wait for a rank, in seconds (see :func:`_wait`).
@@ -67,10 +74,69 @@ def _failure_kind(exc: BaseException) -> str:
     return "error"
 
 
+def trial_environment(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """The CUDA environment of a trial's ranks, given the study process's (None: unset).
+
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID``: CUDA numbers devices fastest first by default
+    (``FASTEST_FIRST``; CUDA C Programming Guide, "CUDA Environment Variables"), while NVML
+    numbers them in PCI bus order (NVML API reference, ``nvmlDeviceGetHandleByIndex``;
+    ``nvidia-smi`` shows the same order). On a machine with unlike GPUs the two orders differ,
+    and the rank on ``cuda:i`` would read another GPU's power, energy and UUID from NVML index
+    ``i`` (:func:`autotune.nvml.visible_nvml_indices`, :class:`autotune.nvml.GpuWindowMeter`).
+    PCI bus order makes CUDA's indices NVML's, before and after ``CUDA_VISIBLE_DEVICES``
+    (which is applied to that order). It is set for the trials whatever the user set: the
+    telemetry's mapping depends on it.
+
+    ``CUDA_VISIBLE_DEVICES``: the study process's value now, which a worker owning part of the
+    machine's GPUs set (:func:`trial_devices`).
+
+    Args:
+        environ: the study process's environment (``os.environ``).
+    """
+    return {
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
+@contextmanager
+def trial_devices(cuda_visible_devices: str | None) -> Iterator[None]:
+    """Inside the block, trials started by :func:`run_trial` see only these CUDA devices
+    (``CUDA_VISIBLE_DEVICES``); None changes nothing. The study process's variable is
+    restored after the block (the study process itself never initializes CUDA)."""
+    if cuda_visible_devices is None:
+        yield
+        return
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
+def _apply_environment(env: Mapping[str, str | None]) -> None:
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def _rank_entry(
-    config: TrialConfig, rank: int, world_size: int, init_file: str, log_path: str, conn: Any
+    config: TrialConfig,
+    rank: int,
+    world_size: int,
+    init_file: str,
+    log_path: str,
+    conn: Any,
+    env: Mapping[str, str | None],
 ) -> None:
-    """Child-process body: route output to a log, run the rank, send the outcome."""
+    """Child-process body: set the CUDA environment (before anything initializes CUDA; the
+    forkserver never does), route output to a log, run the rank, send the outcome."""
     # Killed when the forkserver exits, which it does with the study: armed first, while this
     # rank's copy of the forkserver's "alive" pipe keeps the forkserver alive, then released
     # (a rank that kept it kept the forkserver, and itself, alive after kill -9 of the study).
@@ -83,6 +149,7 @@ def _rank_entry(
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study process decides on Ctrl-C
+    _apply_environment(env)
     from autotune.trial import run_rank
 
     try:
@@ -159,6 +226,7 @@ def _start_ranks(
     readers: list[Any],
 ) -> None:
     """Start one process per rank, appending each to ``procs`` and its pipe to ``readers``."""
+    env = trial_environment(os.environ)
     for rank in range(world_size):
         reader, writer = ctx.Pipe(duplex=False)
         proc = ctx.Process(
@@ -170,6 +238,7 @@ def _start_ranks(
                 str(tmp / "dist_init"),
                 str(logs[rank]),
                 writer,
+                env,
             ),
             name=f"autotune-trial-rank{rank}",
         )

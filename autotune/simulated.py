@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -75,6 +75,9 @@ class SimulatedNvml:
         clock: seconds, for the energy counter; ``time.monotonic`` unless a test injects one.
         unsupported: names of NVML functions that raise ``NVMLError_NotSupported`` (e.g.
             ``{"nvmlDeviceGetTotalEnergyConsumption"}`` for a pre-Volta GPU).
+        failing: NVML functions that raise another NVML error, by name: the ``NVML_ERROR_*``
+            code each raises (e.g. ``{"nvmlDeviceGetHandleByIndex":
+            pynvml.NVML_ERROR_NO_PERMISSION}``, as in a container that hides a GPU's device node).
     """
 
     NVMLError = pynvml.NVMLError
@@ -87,8 +90,10 @@ class SimulatedNvml:
         cuda_driver_version: int = 12040,
         clock: Callable[[], float] = time.monotonic,
         unsupported: Sequence[str] = (),
+        failing: Mapping[str, int] | None = None,
     ) -> None:
         self.gpus = tuple(gpus)
+        self._failing = dict(failing or {})
         self.driver_version = driver_version
         self.cuda_driver_version = cuda_driver_version
         self._clock = clock
@@ -125,6 +130,8 @@ class SimulatedNvml:
     def _check(self, fn: str) -> None:
         if fn in self._unsupported:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        if fn in self._failing:
+            raise pynvml.NVMLError(self._failing[fn])
         if fn != "nvmlInit" and self._initialized <= 0:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
 

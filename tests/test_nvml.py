@@ -215,8 +215,88 @@ def test_meter_for_cuda_ranks_maps_visible_devices(monkeypatch: pytest.MonkeyPat
 
     assert meter is not None
     assert meter._indices == [5, 3]
-    assert GpuWindowMeter.for_cuda_ranks(3, nvml) is None  # only two are visible
+    unmapped = GpuWindowMeter.for_cuda_ranks(3, nvml)  # only two are visible
+    assert unmapped is not None and unmapped.start() is False and unmapped.stop() is None
+    assert unmapped.error is not None and "maps 2 of this trial's 3 CUDA devices" in unmapped.error
 
 
 def test_meter_for_cuda_ranks_without_nvml() -> None:
     assert GpuWindowMeter.for_cuda_ranks(1, fake_machine("none")) is None
+
+
+# --------------------------------------------------------------------------------------------
+# NVML failing past nvmlInit (containers, MIG, permissions): the reading is missing, with why
+
+
+def test_meter_for_cuda_ranks_when_a_handle_call_raises() -> None:
+    nvml = fake_machine(
+        "a100x4", failing={"nvmlDeviceGetHandleByIndex": pynvml.NVML_ERROR_NO_PERMISSION}
+    )
+
+    meter = GpuWindowMeter.for_cuda_ranks(2, nvml)  # raised NVMLError_NoPermission before
+
+    assert meter is not None
+    assert meter.start() is False
+    assert meter.stop() is None
+    assert meter.error == (
+        "reading the GPUs through NVML failed: NVMLError_NoPermission: Insufficient Permissions"
+    )
+
+
+def test_meter_start_when_a_handle_call_raises() -> None:
+    nvml = fake_machine(
+        "a100x4", failing={"nvmlDeviceGetHandleByIndex": pynvml.NVML_ERROR_GPU_IS_LOST}
+    )
+    meter = GpuWindowMeter([0, 1], nvml, interval_s=3600.0)
+
+    assert meter.start() is False  # raised NVMLError_GpuIsLost before
+    assert meter.stop() is None
+    assert meter.error is not None
+    assert meter.error.startswith(
+        "no NVML handle for the trial's GPUs: nvmlDeviceGetHandleByIndex(0)"
+    )
+    assert "NVMLError_GpuIsLost" in meter.error
+    with pytest.raises(pynvml.NVMLError_Uninitialized):  # shut down again
+        nvml.nvmlDeviceGetCount()
+
+
+def test_meter_without_any_power_or_energy_reading_is_missing_not_zero() -> None:
+    clock = _Clock()
+    nvml = fake_machine(
+        "a100x4",
+        clock=clock,
+        failing={
+            "nvmlDeviceGetPowerUsage": pynvml.NVML_ERROR_NO_PERMISSION,
+            "nvmlDeviceGetTotalEnergyConsumption": pynvml.NVML_ERROR_NO_PERMISSION,
+        },
+    )
+    nvml.set_load(0, 80.0)
+    meter = GpuWindowMeter([0], nvml, interval_s=3600.0, clock=clock)
+
+    assert meter.start() is True
+    clock.now_s += 2.0
+    reading = meter.stop()
+
+    assert reading is None  # was a reading of 0 W and 0 J
+    assert meter.error is not None
+    assert meter.error.startswith("no GPU power or energy reading in the timed window: ")
+    assert "nvmlDeviceGetPowerUsage: NVMLError_NoPermission" in meter.error
+    assert "nvmlDeviceGetTotalEnergyConsumption: NVMLError_NoPermission" in meter.error
+
+
+def test_meter_with_energy_counters_but_no_power_samples() -> None:
+    clock = _Clock()
+    nvml = fake_machine(
+        "a100x4", clock=clock, failing={"nvmlDeviceGetPowerUsage": pynvml.NVML_ERROR_UNKNOWN}
+    )
+    nvml.set_load(0, 80.0, power_w=300.0)
+    meter = GpuWindowMeter([0], nvml, interval_s=3600.0, clock=clock)
+
+    meter.start()
+    clock.now_s += 2.0
+    reading = meter.stop()
+
+    assert reading is not None and meter.error is None
+    assert reading.energy_source == "energy_counter"
+    assert reading.energy_j == pytest.approx(600.0, abs=0.01)
+    assert reading.mean_power_w == pytest.approx(300.0, abs=0.01)  # energy over duration

@@ -7,6 +7,7 @@ death by SIGSEGV, a hang) and through real CPU trials that cannot run.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 
 import pytest
@@ -14,7 +15,13 @@ import torch
 
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
-from autotune.runner import _failure_kind, run_trial
+from autotune.runner import (
+    _apply_environment,
+    _failure_kind,
+    run_trial,
+    trial_devices,
+    trial_environment,
+)
 from autotune.testing import make_trial_config
 
 
@@ -149,3 +156,41 @@ def test_missing_data_in_the_child_is_an_error(tmp_path: object) -> None:
     assert err.value.failure == "error"
     assert "DataError" in err.value.detail
     assert f"data.root={tmp_path}/nowhere: no such directory" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# The ranks' CUDA environment
+
+
+def test_trials_number_cuda_devices_in_pci_bus_order_as_nvml_does() -> None:
+    # CUDA's default order is FASTEST_FIRST, NVML's the PCI bus: the rank on cuda:i must read
+    # NVML index i, whatever the user's environment says.
+    env = trial_environment({"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
+
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert env["CUDA_VISIBLE_DEVICES"] is None  # unset in the study process: unset in the ranks
+
+
+def test_trials_see_the_devices_the_study_process_names_when_they_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+
+    with trial_devices("GPU-b,GPU-c"):
+        inside = trial_environment(os.environ)
+    with trial_devices(None):
+        unchanged = trial_environment(os.environ)
+
+    assert inside["CUDA_VISIBLE_DEVICES"] == "GPU-b,GPU-c"
+    assert unchanged["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+
+
+def test_a_rank_applies_the_trial_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # as the forkserver inherited it
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+
+    _apply_environment(trial_environment({}))  # the study process has none set now
+
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+    assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"

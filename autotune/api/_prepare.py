@@ -13,6 +13,7 @@ from autotune.hardware import (
     resolve_device,
     restrict_space,
     study_precision_screen,
+    worker_share,
 )
 from autotune.objectives import METRIC_INDEX, Objective, study_objectives
 from autotune.storage import check_storage_reachable, stored_study_attr
@@ -39,7 +40,7 @@ class PreparedRun:
 
 
 def prepare_run(
-    config: RunConfig, *, capabilities: DeviceCapabilities | None = None
+    config: RunConfig, *, capabilities: DeviceCapabilities | None = None, worker_index: int = 0
 ) -> PreparedRun:
     """Validate everything that can be validated without writing anything.
 
@@ -49,18 +50,22 @@ def prepare_run(
     server answers), screens the precisions against the device's peaks
     (``hardware.min_peak_ratio``; a study that exists keeps the screen it stored), removes
     them and the choices the device can never run, and checks that the ``warm_start`` study
-    exists (reading the database, never creating it).
+    exists (reading the database, never creating it). With ``workers`` > 1 on ``cuda`` the
+    capabilities are those of this worker's own GPUs (:func:`autotune.hardware.worker_share`),
+    so its space loses the ``gpu_count`` choices above its share.
 
     Args:
         config: the validated run configuration.
         capabilities: the device's capabilities, when the caller has them (tests pass fakes);
-            detected for ``config.device`` when None.
+            detected for ``config.device`` when None. Their kind is then the device's.
+        worker_index: which worker of ``config.workers`` prepares (0: the process the user
+            started).
 
     Raises:
         ConfigError, WorkloadError, DeviceUnavailableError, DataError, StorageError: with
             one-line messages.
     """
-    kind = resolve_device(config.device)
+    kind = capabilities.kind if capabilities is not None else resolve_device(config.device)
     spec = config.space.workload_spec()
     try:
         workload = check_workload(spec, config.space.model)
@@ -80,6 +85,7 @@ def prepare_run(
             f"it has no model of {spec.label}'s accuracy. Run it with device=cpu or device=cuda"
         )
     caps = capabilities or detect_capabilities(kind, mock_profile=config.mock.profile)
+    caps = worker_share(caps, config.workers, worker_index)
     check_storage_reachable(config.storage)
     screen = study_precision_screen(
         config.space,

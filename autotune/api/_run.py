@@ -22,7 +22,7 @@ from autotune.flops import with_mfu
 from autotune.hardware import DeviceCapabilities
 from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import objectives_of_study
-from autotune.runner import run_trial
+from autotune.runner import run_trial, trial_devices
 from autotune.storage import FINISHED_STATES, open_results_for_run, open_storage
 from autotune.study import (
     RunTrialFn,
@@ -178,7 +178,7 @@ def run_study(
     """
     if n_trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {n_trials}")
-    prepared = prepared or prepare_run(config)
+    prepared = prepared or prepare_run(config, worker_index=worker_index)
     space = prepared.space
     caps = prepared.capabilities
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
@@ -229,20 +229,24 @@ def run_study(
     with sigint_deferred():
         try:
             if worker_index == 0:
+                # Started with the environment the user gave: each takes its own GPUs.
                 helpers.extend(_start_workers(config, n_trials))
-            while count_finished(study) < n_trials:
-                study.optimize(
-                    interruptible,
-                    n_trials=None,
-                    callbacks=[
-                        MaxTrialsCallback(n_trials, states=FINISHED_STATES),
-                        results,
-                        report,
-                    ],
-                    catch=(SurplusTrial,),
-                    gc_after_trial=False,
-                )
-                _wait_for_claimed_slots(study, config.trial.heartbeat_s)
+            # This worker's trials train on its own GPUs alone, where it owns part of the
+            # machine's (workers > 1 on cuda: autotune.hardware.worker_share).
+            with trial_devices(caps.cuda_visible_devices):
+                while count_finished(study) < n_trials:
+                    study.optimize(
+                        interruptible,
+                        n_trials=None,
+                        callbacks=[
+                            MaxTrialsCallback(n_trials, states=FINISHED_STATES),
+                            results,
+                            report,
+                        ],
+                        catch=(SurplusTrial,),
+                        gc_after_trial=False,
+                    )
+                    _wait_for_claimed_slots(study, config.trial.heartbeat_s)
             with sigint_allowed():
                 _join_workers(helpers)
         finally:
@@ -252,16 +256,17 @@ def run_study(
     verification, note = None, None
     if worker_index == 0 and config.verify.rounds > 0:
         try:
-            verification = verify_study(
-                study.study_name,
-                config.storage,
-                settings=config.verify,
-                run_trial_fn=run_trial_fn,
-                timeout_s=config.trial.timeout_s,
-                on_run=on_verify,
-                reuse=True,
-                capabilities=caps,
-            )
+            with trial_devices(caps.cuda_visible_devices):
+                verification = verify_study(
+                    study.study_name,
+                    config.storage,
+                    settings=config.verify,
+                    run_trial_fn=run_trial_fn,
+                    timeout_s=config.trial.timeout_s,
+                    on_run=on_verify,
+                    reuse=True,
+                    capabilities=caps,
+                )
         except VerificationError as e:  # the study is fine; it only cannot make a claim
             note = str(e)
     return StudyResult(

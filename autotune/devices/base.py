@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
+
+if TYPE_CHECKING:
+    from autotune.nvml import GpuWindowMeter
 
 __all__ = ["Backend"]
 
@@ -44,4 +47,10 @@ class Backend(Protocol):
 
     def peak_memory_bytes(self) -> int:
         """Peak memory since :meth:`reset_peak_memory`, in bytes."""
+        ...
+
+    def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
+        """NVML's meter of power and utilization over every rank's device, read by rank 0
+        (:class:`autotune.nvml.GpuWindowMeter`); None where the device has no such telemetry
+        (the CPU) or NVML is absent."""
         ...

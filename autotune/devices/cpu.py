@@ -7,6 +7,7 @@ import os
 import torch
 
 from autotune.measure import current_rss_bytes, peak_rss_bytes, reset_peak_rss
+from autotune.nvml import GpuWindowMeter
 
 __all__ = ["CpuBackend"]
 
@@ -42,3 +43,6 @@ class CpuBackend:
 
     def peak_memory_bytes(self) -> int:
         return max(0, peak_rss_bytes() - self._baseline_bytes)
+
+    def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
+        return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from autotune.nvml import GpuWindowMeter
+
 __all__ = ["BASELINE_TORCH_FLAGS", "CudaBackend", "enable_tf32", "rank_threads"]
 
 #: The torch settings a CUDA trial leaves at PyTorch's defaults (the baseline is "your
@@ -99,3 +101,6 @@ class CudaBackend:
 
     def peak_memory_bytes(self) -> int:
         return int(torch.cuda.max_memory_allocated(self._device))
+
+    def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
+        return GpuWindowMeter.for_cuda_ranks(world_size)

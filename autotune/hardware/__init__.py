@@ -11,6 +11,7 @@ trial must pass.
 - :mod:`._feasibility`: the feasibility rules, the one place that decides whether a
   configuration can run (:func:`restrict_space` before a study, :func:`trial_infeasibility_reason`
   before each trial).
+- :mod:`._workers`: :func:`worker_share`, the GPUs each worker of a study owns.
 - :mod:`._screen`: the precision screen (:func:`screen_precisions`): a precision whose peak is
   below ``hardware.min_peak_ratio`` of fp32's is left out of a new study, which stores the
   screen and keeps it when resumed (:func:`study_precision_screen`).
@@ -52,6 +53,7 @@ from autotune.hardware._screen import (
     screen_precisions,
     study_precision_screen,
 )
+from autotune.hardware._workers import worker_share
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
@@ -78,4 +80,5 @@ __all__ = [
     "screen_precisions",
     "study_precision_screen",
     "trial_infeasibility_reason",
+    "worker_share",
 ]

@@ -42,6 +42,9 @@ class DeviceCapabilities:
         peak_flops_per_s: peak FLOP/s of one device per precision, for MFU (empty: unknown).
         peak_flops_source: where the peaks come from (datasheet, measurement, profile).
         fingerprint: the machine, for the study record; None when not detected.
+        cuda_visible_devices: the ``CUDA_VISIBLE_DEVICES`` this process's trials run under
+            when it owns part of the machine's GPUs (a worker of several:
+            :func:`autotune.hardware.worker_share`); None: the GPUs the process sees.
     """
 
     kind: str
@@ -53,6 +56,7 @@ class DeviceCapabilities:
     peak_flops_per_s: Mapping[str, float] = field(default_factory=dict)
     peak_flops_source: str = ""
     fingerprint: MachineFingerprint | None = None
+    cuda_visible_devices: str | None = None
 
     @property
     def is_gpu(self) -> bool:

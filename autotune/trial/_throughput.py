@@ -25,7 +25,6 @@ from autotune.measure import (
     summarize_windows,
 )
 from autotune.models import count_parameters
-from autotune.nvml import GpuWindowMeter
 from autotune.trial._setup import Training
 
 #: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
@@ -64,9 +63,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     epoch_steps = 0
     step = 0
     # NVML power and utilization over the timed windows: rank 0 reads every rank's GPU (CUDA).
-    gpu_meter = (
-        GpuWindowMeter.for_cuda_ranks(world_size) if backend.kind == "cuda" and rank == 0 else None
-    )
+    gpu_meter = backend.gpu_meter(world_size) if rank == 0 else None
     gpu_reading = None
     # Clock readings (seconds) by step count, taken at the planned edges only: each syncs the
     # device once; between edges nothing waits for it.
@@ -112,17 +109,18 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     metric = t.evaluate() if rank == 0 else 0.0
     budget_timed_s = sum(plan.window_times_s(marks_s))
     extension_steps = 0
-    if budget_timed_s < config.measure.min_timed_s:
+    per_window = _extension_window_steps(
+        stats, budget_timed_s, config.measure.min_timed_s, rank, world_size, t.device
+    )
+    if per_window > 0:
         t.model.train()
         stats, extension_steps = _extend_timing(
             t.train_step,
             ((bx, by) for _, bx, by in batches),
             WindowClock(backend.synchronize),
-            stats,
-            config.measure.min_timed_s,
+            len(stats.window_throughputs_sps),
+            per_window,
             t.samples_per_step,
-            world_size,
-            t.device,
         )
     # FLOPs of one more step on the last batch (x, y), after the timed steps and the memory
     # reading; the model's buffers are restored (autotune.flops.count_training_flops).
@@ -144,6 +142,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     if rank == 0:
         extra["lr_peak"] = t.peak_lr
         extra["timing_extension_steps"] = extension_steps
+        if gpu_meter is not None and gpu_meter.error is not None:
+            extra["gpu_telemetry_error"] = gpu_meter.error  # the GPU figures are missing: why
     return Measurement.from_stats(
         stats,
         compile_s=compile_s,
@@ -241,47 +241,76 @@ def _too_slow(
     )
 
 
+def _extension_window_steps(
+    budget: ThroughputStats,
+    budget_timed_s: float,
+    min_timed_s: float,
+    rank: int,
+    world_size: int,
+    device: torch.device,
+) -> int:
+    """Steps per window of the timing-only extension (:func:`_extend_timing`); 0: none.
+
+    The windows are sized from the budget's median step time so that together they cover
+    ``min_timed_s``. Under DDP rank 0 decides, from its own clock, and broadcasts the decision
+    and the step count in one collective: every rank then runs the same extension, or none.
+    Each rank deciding from its own clock (it was so) let a budget near ``min_timed_s`` send
+    one rank into the extension's collectives while another went on to the trial's closing
+    ``all_gather_object``: the collectives no longer matched and the trial hung until its
+    timeout. torch.distributed requires every rank of a group to call the same collectives in
+    the same order (PyTorch docs, "Distributed communication package - torch.distributed",
+    Collective functions).
+
+    Args:
+        budget: the budget's window statistics (this rank's).
+        budget_timed_s: seconds the budget's windows covered (this rank's clock).
+        min_timed_s: seconds the windows should cover together (``measure.min_timed_s``).
+        rank: this process's rank; rank 0 decides.
+        world_size: DDP ranks.
+        device: this rank's device (NCCL broadcasts device tensors only; once per trial).
+    """
+    per_window = 0
+    if rank == 0 and budget_timed_s < min_timed_s:
+        windows = len(budget.window_throughputs_sps)
+        per_window = math.ceil(min_timed_s / windows / max(budget.step_time_s, 1e-9))
+        per_window = max(1, min(per_window, _MAX_EXTENSION_STEPS // windows))
+    if world_size > 1:
+        decided = torch.tensor([per_window], dtype=torch.int64, device=device)
+        dist.broadcast(decided, src=0)
+        per_window = int(decided.item())
+    return per_window
+
+
 def _extend_timing(
     train_step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
     clock: WindowClock,
-    budget: ThroughputStats,
-    min_timed_s: float,
+    windows: int,
+    per_window: int,
     samples_per_step: int,
-    world_size: int,
-    device: torch.device,
 ) -> tuple[ThroughputStats, int]:
-    """Time more steps when the budget's windows cover less than ``min_timed_s`` seconds.
+    """Time more steps when the budget's windows cover less than ``measure.min_timed_s``.
 
     A small budget (digits: ~0.4 s of timed steps on a CPU) leaves throughput at the mercy
     of a few milliseconds of scheduling noise: one configuration measured in fresh processes
     then spans tens of percent. As ``torch.utils.benchmark``'s ``blocked_autorange`` grows
     its blocks until a minimum run time, this runs the same number of windows again, each
-    long enough that together they cover ``min_timed_s`` (sized from the budget's median
-    step time), after one untimed step. It runs after the evaluation, so the accuracy is the
-    budget's; the windows replace the budget's in the throughput and step-time figures. All
-    DDP ranks agree on the step count (the largest any rank asks for).
+    long enough that together they cover ``min_timed_s`` (``per_window`` steps, sized from the
+    budget's median step time by :func:`_extension_window_steps`, which every DDP rank agrees
+    on), after one untimed step. It runs after the evaluation, so the accuracy is the
+    budget's; the windows replace the budget's in the throughput and step-time figures.
 
     Args:
         train_step: one optimizer step on a batch already on the device.
         batches: endless ``(x, y)`` batches on the device (x: (B, C, H, W), y: (B,)).
         clock: reads the clock after synchronizing the device (at window edges only).
-        budget: the budget's window statistics.
-        min_timed_s: seconds the windows should cover together (``measure.min_timed_s``).
+        windows: timed windows (as many as the budget's).
+        per_window: steps per window (the same on every rank).
         samples_per_step: global samples per step.
-        world_size: DDP ranks.
-        device: this rank's device.
 
     Returns:
         ``(statistics of the new windows, timing-only steps taken)``.
     """
-    windows = len(budget.window_throughputs_sps)
-    per_window = math.ceil(min_timed_s / windows / max(budget.step_time_s, 1e-9))
-    per_window = max(1, min(per_window, _MAX_EXTENSION_STEPS // windows))
-    if world_size > 1:
-        wanted = torch.tensor([per_window], device=device)
-        dist.all_reduce(wanted, op=dist.ReduceOp.MAX)
-        per_window = int(wanted.item())
     plan = WindowPlan(
         total_steps=1 + per_window * windows,
         warmup_steps=1,

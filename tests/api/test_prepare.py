@@ -4,14 +4,17 @@ study stores and keeps."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import optuna
 import pytest
 
 from autotune.api import prepare_run, run_study
+from autotune.config import TrialConfig
 from autotune.exceptions import ConfigError, DataError, StorageError, WorkloadError
 from autotune.hardware import DeviceCapabilities
+from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES, study_objectives
 from autotune.storage import ResultsStore
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
@@ -296,3 +299,56 @@ def test_a_space_of_the_slow_precision_alone_keeps_it_and_says_so(sqlite_url: st
     assert prepared.space.precision.values() == ["fp16"]
     assert prepared.screen is not None
     assert [line.split(":")[0] for line in prepared.screen.notes()] == ["kept precision=fp16"]
+
+
+# --------------------------------------------------------------------------------------------
+# workers on cuda: each owns its GPUs (autotune.hardware.worker_share)
+
+
+def _a100x4(monkeypatch: pytest.MonkeyPatch) -> DeviceCapabilities:
+    from autotune.hardware import capabilities_from_fingerprint, detect_fingerprint
+    from autotune.testing.fake_nvml import fake_machine
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    return capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=fake_machine("a100x4")))
+
+
+def test_a_cuda_worker_runs_its_trials_on_its_own_gpus(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+) -> None:
+    caps = _a100x4(monkeypatch)
+    assert caps.fingerprint is not None
+    uuids = [g.uuid for g in caps.fingerprint.gpus]
+    config = mock_run_config(sqlite_url, "device=cuda", "workers=2", "gpu_count=[1,2,4]")
+
+    prepared = prepare_run(config, capabilities=caps, worker_index=1)
+
+    assert prepared.capabilities.count == 2
+    assert prepared.capabilities.cuda_visible_devices == ",".join(uuids[2:])
+    assert prepared.space.gpu_count.values() == [1, 2]
+    assert "gpu_count=4 exceeds the 2 GPUs of NVIDIA A100-SXM4-80GB" in prepared.removed_choices[0]
+
+    seen: list[tuple[str | None, int]] = []
+
+    def run_trial(trial_config: TrialConfig, timeout_s: float) -> Measurement:
+        seen.append((os.environ.get("CUDA_VISIBLE_DEVICES"), trial_config.gpu_count))
+        return make_measurement()
+
+    # Worker 1 (worker 0 would start the other worker's process): its trials see its GPUs.
+    run_study(config, 3, run_trial_fn=run_trial, prepared=prepared, worker_index=1)
+
+    assert [devices for devices, _ in seen] == [",".join(uuids[2:])] * 3
+    assert all(gpus <= 2 for _, gpus in seen)
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ  # restored after the run
+
+
+def test_more_cuda_workers_than_gpus_is_refused_before_writing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sqlite_url: str
+) -> None:
+    caps = _a100x4(monkeypatch)
+    config = mock_run_config(sqlite_url, "device=cuda", "workers=5")
+
+    with pytest.raises(ConfigError, match="workers=5: device=cuda sees 4 GPUs"):
+        prepare_run(config, capabilities=caps)
+
+    assert list(tmp_path.iterdir()) == []
