@@ -15,7 +15,14 @@ import torch
 import torch.distributed as dist
 
 from autotune.flops import trial_extras
-from autotune.measure import Measurement, ThroughputStats, WindowClock, WindowPlan, plan_windows
+from autotune.measure import (
+    CpuShareMeter,
+    Measurement,
+    ThroughputStats,
+    WindowClock,
+    WindowPlan,
+    plan_windows,
+)
 from autotune.models import count_parameters
 from autotune.nvml import GpuWindowMeter
 from autotune.trial._setup import Training
@@ -55,6 +62,9 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     # Clock readings (seconds) by step count, taken at the planned edges only: each syncs the
     # device once; between edges nothing waits for it.
     clock = WindowClock(backend.synchronize)
+    cpu_meter = t.cpu_meter(rank)  # other processes' CPU share, first window edge to last
+    if plan.warmup_steps == 0:
+        cpu_meter.start()
     marks_s = {0: clock.mark()}
     if gpu_meter is not None and plan.warmup_steps == 0:
         gpu_meter.start()
@@ -70,7 +80,11 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         epoch_steps += 1
         step += 1
         if step in edges:
+            if step == plan.warmup_steps and step > 0:
+                cpu_meter.start()  # before the first window's clock read
             marks_s[step] = clock.mark()  # syncs the device: the edge of a window
+            if step == timed_end:
+                cpu_meter.stop()  # after the last's
             if gpu_meter is not None and step == plan.warmup_steps:
                 gpu_meter.start()  # the timed windows start now
             if gpu_meter is not None and step == timed_end:
@@ -98,6 +112,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             t.samples_per_step,
             world_size,
             t.device,
+            cpu_meter,
         )
     # FLOPs of one more step on the last batch (x, y), after the timed steps and the memory
     # reading; the model's buffers are restored (autotune.flops.count_training_flops).
@@ -133,7 +148,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         simulated=False,
         val_samples=t.val_samples,
         extra=extra,
-    )
+    ).with_load(cpu_meter.load)
 
 
 def _extend_timing(
@@ -145,6 +160,7 @@ def _extend_timing(
     samples_per_step: int,
     world_size: int,
     device: torch.device,
+    cpu_meter: CpuShareMeter,
 ) -> tuple[ThroughputStats, int]:
     """Time more steps when the budget's windows cover less than ``min_timed_s`` seconds.
 
@@ -166,6 +182,7 @@ def _extend_timing(
         samples_per_step: global samples per step.
         world_size: DDP ranks.
         device: this rank's device.
+        cpu_meter: the other processes' CPU share, measured again over the new windows.
 
     Returns:
         ``(statistics of the new windows, timing-only steps taken)``.
@@ -188,5 +205,8 @@ def _extend_timing(
     for step in range(1, plan.total_steps + 1):
         train_step(*next(batches))
         if step in edges:
+            if step == plan.warmup_steps:
+                cpu_meter.start()
             marks_s[step] = clock.mark()
+    cpu_meter.stop()
     return plan.summarize(marks_s, samples_per_step), plan.total_steps
