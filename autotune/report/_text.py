@@ -75,11 +75,9 @@ def busy_runs_text(verdict: CandidateVerdict, *, simulated: bool = False) -> str
     """The ``busy runs`` cell of the verification tables: how many of a configuration's
     rounds were measured on a busy machine after the re-runs were spent (``0``, ``1 of 5``);
     ``not measured (mock)`` on the mock device."""
-    if simulated:
-        return "not measured (mock)"
-    if not verdict.busy_runs:
-        return "0"
-    return f"{verdict.busy_runs} of {verdict.rounds_measured}"
+    if verdict.busy_runs:
+        return f"{verdict.busy_runs} of {verdict.rounds_measured}"
+    return "not measured (mock)" if simulated else "0"
 
 
 def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:
