@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import pytest
 
@@ -351,8 +352,8 @@ def test_the_meter_reads_its_injected_counters_over_the_cpus_of_the_trial() -> N
     tree = iter([{7: 2.0}, {7: 2.6}])
     clock = iter([0.0, 1.0])
 
-    def read_busy_s(cpus: object) -> float:
-        asked.append(frozenset(cpus))  # type: ignore[arg-type]
+    def read_busy_s(cpus: Collection[int]) -> float:
+        asked.append(frozenset(cpus))
         return next(busy)
 
     meter = CpuShareMeter(
