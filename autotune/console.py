@@ -21,8 +21,10 @@ from rich.table import Table
 
 from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
 from autotune.config import display_url
+from autotune.measure import BUSY_ATTR, busy_text
 from autotune.objectives import Objective
 from autotune.report import (
+    busy_runs_text,
     metric_column,
     metric_difference,
     metric_spread,
@@ -112,6 +114,15 @@ def _to_target_line(trial: FrozenTrial, metric: Objective) -> str:
     )
 
 
+def _busy_flag(trial: FrozenTrial) -> str:
+    """``, WARNING: measured on a busy machine (other processes used 48 % of the CPUs)`` for
+    a trial flagged busy (its ``busy_machine`` attribute), else ``""``."""
+    share = trial.user_attrs.get("other_cpu_share")
+    if trial.user_attrs.get(BUSY_ATTR) is not True or not isinstance(share, (int, float)):
+        return ""
+    return f", WARNING: {busy_text(float(share))}"
+
+
 def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     attrs = trial.user_attrs
     knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
@@ -119,11 +130,11 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
         last = (str(attrs.get("failure_detail") or "").strip().splitlines() or [""])[-1]
         return f"trial {trial.number}: {attrs['failure']} ({last}) {knobs}"
     if "target_reached" in attrs:
-        return f"{_to_target_line(trial, metric)}  {knobs}"
+        return f"{_to_target_line(trial, metric)}{_busy_flag(trial)}  {knobs}"
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
         f"{_metric_text(metric, trial_metric(trial))}, "
-        f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB  {knobs}"
+        f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB{_busy_flag(trial)}  {knobs}"
     )
 
 
@@ -191,7 +202,8 @@ class ProgressDisplay:
         best = _fmt_best(progress.best, self._metric, self._target)
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.finished, best=best)
-            if "failure" in progress.last.user_attrs:
+            # Failed and busy trials get their line above the bar (the others only count).
+            if "failure" in progress.last.user_attrs or _busy_flag(progress.last):
                 self._progress.console.print(
                     f"[dim]{_trial_line(progress.last, self._metric)}[/]", highlight=False
                 )
@@ -206,24 +218,47 @@ class ProgressDisplay:
 
 def verification_line(progress: VerificationProgress, metric: Objective = ACCURACY) -> str:
     """One verification run as a line: round, trial, and its figures or failure (the
-    metric as ``acc 98.42%`` or ``val_loss 1.2340``)."""
+    metric as ``acc 98.42%`` or ``val_loss 1.2340``); a run measured on a busy machine says
+    so, and whether it is measured again (:func:`_busy_rerun_text`)."""
     r = progress.record
     who = "baseline" if r.is_baseline else f"trial {r.trial_number}"
     stage = "race" if progress.race else "confirm"
-    head = f"[verify {progress.done}/{progress.planned}] {stage} round {r.round_index + 1} {who}"
+    again = f" (again, attempt {r.attempt + 1})" if r.attempt else ""
+    head = (
+        f"[verify {progress.done}/{progress.planned}] {stage} round {r.round_index + 1} "
+        f"{who}{again}"
+    )
     if r.failure is not None:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
     memory = f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
+    busy = _busy_rerun_text(progress)
     if r.target_reached is not None:  # a time-to-accuracy run
         reached = metric.format(r.val_metric, 1)
         if r.target_reached and r.time_to_accuracy_s is not None:
-            return f"{head}: reached {reached} in {seconds_text(r.time_to_accuracy_s)} s, {memory}"
-        return f"{head}: missed the target ({reached} at the end), {memory}"
+            return (
+                f"{head}: reached {reached} in {seconds_text(r.time_to_accuracy_s)} s, "
+                f"{memory}{busy}"
+            )
+        return f"{head}: missed the target ({reached} at the end), {memory}{busy}"
     return (
         f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {_metric_text(metric, r.val_metric, 2)}, "
-        f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
+        f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed}){busy}"
     )
+
+
+def _busy_rerun_text(progress: VerificationProgress) -> str:
+    """``; WARNING: measured on a busy machine (other processes used 48 % of the CPUs):
+    measuring it again (re-run 1 of 2)``, or ``...: no re-run left (2 of 2 spent)``, for a
+    busy run; ``""`` otherwise."""
+    r = progress.record
+    if not r.busy or r.other_cpu_share is None:
+        return ""
+    if progress.rerun_next:
+        then = f"measuring it again (re-run {progress.reruns_used} of {progress.reruns_allowed})"
+    else:
+        then = f"no re-run left ({progress.reruns_used} of {progress.reruns_allowed} spent)"
+    return f"; WARNING: {busy_text(r.other_cpu_share)}: {then}"
 
 
 def verification_table(summary: VerificationSummary, stage: str = "confirm") -> Table:
@@ -289,6 +324,7 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
         f"{metric_column(metric)} mean [min-max]",
         "n val",
         "peak MiB",
+        "busy runs",
     ):
         table.add_column(name, justify="right")
     table.add_column("verdict")
@@ -304,6 +340,7 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
             else "-",
             f"{v.val_samples:,}" if v.val_samples else "-",
             f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
+            busy_runs_text(v, simulated=summary.simulated),
             ("RECOMMENDED" if summary.recommended is v else v.verdict),
             "" if v.is_baseline else v.changes_text(),
         )

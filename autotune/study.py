@@ -34,7 +34,7 @@ from autotune.hardware import (
     check_study_hardware,
     trial_infeasibility_reason,
 )
-from autotune.measure import Measurement
+from autotune.measure import BUSY_ATTR, Measurement
 from autotune.objectives import (
     OBJECTIVES,
     Objective,
@@ -496,6 +496,10 @@ class TrialObjective:
             return self._record_failure(trial, e.failure, e.detail)
         for key, value in measurement.as_user_attrs().items():
             trial.set_user_attr(key, value)
+        if measurement.other_cpu_share is not None:
+            # Flagged under the threshold in force when it was measured (every output reads it).
+            busy = measurement.busy(config.measure.max_other_cpu_share)
+            trial.set_user_attr(BUSY_ATTR, busy)
         if measurement.too_slow:
             return self._record_too_slow(trial, measurement)
         self._set_constraints(trial, measurement)

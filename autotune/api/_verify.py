@@ -44,6 +44,11 @@ class VerificationProgress:
         rounds: confirmation rounds planned.
         record: what this run measured (or why it failed).
         race: the run belongs to the race (stage A).
+        rerun_next: the run was measured on a busy machine and will be measured again at
+            once (``verify.busy_reruns`` not yet spent).
+        reruns_used: busy runs measured again so far in this verification, this one's re-run
+            included.
+        reruns_allowed: ``verify.busy_reruns``.
     """
 
     done: int
@@ -51,6 +56,9 @@ class VerificationProgress:
     rounds: int
     record: VerificationRecord
     race: bool = False
+    rerun_next: bool = False
+    reruns_used: int = 0
+    reruns_allowed: int = 0
 
 
 def _study_seed(study: optuna.Study, results: ResultsStore) -> int:
@@ -199,7 +207,11 @@ def verify_study(
     accuracy, whether it reached the target, and its metric curve. Otherwise a new verification is planned: the finalists
     (:func:`autotune.verification.select_finalists`) and one new training seed per round
     (:func:`autotune.verification.round_seeds`); each run is stored in
-    ``autotune_verifications`` as soon as it ends. With ``reuse``, a finished verification
+    ``autotune_verifications`` as soon as it ends. A run measured on a busy machine (other
+    processes used more than the study's ``measure.max_other_cpu_share`` of the CPUs) is
+    measured again at once, as another attempt of its round, until one is not busy or
+    ``settings.busy_reruns`` re-runs are spent; the last attempt counts, and the summary says
+    how many runs that count were busy. With ``reuse``, a finished verification
     of the same finalists, rounds and tolerance is returned as it is (``autotune run`` on a
     study that is already verified); without it (``autotune verify``) a finished one is
     repeated with new seeds.
@@ -207,8 +219,8 @@ def verify_study(
     Args:
         study_name: the Optuna study.
         storage: its storage URL.
-        settings: rounds, race rounds, candidates, accuracy tolerance and screen z (default
-            ``VerifySettings()``).
+        settings: rounds, race rounds, candidates, accuracy tolerance, screen z and busy
+            re-runs (default ``VerifySettings()``).
         run_trial_fn: runs one configuration (default: child processes; tests inject fakes).
         timeout_s: wall-clock limit of one run, in seconds.
         on_run: called after every run with a :class:`VerificationProgress`.
@@ -286,6 +298,7 @@ def verify_study(
             timeout_s,
             on_run,
             lambda rows: race_survivor(plan, rows, params, metric, objective)[1],
+            settings.busy_reruns,
         )
     return replace(summarize_for_study(study, run), notes=notes)
 
@@ -298,18 +311,28 @@ def _run_verification(
     timeout_s: float,
     on_run: Callable[[VerificationProgress], None] | None,
     survivor_of: Callable[[list[VerificationRecord]], int | None],
+    busy_reruns: int = 0,
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up
     run, store each, then finish: the race first, then the confirmation of the race's
-    survivor (``survivor_of`` the rows so far; :func:`autotune.verification.race_survivor`)."""
+    survivor (``survivor_of`` the rows so far; :func:`autotune.verification.race_survivor`).
+
+    A run measured on a busy machine is measured again at once (attempt 1, 2, ...: the pair
+    stays close in time to the round's other runs) while fewer than ``busy_reruns`` re-runs
+    were spent in this verification (its stored superseded attempts count): a resumed
+    verification also measures again a busy last attempt it stopped after."""
     plan = run.plan
-    rows = list(run.rows)
-    done = run.done()
+    latest = {(r.round_index, r.trial_number): r for r in run.rows}
+    reruns_used = len(run.superseded)
     warmed = False
 
+    def needs_run(item: tuple[int, int]) -> bool:
+        row = latest.get(item)
+        return row is None or (row.busy and reruns_used < busy_reruns)
+
     def run_stage(schedule: list[tuple[int, int]], planned: int) -> None:
-        nonlocal warmed
-        pending = [item for item in schedule if item not in done]
+        nonlocal warmed, reruns_used
+        pending = [item for item in schedule if needs_run(item)]
         if pending and not warmed:
             # One discarded run first, as benchmark harnesses throw away warm-up: the first
             # trial process after a start paid for cold caches (the forkserver's, the page
@@ -321,21 +344,37 @@ def _run_verification(
             warmed = True
         for round_index, number in pending:
             config = _round_config(configs[number], plan, round_index)
-            record = _verification_record(
-                round_index, number, plan, config, run_trial_fn, timeout_s
-            )
-            results.record_verification(run.study_name, run.number, record)
-            rows.append(record)
-            done.add((round_index, number))
-            if on_run is not None:
-                progress = VerificationProgress(
-                    len(done), planned, plan.rounds, record, plan.is_race_round(round_index)
+            while needs_run((round_index, number)):
+                previous = latest.get((round_index, number))
+                if previous is not None:  # busy: this is one of the bounded re-runs
+                    reruns_used += 1
+                record = _verification_record(
+                    round_index,
+                    number,
+                    plan,
+                    config,
+                    run_trial_fn,
+                    timeout_s,
+                    attempt=0 if previous is None else previous.attempt + 1,
                 )
-                on_run(progress)
+                results.record_verification(run.study_name, run.number, record)
+                latest[(round_index, number)] = record
+                if on_run is not None:
+                    progress = VerificationProgress(
+                        len(latest),
+                        planned,
+                        plan.rounds,
+                        record,
+                        plan.is_race_round(round_index),
+                        rerun_next=needs_run((round_index, number)),
+                        reruns_used=reruns_used + needs_run((round_index, number)),
+                        reruns_allowed=busy_reruns,
+                    )
+                    on_run(progress)
 
     race = plan.race_schedule()
     run_stage(race, len(plan.provisional_schedule()))
-    confirm = plan.confirm_schedule(survivor_of(rows))
+    confirm = plan.confirm_schedule(survivor_of(list(latest.values())))
     run_stage(confirm, len(race) + len(confirm))
     return results.complete_verification(run.study_name, run.number)
 
@@ -353,8 +392,11 @@ def _verification_record(
     config: TrialConfig,
     run_trial_fn: RunTrialFn,
     timeout_s: float,
+    attempt: int = 0,
 ) -> VerificationRecord:
-    """Run one configuration once; a failure is a row too (it disqualifies the candidate)."""
+    """Run one configuration once; a failure is a row too (it disqualifies the candidate).
+    ``busy_machine`` is judged by the configuration's ``measure.max_other_cpu_share`` (the
+    study's, as its trial stored it)."""
     unmeasured = VerificationRecord(
         round_index=round_index,
         seed=config.seed,
@@ -370,6 +412,7 @@ def _verification_record(
         val_metric=None,
         peak_memory_bytes=None,
         train_s=None,
+        attempt=attempt,
     )
     try:
         m = run_trial_fn(config, timeout_s)
@@ -384,6 +427,11 @@ def _verification_record(
         val_samples=m.val_samples,
         peak_memory_bytes=m.peak_memory_bytes,
         train_s=m.train_s,
+        other_cpu_share=m.other_cpu_share,
+        load_avg_1m=m.load_avg_1m,
+        busy_machine=(
+            m.busy(config.measure.max_other_cpu_share) if m.other_cpu_share is not None else None
+        ),
         # Time-to-accuracy runs only (None, and no curve, in a throughput run).
         time_to_accuracy_s=m.time_to_accuracy_s,
         target_reached=m.target_reached,

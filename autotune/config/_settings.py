@@ -187,7 +187,8 @@ class Constraints(Strict):
 
 
 class MeasureSettings(Strict):
-    """Timing discipline: how the timed steps are cut into windows."""
+    """Timing discipline: how the timed steps are cut into windows, and when a measurement
+    counts as taken on a busy machine."""
 
     windows: int = Field(5, ge=1)  # timed windows; throughput is their median
     min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
@@ -196,6 +197,13 @@ class MeasureSettings(Strict):
     # Off by default: on the 2-core CPU of docs/benchmarks.md, 2 s did not narrow the spread
     # between fresh processes (it is per process, not per window) and cost 2 s per trial.
     min_timed_s: float = Field(0.0, ge=0)
+    # A run during whose timed windows other processes used more than this share of the CPUs
+    # it may run on is flagged "measured on a busy machine" in every output, and a busy
+    # verification run is measured again (verify.busy_reruns); 1 turns the flag off. 0.10:
+    # pyperf calls a benchmark unstable past a comparable bound (a standard deviation above
+    # 10 % of the mean); on a 2-core CPU a busy loop on one core (50 %) cut a configuration's
+    # 28,594 samples/s to 744.
+    max_other_cpu_share: float = Field(0.10, ge=0, le=1)
 
 
 class TrialSettings(Strict):
@@ -281,6 +289,11 @@ class VerifySettings(Strict):
     # Standard errors of the accuracy difference the screen adds to the tolerance (one-sided
     # 95 %: 1.645).
     screen_z: float = Field(1.645, ge=0, le=10)
+    # Re-runs one verification may spend on runs measured on a busy machine (other processes
+    # above measure.max_other_cpu_share of the CPUs): each busy run is measured again at
+    # once, until one is not busy or these are spent; then the verdict says how many of its
+    # runs were busy.
+    busy_reruns: int = Field(2, ge=0)
 
     @field_validator("rounds")
     @classmethod

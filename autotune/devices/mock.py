@@ -149,8 +149,10 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     for name in _UNSEEDED_AT_DEFAULT:
         if fields["train"][name] == defaults[name]:
             del fields["train"][name]
-    # The study's floor says when to stop, not what the configuration is: same draws.
+    # The study's floor says when to stop, and the busy threshold how to judge a run, not
+    # what the configuration is: the same draws with or without them.
     del fields["min_throughput_sps"]
+    fields["measure"].pop("max_other_cpu_share", None)
     text = json.dumps(fields, separators=(",", ":"))
     digest = hashlib.sha256(text.encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))

@@ -37,6 +37,7 @@ from autotune.report._study import default_report_path, report_study
 from autotune.report._terminal import SIMULATED_LINE, best_table, pareto_table, studies_table
 from autotune.report._text import (
     NOT_VERIFIED,
+    busy_runs_text,
     metric_column,
     metric_difference,
     metric_spread,
@@ -67,6 +68,7 @@ __all__ = [
     "TrialPoint",
     "best_table",
     "build_figures",
+    "busy_runs_text",
     "classify",
     "default_report_path",
     "fragments",

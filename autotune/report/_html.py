@@ -21,11 +21,13 @@ from urllib.parse import quote
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from autotune.measure import busy_text
 from autotune.objectives import ObjectiveMode
 from autotune.report._data import ReportData
 from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, ParetoRow
 from autotune.report._text import (
+    busy_runs_text,
     metric_column,
     metric_difference,
     metric_spread,
@@ -221,7 +223,8 @@ def _stage_table(
         f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
         + "".join(f"<th>{_esc(name)}</th>" for name, _ in figures)
         + f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>n val</th>"
-        "<th>peak MiB</th><th class=text>verdict</th><th class=text>changed knobs</th></tr>"
+        "<th>peak MiB</th><th>busy runs</th><th class=text>verdict</th>"
+        "<th class=text>changed knobs</th></tr>"
     )
     chosen = summary.recommended.trial_number if summary.recommended is not None else None
     rows = []
@@ -239,6 +242,7 @@ def _stage_table(
             else "n/a",
             f"{v.val_samples:,}" if v.val_samples else "n/a",
             "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
+            busy_runs_text(v, simulated=summary.simulated),
         ]
         texts = [
             "RECOMMENDED" if recommended else v.verdict,
@@ -271,6 +275,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
             ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
             ("eval s", lambda r: seconds_text(r.eval_s)),
             ("samples/s", lambda r: _sps(r.throughput_sps)),
+            ("other CPU", lambda r: r.cpu_text),
         ]
     return [
         ("samples/s", lambda r: _sps(r.throughput_sps)),
@@ -282,6 +287,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
             lambda r: "n/a" if r.step_time_s is None else f"{1e3 * r.step_time_s:.3f}",
         ),
         ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
+        ("other CPU", lambda r: r.cpu_text),
     ]
 
 
@@ -311,7 +317,13 @@ def _pareto_table(data: ReportData) -> str:
             f'<td class="text">{_esc(row.params.get(k, "—"))}</td>' for k in knobs
         )
         rows.append(f"<tr{' class=baseline' if row.baseline else ''}>{tds}</tr>")
-    return f'<table id="pareto-table-rows">{head}{"".join(rows)}</table>'
+    busy = "".join(
+        f'<p class="notes busy">BUSY: trial {row.number} '
+        f"{_esc(busy_text(row.other_cpu_share or 0.0))}.</p>"
+        for row in data.pareto
+        if row.busy
+    )
+    return f'<table id="pareto-table-rows">{head}{"".join(rows)}</table>{busy}'
 
 
 def _hardware_table(data: ReportData) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR
+from autotune.measure import BUSY_ATTR, cpu_share_text
 from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode
 from autotune.storage import FINISHED_STATES
 
@@ -113,6 +114,10 @@ class ParetoRow(NamedTuple):
             throughput studies); ``val_metric`` is then the metric it reached and
             ``throughput_sps`` an extra figure from its attributes.
         eval_s: time-to-accuracy studies: seconds spent evaluating, inside the time above.
+        other_cpu_share: the share of the trial's CPUs other processes used over its timed
+            windows (None: not measured, e.g. on the mock device).
+        busy: measured on a busy machine (the trial's ``busy_machine`` attribute).
+        simulated: the mock device produced it (its CPU share is "not measured (mock)").
     """
 
     number: int
@@ -126,11 +131,21 @@ class ParetoRow(NamedTuple):
     baseline: bool
     time_to_accuracy_s: float | None = None
     eval_s: float | None = None
+    other_cpu_share: float | None = None
+    busy: bool = False
+    simulated: bool = False
 
     @property
     def time_to_accuracy(self) -> bool:
         """A row of a time-to-accuracy study."""
         return self.time_to_accuracy_s is not None
+
+    @property
+    def cpu_text(self) -> str:
+        """The ``other CPU`` cell of the Pareto tables: ``3 %``, ``48 % BUSY``, ``not measured
+        (mock)`` or ``n/a`` (:func:`autotune.measure.cpu_share_text`)."""
+        text = cpu_share_text(self.other_cpu_share, simulated=self.simulated)
+        return f"{text} BUSY" if self.busy else text
 
 
 class Baseline(NamedTuple):
@@ -276,6 +291,11 @@ def pareto_row(
     """
     if trial.values is None:
         raise ValueError(f"trial {trial.number} has no objective values")
+    machine: dict[str, Any] = {
+        "other_cpu_share": attr_float(trial, "other_cpu_share"),
+        "busy": trial.user_attrs.get(BUSY_ATTR) is True,
+        "simulated": trial.user_attrs.get("simulated") is True,
+    }
     if trial_mode(trial) == "time_to_accuracy":
         time_s, peak_memory_bytes = (float(v) for v in trial.values)
         return ParetoRow(
@@ -290,6 +310,7 @@ def pareto_row(
             baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
             time_to_accuracy_s=time_s,
             eval_s=attr_float(trial, "eval_s"),
+            **machine,
         )
     throughput_sps, val_metric, peak_memory_bytes = (float(v) for v in trial.values)
     return ParetoRow(
@@ -302,4 +323,5 @@ def pareto_row(
         speedup=speedup(throughput_sps, baseline_sps),
         params=dict(trial.params),
         baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
+        **machine,
     )

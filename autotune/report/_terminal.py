@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from autotune.config import display_url
+from autotune.measure import busy_text
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import metric_column, model_text, ratio_text, seconds_text
@@ -41,9 +42,11 @@ def pareto_table(
     ``depth=2 width=16``).
 
     A throughput study's columns: trial, samples/s, x baseline, the metric, peak MiB, step ms,
-    compile s, knobs. A time-to-accuracy study's: trial, time to target (s), x sooner (than
-    the baseline's trial), the metric reached, peak MiB, compile s (always: the time to
-    target includes it), knobs.
+    compile s, other CPU, knobs. A time-to-accuracy study's: trial, time to target (s), x
+    sooner (than the baseline's trial), the metric reached, peak MiB, compile s (always: the
+    time to target includes it), other CPU, knobs. ``other CPU`` is the share of the CPUs
+    other processes used while the trial was timed, ``BUSY`` when it was measured on a busy
+    machine (the caption says so).
 
     Args:
         rows: the configurations, in display order.
@@ -77,6 +80,7 @@ def pareto_table(
             ("step ms", True),
             ("compile s", compile_s),
         ]
+    numeric.append(("other CPU", True))
     for name, shown in numeric:
         if shown:
             table.add_column(name, justify="right")
@@ -105,6 +109,7 @@ def pareto_table(
             cells.append("n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}")
         if compile_s or time_to_accuracy:
             cells.append("n/a" if row.compile_s is None else f"{row.compile_s:.1f}")
+        cells.append(row.cpu_text)
         cells += [
             model_text(p),
             *(
@@ -120,6 +125,12 @@ def pareto_table(
             ),
         ]
         table.add_row(*cells)
+    busy = [row for row in rows if row.busy and row.other_cpu_share is not None]
+    if busy:
+        table.caption = "BUSY: " + "; ".join(
+            f"trial {row.number} {busy_text(row.other_cpu_share or 0.0)}" for row in busy
+        )
+        table.caption_justify = "left"
     return table
 
 

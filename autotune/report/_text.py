@@ -14,6 +14,7 @@ from autotune.verification import CandidateVerdict, difference_number, differenc
 
 __all__ = [
     "NOT_VERIFIED",
+    "busy_runs_text",
     "metric_column",
     "metric_difference",
     "metric_spread",
@@ -68,6 +69,15 @@ def metric_difference(metric: Objective, verdict: CandidateVerdict) -> str | Non
         low, high = verdict.metric_diff_ci95
         text += f" [{difference_number(metric, low)}, {difference_number(metric, high)}]"
     return text + difference_unit(metric)
+
+
+def busy_runs_text(verdict: CandidateVerdict, *, simulated: bool = False) -> str:
+    """The ``busy runs`` cell of the verification tables: how many of a configuration's
+    rounds were measured on a busy machine after the re-runs were spent (``0``, ``1 of 5``);
+    ``not measured (mock)`` on the mock device."""
+    if verdict.busy_runs:
+        return f"{verdict.busy_runs} of {verdict.rounds_measured}"
+    return "not measured (mock)" if simulated else "0"
 
 
 def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:

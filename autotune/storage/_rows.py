@@ -40,6 +40,7 @@ from autotune.storage.records import (
     VerificationPlan,
     VerificationRecord,
     VerificationRun,
+    counted_rows,
 )
 
 __all__ = [
@@ -153,7 +154,7 @@ PLAN = RowMapping(
 RUN = RowMapping(
     VerificationRun,
     VerificationRunModel,
-    record_only=frozenset({"study_name", "plan", "rows"}),
+    record_only=frozenset({"study_name", "plan", "rows", "superseded"}),
     row_only=frozenset(
         {"id", "study_id", "rounds"} | {column for _, column in PLAN.pairs()},
     ),
@@ -212,10 +213,14 @@ def new_run_row(
 def run_from_rows(
     study_name: str, run: VerificationRunModel, rows: Iterable[VerificationModel]
 ) -> VerificationRun:
-    """The verification of ``study_name`` that ``run`` holds, with its measurement rows."""
+    """The verification of ``study_name`` that ``run`` holds, with its measurement rows: the
+    last attempt of each round and trial counts, the busy ones before it are ``superseded``
+    (:func:`~autotune.storage.records.counted_rows`)."""
+    counted, superseded = counted_rows(tuple(verification_from_row(row) for row in rows))
     return VerificationRun(
         study_name=study_name,
         plan=VerificationPlan(**PLAN.fields(run)),
-        rows=tuple(verification_from_row(row) for row in rows),
+        rows=counted,
+        superseded=superseded,
         **RUN.fields(run),
     )

@@ -288,7 +288,8 @@ class ResultsStore:
 
     def record_verification(self, study_name: str, number: int, record: VerificationRecord) -> None:
         """Store one configuration's measurement in one round of verification ``number``
-        (a row already there for that round and trial is replaced).
+        (a row already there for that round, trial and attempt is replaced; another attempt
+        is a row of its own).
 
         Raises:
             StorageError: no such verification, or the database failed.
@@ -297,7 +298,8 @@ class ResultsStore:
         with session_scope(self._engine) as session:
             run = self._run_row(session, study_name, number)
             for row in VerificationModel.find_by_run(session, run.id):
-                if (row.round_index, row.trial_number) == (record.round_index, record.trial_number):
+                key = (row.round_index, row.trial_number, row.attempt)
+                if key == (record.round_index, record.trial_number, record.attempt):
                     VERIFICATION.assign(row, record)
                     return
             session.add(VerificationModel(run_id=run.id, **VERIFICATION.values(record)))

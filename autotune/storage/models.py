@@ -168,6 +168,12 @@ class TrialResultModel(Base):
     eval_s: Mapped[float | None] = mapped_column(Float)
     metric_curve_json: Mapped[str | None] = mapped_column(Text)
     val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
+    # The machine around the timed windows: the share of the trial's CPUs other processes
+    # used (0-1), the 1-minute load average at their end, and whether that share passed
+    # measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
+    other_cpu_share: Mapped[float | None] = mapped_column(Float)
+    load_avg_1m: Mapped[float | None] = mapped_column(Float)
+    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
     energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
@@ -268,7 +274,16 @@ class VerificationModel(Base):
     """One configuration measured in one verification round (fresh processes, own seed)."""
 
     __tablename__ = f"{TABLE_PREFIX}verifications"
-    __table_args__ = (UniqueConstraint("run_id", "round_index", "trial_number"),)
+    # Named: the naming convention's name would pass PostgreSQL's 63 characters.
+    __table_args__ = (
+        UniqueConstraint(
+            "run_id",
+            "round_index",
+            "trial_number",
+            "attempt",
+            name="uq_autotune_verifications_run_round_trial_attempt",
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(
@@ -277,6 +292,9 @@ class VerificationModel(Base):
     round_index: Mapped[int] = mapped_column(Integer)  # 0-based
     seed: Mapped[int] = mapped_column(Integer)
     trial_number: Mapped[int] = mapped_column(Integer)  # the study trial re-measured
+    # 0; 1, 2, ... for the runs of the same round and trial measured again because the one
+    # before was measured on a busy machine (the last attempt is the one that counts).
+    attempt: Mapped[int] = mapped_column(Integer, server_default="0")
     is_baseline: Mapped[bool] = mapped_column(Boolean)
     simulated: Mapped[bool] = mapped_column(Boolean)
     failure: Mapped[str | None] = mapped_column(String(32))
@@ -292,12 +310,17 @@ class VerificationModel(Base):
     target_reached: Mapped[bool | None] = mapped_column(Boolean)
     metric_curve_json: Mapped[str | None] = mapped_column(Text)
     val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
+    # As in autotune_trial_results: the other processes' CPU share, the load average, busy.
+    other_cpu_share: Mapped[float | None] = mapped_column(Float)
+    load_avg_1m: Mapped[float | None] = mapped_column(Float)
+    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
     config_json: Mapped[str] = mapped_column(Text)
     recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 
     @classmethod
     def find_by_run(cls, session: Session, run_id: int) -> list[VerificationModel]:
-        """Every row of verification ``run_id``, by round and then in run order."""
+        """Every row of verification ``run_id`` (every attempt), by round and then in run
+        order."""
         return list(
             session.scalars(
                 select(cls).where(cls.run_id == run_id).order_by(cls.round_index, cls.id)

@@ -71,7 +71,13 @@ def run_rank(
             backend.ddp_backend, init_method=f"file://{init_file}", rank=rank, world_size=world_size
         )
     try:
-        local = _train(config, backend, rank, world_size)
+        # Rank 0 measures the other processes' CPU share against every rank's tree: the ranks
+        # are siblings (children of the forkserver), so their ids are gathered here.
+        pids: list[Any] = [os.getpid()]
+        if world_size > 1:
+            pids = [None] * world_size
+            dist.all_gather_object(pids, os.getpid())
+        local = _train(config, backend, rank, world_size, tuple(pids))
         if world_size == 1:
             return local
         # The DDP reducer must be gone before the process group: freed after it, gloo's
@@ -90,11 +96,14 @@ def run_rank(
             dist.destroy_process_group()
 
 
-def _train(config: TrialConfig, backend: Backend, rank: int, world_size: int) -> Measurement:
+def _train(
+    config: TrialConfig, backend: Backend, rank: int, world_size: int, rank_pids: tuple[int, ...]
+) -> Measurement:
     """The objective's loop on a fresh :class:`~autotune.trial._setup.Training`, which is
     freed on return (with its model, DDP wrapper and optimizer)."""
     workload = load_workload(config.workload)
     training = prepare_training(config, backend, workload, rank, world_size)
+    training.rank_pids = rank_pids
     if config.objective == "time_to_accuracy":
         maximize = workload.metric_direction == "maximize"
         return train_to_target(training, rank, world_size, maximize)

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSamp
 from autotune.config import TrainSettings, TrialConfig
 from autotune.devices import Backend
 from autotune.lifetime import die_with_rank
+from autotune.measure import CpuShareMeter
 from autotune.workloads import LoadedWorkload
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -128,6 +129,8 @@ class Training:
         samples_per_step: global batch (per-rank batch times world size).
         peak_lr: the learning rate after warm-up.
         compiled: ``compile_mode != "none"``.
+        rank_pids: the process ids of every rank of the trial (rank 0's meter of the other
+            processes' CPU share counts their trees as the trial's own).
     """
 
     config: TrialConfig
@@ -147,6 +150,12 @@ class Training:
     samples_per_step: int
     peak_lr: float
     compiled: bool
+    rank_pids: tuple[int, ...] = ()
+
+    def cpu_meter(self, rank: int) -> CpuShareMeter:
+        """The meter of the other processes' CPU share: rank 0's over every rank's tree (this
+        process alone when ``rank_pids`` is unset); the other ranks' measures nothing."""
+        return CpuShareMeter((self.rank_pids or (os.getpid(),)) if rank == 0 else ())
 
     def train_step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """One optimizer step on the batch ``(x, y)`` (already on the device); its loss."""

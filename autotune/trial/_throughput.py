@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from autotune.flops import trial_extras
 from autotune.measure import (
+    CpuShareMeter,
     Measurement,
     ThroughputStats,
     WindowClock,
@@ -68,6 +69,9 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     # Clock readings (seconds) by step count, taken at the planned edges only: each syncs the
     # device once; between edges nothing waits for it.
     clock = WindowClock(backend.synchronize)
+    cpu_meter = t.cpu_meter(rank)  # other processes' CPU share, first window edge to last
+    if plan.warmup_steps == 0:
+        cpu_meter.start()
     marks_s = {0: clock.mark()}
     if gpu_meter is not None and plan.warmup_steps == 0:
         gpu_meter.start()
@@ -86,9 +90,14 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             marks_s[step] = clock.mark()  # the window cannot end above the floor: stop now
             if gpu_meter is not None:
                 gpu_meter.stop()
-            return _too_slow(t, floor.start_step, step, marks_s)
+            # A machine busy with other work can make a trial too slow: say so.
+            return _too_slow(t, floor.start_step, step, marks_s).with_load(cpu_meter.stop())
         if step in edges:
+            if step == plan.warmup_steps and step > 0:
+                cpu_meter.start()  # before the first window's clock read
             marks_s[step] = clock.mark()  # syncs the device: the edge of a window
+            if step == timed_end:
+                cpu_meter.stop()  # after the last's
             if gpu_meter is not None and step == plan.warmup_steps:
                 gpu_meter.start()  # the timed windows start now
             if gpu_meter is not None and step == timed_end:
@@ -96,7 +105,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             if floor is not None and floor.below_at_edge(step, marks_s, t.device, rank):
                 if gpu_meter is not None and gpu_reading is None:
                     gpu_meter.stop()
-                return _too_slow(t, floor.start_step, step, marks_s)
+                load = cpu_meter.load if step == timed_end else cpu_meter.stop()
+                return _too_slow(t, floor.start_step, step, marks_s).with_load(load)
         if step >= t.total_steps:
             break
     train_s = marks_s[step] - marks_s[0]  # the whole loop, one sync at its end
@@ -121,6 +131,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             len(stats.window_throughputs_sps),
             per_window,
             t.samples_per_step,
+            cpu_meter,
         )
     # FLOPs of one more step on the last batch (x, y), after the timed steps and the memory
     # reading; the model's buffers are restored (autotune.flops.count_training_flops).
@@ -158,7 +169,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         simulated=False,
         val_samples=t.val_samples,
         extra=extra,
-    )
+    ).with_load(cpu_meter.load)
 
 
 class _FirstWindowFloor:
@@ -288,6 +299,7 @@ def _extend_timing(
     windows: int,
     per_window: int,
     samples_per_step: int,
+    cpu_meter: CpuShareMeter,
 ) -> tuple[ThroughputStats, int]:
     """Time more steps when the budget's windows cover less than ``measure.min_timed_s``.
 
@@ -307,6 +319,7 @@ def _extend_timing(
         windows: timed windows (as many as the budget's).
         per_window: steps per window (the same on every rank).
         samples_per_step: global samples per step.
+        cpu_meter: the other processes' CPU share, measured again over the new windows.
 
     Returns:
         ``(statistics of the new windows, timing-only steps taken)``.
@@ -322,5 +335,8 @@ def _extend_timing(
     for step in range(1, plan.total_steps + 1):
         train_step(*next(batches))
         if step in edges:
+            if step == plan.warmup_steps:
+                cpu_meter.start()
             marks_s[step] = clock.mark()
+    cpu_meter.stop()
     return plan.summarize(marks_s, samples_per_step), plan.total_steps

@@ -109,6 +109,8 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
     time_based = settings.eval_every_s is not None or settings.max_time_s is not None
     agreement = _HostAgreement(world_size if time_based else 1, backend.ddp_backend)
     clock = WindowClock(backend.synchronize)
+    cpu_meter = t.cpu_meter(rank)  # other processes' CPU share over the whole run
+    cpu_meter.start()
     start_s = clock.mark()
     host_start_s = last_eval_host_s = time.perf_counter()
     first_step_s = 0.0
@@ -167,6 +169,7 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
         if end_of_schedule or out_of_time:
             break
     train_s = clock.mark() - start_s
+    cpu_meter.stop()
     peak_memory = backend.peak_memory_bytes()
     if not segments_s:  # stopped after the first step: that step is the only window
         segments_s, segment_steps = [first_step_s], [1]
@@ -190,4 +193,4 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
         eval_s=eval_s,
         metric_curve=tuple(curve),
         extra={"lr_peak": t.peak_lr, "target": target} if rank == 0 else {},
-    )
+    ).with_load(cpu_meter.load)

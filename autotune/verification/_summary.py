@@ -121,6 +121,11 @@ class VerificationSummary:
             words (:func:`~autotune.verification.closest_trial`).
         notes: lines about this verification's run (e.g. a resumed plan whose settings differ
             from the ones asked for now).
+        busy_runs: runs that count (the last attempt of each round and configuration)
+            measured on a busy machine: other processes used more than
+            ``measure.max_other_cpu_share`` of the CPUs over their timed windows.
+        busy_reruns: busy runs measured again (``verify.busy_reruns`` bounds them).
+        busiest_share: the largest share other processes used in a busy run that counts.
     """
 
     study_name: str
@@ -146,6 +151,9 @@ class VerificationSummary:
     screen_z: float | None = None
     closest: str | None = None
     notes: tuple[str, ...] = ()
+    busy_runs: int = 0
+    busy_reruns: int = 0
+    busiest_share: float | None = None
 
     @property
     def is_time_to_accuracy(self) -> bool:
@@ -206,8 +214,32 @@ class VerificationSummary:
             diff += f", 95 % CI {number(low)} to {number(high)}{unit}"
         return f"{values} ({diff}{n})"
 
+    def busy_text(self) -> str | None:
+        """What the verdict says when runs that count were measured on a busy machine (as
+        pyperf warns that a result "may be unreliable"): ``2 of 14 runs were measured on a
+        busy machine (other processes used up to 48 % of the CPUs; 2 re-runs spent): the
+        figures may be unreliable``; None when none was."""
+        if not self.busy_runs:
+            return None
+        share = (
+            f"other processes used up to {100 * self.busiest_share:.0f} % of the CPUs"
+            if self.busiest_share is not None
+            else "other processes used the CPUs"
+        )
+        reruns = f"; {self.busy_reruns} re-run{'s' if self.busy_reruns != 1 else ''} spent"
+        return (
+            f"{self.busy_runs} of {self.runs_done} runs "
+            f"{'was' if self.busy_runs == 1 else 'were'} measured on a busy machine "
+            f"({share}{reruns if self.busy_reruns else ''}): the figures may be unreliable"
+        )
+
     def headline(self) -> str:
-        """The one-line verdict: the recommendation, or which of the other endings and why."""
+        """The one-line verdict: the recommendation, or which of the other endings and why;
+        followed by :meth:`busy_text` when runs were measured on a busy machine."""
+        busy = self.busy_text()
+        return self._headline() + (f"; WARNING: {busy}" if busy else "")
+
+    def _headline(self) -> str:
         prefix = "SIMULATED (mock device): " if self.simulated else ""
         if not self.complete:
             return (
@@ -473,12 +505,14 @@ def _stage_verdict(
     params = params_by_trial.get(number, {})
     base_params = params_by_trial.get(plan.baseline_trial, {})
     if objective == "time_to_accuracy":
-        return to_target_verdict(
+        verdict = to_target_verdict(
             number, rows, base_rows, params, base_params, plan, complete, stage
         )
-    return _throughput_verdict(
-        number, rows, base_rows, params, base_params, plan, complete, metric, stage
-    )
+    else:
+        verdict = _throughput_verdict(
+            number, rows, base_rows, params, base_params, plan, complete, metric, stage
+        )
+    return replace(verdict, busy_runs=sum(r.busy for r in rows))
 
 
 def race_survivor(
@@ -616,6 +650,7 @@ def summarize_verification(
         )
 
     candidates = tuple(verdict(n) for n in plan.confirmed(survivor))
+    busy = [r for r in run.rows if r.busy]
     qualifying = [c for c in candidates if c.qualifies]
     recommended = max(qualifying, key=lambda c: (c.speedup or 0.0, -c.trial_number), default=None)
     return VerificationSummary(
@@ -641,4 +676,9 @@ def summarize_verification(
         survivor=survivor,
         screen_z=plan.screen_z,
         closest=closest,
+        busy_runs=len(busy),
+        busy_reruns=len(run.superseded),
+        busiest_share=max(
+            (r.other_cpu_share for r in busy if r.other_cpu_share is not None), default=None
+        ),
     )

@@ -170,6 +170,8 @@ class CandidateVerdict:
             aggregate of the same per-round times
             (:func:`~autotune.verification.mlperf_time_to_accuracy_s`), for comparison with
             published figures.
+        busy_runs: its rows of the stage measured on a busy machine (other processes above
+            ``measure.max_other_cpu_share`` of the CPUs) after the re-runs were spent.
     """
 
     trial_number: int
@@ -196,6 +198,7 @@ class CandidateVerdict:
     accuracy_resolved: bool | None = None
     val_samples: int | None = None
     time_to_accuracy_mlperf_s: float | None = None
+    busy_runs: int = 0
 
     def changes_text(self) -> str:
         """The changed knobs as ``precision fp32->bf16, batch_size 64->256``."""

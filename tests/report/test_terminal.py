@@ -30,8 +30,8 @@ def test_the_best_table_has_speedups_and_marks_baseline_and_recommendation() -> 
     table = pareto_table(_rows(), "front", recommended=1)
     headers = [str(c.header) for c in table.columns]
     assert headers == [
-        "trial", "samples/s", "x baseline", "val acc", "peak MiB", "step ms", "model", "batch",
-        "precision", "memory format", "compile", "workers", "gpus",
+        "trial", "samples/s", "x baseline", "val acc", "peak MiB", "step ms", "other CPU",
+        "model", "batch", "precision", "memory format", "compile", "workers", "gpus",
     ]  # fmt: skip
     text = _text(table)
     assert "1 (recommended)" in text and "0 (baseline)" in text
@@ -53,3 +53,21 @@ def test_the_table_names_the_study_metric() -> None:
     loss = study_objectives("val_loss", "minimize")[METRIC_INDEX]
     text = _text(pareto_table(_rows(), "front", loss))
     assert "val_loss" in text and "val acc" not in text
+
+
+def test_a_trial_measured_on_a_busy_machine_is_marked_and_the_caption_says_why() -> None:
+    busy = {"other_cpu_share": 0.48, "busy_machine": True}
+    quiet = {"other_cpu_share": 0.02, "busy_machine": False}
+    rows = [
+        pareto_row(make_trial(1, (4000.0, 0.85, 4 * MIB), simulated=False, extra_attrs=busy)),
+        pareto_row(make_trial(2, (3000.0, 0.85, 4 * MIB), simulated=False, extra_attrs=quiet)),
+        pareto_row(make_trial(3, (2000.0, 0.85, 4 * MIB))),  # the mock: nothing measured
+    ]
+
+    text = _text(pareto_table(rows, "front", speedup=False))
+
+    assert "48 % BUSY" in text and "2 %" in text and "not measured (mock)" in text
+    assert (
+        "BUSY: trial 1 measured on a busy machine (other processes used 48 % of the CPUs)"
+        in " ".join(text.split())
+    )

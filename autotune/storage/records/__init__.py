@@ -21,6 +21,7 @@ from autotune.storage.records._verification import (
     VerificationPlan,
     VerificationRecord,
     VerificationRun,
+    counted_rows,
     rotated,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "VerificationPlan",
     "VerificationRecord",
     "VerificationRun",
+    "counted_rows",
     "is_feasible",
     "rotated",
     "trial_record",

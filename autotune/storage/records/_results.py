@@ -103,6 +103,11 @@ class TrialRecord:
             ``[wall_s, step, metric]``.
         val_samples: validation samples ``val_metric`` was computed on; None when unknown
             (trials recorded before it was stored, or a split without a length).
+        other_cpu_share: the share of the trial's CPUs other processes used over its timed
+            windows, in [0, 1]; None when not measured (the mock device, older trials).
+        load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
+        busy_machine: the share passed ``measure.max_other_cpu_share``: measured on a busy
+            machine; None when not measured.
     """
 
     study_name: str
@@ -148,6 +153,9 @@ class TrialRecord:
     eval_s: float | None = None
     metric_curve_json: str | None = None
     val_samples: int | None = None
+    other_cpu_share: float | None = None
+    load_avg_1m: float | None = None
+    busy_machine: bool | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

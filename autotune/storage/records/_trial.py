@@ -10,6 +10,7 @@ from typing import Any
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import TUNER_KNOBS
+from autotune.measure import BUSY_ATTR
 from autotune.storage.records._results import TrialRecord
 
 __all__ = ["FINISHED_STATES", "KNOB_COLUMNS", "is_feasible", "trial_record"]
@@ -38,6 +39,8 @@ _FLOAT_ATTRS = (
     "energy_j_per_sample",
     "time_to_accuracy_s",
     "eval_s",
+    "other_cpu_share",
+    "load_avg_1m",
 )
 _INT_ATTRS = (
     "peak_memory_bytes",
@@ -111,6 +114,7 @@ def trial_record(
     detail = attrs.get("failure_detail")
     reached = attrs.get("target_reached")
     curve = attrs.get("metric_curve")
+    busy = attrs.get(BUSY_ATTR)
     return TrialRecord(
         study_name=study_name,
         trial_number=trial.number,
@@ -130,6 +134,7 @@ def trial_record(
         duration_s=(completed - started).total_seconds() if started and completed else None,
         target_reached=reached if isinstance(reached, bool) else None,
         metric_curve_json=json.dumps(curve) if isinstance(curve, list) else None,
+        busy_machine=busy if isinstance(busy, bool) else None,
         **figures,
         **knobs,
     )

@@ -5,7 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-__all__ = ["VerificationPlan", "VerificationRecord", "VerificationRun", "rotated"]
+__all__ = [
+    "VerificationPlan",
+    "VerificationRecord",
+    "VerificationRun",
+    "counted_rows",
+    "rotated",
+]
 
 
 def rotated(order: tuple[int, ...], round_index: int) -> tuple[int, ...]:
@@ -132,6 +138,13 @@ class VerificationRecord:
         metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
             ``[wall_s, step, metric]``.
         val_samples: validation samples ``val_metric`` was computed on (None when unknown).
+        other_cpu_share: the share of the run's CPUs other processes used over its timed
+            windows, in [0, 1]; None when not measured (the mock device, older rows).
+        load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
+        busy_machine: the share passed ``measure.max_other_cpu_share`` (the study's): measured
+            on a busy machine; None when not measured.
+        attempt: 0, or 1, 2, ... for a run measured again because the attempt before it was
+            busy (``verify.busy_reruns``); the last attempt of a round and trial counts.
     """
 
     round_index: int
@@ -152,6 +165,32 @@ class VerificationRecord:
     target_reached: bool | None = None
     metric_curve_json: str | None = None
     val_samples: int | None = None
+    other_cpu_share: float | None = None
+    load_avg_1m: float | None = None
+    busy_machine: bool | None = None
+    attempt: int = 0
+
+    @property
+    def busy(self) -> bool:
+        """Measured on a busy machine."""
+        return bool(self.busy_machine)
+
+
+def counted_rows(
+    rows: tuple[VerificationRecord, ...],
+) -> tuple[tuple[VerificationRecord, ...], tuple[VerificationRecord, ...]]:
+    """``(counted, superseded)``: the last attempt of each round and trial, in the rows'
+    order, and the earlier (busy) attempts that were measured again."""
+    last: dict[tuple[int, int], VerificationRecord] = {}
+    for row in rows:
+        key = (row.round_index, row.trial_number)
+        if key not in last or row.attempt >= last[key].attempt:
+            last[key] = row
+    kept = {id(row) for row in last.values()}
+    return (
+        tuple(row for row in rows if id(row) in kept),
+        tuple(row for row in rows if id(row) not in kept),
+    )
 
 
 @dataclass(frozen=True)
@@ -162,9 +201,12 @@ class VerificationRun:
         study_name: the Optuna study name.
         number: 1 for the study's first verification, 2 for the next, ...
         plan: what it re-measures.
-        rows: the measurements so far, by round.
+        rows: the measurements so far that count, by round: one per round and trial (its
+            last attempt).
         started_at: when it was planned (UTC).
         completed_at: when its last round finished (UTC); None while rounds are missing.
+        superseded: the attempts measured on a busy machine and measured again (kept, never
+            counted): ``len(superseded)`` re-runs were spent (``verify.busy_reruns``).
     """
 
     study_name: str
@@ -173,6 +215,7 @@ class VerificationRun:
     rows: tuple[VerificationRecord, ...]
     started_at: dt.datetime | None
     completed_at: dt.datetime | None
+    superseded: tuple[VerificationRecord, ...] = ()
 
     @property
     def complete(self) -> bool:
