@@ -1,5 +1,7 @@
-"""Data sets: ``digits`` (bundled with scikit-learn), ``mnist``/``fashion_mnist`` (IDX files
-under a directory the user names), and ``synthetic`` (random tensors, throughput probes only).
+"""Data sets: ``digits`` (bundled with scikit-learn), ``mnist`` (the 10,000-image MNIST test
+set shipped in ``autotune/datasets/mnist``, or the IDX files under a directory the user names),
+``fashion_mnist`` (IDX files under a directory the user names), and ``synthetic`` (random
+tensors, throughput probes only).
 
 Nothing is downloaded. Every data set is split into train and validation with a fixed seed, so
 all trials of a study see the same split and their accuracies are comparable.
@@ -8,6 +10,7 @@ all trials of a study see the same split and their accuracies are comparable.
 from __future__ import annotations
 
 import gzip
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ import torch
 from autotune.config import DataSettings
 from autotune.exceptions import DataError
 
-__all__ = ["Dataset", "load_dataset", "read_idx"]
+__all__ = ["SHIPPED_MNIST_DIR", "SHIPPED_MNIST_SHA256", "Dataset", "load_dataset", "read_idx"]
 
 #: Seed of the train/validation split: fixed, so every trial of every study sees the same split.
 SPLIT_SEED = 0
@@ -27,6 +30,14 @@ _IDX_SPLITS = (
     ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 )
+#: The MNIST test set shipped in the package (10,000 images; CC BY-SA 3.0, see the README
+#: there): ``data=mnist`` reads it when no ``data.root`` is given.
+SHIPPED_MNIST_DIR = Path(__file__).resolve().parent / "datasets" / "mnist"
+#: sha256 of each shipped file, checked before it is read (a damaged installation is refused).
+SHIPPED_MNIST_SHA256 = {
+    "t10k-images-idx3-ubyte.gz": "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+}
 _IDX_DTYPES: dict[int, np.dtype[Any]] = {
     0x08: np.dtype(np.uint8),
     0x09: np.dtype(np.int8),
@@ -132,6 +143,28 @@ def _load_idx_dir(root: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(images)[:, None], np.concatenate(labels)
 
 
+def _load_shipped_mnist(root: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The shipped MNIST test set under ``root``, each file checked against
+    :data:`SHIPPED_MNIST_SHA256` first: images ``(10000, 1, 28, 28)`` uint8, labels."""
+    for name, expected in SHIPPED_MNIST_SHA256.items():
+        path = root / name
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as e:
+            raise DataError(
+                f"{path}: the shipped MNIST file cannot be read ({e.strerror or e}); reinstall "
+                "autotune or pass data.root=DIR"
+            ) from None
+        if digest != expected:
+            raise DataError(
+                f"{path}: sha256 {digest} is not the shipped MNIST file's {expected}; reinstall "
+                "autotune or pass data.root=DIR"
+            )
+    images, labels = _IDX_SPLITS[1]
+    x, y = read_idx(root / f"{images}.gz"), read_idx(root / f"{labels}.gz")
+    return x[:, None], y
+
+
 def _load_arrays(settings: DataSettings) -> tuple[np.ndarray, np.ndarray]:
     if settings.name == "digits":
         from sklearn.datasets import load_digits  # bundled with scikit-learn; no download
@@ -139,9 +172,15 @@ def _load_arrays(settings: DataSettings) -> tuple[np.ndarray, np.ndarray]:
         digits = load_digits()
         return digits.images[:, None].astype(np.float32) / 16.0, digits.target
     if settings.name in ("mnist", "fashion_mnist"):
-        if settings.root is None:
-            raise DataError(f"data={settings.name} needs data.root=DIR (a directory of IDX files)")
-        x, y = _load_idx_dir(Path(settings.root).expanduser(), settings.name)
+        if settings.root is not None:
+            x, y = _load_idx_dir(Path(settings.root).expanduser(), settings.name)
+        elif settings.name == "mnist":
+            x, y = _load_shipped_mnist(SHIPPED_MNIST_DIR)
+        else:
+            raise DataError(
+                f"data={settings.name} needs data.root=DIR (a directory of IDX files; only "
+                "the MNIST test set ships with autotune)"
+            )
         return x.astype(np.float32) / 255.0, y
     if settings.name == "synthetic":
         rng = np.random.default_rng(SPLIT_SEED)
@@ -156,8 +195,13 @@ def load_dataset(settings: DataSettings) -> Dataset:
     The split is a seeded shuffle (``SPLIT_SEED``) with ``val_fraction`` held out; inputs are
     standardized with the training split's mean and std.
 
+    ``mnist`` without ``data.root`` is the shipped MNIST test set: 10,000 images, so 8,000 /
+    2,000 at the default ``val_fraction`` of 0.2. With ``data.root``, every IDX split found
+    there is pooled (the full 70,000 for MNIST's four files).
+
     Raises:
-        DataError: missing directory or files, corrupt IDX, or a split with an empty side.
+        DataError: missing directory or files, corrupt IDX, a shipped file whose sha256 does
+            not match, ``fashion_mnist`` without ``data.root``, or a split with an empty side.
     """
     x, y = _load_arrays(settings)
     n = len(x)

@@ -89,7 +89,9 @@ BAD_INPUT = [
         ["run", "space=missing.yaml"], "space=missing.yaml: no such file", id="space-file"
     ),
     pytest.param(
-        ["run", "device=mock", "data=mnist"], "data=mnist needs data.root=DIR", id="data-root"
+        ["run", "device=mock", "data=fashion_mnist"],
+        "data=fashion_mnist needs data.root=DIR",
+        id="data-root",
     ),
     pytest.param(
         ["run", "device=mock", "data=mnist", "data.root=nowhere"],
@@ -229,7 +231,7 @@ def test_no_arguments_shows_usage_without_an_empty_error(
 def test_mock_run_prints_the_pareto_table_and_says_simulated(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["run", "device=mock", "--trials", "8"])
+    code = main(["run", "device=mock", "data=digits", "--trials", "8"])
 
     out = capsys.readouterr().out
     assert code == 0
@@ -401,7 +403,8 @@ def test_no_output_of_a_study_on_postgresql_shows_the_password(
     url, secret = postgres_with_password
     shown = make_url(url).render_as_string(hide_password=True)
     storage = f"storage={url}"
-    assert main(["run", "device=mock", "study=s", storage, "verify.rounds=0", "-n", "3"]) == 0
+    run = ["run", "device=mock", "data=digits", "study=s", storage, "verify.rounds=0", "-n", "3"]
+    assert main(run) == 0
     assert main(["report", "s", storage, "--out", "page.html"]) == 0
     assert main(["best", "s", storage, "--export", "best.yaml"]) == 2  # not verified
     assert main(["best", "s", storage, "--export", "t0.yaml", "--trial", "0"]) == 0
@@ -448,6 +451,7 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: P
         "--trials",
         "12",
         "device=mock",
+        "data=digits",
         f"storage={storage}",
         "study=interrupted",
         "verify.rounds=0",  # the search alone; verification has its own tests

@@ -32,7 +32,9 @@ def _printed(print_fn: Callable[..., None], *args: object) -> str:
 
 
 def test_the_run_header_masks_the_password(tmp_path: Path) -> None:
-    prepared = prepare_run(load_run_config(["device=mock", f"storage={sqlite_url(tmp_path)}"]))
+    prepared = prepare_run(
+        load_run_config(["device=mock", "data=digits", f"storage={sqlite_url(tmp_path)}"])
+    )
     config = prepared.config.model_copy(update={"storage": PASSWORD_URL})
 
     text = _printed(print_header, dataclasses.replace(prepared, config=config), 10)

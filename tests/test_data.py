@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import autotune.data
 from autotune.config import DataSettings
-from autotune.data import load_dataset, read_idx
+from autotune.data import SHIPPED_MNIST_DIR, SHIPPED_MNIST_SHA256, load_dataset, read_idx
 from autotune.exceptions import DataError
 
 #: Label counts of the MNIST test set (from its README).
@@ -253,9 +256,84 @@ def test_corrupt_file_in_directory_names_the_file(tmp_path: Path) -> None:
         load_dataset(DataSettings(name="mnist", root=str(tmp_path)))
 
 
-def test_mnist_needs_a_root() -> None:
-    with pytest.raises(DataError, match=r"^data=mnist needs data.root=DIR"):
+def test_fashion_mnist_needs_a_root() -> None:
+    # Only the MNIST test set ships with autotune; Fashion-MNIST must be given.
+    with pytest.raises(DataError) as err:
+        load_dataset(DataSettings(name="fashion_mnist"))
+
+    assert str(err.value) == (
+        "data=fashion_mnist needs data.root=DIR (a directory of IDX files; only the MNIST "
+        "test set ships with autotune)"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The MNIST test set shipped in the package (data=mnist without data.root)
+
+
+def test_shipped_mnist_files_are_in_the_package() -> None:
+    assert Path(autotune.data.__file__).parent / "datasets" / "mnist" == SHIPPED_MNIST_DIR
+    for name in SHIPPED_MNIST_SHA256:
+        assert (SHIPPED_MNIST_DIR / name).is_file(), name
+    assert "CC BY-SA 3.0" in (SHIPPED_MNIST_DIR / "README.md").read_text(encoding="utf-8")
+
+
+def test_mnist_without_a_root_loads_the_shipped_test_set() -> None:
+    data = load_dataset(DataSettings(name="mnist"))
+
+    # 10,000 images; round(10000 * 0.2) = 2,000 held out.
+    assert data.name == "mnist"
+    assert data.train_x.shape == (8000, 1, 28, 28)
+    assert data.val_x.shape == (2000, 1, 28, 28)
+    assert data.train_y.shape == (8000,)
+    assert data.val_y.shape == (2000,)
+    assert data.num_classes == 10
+    counts = torch.bincount(torch.cat([data.train_y, data.val_y]), minlength=10)
+    assert counts.tolist() == MNIST_TEST_LABEL_COUNTS
+    assert float(data.train_x.mean()) == pytest.approx(0.0, abs=1e-4)
+
+
+def test_shipped_mnist_is_split_as_the_same_files_under_a_root(mnist_dir: Path) -> None:
+    shipped = load_dataset(DataSettings(name="mnist"))
+    rooted = load_dataset(DataSettings(name="mnist", root=str(mnist_dir)))
+
+    assert torch.equal(shipped.train_x, rooted.train_x)
+    assert torch.equal(shipped.val_y, rooted.val_y)
+
+
+def test_shipped_mnist_with_another_sha256_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in SHIPPED_MNIST_SHA256:
+        shutil.copyfile(SHIPPED_MNIST_DIR / name, tmp_path / name)
+    labels = tmp_path / "t10k-labels-idx1-ubyte.gz"
+    blob = bytearray(labels.read_bytes())
+    blob[-9] ^= 0xFF  # a damaged byte (gzip's CRC would catch it later, the digest first)
+    labels.write_bytes(bytes(blob))
+    monkeypatch.setattr(autotune.data, "SHIPPED_MNIST_DIR", tmp_path)
+
+    with pytest.raises(DataError) as err:
         load_dataset(DataSettings(name="mnist"))
+
+    digest = hashlib.sha256(bytes(blob)).hexdigest()
+    assert str(err.value) == (
+        f"{labels}: sha256 {digest} is not the shipped MNIST file's "
+        f"{SHIPPED_MNIST_SHA256[labels.name]}; reinstall autotune or pass data.root=DIR"
+    )
+
+
+def test_shipped_mnist_file_missing_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(autotune.data, "SHIPPED_MNIST_DIR", tmp_path)
+
+    with pytest.raises(DataError) as err:
+        load_dataset(DataSettings(name="mnist"))
+
+    assert str(err.value) == (
+        f"{tmp_path / 't10k-images-idx3-ubyte.gz'}: the shipped MNIST file cannot be read "
+        "(No such file or directory); reinstall autotune or pass data.root=DIR"
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def test_ctrl_c_right_after_the_heartbeat_thread_starts_leaves_no_thread_behind(
             _ctrl_c()
 
     monkeypatch.setattr(heartbeat.HeartbeatThread, "start", start_then_ctrl_c)
-    config = load_run_config(["device=mock", f"storage={sqlite_url}"])
+    config = load_run_config(["device=mock", "data=digits", f"storage={sqlite_url}"])
 
     try:
         with pytest.raises(KeyboardInterrupt):

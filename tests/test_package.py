@@ -86,3 +86,19 @@ def test_every_package_is_listed_for_the_wheel() -> None:
         for init in (_PACKAGE_ROOT / "autotune").rglob("__init__.py")
     }
     assert on_disk | {"autotune.search_spaces"} == listed
+
+
+def test_shipped_data_is_listed_for_the_wheel() -> None:
+    """Every file under autotune/datasets (the MNIST test set and its license) matches a
+    package-data pattern; one that does not works in an editable install and is absent from
+    a wheel."""
+    import tomllib
+
+    pyproject = tomllib.loads((_PACKAGE_ROOT / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["autotune"]
+    package = _PACKAGE_ROOT / "autotune"
+    shipped = [p for p in (package / "datasets").rglob("*") if p.is_file()]
+    assert shipped
+    for path in shipped:
+        relative = path.relative_to(package)
+        assert any(relative.match(pattern) for pattern in patterns), relative

@@ -39,7 +39,7 @@ DIRECTIONS = [optuna.study.StudyDirection.MAXIMIZE] * 2 + [optuna.study.StudyDir
 
 
 def _run_config(*args: str) -> RunConfig:
-    return load_run_config(["device=mock", *args])
+    return load_run_config(["device=mock", "data=digits", *args])
 
 
 def _optimize(

@@ -41,6 +41,9 @@ _NOMINAL_DATA = {
     "fashion_mnist": ((1, 28, 28), 48000, 0.92, 0.023),
     "synthetic": ((1, 28, 28), 3277, 0.1, 0.0),
 }
+#: Images of the MNIST test set that ``data=mnist`` reads when no ``data.root`` is given (the
+#: nominal 48,000 above stands for a directory holding MNIST's training files).
+_SHIPPED_MNIST_SAMPLES = 10_000
 _BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 #: Relative compute time and launch overhead per compile mode (fusion cuts launches; CUDA
 #: graphs in reduce-overhead nearly remove them), and the modelled compile seconds per block.
@@ -187,6 +190,9 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     shape, n_train, acc_ceiling, under_capacity = _NOMINAL_DATA[m.data.name]
     if m.data.name == "synthetic":
         n_train = int(m.data.synthetic_samples * (1 - m.data.val_fraction))
+    elif m.data.name == "mnist" and m.data.root is None:
+        # The shipped MNIST test set (autotune.data): 10,000 images less the validation split.
+        n_train = _SHIPPED_MNIST_SAMPLES - round(_SHIPPED_MNIST_SAMPLES * m.data.val_fraction)
     fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count
     rng = _rng(config)

@@ -42,6 +42,7 @@ def _mock_run(storage: str, *extra: str) -> list[str]:
     return [
         "space=cnn_small",
         "device=mock",
+        "data=digits",
         f"storage={storage}",
         "study=s",
         "verify.rounds=0",
@@ -145,6 +146,7 @@ def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> N
         [
             "space=cnn_small",
             "device=mock",
+            "data=digits",
             f"storage={storage}",
             f"study={study_name}",
             "workers=4",
@@ -225,6 +227,7 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
         "3",
         "space=cnn_small",
         "device=mock",
+        "data=digits",
         f"storage={storage}",
         "study=killed",
         "trial.heartbeat_s=1",
@@ -325,6 +328,7 @@ def test_kill_9_mid_trial_leaves_no_process_of_the_study(tmp_path: Path) -> None
         "2",
         "space=cnn_small",
         "device=cpu",
+        "data=digits",
         f"storage={storage}",
         "study=killed",
         "verify.rounds=0",

@@ -33,6 +33,7 @@ def _config(sqlite_url: str, *args: str) -> RunConfig:
         [
             "space=cnn_small",
             "device=mock",
+            "data=digits",
             f"storage={sqlite_url}",
             "sampler=random",
             "seed=4",

@@ -63,11 +63,20 @@ def test_cnn_small_has_the_documented_knobs() -> None:
     assert space.compile_mode.values() == ["none", "default", "reduce-overhead", "max-autotune"]
     assert space.gpu_count.values() == [1, 2]
     assert space.train.lr == pytest.approx(3.0e-3)  # a float, not the string "3.0e-3"
-    assert space.data.name == "digits"
+    # The MNIST test set shipped with autotune (no data.root), split 8,000 / 2,000.
+    assert (space.data.name, space.data.root, space.data.val_fraction) == ("mnist", None, 0.2)
 
 
 def test_mlp_small_fixes_memory_format() -> None:
     assert load_space("mlp_small").memory_format.values() == ["contiguous"]
+
+
+def test_shipped_spaces_train_on_the_shipped_mnist_and_others_on_digits(
+    write_space: Callable[..., Path],
+) -> None:
+    assert load_space("mlp_small").data.name == "mnist"
+    # A space file without `data:` keeps DataSettings' default, scikit-learn's digits.
+    assert load_space(str(write_space(MINIMAL_SPACE))).data.name == "digits"
 
 
 def test_space_from_path_is_named_after_the_file(write_space: Callable[..., Path]) -> None:

@@ -40,6 +40,23 @@ def test_data_alias_selects_the_data_set_by_name() -> None:
     assert config.space.data.val_fraction == pytest.approx(0.2)  # the rest of data: is kept
 
 
+def test_data_alias_goes_back_to_digits() -> None:
+    # cnn_small trains on the shipped MNIST test set; data=digits is the small, fast data set.
+    space = load_space("cnn_small", ["data=digits"])
+
+    assert (space.data.name, space.data.root, space.data.val_fraction) == ("digits", None, 0.2)
+
+
+def test_data_alias_with_an_unknown_name_is_one_line() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_space("cnn_small", ["data=imagenet"])
+
+    assert one_line(err) == (
+        "override data=imagenet: data.name: Input should be 'digits', 'mnist', "
+        "'fashion_mnist' or 'synthetic'"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # One-line errors that name the override
 

@@ -112,6 +112,7 @@ def test_cpu_study_stores_flops_and_mfu(tmp_path) -> None:
     config = load_run_config(
         [
             "device=cpu",
+            "data=digits",  # cnn_flops_per_sample is for 8x8 inputs
             f"storage=sqlite:///{tmp_path / 'a.db'}",
             "train.epochs=1",
             "model.depth=1",

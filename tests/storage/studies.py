@@ -53,6 +53,7 @@ def run_mock_study(
     args = [
         "space=cnn_small",
         "device=mock",
+        "data=digits",
         f"study={study}",
         f"storage={url}",
         "mock.fault=oom",
