@@ -309,17 +309,17 @@ def _gpu_profile(
     )
 
 
-#: A deliberately small simulated GPU (A100 rates, 16 MiB), so that memory limits show up in
+#: A deliberately small simulated GPU (A100 rates, 64 MiB), so that memory limits show up in
 #: the small demo spaces. Rates: NVIDIA A100 datasheet dense peaks (fp32 19.5, tf32 156,
 #: fp16/bf16 312 TFLOP/s).
 DEFAULT_PROFILE = MockProfile(
-    name="mock GPU (simulated; A100 rates, 16 MiB)",
-    memory_bytes=16 * _MIB,
+    name="mock GPU (simulated; A100 rates, 64 MiB)",
+    memory_bytes=64 * _MIB,
     count=4,
     compute_capability=(8, 0),
     peak_flops={"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12},
     peak_source="NVIDIA A100 Tensor Core GPU datasheet (dense)",
-    gpu_name="mock GPU (simulated; A100 rates, 16 MiB)",
+    gpu_name="mock GPU (simulated; A100 rates, 64 MiB)",
 )
 
 #: A simulated CPU-only machine: 16 cores at 2.0 GHz with two AVX-512 FMA units, i.e.

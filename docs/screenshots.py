@@ -2,7 +2,7 @@
 
 Run from the repository root after a mock study exists in ./storage/autotune.db:
 
-    autotune run space=cnn_small --trials 25 device=mock data=digits
+    autotune run space=cnn_small --trials 25 device=mock
     python docs/screenshots.py cnn_small
 
 It writes docs/report.png and docs/dashboard.png. It needs Debian's Chromium

@@ -236,7 +236,7 @@ class MockSettings(Strict):
 
     fault: MockFault = "none"
     fault_trials: list[int] = Field(default_factory=list)
-    # The simulated machine: default (a small 16 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
+    # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
     # or cpu (no GPU).
     profile: MockProfileName = "default"
 

@@ -9,8 +9,8 @@ from autotune.config import RunConfig, load_run_config
 
 def mock_run_config(sqlite_url: str, *args: str) -> RunConfig:
     """A mock run; verification off (tests/api/test_verify.py covers it), so the fakes here
-    see the search's trials alone. The default space, cnn_small, runs on digits: on its own
-    MNIST the baseline needs more than the mock GPU's 16 MiB."""
+    see the search's trials alone. The default space, cnn_small, runs on digits, the data
+    these tests' figures were written for (its own default is the shipped MNIST)."""
     data = [] if any(arg.startswith("space=") for arg in args) else ["data=digits"]
     return load_run_config(
         ["device=mock", *data, f"storage={sqlite_url}", "verify.rounds=0", *args]

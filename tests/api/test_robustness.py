@@ -40,9 +40,8 @@ def _states(study: optuna.Study) -> Counter[str]:
 def _mock_run(storage: str, *extra: str) -> list[str]:
     """A mock run of the search alone (verification has its own tests: tests/api/test_verify.py)."""
     return [
-        "space=cnn_small",
+        "space=cnn_small",  # on its default data, the shipped MNIST
         "device=mock",
-        "data=digits",
         f"storage={storage}",
         "study=s",
         "verify.rounds=0",
@@ -101,7 +100,12 @@ def test_oom_trials_are_infeasible_for_the_sampler_and_the_study_finishes(tmp_pa
 def test_user_constraints_keep_trials_off_the_front(tmp_path: Path) -> None:
     storage = _sqlite(tmp_path)
     config = load_run_config(
-        _mock_run(storage, "constraints.max_memory_bytes=5MiB", "constraints.min_accuracy=0.9")
+        _mock_run(
+            storage,
+            "data=digits",  # 8x8 inputs: some trials under 5 MiB
+            "constraints.max_memory_bytes=5MiB",
+            "constraints.min_accuracy=0.9",
+        )
     )
     result = run_study(config, 20)
     study = optuna.load_study(study_name="s", storage=storage)

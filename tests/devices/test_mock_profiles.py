@@ -77,7 +77,7 @@ def test_cpu_profile_has_no_gpu() -> None:
 
 def test_default_profile_is_a_small_gpu() -> None:
     assert get_profile("default") is DEFAULT_PROFILE
-    assert DEFAULT_PROFILE.memory_bytes == 16 * _MIB
+    assert DEFAULT_PROFILE.memory_bytes == 64 * _MIB
     assert detect_capabilities("mock").fingerprint.mock_profile == "default"  # type: ignore[union-attr]
 
 
@@ -154,14 +154,22 @@ def test_h100_runs_all_of_cnn_small() -> None:
 
 
 def test_default_profile_stays_out_of_memory_prone() -> None:
-    """Over a slice of cnn_small, the memory rule prunes the hopeless configurations and
-    leaves some that still run out of memory (the demo needs both)."""
+    """Over a slice of cnn_small on its default data (the shipped MNIST), the memory rule
+    prunes the hopeless configurations and leaves some that still run out of memory (the
+    demo needs both)."""
     caps = detect_capabilities("mock")
     outcomes: collections.Counter[str] = collections.Counter()
     for depth, width, batch, precision in itertools.product(
         (1, 2, 3), (8, 16, 32, 64), (16, 32, 64, 128, 256), ("fp32", "bf16")
     ):
-        config = _mock("default", depth=depth, width=width, batch_size=batch, precision=precision)
+        config = _mock(
+            "default",
+            depth=depth,
+            width=width,
+            batch_size=batch,
+            precision=precision,
+            data={"name": "mnist"},
+        )
         if trial_infeasibility_reason(config, caps) is not None:
             outcomes["pruned"] += 1
             continue

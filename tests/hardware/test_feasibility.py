@@ -145,8 +145,8 @@ def test_restrict_keeps_the_space_order(write_space: Callable[..., Path]) -> Non
 
 
 def test_restrict_leaves_a_feasible_space_alone() -> None:
-    # On digits (8x8) every cnn_small choice fits the mock's 16 MiB GPU; on the 28x28 MNIST
-    # of cnn_small's default, width 64 and batch 256 do not.
+    # On digits (8x8) every cnn_small choice fits the mock's 64 MiB GPU; on the 28x28 MNIST
+    # of cnn_small's default, the widest and largest batches do not.
     original = load_space("cnn_small", ["data=digits"])
 
     space, removed = restrict_space(original, make_capabilities("mock"))

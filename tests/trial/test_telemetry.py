@@ -31,7 +31,7 @@ def _train(backend: CountingCpuBackend) -> Measurement:
     config = make_trial_config(family="mlp", width=16)
     training = prepare_training(config, backend, load_workload(config.workload), 0, 1)
     m = train_for_throughput(training, 0, 1)
-    check(m, config)
+    check(m, config, fresh_process=False)
     return m
 
 
