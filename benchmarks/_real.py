@@ -287,10 +287,15 @@ def study_cost(study: optuna.Study, selection: Selection) -> StudyCost:
     first_found = min(position[t.number] for t in finished if t.params == selection.trial.params)
     floor_acc = selection.defaults_accuracy - ACCURACY_TOLERANCE - 1e-12
     floor_sps = 0.95 * selection.trial.values[0]
+    # The verified recommendation's accuracy in the search may be below the rule's floor (its
+    # confirmation rounds judge it): then it is the first such trial itself.
     within = min(
-        position[t.number]
-        for t in finished
-        if _feasible(t) and t.values[1] >= floor_acc and t.values[0] >= floor_sps
+        (
+            position[t.number]
+            for t in finished
+            if _feasible(t) and t.values[1] >= floor_acc and t.values[0] >= floor_sps
+        ),
+        default=first_found,
     )
     overhead = [
         (t.datetime_complete - t.datetime_start).total_seconds() - float(t.user_attrs["train_s"])

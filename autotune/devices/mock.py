@@ -25,7 +25,13 @@ import numpy as np
 from autotune.config import DataSettings, TrainSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
-from autotune.measure import Measurement, ThroughputStats, plan_windows, summarize_windows
+from autotune.measure import (
+    Measurement,
+    ThroughputStats,
+    WindowPlan,
+    plan_windows,
+    summarize_windows,
+)
 from autotune.simulated import MockProfile, get_profile
 
 __all__ = ["simulate"]
@@ -274,23 +280,19 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
-        # As a real trial stops (autotune.trial._throughput): one process as soon as its
-        # first window has taken longer than its steps would at the floor, DDP ranks at the
-        # window's end.
-        elapsed_s = np.cumsum(step_times[0])
-        limit_s = plan.window_steps * batch * world / floor_sps
-        over = np.flatnonzero(elapsed_s > limit_s)
-        if over.size:
-            done = int(over[0]) + 1 if world == 1 else plan.window_steps
-            first = summarize_windows([float(elapsed_s[done - 1])], done, batch * world)
+        stopped = _stopped_too_slow(
+            floor_sps, plan, step_s * run_factor, step_times[0], batch * world, world
+        )
+        if stopped is not None:
+            steps_done, timed_steps, timed_s = stopped
             return Measurement.from_stats(
-                first,
+                summarize_windows([timed_s], timed_steps, batch * world),
                 compile_s=compile_s,
                 peak_memory_bytes=peak_bytes,
                 val_metric=math.nan,
                 train_loss=math.nan,
-                train_s=compile_s + plan.warmup_steps * step_s + float(elapsed_s[done - 1]),
-                steps=plan.warmup_steps + done,
+                train_s=compile_s + steps_done * step_s * run_factor,
+                steps=steps_done,
                 samples_per_step=batch * world,
                 parameters=params,
                 memory_kind="simulated",
@@ -372,6 +374,52 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         val_samples=n_val,
         extra=extra,
     )
+
+
+#: Host seconds of steps a real trial needs before it stops early below its floor
+#: (``autotune.trial._throughput._ThroughputFloor``'s default).
+_MIN_EVIDENCE_S = 2.0
+
+
+def _stopped_too_slow(
+    floor_sps: float,
+    plan: WindowPlan,
+    warmup_step_s: float,
+    first_window_s: np.ndarray,
+    samples_per_step: int,
+    world: int,
+) -> tuple[int, int, float] | None:
+    """Where a real trial stops below its floor (autotune.trial._throughput), as
+    ``(steps taken, steps timed, their seconds)``; None when it does not.
+
+    One process, before the first window's end: once the steps after its first have run for
+    :data:`_MIN_EVIDENCE_S` and taken longer than they may at the floor (warm-up steps at ``warmup_step_s`` each, then the
+    first window's ``first_window_s``). At that end (DDP ranks: only there): when the window
+    ran below the floor.
+    """
+    window_s = float(first_window_s.sum())
+    at_window_end = (
+        (plan.warmup_steps + plan.window_steps, plan.window_steps, window_s)
+        if plan.window_steps * samples_per_step / window_s < floor_sps
+        else None
+    )
+    if world > 1:
+        return at_window_end
+    # Seconds of steps 2, 3, ... up to the first window's end.
+    after_first = np.concatenate(
+        [np.full(max(0, plan.warmup_steps - 1), warmup_step_s), first_window_s]
+    )
+    if plan.warmup_steps == 0:
+        after_first = first_window_s[1:]
+    elapsed_s = np.cumsum(after_first)[:-1]  # the window's last step: its end decides
+    steps = np.arange(1, len(elapsed_s) + 1)
+    over = np.flatnonzero(
+        (elapsed_s >= _MIN_EVIDENCE_S) & (elapsed_s * floor_sps > steps * samples_per_step)
+    )
+    if not over.size:
+        return at_window_end
+    n = int(over[0]) + 1  # steps after the first when it stops
+    return n + 1, n, float(elapsed_s[n - 1])
 
 
 def _simulate_to_target(

@@ -36,9 +36,9 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     """The fixed budget (``train.epochs`` passes, capped by ``train.max_steps``): timed
     windows, then one evaluation of the budget's model, then timing-only steps when the
     windows covered less than ``measure.min_timed_s``. With ``config.min_throughput_sps``
-    set (the study's floor, ``trial.min_throughput_vs_baseline`` of the baseline's), a first
-    window below it ends the loop there: a :attr:`Measurement.too_slow` measurement of that
-    window, without evaluation.
+    set (the study's floor, ``trial.min_throughput_vs_baseline`` of the baseline's), a
+    warm-up or first window below it ends the loop there (:class:`_ThroughputFloor`): a
+    :attr:`Measurement.too_slow` measurement of the steps it timed, without evaluation.
 
     Timing: the device is synchronized and the clock read only at the edges of the timed
     windows (:func:`autotune.measure.plan_windows`), never inside one, so the host queues
@@ -56,7 +56,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     edges = frozenset(plan.edges)
     timed_end = plan.window_edges[-1]
     floor = (
-        _FirstWindowFloor(config.min_throughput_sps, plan, t.samples_per_step, world_size)
+        _ThroughputFloor(config.min_throughput_sps, plan, t.samples_per_step, world_size)
         if config.min_throughput_sps is not None
         else None
     )
@@ -86,12 +86,15 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         epoch_loss += loss.detach().float()
         epoch_steps += 1
         step += 1
-        if floor is not None and floor.crossed_early(step, marks_s):
-            marks_s[step] = clock.mark()  # the window cannot end above the floor: stop now
+        if floor is not None and floor.crossed_early(step):
+            marks_s[step] = clock.mark()  # it cannot end above the floor: stop now
             if gpu_meter is not None:
                 gpu_meter.stop()
-            # A machine busy with other work can make a trial too slow: say so.
-            return _too_slow(t, floor.start_step, step, marks_s).with_load(cpu_meter.stop())
+            assert floor.first_step_s is not None  # set after the first step
+            slow = _too_slow(t, step - 1, marks_s[step] - floor.first_step_s, marks_s)
+            # A machine busy with other work can make a trial too slow: say so (the load over
+            # the part of the first window that ran, none when it stopped in the warm-up).
+            return slow.with_load(cpu_meter.stop())
         if step in edges:
             if step == plan.warmup_steps and step > 0:
                 cpu_meter.start()  # before the first window's clock read
@@ -106,7 +109,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
                 if gpu_meter is not None and gpu_reading is None:
                     gpu_meter.stop()
                 load = cpu_meter.load if step == timed_end else cpu_meter.stop()
-                return _too_slow(t, floor.start_step, step, marks_s).with_load(load)
+                window_s = marks_s[step] - marks_s[floor.start_step]
+                return _too_slow(t, step - floor.start_step, window_s, marks_s).with_load(load)
         if step >= t.total_steps:
             break
     train_s = marks_s[step] - marks_s[0]  # the whole loop, one sync at its end
@@ -172,40 +176,63 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     ).with_load(cpu_meter.load)
 
 
-class _FirstWindowFloor:
-    """``config.min_throughput_sps`` (global samples/s) over the first timed window.
+class _ThroughputFloor:
+    """``config.min_throughput_sps`` (global samples/s) over the warm-up and the first timed
+    window.
 
-    The window is too slow once it has taken longer than its steps would at the floor
-    (``limit_s``). One process reads the host clock after each step of the window, without
-    synchronizing the device: the host runs ahead of a GPU, so host seconds past the limit
-    mean device seconds past it too, and the trial stops at once instead of finishing a
-    window that can only end below the floor (a 1/100-speed trial would spend 100 of the
-    baseline's windows on it). DDP ranks would need a collective per step to agree on such
-    a stop, so they decide at the window's end, where rank 0 decides and broadcasts.
+    One process reads the host clock after each step up to the first window's end, without
+    synchronizing the device, and stops the trial once the steps since its first one (which
+    holds compilation and first-touch costs) have run for at least ``min_evidence_s`` and
+    taken longer than they may at the floor: the host runs ahead of a GPU, so host seconds
+    past the limit mean device seconds past it too. The evidence bound keeps one late step
+    (a DataLoader worker still starting, a page-fault burst: tenths of a second) from
+    stopping a fast trial. So a trial far below the floor costs its first step and about
+    ``min_evidence_s``, not its warm-up plus a window (a quick run's fp16 trial on a CPU
+    without fp16 units took 45 s to reach its first window's end). DDP ranks would need a
+    collective per step to agree on such a stop, so they decide at the first window's end,
+    where rank 0 decides and broadcasts.
 
     Args:
         floor_sps: the floor, global samples/s (> 0).
         plan: the loop's windows.
         samples_per_step: global samples per optimizer step.
         world_size: DDP ranks.
+        min_evidence_s: host seconds of steps an early stop needs.
+        clock: the host clock (``time.perf_counter``; tests inject a fake).
     """
 
     def __init__(
-        self, floor_sps: float, plan: WindowPlan, samples_per_step: int, world_size: int
+        self,
+        floor_sps: float,
+        plan: WindowPlan,
+        samples_per_step: int,
+        world_size: int,
+        min_evidence_s: float = 2.0,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.floor_sps = floor_sps
         self.start_step, self.end_step = plan.window_edges[0], plan.window_edges[1]
-        self.limit_s = plan.window_steps * samples_per_step / floor_sps
         self.samples_per_step = samples_per_step
         self.world_size = world_size
+        self.min_evidence_s = min_evidence_s
+        self._clock = clock
+        #: Host clock after the first step, once it has run.
+        self.first_step_s: float | None = None
 
-    def crossed_early(self, step: int, marks_s: dict[int, float]) -> bool:
-        """Inside the first window of a single process: more than ``limit_s`` host seconds
-        since it started (``marks_s`` holds ``time.perf_counter`` readings)."""
+    def crossed_early(self, step: int) -> bool:
+        """One process, before the first window's end: the steps after the first have run
+        for ``min_evidence_s`` and taken longer than they may at the floor (host clock, no
+        device sync)."""
+        if self.world_size > 1 or step >= self.end_step:
+            return False
+        now_s = self._clock()
+        if self.first_step_s is None:
+            self.first_step_s = now_s
+            return False
+        elapsed_s = now_s - self.first_step_s
         return (
-            self.world_size == 1
-            and self.start_step < step < self.end_step
-            and time.perf_counter() - marks_s[self.start_step] > self.limit_s
+            elapsed_s >= self.min_evidence_s
+            and elapsed_s * self.floor_sps > (step - 1) * self.samples_per_step
         )
 
     def below_at_edge(
@@ -224,17 +251,18 @@ class _FirstWindowFloor:
         return below
 
 
-def _too_slow(
-    t: Training, start_step: int, end_step: int, marks_s: dict[int, float]
-) -> Measurement:
-    """The measurement of a trial stopped in or at the end of its first timed window
-    (``too_slow``): the steps from ``start_step`` to ``end_step`` as its one window, the
-    memory so far, no evaluation (``val_metric`` NaN)."""
-    steps = end_step - start_step
-    stats = summarize_windows(
-        [max(marks_s[end_step] - marks_s[start_step], 1e-9)], steps, t.samples_per_step
+def _too_slow(t: Training, steps: int, seconds: float, marks_s: dict[int, float]) -> Measurement:
+    """The measurement of a trial stopped before or at the end of its first timed window
+    (``too_slow``): its last ``steps`` steps in ``seconds`` as its one window, the memory so
+    far, no evaluation (``val_metric`` NaN); ``marks_s`` holds its clock readings, the last
+    one at the stop."""
+    end_step = max(marks_s)
+    stats = summarize_windows([max(seconds, 1e-9)], steps, t.samples_per_step)
+    compile_s = (
+        max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s)
+        if t.compiled and 1 in marks_s
+        else 0.0
     )
-    compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if t.compiled else 0.0
     return Measurement.from_stats(
         stats,
         compile_s=compile_s,

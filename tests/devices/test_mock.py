@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
-from autotune.devices.mock import simulate
+from autotune.devices.mock import _stopped_too_slow, simulate
 from autotune.hardware import detect_capabilities
+from autotune.measure import plan_windows
 from autotune.simulated import DEFAULT_PROFILE
 from autotune.testing import make_trial_config
 
@@ -40,11 +42,20 @@ def test_a_floor_above_the_throughput_stops_in_the_first_window() -> None:
 
     assert floored == full  # a floor it clears changes nothing, not even the noise
     assert stopped.too_slow is True and math.isnan(stopped.val_metric)
-    # One process stops once its first window has taken longer than all 16 of its steps
-    # may at the floor: here after about half of them.
-    assert 5 <= stopped.timed_steps <= 11
-    assert stopped.throughput_sps == pytest.approx(full.throughput_sps, rel=0.1)
-    assert stopped.steps == 5 + stopped.timed_steps and stopped.train_s < full.train_s
+    # Its steps take microseconds, never the 2 s an early stop needs: the first window's end
+    # decides, as for a real fast trial.
+    assert (stopped.steps, stopped.timed_steps) == (5 + 16, 16)
+    assert stopped.throughput_sps == pytest.approx(full.window_throughputs_sps[0])
+    assert stopped.train_s < full.train_s
+
+    # A slow process (1 s per step of 64 samples) below a floor of 100 samples/s stops once
+    # the steps after its first have run for 2 s: after step 3, in the warm-up.
+    plan = plan_windows(88, warmup_steps=5, windows=5)
+    window_s = np.full(16, 1.0)
+    assert _stopped_too_slow(100.0, plan, 1.0, window_s, 64, world=1) == (3, 2, 2.0)
+    # DDP ranks only at the first window's end; above the floor, never.
+    assert _stopped_too_slow(100.0, plan, 1.0, window_s, 64, world=2) == (21, 16, 16.0)
+    assert _stopped_too_slow(10.0, plan, 1.0, window_s, 64, world=1) is None
     # DDP ranks decide together at the first window's end.
     ddp = simulate(_mock(width=32, gpu_count=2))
     ddp_stopped = simulate(_mock(width=32, gpu_count=2, min_throughput_sps=1e12))

@@ -11,8 +11,10 @@ import pytest
 
 from autotune.config import DataSettings
 from autotune.data import load_dataset
+from autotune.measure import plan_windows
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
+from autotune.trial._throughput import _ThroughputFloor
 from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, train_here
 
 pytestmark = pytest.mark.slow
@@ -160,10 +162,10 @@ def test_short_budgets_are_timed_longer_without_changing_the_accuracy() -> None:
     check(b, extended)
 
 
-def test_a_trial_below_its_floor_stops_as_soon_as_its_first_window_must_end_below() -> None:
+def test_a_trial_below_its_floor_stops_at_its_first_windows_end() -> None:
     # Four epochs of digits at batch 64: 5 warm-up steps, then windows of 16 steps. At a
-    # floor no CPU reaches, the first window's 16 steps may take 1 ns: after its first step
-    # the host clock says it cannot end above the floor, and the loop stops there.
+    # floor no CPU reaches, a fast trial (its steps never run for the 2 s an early stop
+    # needs) stops at the first window's end, without evaluating.
     config = make_trial_config(
         family="mlp", width=32, train={"epochs": 4}, min_throughput_sps=1.0e12
     )
@@ -171,11 +173,33 @@ def test_a_trial_below_its_floor_stops_as_soon_as_its_first_window_must_end_belo
     m, syncs = train_here(config)
 
     assert m.too_slow is True
-    assert (m.steps, m.timed_steps, len(m.window_throughputs_sps)) == (6, 1, 1)
+    assert (m.steps, m.timed_steps, len(m.window_throughputs_sps)) == (21, 16, 1)
     assert 0 < m.throughput_sps < 1.0e12
     assert math.isnan(m.val_metric)
-    assert syncs == 3  # the start, the end of warm-up, the stop
+    assert syncs == 3  # the start, the end of warm-up, the end of the first window
     assert m.extra["min_throughput_sps"] == 1.0e12
+
+
+def test_one_process_stops_early_once_its_steps_fall_behind_the_floor_for_2_s() -> None:
+    plan = plan_windows(88, warmup_steps=5, windows=5)  # windows of 16 steps from step 5
+    now = [0.0]
+    floor = _ThroughputFloor(100.0, plan, 64, world_size=1, clock=lambda: now[0])
+
+    def after(step: int, seconds: float) -> bool:
+        now[0] += seconds
+        return floor.crossed_early(step)
+
+    assert not after(1, 30.0)  # the first step (compilation): never judged
+    assert not after(2, 1.5)  # 1 step in 1.5 s is below 100 samples/s, but under 2 s
+    assert after(3, 0.6)  # 2 steps in 2.1 s: 61 samples/s, for 2 s: stop
+    # One late step in a fast trial is no evidence: 0.9 s, then steps of 10 ms.
+    floor = _ThroughputFloor(100.0, plan, 64, world_size=1, clock=lambda: now[0])
+    assert not after(1, 0.5)
+    assert not after(2, 0.9)
+    assert not any(after(step, 0.01) for step in range(3, 21))
+    # DDP ranks never stop early (they decide at the window's end, together).
+    ddp = _ThroughputFloor(100.0, plan, 64, world_size=2, clock=lambda: now[0])
+    assert not any(ddp.crossed_early(step) for step in range(1, 21))
 
 
 def test_a_trial_above_its_floor_runs_its_whole_budget() -> None:
