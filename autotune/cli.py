@@ -73,7 +73,9 @@ def run(
                 trials,
                 on_trial=display.update,
                 prepared=prepared,
-                on_verify=lambda p: console.print(verification_line(p, metric), highlight=False),
+                on_verify=lambda p: console.print(
+                    verification_line(p, metric), highlight=False, markup=False
+                ),
             )
     except KeyboardInterrupt:
         # Typer would turn this into a silent exit code 130; say what happened and what next.
@@ -113,7 +115,9 @@ def verify(
             request.storage,
             settings=request.verify,
             timeout_s=request.trial.timeout_s,
-            on_run=lambda p: console.print(verification_line(p, metric), highlight=False),
+            on_run=lambda p: console.print(
+                verification_line(p, metric), highlight=False, markup=False
+            ),
         )
     except KeyboardInterrupt:
         _print_error("interrupted; finished runs are saved. Run the same command to resume.")

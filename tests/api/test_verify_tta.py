@@ -237,5 +237,7 @@ def test_autotune_verify_prints_the_time_to_accuracy_headline(
 
     out = capsys.readouterr().out.splitlines()
     assert code == 0
+    # Each run's line keeps its "[verify N/M]" prefix (printed without rich markup).
+    assert any(line.startswith("[verify 1/") for line in out), out[:5]
     verdict = next(line for line in out if line.startswith("SIMULATED (mock device): "))
     assert "reaches 95.0 % in" in verdict or "not sooner than your defaults to 95.0 %" in verdict
