@@ -571,8 +571,10 @@ class Measurement:
         step_time_p90_s: 90th percentile over the timed windows of seconds per step.
         compile_s: seconds torch.compile added before the first timed step: the first step's
             seconds minus ``step_time_s`` (0 without compile).
-        peak_memory_bytes: CUDA: allocator peak of the busiest GPU; CPU: peak RSS growth of the
-            training processes, summed over ranks; mock: the cost model's estimate.
+        peak_memory_bytes: CUDA: allocator peak of the busiest GPU over the steps after the
+            warm-up (the warm-up's, with its trial workspaces, is ``extra``'s
+            ``warmup_peak_memory_bytes``); CPU: peak RSS growth of the training processes
+            since the trial began, summed over ranks; mock: the cost model's estimate.
         val_metric: top-1 accuracy on the held-out validation split, in [0, 1].
         train_loss: mean training loss over the last epoch.
         train_s: wall seconds of the whole training loop, compile and warm-up included.

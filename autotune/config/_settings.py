@@ -186,6 +186,10 @@ class Constraints(Strict):
     min_accuracy: float | None = Field(None, ge=0, le=1)
 
 
+#: ``measure.min_timed_s`` by device kind when the settings set none (see MeasureSettings).
+DEFAULT_MIN_TIMED_S: dict[str, float] = {"cpu": 0.0, "mock": 0.0, "cuda": 2.0}
+
+
 class MeasureSettings(Strict):
     """Timing discipline: how the timed steps are cut into windows, and when a measurement
     counts as taken on a busy machine."""
@@ -194,9 +198,11 @@ class MeasureSettings(Strict):
     min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
     # The timed windows cover at least this many seconds: when the budget's windows are
     # shorter, timing-only steps after the evaluation make up the rest (accuracy unaffected).
-    # Off by default: on the 2-core CPU of docs/benchmarks.md, 2 s did not narrow the spread
-    # between fresh processes (it is per process, not per window) and cost 2 s per trial.
-    min_timed_s: float = Field(0.0, ge=0)
+    # None: the device's default (min_timed_s_on): 0 on a CPU, where on the 2-core CPU of
+    # docs/benchmarks.md 2 s did not narrow the spread between fresh processes (it is per
+    # process, not per window) and cost 2 s per trial; 2 s on CUDA, where a small model's
+    # budget times a few milliseconds per window while the GPU's clocks ramp up.
+    min_timed_s: float | None = Field(None, ge=0)
     # A run during whose timed windows other processes used more than this share of the CPUs
     # it may run on is flagged "measured on a busy machine" in every output, and a busy
     # verification run is measured again (verify.busy_reruns); 1 turns the flag off. 0.10:
@@ -204,6 +210,13 @@ class MeasureSettings(Strict):
     # 10 % of the mean); on a 2-core CPU a busy loop on one core (50 %) cut a configuration's
     # 28,594 samples/s to 744.
     max_other_cpu_share: float = Field(0.10, ge=0, le=1)
+
+    def min_timed_s_on(self, device_kind: str) -> float:
+        """The seconds the timed windows cover at least on ``device_kind`` (``cpu``,
+        ``cuda``, ``mock``): ``min_timed_s``, or :data:`DEFAULT_MIN_TIMED_S`'s when unset."""
+        if self.min_timed_s is not None:
+            return self.min_timed_s
+        return DEFAULT_MIN_TIMED_S.get(device_kind, 0.0)
 
 
 class TrialSettings(Strict):

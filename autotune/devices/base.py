@@ -45,6 +45,12 @@ class Backend(Protocol):
         """Start the peak-memory window (after data is loaded, before the model is built)."""
         ...
 
+    def restart_peak_memory(self) -> int | None:
+        """End the warm-up's peak-memory window and start the timed steps' (memory still
+        held stays counted): the warm-up's peak in bytes, or None where one window covers
+        the whole trial."""
+        ...
+
     def peak_memory_bytes(self) -> int:
         """Peak memory since :meth:`reset_peak_memory`, in bytes."""
         ...

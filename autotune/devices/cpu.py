@@ -41,6 +41,11 @@ class CpuBackend:
         reset_peak_rss()
         self._baseline_bytes = current_rss_bytes()
 
+    def restart_peak_memory(self) -> int | None:
+        """None: the CPU keeps one window, the peak RSS growth since the trial began (RSS has
+        no reset that keeps what is held; a CPU has no autotuning workspaces to leave out)."""
+        return None
+
     def peak_memory_bytes(self) -> int:
         return max(0, peak_rss_bytes() - self._baseline_bytes)
 

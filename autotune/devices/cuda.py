@@ -99,6 +99,17 @@ class CudaBackend:
         torch.cuda.synchronize(self._device)
         torch.cuda.reset_peak_memory_stats(self._device)
 
+    def restart_peak_memory(self) -> int | None:
+        """The warm-up's allocator peak, then a fresh peak window for the timed steps: the
+        first steps hold what the steady state does not (cuDNN's and max-autotune's trial
+        workspaces, compilation), so the peak the study compares is the steady one; the
+        warm-up's is kept apart (``warmup_peak_memory_bytes``). Tensors still allocated
+        stay counted after the reset (PyTorch docs, ``torch.cuda.reset_peak_memory_stats``)."""
+        torch.cuda.synchronize(self._device)
+        warmup_peak = int(torch.cuda.max_memory_allocated(self._device))
+        torch.cuda.reset_peak_memory_stats(self._device)
+        return warmup_peak
+
     def peak_memory_bytes(self) -> int:
         return int(torch.cuda.max_memory_allocated(self._device))
 

@@ -162,6 +162,8 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     # what the configuration is: the same draws with or without them.
     del fields["min_throughput_sps"]
     fields["measure"].pop("max_other_cpu_share", None)
+    if fields["measure"].get("min_timed_s") is None:  # unset: the mock's default, 0 s
+        fields["measure"]["min_timed_s"] = 0.0
     text = json.dumps(fields, separators=(",", ":"))
     digest = hashlib.sha256(text.encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))

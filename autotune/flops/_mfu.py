@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["describe_peaks", "flops_text", "mfu_figures", "trial_extras", "with_mfu"]
 
 
+#: Shortest metered window with an energy figure, seconds: NVML's power reading is averaged by
+#: the driver over up to 1 s, and the energy counter's updates are as coarse, so a shorter
+#: window's joules are mostly noise (NVML API reference, nvmlDeviceGetPowerUsage,
+#: nvmlDeviceGetTotalEnergyConsumption).
+MIN_ENERGY_WINDOW_S = 1.0
+
+
 def trial_extras(
     model: torch.nn.Module,
     x: torch.Tensor,
@@ -37,7 +44,7 @@ def trial_extras(
     loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
     device_kind: str,
     gpu_reading: GpuWindowReading | None,
-    samples_per_s: float,
+    metered_samples: int,
 ) -> dict[str, Any]:
     """The hardware figures a real trial stores in ``Measurement.extra``.
 
@@ -50,13 +57,17 @@ def trial_extras(
         precision: the trial's precision (for a measured peak on an unknown GPU).
         autocast_dtype: the trial's autocast dtype, or None.
         device_kind: ``cpu`` or ``cuda``.
-        gpu_reading: NVML readings over the timed window (CUDA), or None.
-        samples_per_s: the trial's throughput (global samples/s), for energy per sample.
+        gpu_reading: NVML readings over the timed windows (CUDA), or None.
+        metered_samples: global samples trained inside the windows ``gpu_reading`` covers
+            (energy per sample is per the same windows' samples, whatever windows the
+            throughput comes from).
 
     Returns:
         ``flops_per_sample``; on CUDA with NVML also ``gpu_utilization_pct``, ``gpu_power_w``,
-        ``gpu_energy_window_s``, ``energy_j_per_sample`` and ``energy_source``; on a CUDA GPU
-        missing from :data:`autotune.flops.PUBLISHED_PEAKS`, ``measured_peak_flops_per_s`` for one GPU.
+        ``gpu_energy_window_s`` and, over windows of at least :data:`MIN_ENERGY_WINDOW_S`,
+        ``energy_j_per_sample`` and ``energy_source`` (shorter: ``energy_note`` says why
+        there is none); on a CUDA GPU missing from :data:`autotune.flops.PUBLISHED_PEAKS`,
+        ``measured_peak_flops_per_s`` for one GPU.
     """
     extra: dict[str, Any] = {
         "flops_per_sample": count_training_flops(
@@ -69,10 +80,16 @@ def trial_extras(
             gpu_utilization_pct=gpu_reading.mean_utilization_pct,
             gpu_power_w=gpu_reading.mean_power_w,
             gpu_energy_window_s=gpu_reading.duration_s,
-            # J per sample = J/s / (samples/s): mean power of the trial's GPUs over throughput.
-            energy_j_per_sample=gpu_reading.energy_j / gpu_reading.duration_s / samples_per_s,
-            energy_source=gpu_reading.energy_source,
         )
+        if gpu_reading.duration_s >= MIN_ENERGY_WINDOW_S and metered_samples > 0:
+            # The windows' joules over the samples trained in the same windows.
+            extra["energy_j_per_sample"] = gpu_reading.energy_j / metered_samples
+            extra["energy_source"] = gpu_reading.energy_source
+        else:
+            extra["energy_note"] = (
+                f"no energy figure: the metered windows lasted {gpu_reading.duration_s:.2f} s, "
+                f"under {MIN_ENERGY_WINDOW_S:g} s (NVML's power reading averages over up to 1 s)"
+            )
     if device_kind == "cuda":
         import torch
 

@@ -70,11 +70,20 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     # device once; between edges nothing waits for it.
     clock = WindowClock(backend.synchronize)
     cpu_meter = t.cpu_meter(rank)  # other processes' CPU share, first window edge to last
-    if plan.warmup_steps == 0:
+
+    def start_meters() -> None:
+        """The timed windows open: sync, then the meters, then (the caller) the clock, so
+        that the meters' set-up (NVML handles and first readings, /proc reads) falls outside
+        window 1 and the meters see the whole of it."""
         cpu_meter.start()
+        if gpu_meter is not None:
+            backend.synchronize()  # the GPU's queue drained before NVML's first readings
+            gpu_meter.start()
+
+    warmup_peak_bytes: int | None = None  # the warm-up's peak where the device keeps it apart
+    if plan.warmup_steps == 0:
+        start_meters()
     marks_s = {0: clock.mark()}
-    if gpu_meter is not None and plan.warmup_steps == 0:
-        gpu_meter.start()
     batches = t.batches()
     current_epoch = 0
     for epoch, x, y in batches:
@@ -97,14 +106,13 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             return slow.with_load(cpu_meter.stop())
         if step in edges:
             if step == plan.warmup_steps and step > 0:
-                cpu_meter.start()  # before the first window's clock read
+                warmup_peak_bytes = backend.restart_peak_memory()
+                start_meters()  # before the first window's clock read
             marks_s[step] = clock.mark()  # syncs the device: the edge of a window
-            if step == timed_end:
-                cpu_meter.stop()  # after the last's
-            if gpu_meter is not None and step == plan.warmup_steps:
-                gpu_meter.start()  # the timed windows start now
-            if gpu_meter is not None and step == timed_end:
-                gpu_reading = gpu_meter.stop()  # and end now
+            if step == timed_end:  # the meters stop after the last window's clock read
+                cpu_meter.stop()
+                if gpu_meter is not None:
+                    gpu_reading = gpu_meter.stop()
             if floor is not None and floor.below_at_edge(step, marks_s, t.device, rank):
                 if gpu_meter is not None and gpu_reading is None:
                     gpu_meter.stop()
@@ -124,7 +132,12 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     budget_timed_s = sum(plan.window_times_s(marks_s))
     extension_steps = 0
     per_window = _extension_window_steps(
-        stats, budget_timed_s, config.measure.min_timed_s, rank, world_size, t.device
+        stats,
+        budget_timed_s,
+        config.measure.min_timed_s_on(backend.kind),
+        rank,
+        world_size,
+        t.device,
     )
     if per_window > 0:
         t.model.train()
@@ -149,7 +162,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             autocast_dtype=t.autocast_dtype,
             device_kind=backend.kind,
             gpu_reading=gpu_reading,
-            samples_per_s=stats.throughput_sps,
+            metered_samples=plan.timed_steps * t.samples_per_step,
         )
         if rank == 0
         else {}
@@ -157,6 +170,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     if rank == 0:
         extra["lr_peak"] = t.peak_lr
         extra["timing_extension_steps"] = extension_steps
+        if warmup_peak_bytes is not None:
+            extra["warmup_peak_memory_bytes"] = warmup_peak_bytes
         if gpu_meter is not None and gpu_meter.error is not None:
             extra["gpu_telemetry_error"] = gpu_meter.error  # the GPU figures are missing: why
     return Measurement.from_stats(

@@ -9,6 +9,7 @@ from autotune.config import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
     HardwareSettings,
+    MeasureSettings,
     TrainSettings,
     load_run_config,
     load_space,
@@ -205,3 +206,10 @@ def test_min_peak_ratio_refusals_name_the_override_and_key(override: str, rule: 
         load_run_config([override])
 
     assert one_line(err) == f"override {override}: hardware.min_peak_ratio: {rule}"
+
+
+def test_the_timed_seconds_default_to_the_devices() -> None:
+    unset = MeasureSettings()
+    assert (unset.min_timed_s_on("cpu"), unset.min_timed_s_on("mock")) == (0.0, 0.0)
+    assert unset.min_timed_s_on("cuda") == 2.0  # a GPU's windows are milliseconds otherwise
+    assert MeasureSettings(min_timed_s=0.5).min_timed_s_on("cuda") == 0.5

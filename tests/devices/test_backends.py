@@ -145,3 +145,22 @@ def test_cuda_backend_tf32_flags() -> None:
     assert _torch_flags() == before
     backend.setup(rank=0, world_size=1, precision="tf32")
     assert torch.backends.cuda.matmul.fp32_precision == "tf32"
+
+
+def test_the_cuda_peak_window_restarts_after_the_warm_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append("sync"))
+    monkeypatch.setattr(
+        torch.cuda, "max_memory_allocated", lambda device=None: calls.append("read") or 7 << 20
+    )
+    monkeypatch.setattr(
+        torch.cuda, "reset_peak_memory_stats", lambda device=None: calls.append("reset")
+    )
+
+    warmup_peak = CudaBackend().restart_peak_memory()
+
+    assert warmup_peak == 7 << 20
+    assert calls == ["sync", "read", "reset"]  # the warm-up's peak read before the reset
+    assert CpuBackend().restart_peak_memory() is None  # one window: RSS growth since the start

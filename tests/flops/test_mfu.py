@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -157,7 +159,7 @@ def test_trial_extras_turn_the_gpu_window_into_energy_per_sample() -> None:
         autocast_dtype=None,
         device_kind="cpu",
         gpu_reading=reading,
-        samples_per_s=1000.0,
+        metered_samples=2000,
     )
 
     assert extra == {
@@ -165,9 +167,22 @@ def test_trial_extras_turn_the_gpu_window_into_energy_per_sample() -> None:
         "gpu_utilization_pct": 90.0,
         "gpu_power_w": 300.0,
         "gpu_energy_window_s": 2.0,
-        "energy_j_per_sample": pytest.approx(0.3),  # 600 J / 2 s / 1000 samples/s
+        "energy_j_per_sample": pytest.approx(0.3),  # 600 J over the windows' 2,000 samples
         "energy_source": "energy_counter",
     }
+    short = dataclasses.replace(reading, duration_s=0.4, energy_j=120.0)
+    extra = trial_extras(
+        model,
+        torch.randn(4, 1, 8, 8),
+        torch.zeros(4, dtype=torch.long),
+        precision="fp32",
+        autocast_dtype=None,
+        device_kind="cpu",
+        gpu_reading=short,
+        metered_samples=400,
+    )
+    assert "energy_j_per_sample" not in extra and extra["gpu_power_w"] == 300.0
+    assert extra["energy_note"].startswith("no energy figure: the metered windows lasted 0.40 s")
 
 
 def test_trial_extras_without_nvml_have_flops_only() -> None:
@@ -181,7 +196,7 @@ def test_trial_extras_without_nvml_have_flops_only() -> None:
         autocast_dtype=None,
         device_kind="cpu",
         gpu_reading=None,
-        samples_per_s=1000.0,
+        metered_samples=1000,
     )
 
     assert extra == {"flops_per_sample": cnn_flops_per_sample(8)}
