@@ -283,7 +283,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
         stopped = _stopped_too_slow(
-            floor_sps, plan, step_s * run_factor, step_times[0], batch * world, world
+            floor_sps, plan, step_s * run_factor, step_times[0], batch * world
         )
         if stopped is not None:
             steps_done, timed_steps, timed_s = stopped
@@ -389,15 +389,14 @@ def _stopped_too_slow(
     warmup_step_s: float,
     first_window_s: np.ndarray,
     samples_per_step: int,
-    world: int,
 ) -> tuple[int, int, float] | None:
     """Where a real trial stops below its floor (autotune.trial._throughput), as
     ``(steps taken, steps timed, their seconds)``; None when it does not.
 
-    One process, before the first window's end: once the steps after its first have run for
-    :data:`_MIN_EVIDENCE_S` and taken longer than they may at the floor (warm-up steps at ``warmup_step_s`` each, then the
-    first window's ``first_window_s``). At that end (DDP ranks: only there): when the window
-    ran below the floor.
+    Before the first window's end (DDP ranks too: they agree each step): once the steps
+    after its first have run for :data:`_MIN_EVIDENCE_S` and taken longer than they may at
+    the floor (warm-up steps at ``warmup_step_s`` each, then the first window's
+    ``first_window_s``). At that end: when the window ran below the floor.
     """
     window_s = float(first_window_s.sum())
     at_window_end = (
@@ -405,8 +404,6 @@ def _stopped_too_slow(
         if plan.window_steps * samples_per_step / window_s < floor_sps
         else None
     )
-    if world > 1:
-        return at_window_end
     # Seconds of steps 2, 3, ... up to the first window's end.
     after_first = np.concatenate(
         [np.full(max(0, plan.warmup_steps - 1), warmup_step_s), first_window_s]

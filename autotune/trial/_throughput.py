@@ -26,7 +26,7 @@ from autotune.measure import (
     summarize_windows,
 )
 from autotune.models import count_parameters
-from autotune.trial._setup import Training
+from autotune.trial._setup import HostAgreement, Training
 
 #: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
 _MAX_EXTENSION_STEPS = 100_000
@@ -56,7 +56,15 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     edges = frozenset(plan.edges)
     timed_end = plan.window_edges[-1]
     floor = (
-        _ThroughputFloor(config.min_throughput_sps, plan, t.samples_per_step, world_size)
+        _ThroughputFloor(
+            config.min_throughput_sps,
+            plan,
+            t.samples_per_step,
+            world_size,
+            # Every rank builds it here (new_group is collective on CUDA).
+            agreement=HostAgreement(world_size, backend.ddp_backend),
+            rank=rank,
+        )
         if config.min_throughput_sps is not None
         else None
     )
@@ -195,17 +203,19 @@ class _ThroughputFloor:
     """``config.min_throughput_sps`` (global samples/s) over the warm-up and the first timed
     window.
 
-    One process reads the host clock after each step up to the first window's end, without
-    synchronizing the device, and stops the trial once the steps since its first one (which
+    Rank 0 reads the host clock after each step up to the first window's end, without
+    synchronizing the device, and the trial stops once the steps since its first one (which
     holds compilation and first-touch costs) have run for at least ``min_evidence_s`` and
     taken longer than they may at the floor: the host runs ahead of a GPU, so host seconds
     past the limit mean device seconds past it too. The evidence bound keeps one late step
     (a DataLoader worker still starting, a page-fault burst: tenths of a second) from
     stopping a fast trial. So a trial far below the floor costs its first step and about
     ``min_evidence_s``, not its warm-up plus a window (a quick run's fp16 trial on a CPU
-    without fp16 units took 45 s to reach its first window's end). DDP ranks would need a
-    collective per step to agree on such a stop, so they decide at the first window's end,
-    where rank 0 decides and broadcasts.
+    without fp16 units took 45 s to reach its first window's end; a 2-rank one, deciding
+    only at that end, 165 s). DDP ranks take rank 0's decision each step through
+    :class:`~autotune.trial._setup.HostAgreement` (a host all-reduce of one flag, tens of
+    microseconds, no device sync), only until the first window's end; at that end, rank 0
+    also decides on the window's throughput.
 
     Args:
         floor_sps: the floor, global samples/s (> 0).
@@ -214,6 +224,8 @@ class _ThroughputFloor:
         world_size: DDP ranks.
         min_evidence_s: host seconds of steps an early stop needs.
         clock: the host clock (``time.perf_counter``; tests inject a fake).
+        agreement: how DDP ranks agree each step (None: one process).
+        rank: this process's rank (rank 0 decides).
     """
 
     def __init__(
@@ -224,6 +236,8 @@ class _ThroughputFloor:
         world_size: int,
         min_evidence_s: float = 2.0,
         clock: Callable[[], float] = time.perf_counter,
+        agreement: HostAgreement | None = None,
+        rank: int = 0,
     ) -> None:
         self.floor_sps = floor_sps
         self.start_step, self.end_step = plan.window_edges[0], plan.window_edges[1]
@@ -231,24 +245,32 @@ class _ThroughputFloor:
         self.world_size = world_size
         self.min_evidence_s = min_evidence_s
         self._clock = clock
+        self._agreement = agreement
+        self._rank = rank
         #: Host clock after the first step, once it has run.
         self.first_step_s: float | None = None
 
     def crossed_early(self, step: int) -> bool:
-        """One process, before the first window's end: the steps after the first have run
-        for ``min_evidence_s`` and taken longer than they may at the floor (host clock, no
-        device sync)."""
-        if self.world_size > 1 or step >= self.end_step:
+        """Before the first window's end: the steps after the first have run for
+        ``min_evidence_s`` and taken longer than they may at the floor, by rank 0's host
+        clock (no device sync), agreed by every rank. Every rank calls it after every step,
+        so that the ranks' collectives match."""
+        if step >= self.end_step:
             return False
         now_s = self._clock()
         if self.first_step_s is None:
             self.first_step_s = now_s
             return False
         elapsed_s = now_s - self.first_step_s
-        return (
-            elapsed_s >= self.min_evidence_s
+        below = (
+            self._rank == 0
+            and elapsed_s >= self.min_evidence_s
             and elapsed_s * self.floor_sps > (step - 1) * self.samples_per_step
         )
+        if self.world_size > 1:
+            assert self._agreement is not None, "DDP ranks agree through a HostAgreement"
+            (below,) = self._agreement.any([below])
+        return below
 
     def below_at_edge(
         self, step: int, marks_s: dict[int, float], device: torch.device, rank: int

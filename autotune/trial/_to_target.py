@@ -17,61 +17,23 @@ schedule. Each one synchronizes the device; between them the clock is read witho
 for the device (host time, to decide when ``eval_every_s`` or ``max_time_s`` has passed).
 Under DDP the ranks agree on each evaluation and on stopping (rank 0 evaluates and
 broadcasts the metric; a time-based decision is all-reduced every step, on the host: see
-:class:`_HostAgreement`).
+:class:`HostAgreement`).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from autotune.measure import Measurement, WindowClock, summarize_windows
 from autotune.models import count_parameters
-from autotune.trial._setup import Training
+from autotune.trial._setup import HostAgreement, Training
 
 
 def _met(metric: float, target: float, maximize: bool) -> bool:
     return metric >= target if maximize else metric <= target
-
-
-class _HostAgreement:
-    """The ranks' agreement on time-based decisions (evaluate now, out of time), made on the
-    host so that it never waits for the device.
-
-    A time-based decision reads each rank's host clock, so ranks must agree on it every step
-    (a rank that evaluated or stopped alone would leave the others in a collective that never
-    completes). Made with the DDP group on CUDA, that is an NCCL all-reduce of a device
-    tensor and a ``.tolist()`` that copies it back: the host waits for every kernel queued
-    before it, once per step, and can no longer run ahead of the device (what the timed loop
-    is careful to allow). So the flags travel through a gloo group of the same ranks
-    (``dist.new_group(backend="gloo")``, PyTorch docs "Distributed communication package -
-    torch.distributed": gloo runs collectives on CPU tensors; NCCL on CUDA tensors only), as
-    CPU tensors: a host round trip of a few tens of microseconds, no device sync. With gloo
-    as the DDP backend already (the CPU), its default group serves.
-
-    Every rank must construct it at the same point (``new_group`` is itself collective).
-
-    Args:
-        world_size: DDP ranks (1: no collective at all).
-        ddp_backend: the trial's torch.distributed backend (``gloo`` or ``nccl``).
-    """
-
-    def __init__(self, world_size: int, ddp_backend: str) -> None:
-        self._world_size = world_size
-        self.group: Any = None  # None: the default (DDP) group
-        if world_size > 1 and ddp_backend != "gloo":
-            self.group = dist.new_group(backend="gloo")
-
-    def any(self, flags: list[bool]) -> list[bool]:
-        """Any rank's flag set -> set on every rank (one host all-reduce; none without DDP)."""
-        if self._world_size == 1:
-            return flags
-        tensor = torch.tensor([float(f) for f in flags])  # (len(flags),) on the CPU
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=self.group)
-        return [bool(v) for v in tensor.tolist()]
 
 
 def _broadcast_metric(metric: float, world_size: int, device: torch.device) -> float:
@@ -107,7 +69,7 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
         raise ValueError("objective=time_to_accuracy needs train.target_accuracy or target_metric")
     steps_per_epoch = len(t.loader)
     time_based = settings.eval_every_s is not None or settings.max_time_s is not None
-    agreement = _HostAgreement(world_size if time_based else 1, backend.ddp_backend)
+    agreement = HostAgreement(world_size if time_based else 1, backend.ddp_backend)
     clock = WindowClock(backend.synchronize)
     cpu_meter = t.cpu_meter(rank)  # other processes' CPU share over the whole run
     cpu_meter.start()

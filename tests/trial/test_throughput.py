@@ -197,9 +197,25 @@ def test_one_process_stops_early_once_its_steps_fall_behind_the_floor_for_2_s() 
     assert not after(1, 0.5)
     assert not after(2, 0.9)
     assert not any(after(step, 0.01) for step in range(3, 21))
-    # DDP ranks never stop early (they decide at the window's end, together).
-    ddp = _ThroughputFloor(100.0, plan, 64, world_size=2, clock=lambda: now[0])
-    assert not any(ddp.crossed_early(step) for step in range(1, 21))
+    # DDP ranks take rank 0's decision each step, through their host agreement.
+    asked: list[list[bool]] = []
+
+    class Agreement:
+        def any(self, flags: list[bool]) -> list[bool]:
+            asked.append(flags)
+            return [True]  # rank 0 said stop
+
+    ddp = _ThroughputFloor(
+        100.0,
+        plan,
+        64,
+        world_size=2,
+        clock=lambda: now[0],
+        agreement=Agreement(),  # type: ignore[arg-type]
+        rank=1,
+    )
+    assert not ddp.crossed_early(1)  # the first step: no collective on any rank
+    assert ddp.crossed_early(2) and asked == [[False]]  # rank 1 alone would go on
 
 
 def test_a_trial_above_its_floor_runs_its_whole_budget() -> None:
