@@ -128,7 +128,8 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
     if "failure" in attrs:
         last = (str(attrs.get("failure_detail") or "").strip().splitlines() or [""])[-1]
-        return f"trial {trial.number}: {attrs['failure']} ({last}) {knobs}"
+        # A too_slow trial measured its first window: a busy machine may be why.
+        return f"trial {trial.number}: {attrs['failure']} ({last}){_busy_flag(trial)} {knobs}"
     if "target_reached" in attrs:
         return f"{_to_target_line(trial, metric)}{_busy_flag(trial)}  {knobs}"
     return (

@@ -109,3 +109,28 @@ def test_the_header_says_when_a_slow_precision_is_kept_as_the_only_one(tmp_path:
         "hardware.min_peak_ratio=0.1, but the space has no faster precision the device can run "
         "(hardware.min_peak_ratio=0 silences this)"
     ) in text.splitlines()
+
+
+def test_a_too_slow_trial_on_a_busy_machine_says_both() -> None:
+    import optuna
+
+    from autotune.console import _trial_line
+
+    trial = optuna.trial.create_trial(
+        params={"precision": "fp16"},
+        distributions={"precision": optuna.distributions.CategoricalDistribution(["fp16"])},
+        values=[80.0, 0.0, 3.0],
+        user_attrs={
+            "failure": "too_slow",
+            "failure_detail": "stopped after the first timed window: 80 samples/s is below ...",
+            "busy_machine": True,
+            "other_cpu_share": 0.43,
+        },
+    )
+    trial.number = 7
+
+    assert _trial_line(trial) == (
+        "trial 7: too_slow (stopped after the first timed window: 80 samples/s is below ...), "
+        "WARNING: measured on a busy machine (other processes used 43 % of the CPUs) "
+        "precision=fp16"
+    )
