@@ -51,6 +51,17 @@ SHARES = {"tests": 0.12, "matrix": 0.30, "study": 0.33, "tta": 0.20, "multi_gpu"
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS = ("contiguous", "channels_last")
 COMPILE_MODES = ("none", "default", "reduce-overhead", "max-autotune")
+#: The columns of one trial's figures (:func:`_trial_row`), after the knobs that name it.
+FIGURE_COLUMNS = (
+    "samples/s",
+    "step ms",
+    "compile s",
+    "peak MiB",
+    "val acc",
+    "MFU",
+    "mJ/sample",
+    "memory kind / note",
+)
 
 
 def log(message: str) -> None:
@@ -223,19 +234,7 @@ def knob_matrix(
     from autotune.baseline import baseline_params
 
     defaults = {**baseline_params(space)[0], "gpu_count": gpu_count}
-    header = [
-        "precision",
-        "memory format",
-        "compile",
-        "samples/s",
-        "step ms",
-        "compile s",
-        "peak MiB",
-        "val acc",
-        "MFU",
-        "mJ/sample",
-        "memory kind / note",
-    ]
+    header = ["precision", "memory format", "compile", *FIGURE_COLUMNS]
     rows: list[list[str]] = []
     start = time.perf_counter()
     # Eager first, then each compile mode: the budget cuts the slowest compiles last.
@@ -328,17 +327,7 @@ def multi_gpu(part: Part, space: Any, caps: Any, timeout_s: float) -> None:
     if caps.count < 2 or not space.gpu_count.contains(2):
         part.lines.append(f"Not run: this machine has {caps.count} GPU(s); it takes 2.")
         return
-    header = [
-        "compile",
-        "samples/s",
-        "step ms",
-        "compile s",
-        "peak MiB",
-        "val acc",
-        "MFU",
-        "mJ/sample",
-        "memory kind / note",
-    ]
+    header = ["compile", *FIGURE_COLUMNS]
     rows = []
     for compile_mode in ("none", "reduce-overhead"):
         knobs = {**baseline_params(space)[0], "gpu_count": 2, "compile_mode": compile_mode}
