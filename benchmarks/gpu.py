@@ -133,6 +133,7 @@ def _nvidia_smi() -> str:
 def machine_lines(device: str, caps: Any) -> list[str]:
     import optuna
     import torch
+    from run import _git_describe  # benchmarks/run.py, beside this script (stdlib only)
 
     from autotune.hardware import cpu_model_name
 
@@ -150,21 +151,8 @@ def machine_lines(device: str, caps: Any) -> list[str]:
         f"- Software: Python {platform.python_version()}, torch {torch.__version__} "
         f"(CUDA {torch.version.cuda or 'none'}, cuDNN "
         f"{torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else 'none'}), "
-        f"optuna {optuna.__version__}, autotune git {_git_commit()}",
+        f"optuna {optuna.__version__}, autotune git {_git_describe()}",
     ]
-
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 # --------------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
                 cpu_meter.stop()
                 if gpu_meter is not None:
                     gpu_reading = gpu_meter.stop()
-            if floor is not None and floor.below_at_edge(step, marks_s, t.device, rank):
+            if floor is not None and floor.below_at_edge(step, marks_s):
                 if gpu_meter is not None and gpu_reading is None:
                     gpu_meter.stop()
                 load = cpu_meter.load if step == timed_end else cpu_meter.stop()
@@ -272,19 +272,20 @@ class _ThroughputFloor:
             (below,) = self._agreement.any([below])
         return below
 
-    def below_at_edge(
-        self, step: int, marks_s: dict[int, float], device: torch.device, rank: int
-    ) -> bool:
+    def below_at_edge(self, step: int, marks_s: dict[int, float]) -> bool:
         """At the first window's end: whether it ran below the floor, as rank 0 measured it
-        (every rank takes rank 0's decision, so all stop or go on together)."""
+        (every rank takes rank 0's decision through the same host agreement as
+        :meth:`crossed_early`, so all stop or go on together)."""
         if step != self.end_step:
             return False
         seconds = max(marks_s[step] - marks_s[self.start_step], 1e-9)
-        below = (step - self.start_step) * self.samples_per_step / seconds < self.floor_sps
+        below = (
+            self._rank == 0
+            and (step - self.start_step) * self.samples_per_step / seconds < self.floor_sps
+        )
         if self.world_size > 1:
-            decision = torch.tensor([1 if below and rank == 0 else 0], device=device)
-            dist.broadcast(decision, src=0)
-            below = bool(decision.item())
+            assert self._agreement is not None, "DDP ranks agree through a HostAgreement"
+            (below,) = self._agreement.any([below])
         return below
 
 
