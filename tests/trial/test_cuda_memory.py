@@ -27,6 +27,8 @@ class _CpuTrainedCudaBackend(CudaBackend):
     """The CUDA backend whose model trains on the CPU: only its memory readings are CUDA's
     (torch.cuda faked by the test, NVML simulated)."""
 
+    kind = "cpu"  # autocast, GradScaler and the FLOP count as on the CPU it trains on
+
     def torch_device(self) -> torch.device:
         return torch.device("cpu")
 
