@@ -121,3 +121,23 @@ def test_a_rank_without_nvml_figure_leaves_the_trials_missing_with_the_reason() 
 
 def test_the_cpu_has_no_process_memory_figures() -> None:
     assert combine_rank_memory([{}, {}]) == {}
+
+
+@pytest.mark.gpu
+def test_a_real_gpus_peak_counts_its_cuda_context() -> None:
+    backend = CudaBackend()
+    backend.setup(rank=0, world_size=1, precision="fp32")
+    backend.reset_peak_memory()
+    block = torch.ones(4 * _MIB, dtype=torch.uint8, device="cuda")
+
+    peak = backend.peak_memory_bytes()
+
+    figures = backend.memory_figures()
+    if "process_memory_error" in figures:  # a container hiding host pids, MIG, no permission
+        pytest.skip(f"NVML gives no memory of this process: {figures['process_memory_error']}")
+    assert backend.memory_kind == PEAK_PLUS_CONTEXT
+    # The CUDA context alone is hundreds of MiB (more than 50 on any GPU torch supports).
+    assert figures["gpu_context_bytes"] > 50 * _MIB
+    assert peak == torch.cuda.max_memory_allocated() + figures["gpu_context_bytes"]
+    assert figures["process_memory_bytes"] >= torch.cuda.memory_reserved()
+    del block
