@@ -87,17 +87,18 @@ def _target(trial: FrozenTrial) -> float | None:
 
 
 def _to_target_line(trial: FrozenTrial, metric: Objective) -> str:
-    """A measured time-to-accuracy trial: ``trial 3: reached 95.2% in 12.4 s (compile 3.1 s),
-    8.3 MiB`` or ``trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB``."""
+    """A measured time-to-accuracy trial: ``trial 3: reached 95.2% in 12.4 s (compile 3.1 s
+    cold), 8.3 MiB`` or ``trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB``."""
     attrs = trial.user_attrs
     memory = f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
     name = "" if metric.is_accuracy else f"{metric.name} "
     reached = metric.format(trial_metric(trial), 1)
     time_s = attrs.get("time_to_accuracy_s")
     if attrs.get("target_reached") and isinstance(time_s, (int, float)):
-        compile_s = attrs.get("compile_s")
+        compile_s, cache = attrs.get("compile_s"), attrs.get("compile_cache")
         compile_text = (
-            f" (compile {seconds_text(float(compile_s))} s)"
+            f" (compile {seconds_text(float(compile_s))} s"
+            f"{f' {cache}' if isinstance(cache, str) else ''})"
             if isinstance(compile_s, (int, float)) and compile_s > 0
             else ""
         )

@@ -571,10 +571,15 @@ class Measurement:
         step_time_p90_s: 90th percentile over the timed windows of seconds per step.
         compile_s: seconds torch.compile added before the first timed step: the first step's
             seconds minus ``step_time_s`` (0 without compile).
-        peak_memory_bytes: CUDA: allocator peak of the busiest GPU over the steps after the
-            warm-up (the warm-up's, with its trial workspaces, is ``extra``'s
-            ``warmup_peak_memory_bytes``); CPU: peak RSS growth of the training processes
-            since the trial began, summed over ranks; mock: the cost model's estimate.
+        peak_memory_bytes: CUDA: allocator peak over the steps after the warm-up plus the
+            memory the rank's process holds outside the allocator (its CUDA context, NCCL's
+            buffers: NVML's figure less the allocator's reserved bytes, ``extra``'s
+            ``gpu_context_bytes``), of the busiest GPU (``memory_kind``
+            ``cuda_peak_plus_context``; ``cuda_allocator_peak`` where NVML gave no figure,
+            ``extra``'s ``process_memory_error`` says why); the warm-up's allocator peak,
+            with its trial workspaces, is ``extra``'s ``warmup_peak_memory_bytes``. CPU: peak
+            RSS growth of the training processes since the trial began, summed over ranks;
+            mock: the cost model's estimate.
         val_metric: top-1 accuracy on the held-out validation split, in [0, 1].
         train_loss: mean training loss over the last epoch.
         train_s: wall seconds of the whole training loop, compile and warm-up included.
@@ -582,8 +587,8 @@ class Measurement:
         timed_steps: steps inside the timed windows.
         samples_per_step: global batch (per-rank batch times world size).
         parameters: trainable parameters of the model.
-        memory_kind: what ``peak_memory_bytes`` is (``cuda_allocator_peak``,
-            ``cpu_peak_rss_growth``, ``simulated``).
+        memory_kind: what ``peak_memory_bytes`` is (``cuda_peak_plus_context``,
+            ``cuda_allocator_peak``, ``cpu_peak_rss_growth``, ``simulated``).
         simulated: True when the mock device produced this (no real training happened).
         window_throughputs_sps: each timed window's samples/s.
         time_to_accuracy_s: time-to-accuracy trials only (``objective=time_to_accuracy``):
@@ -610,7 +615,11 @@ class Measurement:
         load_avg_1m: the machine's 1-minute load average at the end of the timed windows
             (``os.getloadavg``); None when not measured.
         extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
-            after warm-up), stored as user attributes too.
+            after warm-up; CUDA: ``process_memory_bytes``, NVML's memory of the trial's
+            processes summed over ranks, ``process_memory_max_bytes``, the most one rank
+            held; compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``,
+            with ``compile_cache_hits`` and ``compile_cache_misses``), stored as user
+            attributes too.
     """
 
     throughput_sps: float

@@ -24,8 +24,10 @@ __all__ = [
     "GpuWindowMeter",
     "GpuWindowReading",
     "NvmlInfo",
+    "ProcessMemory",
     "nvml_session",
     "read_nvml",
+    "read_process_memory",
     "visible_nvml_indices",
 ]
 
@@ -187,6 +189,87 @@ def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str])
             break
         indices.append(index)
     return indices
+
+
+@dataclass(frozen=True)
+class ProcessMemory:
+    """NVML's device memory of one process on one GPU, or why there is none.
+
+    NVML's figure is all the process holds on the GPU: its CUDA context, the memory of
+    libraries outside PyTorch's caching allocator (NCCL's buffers, ...) and the blocks the
+    caching allocator has reserved, in use or not.
+
+    Attributes:
+        used_bytes: ``usedGpuMemory`` of the process's entry in
+            ``nvmlDeviceGetComputeRunningProcesses``, bytes; None when missing.
+        error: why ``used_bytes`` is missing (NVML absent or failing, the process not listed,
+            the figure not reported); None when it was read.
+        nvml_index: the GPU's NVML index, None when no GPU was mapped.
+    """
+
+    used_bytes: int | None
+    error: str | None = None
+    nvml_index: int | None = None
+
+
+def read_process_memory(cuda_index: int, pid: int, nvml: Any | None = None) -> ProcessMemory:
+    """NVML's used memory of process ``pid`` on CUDA device ``cuda_index`` of this process.
+
+    The CUDA device is mapped to NVML through ``CUDA_VISIBLE_DEVICES``
+    (:func:`visible_nvml_indices`); the process is found by its id among the GPU's compute
+    processes (``nvmlDeviceGetComputeRunningProcesses``, the ``_v3`` struct in current
+    ``pynvml``). Never raises: every failure is a :class:`ProcessMemory` without a figure
+    and with the reason, as :class:`GpuWindowMeter` records its own. Two common ones: NVML
+    lists host process ids, so a process in a container with its own PID namespace is not
+    found by its id there; on Windows (WDDM) NVML does not report a process's memory.
+
+    Args:
+        cuda_index: the CUDA device index (``torch.device("cuda", i).index``).
+        pid: the process id to look for (``os.getpid()``).
+        nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
+    """
+    try:
+        with nvml_session(nvml) as m:
+            if m is None:
+                return ProcessMemory(None, "NVML is unavailable (no NVIDIA driver or library)")
+            uuids = [
+                _text(m.nvmlDeviceGetUUID(m.nvmlDeviceGetHandleByIndex(i)))
+                for i in range(m.nvmlDeviceGetCount())
+            ]
+            visible = visible_nvml_indices(os.environ.get("CUDA_VISIBLE_DEVICES"), uuids)
+            if not 0 <= cuda_index < len(visible):
+                return ProcessMemory(
+                    None,
+                    f"NVML maps no GPU to CUDA device {cuda_index} (CUDA_VISIBLE_DEVICES="
+                    f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}; MIG slices have no per-GPU "
+                    "NVML readings)",
+                )
+            index = visible[cuda_index]
+            processes = list(
+                m.nvmlDeviceGetComputeRunningProcesses(m.nvmlDeviceGetHandleByIndex(index))
+            )
+    except Exception as e:  # NVMLError past nvmlInit, or a pynvml without the function
+        return ProcessMemory(
+            None, f"listing the GPU's processes through NVML failed: {_describe(e)}"
+        )
+    mine = [p for p in processes if getattr(p, "pid", None) == pid]
+    if not mine:
+        return ProcessMemory(
+            None,
+            f"process {pid} is not among the {len(processes)} compute processes NVML lists on "
+            f"GPU {index} (NVML lists host process ids: a container with its own PID "
+            "namespace hides them)",
+            index,
+        )
+    used: list[int] = []
+    for entry in mine:
+        value = getattr(entry, "usedGpuMemory", None)
+        if value is None:
+            return ProcessMemory(
+                None, f"NVML does not report the memory of process {pid} on GPU {index}", index
+            )
+        used.append(int(value))
+    return ProcessMemory(sum(used), None, index)
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,21 @@ A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`
 The ranks' CUDA environment is set by the runner, in each rank before CUDA initializes
 (:func:`trial_environment`): ``CUDA_VISIBLE_DEVICES`` as the study process has it when the
 trial starts (not as the forkserver inherited it when it started: a worker that owns part of
-the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; and
+where torch.compile keeps its caches (``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR``), as
+``measure.compile_cache`` asks: the study's own directory (:func:`study_compile_cache`), an
+empty one per trial, or the environment's.
 """
 
 from __future__ import annotations
 
+import contextvars
+import getpass
+import hashlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
 import signal
 import tempfile
 import time
@@ -32,13 +39,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from autotune.config import TrialConfig
+from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
 from autotune.interrupts import sigint_deferred
 from autotune.lifetime import die_with_parent, release_forkserver
 from autotune.measure import Measurement
 
-__all__ = ["run_trial", "trial_devices", "trial_environment"]
+__all__ = [
+    "COMPILE_CACHE_VARIABLES",
+    "compile_cache_environment",
+    "run_trial",
+    "study_compile_cache",
+    "study_compile_cache_dir",
+    "trial_devices",
+    "trial_environment",
+]
 
 _TAIL_LINES = 20
 #: Longest uninterrupted wait for a rank, in seconds (see :func:`_wait`).
@@ -72,6 +87,76 @@ def _failure_kind(exc: BaseException) -> str:
     if name == "OutOfMemoryError" or "out of memory" in text or "can't allocate memory" in text:
         return "oom"
     return "error"
+
+
+#: The variables that place torch.compile's on-disk caches: Inductor's (generated code,
+#: the FX graph and AOTAutograd caches, Dynamo's profiles; default /tmp/torchinductor_$USER)
+#: and Triton's (compiled GPU kernels; default under Inductor's).
+COMPILE_CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+#: The study whose trials this process runs now: its compile cache directory (None: none).
+_STUDY_CACHE_DIR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "autotune_study_compile_cache", default=None
+)
+
+
+def study_compile_cache_dir(storage: str, study_name: str) -> Path:
+    """The directory of a study's compile caches: under the system's temporary directory,
+    per user, named by the study and a hash of its storage URL (as every output shows it,
+    the password masked) and name, so that two studies never share one and a resumed study,
+    or another worker of it on this machine, finds its own.
+
+    ``<tmp>/autotune-<user>/compile-cache/<study>-<12 hex digits>``; nothing is created.
+    """
+    key = hashlib.sha256(f"{display_url(storage)}\0{study_name}".encode()).hexdigest()[:12]
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study_name)[:48] or "study"
+    return Path(tempfile.gettempdir()) / f"autotune-{_user()}" / "compile-cache" / f"{slug}-{key}"
+
+
+def _user() -> str:
+    try:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", getpass.getuser())
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return str(os.getuid())
+
+
+@contextmanager
+def study_compile_cache(storage: str, study_name: str) -> Iterator[Path]:
+    """Inside the block, trials started by :func:`run_trial` in this process whose
+    ``measure.compile_cache`` is ``study`` keep their compile caches in
+    :func:`study_compile_cache_dir` (yielded). Outside any such block (a trial run on its
+    own), ``study`` leaves the caches where the environment puts them."""
+    directory = study_compile_cache_dir(storage, study_name)
+    token = _STUDY_CACHE_DIR.set(str(directory))
+    try:
+        yield directory
+    finally:
+        _STUDY_CACHE_DIR.reset(token)
+
+
+def compile_cache_environment(
+    environ: Mapping[str, str], mode: CompileCache, trial_dir: Path, study_dir: str | None
+) -> dict[str, str | None]:
+    """``TORCHINDUCTOR_CACHE_DIR`` and ``TRITON_CACHE_DIR`` of a trial's ranks (None: unset).
+
+    Inductor's and Triton's caches persist on disk (by default under
+    /tmp/torchinductor_$USER): a trial whose graphs some earlier process compiled, in this
+    study or any other, compiles warm, in a fraction of the seconds, so that compile time
+    (and a time to accuracy, which includes it) depended on what ran on the machine before.
+
+    Args:
+        environ: the study process's environment.
+        mode: ``measure.compile_cache``: ``study`` puts both in ``study_dir`` (the
+            environment's when None: no study around the trial); ``trial`` in
+            ``trial_dir``, which exists for this trial alone and starts empty; ``shared``
+            keeps the environment's.
+        trial_dir: a directory of this trial's (its runner's temporary directory).
+        study_dir: the study's cache directory (:func:`study_compile_cache`), or None.
+    """
+    root = {"study": study_dir, "trial": str(trial_dir), "shared": None}[mode]
+    if root is None:
+        return {name: environ.get(name) for name in COMPILE_CACHE_VARIABLES}
+    return {"TORCHINDUCTOR_CACHE_DIR": root, "TRITON_CACHE_DIR": str(Path(root) / "triton")}
 
 
 def trial_environment(environ: Mapping[str, str]) -> dict[str, str | None]:
@@ -226,7 +311,15 @@ def _start_ranks(
     readers: list[Any],
 ) -> None:
     """Start one process per rank, appending each to ``procs`` and its pipe to ``readers``."""
-    env = trial_environment(os.environ)
+    env = {
+        **trial_environment(os.environ),
+        **compile_cache_environment(
+            os.environ,
+            config.measure.compile_cache,
+            tmp / "compile-cache",
+            _STUDY_CACHE_DIR.get(),
+        ),
+    }
     for rank in range(world_size):
         reader, writer = ctx.Pipe(duplex=False)
         proc = ctx.Process(

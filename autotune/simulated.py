@@ -7,7 +7,9 @@ a real machine: through NVML. :meth:`MockProfile.nvml` is a :class:`SimulatedNvm
 answers the calls autotune makes with the same names, arguments, units and errors as
 ``pynvml`` (the module of nvidia-ml-py): memory in bytes, power in milliwatts, energy in
 millijoules since the driver loaded, utilization in percent. Its load is set by the caller
-(:meth:`SimulatedNvml.set_load`); its energy counter integrates power over an injectable clock.
+(:meth:`SimulatedNvml.set_load`), and so are its GPUs' compute processes
+(:meth:`SimulatedNvml.set_process`); its energy counter integrates power over an injectable
+clock.
 :func:`autotune.hardware.detect_capabilities` reads a profile's machine through it.
 
 This module sits below :mod:`autotune.hardware` (which fingerprints the simulated machines)
@@ -105,6 +107,8 @@ class SimulatedNvml:
         self._power_w = [g.idle_power_w for g in self.gpus]
         self._energy_mj = [0.0] * len(self.gpus)
         self._since = [clock()] * len(self.gpus)
+        # Per GPU: the compute processes, pid -> used bytes (None: not reported, as on WDDM).
+        self._processes: list[dict[int, int | None]] = [{} for _ in self.gpus]
 
     # -- load controls (tests; the mock machines stay idle) ---------------------------------
 
@@ -119,6 +123,12 @@ class SimulatedNvml:
             if power_w is not None
             else gpu.idle_power_w + (gpu.power_limit_w - gpu.idle_power_w) * utilization_pct / 100
         )
+
+    def set_process(self, index: int, pid: int, used_bytes: int | None) -> None:
+        """List process ``pid`` among GPU ``index``'s compute processes, holding
+        ``used_bytes`` of its memory (None: NVML does not report it); replaces an earlier
+        entry of the same process."""
+        self._processes[index][pid] = used_bytes
 
     def _settle(self, index: int) -> None:
         now = self._clock()
@@ -207,6 +217,17 @@ class SimulatedNvml:
         index = self._gpu(handle)
         self._settle(index)
         return int(self._energy_mj[index])
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[Any]:
+        """The GPU's compute processes as ``pynvml`` returns them (its ``_v3`` struct:
+        ``pid``, ``usedGpuMemory`` in bytes or None, the MIG instance ids)."""
+        self._check("nvmlDeviceGetComputeRunningProcesses")
+        return [
+            SimpleNamespace(
+                pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF
+            )
+            for pid, used in self._processes[self._gpu(handle)].items()
+        ]
 
     def nvmlDeviceGetUtilizationRates(self, handle: int) -> Any:
         self._check("nvmlDeviceGetUtilizationRates")

@@ -202,15 +202,22 @@ def _trial_row(space: Any, caps: Any, knobs: dict[str, Any], timeout_s: float) -
         else None
     )
     energy = m.extra.get("energy_j_per_sample")
+    cache = m.extra.get("compile_cache")
+    context = m.extra.get("gpu_context_bytes")
+    note = m.memory_kind
+    if context is not None:
+        note += f" (outside the allocator: {context / MIB:,.0f} MiB)"
+    elif "process_memory_error" in m.extra:
+        note += f" (no NVML process memory: {m.extra['process_memory_error']})"
     return [
         num(m.throughput_sps),
         num(1000 * m.step_time_s, 2),
-        num(m.compile_s, 1),
+        num(m.compile_s, 1) + (f" {cache}" if cache else ""),
         num(m.peak_memory_bytes / MIB, 1),
         f"{100 * m.val_metric:.2f} %",
         f"{100 * mfu:.1f} %" if mfu is not None else "n/a",
         f"{1000 * energy:.3f}" if energy is not None else "n/a",
-        m.memory_kind + (" (SIMULATED)" if m.simulated else ""),
+        note + (" (SIMULATED)" if m.simulated else ""),
     ]
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pynvml
 import pytest
 
-from autotune.nvml import GpuWindowMeter, nvml_session, read_nvml, visible_nvml_indices
+from autotune.nvml import (
+    GpuWindowMeter,
+    ProcessMemory,
+    nvml_session,
+    read_nvml,
+    read_process_memory,
+    visible_nvml_indices,
+)
 from autotune.testing.fake_nvml import FAKE_MACHINES, FakeNvml, fake_machine
 
 _MIB = 1 << 20
@@ -300,3 +307,90 @@ def test_meter_with_energy_counters_but_no_power_samples() -> None:
     assert reading.energy_source == "energy_counter"
     assert reading.energy_j == pytest.approx(600.0, abs=0.01)
     assert reading.mean_power_w == pytest.approx(300.0, abs=0.01)  # energy over duration
+
+
+# --------------------------------------------------------------------------------------------
+# read_process_memory: NVML's memory of one process, matched by pid, or why it is missing
+
+
+def test_process_memory_is_the_entry_of_the_process_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = fake_machine("a100x4")
+    nvml.set_process(1, 4242, 900 * _MIB)  # this process, on CUDA device 1
+    nvml.set_process(1, 777, 5000 * _MIB)  # another process on the same GPU
+    nvml.set_process(0, 4242, 123 * _MIB)  # this process on another GPU
+
+    reading = read_process_memory(1, 4242, nvml)
+
+    assert reading == ProcessMemory(900 * _MIB, None, 1)
+    with pytest.raises(pynvml.NVMLError_Uninitialized):  # shut down again
+        nvml.nvmlDeviceGetCount()
+
+
+def test_process_memory_maps_the_cuda_device_through_visible_devices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nvml = fake_machine("h100x8")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,3")
+    nvml.set_process(3, 99, 512 * _MIB)
+    nvml.set_process(1, 99, 1 * _MIB)  # CUDA device 1 is NVML's 3, not its 1
+
+    assert read_process_memory(1, 99, nvml) == ProcessMemory(512 * _MIB, None, 3)
+    unmapped = read_process_memory(2, 99, nvml)
+    assert unmapped.used_bytes is None and unmapped.error is not None
+    assert unmapped.error.startswith("NVML maps no GPU to CUDA device 2")
+
+
+def test_process_memory_of_a_process_nvml_does_not_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = fake_machine("t4")
+    nvml.set_process(0, 1, 300 * _MIB)  # a host pid: the container's own is not listed
+
+    reading = read_process_memory(0, 4242, nvml)
+
+    assert reading.used_bytes is None
+    assert reading.error is not None
+    assert reading.error.startswith(
+        "process 4242 is not among the 1 compute processes NVML lists on GPU 0"
+    )
+    assert "PID namespace" in reading.error
+
+
+def test_process_memory_missing_when_nvml_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = fake_machine(
+        "a100x4",
+        failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_NO_PERMISSION},
+    )
+    nvml.set_process(0, 4242, 900 * _MIB)
+
+    reading = read_process_memory(0, 4242, nvml)  # never raises
+
+    assert reading == ProcessMemory(
+        None,
+        "listing the GPU's processes through NVML failed: NVMLError_NoPermission: "
+        "Insufficient Permissions",
+    )
+    with pytest.raises(pynvml.NVMLError_Uninitialized):  # shut down on the failure too
+        nvml.nvmlDeviceGetCount()
+
+
+def test_process_memory_missing_when_nvml_does_not_report_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = fake_machine("t4")
+    nvml.set_process(0, 4242, None)  # usedGpuMemory not available (Windows WDDM)
+
+    reading = read_process_memory(0, 4242, nvml)
+
+    assert reading == ProcessMemory(
+        None, "NVML does not report the memory of process 4242 on GPU 0", 0
+    )
+
+
+def test_process_memory_without_nvml() -> None:
+    reading = read_process_memory(0, 4242, fake_machine("none"))
+
+    assert reading.used_bytes is None
+    assert reading.error == "NVML is unavailable (no NVIDIA driver or library)"

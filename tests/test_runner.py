@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,7 +20,10 @@ from autotune.exceptions import TrialError
 from autotune.runner import (
     _apply_environment,
     _failure_kind,
+    compile_cache_environment,
     run_trial,
+    study_compile_cache,
+    study_compile_cache_dir,
     trial_devices,
     trial_environment,
 )
@@ -194,3 +199,57 @@ def test_a_rank_applies_the_trial_environment(monkeypatch: pytest.MonkeyPatch) -
 
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
     assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+# --------------------------------------------------------------------------------------------
+# Where torch.compile's caches live (measure.compile_cache)
+
+_USER_CACHE = {"TORCHINDUCTOR_CACHE_DIR": "/home/me/inductor"}  # the study process's
+
+
+def test_a_study_scoped_cache_is_the_studys_own_directory() -> None:
+    env = compile_cache_environment(_USER_CACHE, "study", Path("/t/trial"), "/t/study-dir")
+
+    assert env == {
+        "TORCHINDUCTOR_CACHE_DIR": "/t/study-dir",
+        "TRITON_CACHE_DIR": "/t/study-dir/triton",
+    }
+
+
+def test_a_trial_scoped_cache_is_the_trials_own_directory() -> None:
+    env = compile_cache_environment(_USER_CACHE, "trial", Path("/t/trial"), "/t/study-dir")
+
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": "/t/trial", "TRITON_CACHE_DIR": "/t/trial/triton"}
+
+
+@pytest.mark.parametrize(("mode", "study_dir"), [("shared", "/t/study-dir"), ("study", None)])
+def test_a_shared_cache_or_no_study_keeps_the_environments(
+    mode: str, study_dir: str | None
+) -> None:
+    env = compile_cache_environment(_USER_CACHE, mode, Path("/t/trial"), study_dir)  # type: ignore[arg-type]
+
+    # As the study process has them now (unset: unset in the ranks, Inductor's default).
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": "/home/me/inductor", "TRITON_CACHE_DIR": None}
+
+
+def test_each_study_has_its_own_cache_directory() -> None:
+    url = "postgresql+psycopg://me:secret@db/autotune"
+    one = study_compile_cache_dir(url, "cnn_small")
+
+    assert one == study_compile_cache_dir(url, "cnn_small")  # a resumed study finds its own
+    assert one.parent.parent == Path(tempfile.gettempdir()) / one.parent.parent.name
+    assert one.parent.parent.name.startswith("autotune-")
+    assert one.name.startswith("cnn_small-")
+    assert one != study_compile_cache_dir(url, "cnn_small_2")
+    assert one != study_compile_cache_dir("sqlite:///storage/autotune.db", "cnn_small")
+    assert "secret" not in str(one)
+    assert study_compile_cache_dir(url, "a/../b c").name.startswith("a_.._b_c-")
+
+
+def test_the_study_cache_reaches_the_trials_started_inside_its_block() -> None:
+    from autotune.runner import _STUDY_CACHE_DIR
+
+    assert _STUDY_CACHE_DIR.get() is None
+    with study_compile_cache("sqlite:///x.db", "s") as directory:
+        assert _STUDY_CACHE_DIR.get() == str(directory)
+    assert _STUDY_CACHE_DIR.get() is None

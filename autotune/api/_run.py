@@ -22,7 +22,7 @@ from autotune.flops import with_mfu
 from autotune.hardware import DeviceCapabilities
 from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import objectives_of_study
-from autotune.runner import run_trial, trial_devices
+from autotune.runner import run_trial, study_compile_cache, trial_devices
 from autotune.storage import FINISHED_STATES, open_results_for_run, open_storage
 from autotune.study import (
     RunTrialFn,
@@ -232,8 +232,12 @@ def run_study(
                 # Started with the environment the user gave: each takes its own GPUs.
                 helpers.extend(_start_workers(config, n_trials))
             # This worker's trials train on its own GPUs alone, where it owns part of the
-            # machine's (workers > 1 on cuda: autotune.hardware.worker_share).
-            with trial_devices(caps.cuda_visible_devices):
+            # machine's (workers > 1 on cuda: autotune.hardware.worker_share), and compile
+            # into the study's own cache (measure.compile_cache=study).
+            with (
+                trial_devices(caps.cuda_visible_devices),
+                study_compile_cache(config.storage, study.study_name),
+            ):
                 while count_finished(study) < n_trials:
                     study.optimize(
                         interruptible,

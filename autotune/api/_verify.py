@@ -13,7 +13,7 @@ from autotune.config import DEFAULT_STORAGE_URL, Constraints, TrialConfig, Verif
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
-from autotune.runner import run_trial
+from autotune.runner import run_trial, study_compile_cache
 from autotune.storage import (
     FINISHED_STATES,
     ResultsStore,
@@ -290,16 +290,19 @@ def verify_study(
         params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
         plan, metric = run.plan, study_metric(study)
         configs = _with_study_cadence(configs, study, plan.baseline_trial)
-        run = _run_verification(
-            run,
-            results,
-            configs,
-            run_trial_fn,
-            timeout_s,
-            on_run,
-            lambda rows: race_survivor(plan, rows, params, metric, objective)[1],
-            settings.busy_reruns,
-        )
+        # The runs compile into the study's cache (measure.compile_cache=study), warm where
+        # its search compiled the same graphs.
+        with study_compile_cache(storage, study_name):
+            run = _run_verification(
+                run,
+                results,
+                configs,
+                run_trial_fn,
+                timeout_s,
+                on_run,
+                lambda rows: race_survivor(plan, rows, params, metric, objective)[1],
+                settings.busy_reruns,
+            )
     return replace(summarize_for_study(study, run), notes=notes)
 
 

@@ -46,6 +46,7 @@ from autotune.config._run import DEFAULT_STORAGE_URL, RunConfig, TrialConfig, Ve
 from autotune.config._settings import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
+    CompileCache,
     Constraints,
     DataSettings,
     HardwareSettings,
@@ -80,6 +81,7 @@ __all__ = [
     "TUNER_KNOBS",
     "CategoricalParam",
     "ChoiceParam",
+    "CompileCache",
     "CompileModeParam",
     "Constraints",
     "DataSettings",

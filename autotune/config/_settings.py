@@ -18,6 +18,10 @@ LrSchedule = Literal["constant", "cosine"]
 #: after a fixed budget of epochs) or ``time_to_accuracy`` (the wall seconds to reach
 #: ``train.target_accuracy`` or ``train.target_metric``, and peak memory).
 ObjectiveMode = Literal["throughput", "time_to_accuracy"]
+#: Where a trial's torch.compile caches (Inductor's and Triton's) live: ``study``, one
+#: directory per study; ``trial``, an empty one per trial; ``shared``, wherever the
+#: environment puts them (Inductor's default: /tmp/torchinductor_$USER).
+CompileCache = Literal["study", "trial", "shared"]
 
 LR_SCALING_RULES: tuple[str, ...] = ("none", "linear", "sqrt")
 #: The learning-rate scaling rule of each optimizer when ``train.lr_scaling`` is not set (see
@@ -210,6 +214,11 @@ class MeasureSettings(Strict):
     # 10 % of the mean); on a 2-core CPU a busy loop on one core (50 %) cut a configuration's
     # 28,594 samples/s to 744.
     max_other_cpu_share: float = Field(0.10, ge=0, le=1)
+    # Inductor's and Triton's caches of every trial and verification run (CompileCache):
+    # study (a directory of the study's own, so its timings do not depend on what compiled
+    # on the machine before; its verification runs compile warm), trial (each run compiles
+    # cold: fair, and slow where verification re-runs the same configuration), or shared.
+    compile_cache: CompileCache = "study"
 
     def min_timed_s_on(self, device_kind: str) -> float:
         """The seconds the timed windows cover at least on ``device_kind`` (``cpu``,

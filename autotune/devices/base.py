@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -20,7 +20,8 @@ class Backend(Protocol):
         ddp_backend: torch.distributed backend (``gloo`` on CPU, ``nccl`` on CUDA).
         pin_memory: whether DataLoaders with workers pin host memory for this device; a
             DataLoader without workers never pins (PyTorch's default, the baseline's).
-        memory_kind: what :meth:`peak_memory_bytes` reports.
+        memory_kind: what :meth:`peak_memory_bytes` reports (on CUDA, what its last reading
+            was: with or without the memory outside the allocator).
     """
 
     kind: str
@@ -52,7 +53,15 @@ class Backend(Protocol):
         ...
 
     def peak_memory_bytes(self) -> int:
-        """Peak memory since :meth:`reset_peak_memory`, in bytes."""
+        """Peak memory since :meth:`restart_peak_memory` (or :meth:`reset_peak_memory`
+        where the device keeps one window), in bytes; on CUDA with the memory the process
+        holds outside the allocator (NVML), then ``memory_kind`` says so."""
+        ...
+
+    def memory_figures(self) -> dict[str, Any]:
+        """This rank's figures of the last :meth:`peak_memory_bytes` beside the peak (CUDA:
+        NVML's ``process_memory_bytes`` and ``gpu_context_bytes``, or
+        ``process_memory_error``); empty where there are none (the CPU)."""
         ...
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import torch
 
@@ -48,6 +49,9 @@ class CpuBackend:
 
     def peak_memory_bytes(self) -> int:
         return max(0, peak_rss_bytes() - self._baseline_bytes)
+
+    def memory_figures(self) -> dict[str, Any]:
+        return {}
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
         return None

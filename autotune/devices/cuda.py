@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import torch
 
-from autotune.nvml import GpuWindowMeter
+from autotune.nvml import GpuWindowMeter, ProcessMemory, read_process_memory
 
-__all__ = ["BASELINE_TORCH_FLAGS", "CudaBackend", "enable_tf32", "rank_threads"]
+__all__ = [
+    "ALLOCATOR_PEAK",
+    "BASELINE_TORCH_FLAGS",
+    "PEAK_PLUS_CONTEXT",
+    "CudaBackend",
+    "combine_rank_memory",
+    "enable_tf32",
+    "rank_threads",
+]
+
+#: ``memory_kind`` of a CUDA trial whose peak counts the memory outside the allocator.
+PEAK_PLUS_CONTEXT = "cuda_peak_plus_context"
+#: ``memory_kind`` of a CUDA trial without NVML's figure: the allocator's peak alone.
+ALLOCATOR_PEAK = "cuda_allocator_peak"
 
 #: The torch settings a CUDA trial leaves at PyTorch's defaults (the baseline is "your
 #: defaults", so none of them is changed for it; only ``precision=tf32`` changes the first
@@ -68,17 +85,33 @@ class CudaBackend:
     convolutions that cuDNN may run in TF32 on Ampere and later GPUs. ``cudnn.benchmark``
     stays False in every trial (a stated setting, not a knob). DataLoaders pin host memory
     when they have workers (the Performance Tuning Guide's pairing of the two); without
-    workers they do not, as by default. Peak memory is ``torch.cuda.max_memory_allocated``
-    after ``reset_peak_memory_stats``.
+    workers they do not, as by default.
+
+    Peak memory (:meth:`peak_memory_bytes`) is ``torch.cuda.max_memory_allocated`` since the
+    warm-up plus what the process holds outside PyTorch's caching allocator: NVML's memory of
+    this process on its GPU (:func:`autotune.nvml.read_process_memory`) less
+    ``torch.cuda.memory_reserved``, read together after a sync. That difference is the CUDA
+    context, NCCL's buffers and other libraries' memory: hundreds of MiB per rank that the
+    allocator never sees, so that without it ``gpu_count=2`` looked nearly free. The
+    allocator's reserved but free blocks (among them the warm-up's autotuning workspaces)
+    are not counted: the caching allocator reuses them. Where NVML gives no figure the peak
+    is the allocator's alone (``memory_kind`` says which) and :meth:`memory_figures` says why.
+
+    Args:
+        nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
     """
 
     kind = "cuda"
     ddp_backend = "nccl"
     pin_memory = True  # with DataLoader workers (autotune.trial._setup)
-    memory_kind = "cuda_allocator_peak"
 
-    def __init__(self) -> None:
+    def __init__(self, nvml: Any | None = None) -> None:
         self._device = torch.device("cuda", 0)
+        self._nvml = nvml
+        #: What the last :meth:`peak_memory_bytes` was: ``cuda_peak_plus_context``, or
+        #: ``cuda_allocator_peak`` when NVML gave no figure (and before the first reading).
+        self.memory_kind = ALLOCATOR_PEAK
+        self._figures: dict[str, Any] = {}
 
     def torch_device(self) -> torch.device:
         return self._device
@@ -111,7 +144,63 @@ class CudaBackend:
         return warmup_peak
 
     def peak_memory_bytes(self) -> int:
-        return int(torch.cuda.max_memory_allocated(self._device))
+        """The allocator's peak since the warm-up plus NVML's memory of this process beyond
+        the allocator's reserved bytes (the CUDA context, NCCL's buffers), bytes; the
+        allocator's peak alone where NVML gives no figure."""
+        torch.cuda.synchronize(self._device)
+        peak = int(torch.cuda.max_memory_allocated(self._device))
+        reserved = int(torch.cuda.memory_reserved(self._device))
+        reading = read_process_memory(self._device.index or 0, os.getpid(), self._nvml)
+        self._figures = _rank_figures(reading, reserved)
+        if reading.used_bytes is None:
+            self.memory_kind = ALLOCATOR_PEAK
+            return peak
+        self.memory_kind = PEAK_PLUS_CONTEXT
+        return peak + self._figures["gpu_context_bytes"]
+
+    def memory_figures(self) -> dict[str, Any]:
+        """This rank's NVML figures of the last :meth:`peak_memory_bytes`:
+        ``process_memory_bytes`` and ``gpu_context_bytes``, or ``process_memory_error``."""
+        return dict(self._figures)
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
         return GpuWindowMeter.for_cuda_ranks(world_size)
+
+
+def _rank_figures(reading: ProcessMemory, reserved_bytes: int) -> dict[str, Any]:
+    """One rank's memory figures from NVML's reading and the allocator's reserved bytes
+    read with it."""
+    if reading.used_bytes is None:
+        return {"process_memory_error": reading.error or "no reason given"}
+    return {
+        "process_memory_bytes": reading.used_bytes,
+        "gpu_context_bytes": max(0, reading.used_bytes - reserved_bytes),
+    }
+
+
+def combine_rank_memory(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The trial's NVML memory figures from every rank's :meth:`CudaBackend.memory_figures`.
+
+    Returns:
+        ``process_memory_bytes`` (summed over ranks: what the trial holds on all its GPUs),
+        ``process_memory_max_bytes`` (the rank holding most) and ``gpu_context_bytes`` (the
+        most any rank held outside the allocator); or, when some rank has no figure,
+        ``process_memory_error`` naming the rank and why (all three missing then: a sum
+        over some ranks would read as the trial's). Empty where no rank has figures (the
+        CPU).
+    """
+    if not any(per_rank):
+        return {}
+    errors = [
+        (f"rank {rank}: " if len(per_rank) > 1 else "") + str(f["process_memory_error"])
+        for rank, f in enumerate(per_rank)
+        if "process_memory_bytes" not in f
+    ]
+    if errors:
+        return {"process_memory_error": "; ".join(errors)}
+    used = [int(f["process_memory_bytes"]) for f in per_rank]
+    return {
+        "process_memory_bytes": sum(used),
+        "process_memory_max_bytes": max(used),
+        "gpu_context_bytes": max(int(f["gpu_context_bytes"]) for f in per_rank),
+    }

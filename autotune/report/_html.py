@@ -272,7 +272,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
             ("x sooner (1 trial)", lambda r: ratio_text(r.speedup)),
             (f"{metric_column(metric)} reached", lambda r: metric.format(r.val_metric, 1)),
             ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
-            ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
+            ("compile s", lambda r: r.compile_text),
             ("eval s", lambda r: seconds_text(r.eval_s)),
             ("samples/s", lambda r: _sps(r.throughput_sps)),
             ("other CPU", lambda r: r.cpu_text),
@@ -286,7 +286,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
             "step ms",
             lambda r: "n/a" if r.step_time_s is None else f"{1e3 * r.step_time_s:.3f}",
         ),
-        ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
+        ("compile s", lambda r: r.compile_text),
         ("other CPU", lambda r: r.cpu_text),
     ]
 

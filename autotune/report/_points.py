@@ -118,6 +118,9 @@ class ParetoRow(NamedTuple):
             windows (None: not measured, e.g. on the mock device).
         busy: measured on a busy machine (the trial's ``busy_machine`` attribute).
         simulated: the mock device produced it (its CPU share is "not measured (mock)").
+        compile_cache: whether torch.compile found the graphs in its cache (``cold``,
+            ``warm``, ``partly warm``; the trial's ``compile_cache`` attribute), None when
+            not compiled or not known.
     """
 
     number: int
@@ -134,6 +137,16 @@ class ParetoRow(NamedTuple):
     other_cpu_share: float | None = None
     busy: bool = False
     simulated: bool = False
+    compile_cache: str | None = None
+
+    @property
+    def compile_text(self) -> str:
+        """The ``compile s`` cell of the Pareto tables: ``3.1``, ``3.1 cold``, ``0.4 warm``,
+        or ``n/a`` when not recorded."""
+        if self.compile_s is None:
+            return "n/a"
+        cache = f" {self.compile_cache}" if self.compile_cache and self.compile_s > 0 else ""
+        return f"{self.compile_s:.1f}{cache}"
 
     @property
     def time_to_accuracy(self) -> bool:
@@ -266,6 +279,12 @@ def attr_float(trial: FrozenTrial, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _text_attr(trial: FrozenTrial, name: str) -> str | None:
+    """A trial's text user attribute; None when absent or not text."""
+    value = trial.user_attrs.get(name)
+    return value if isinstance(value, str) else None
+
+
 def pareto_row(
     trial: FrozenTrial,
     baseline_sps: float | None = None,
@@ -295,6 +314,7 @@ def pareto_row(
         "other_cpu_share": attr_float(trial, "other_cpu_share"),
         "busy": trial.user_attrs.get(BUSY_ATTR) is True,
         "simulated": trial.user_attrs.get("simulated") is True,
+        "compile_cache": _text_attr(trial, "compile_cache"),
     }
     if trial_mode(trial) == "time_to_accuracy":
         time_s, peak_memory_bytes = (float(v) for v in trial.values)

@@ -108,7 +108,7 @@ def pareto_table(
         if not time_to_accuracy:
             cells.append("n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}")
         if compile_s or time_to_accuracy:
-            cells.append("n/a" if row.compile_s is None else f"{row.compile_s:.1f}")
+            cells.append(row.compile_text)
         cells.append(row.cpu_text)
         cells += [
             model_text(p),

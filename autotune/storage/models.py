@@ -155,8 +155,14 @@ class TrialResultModel(Base):
     step_time_s: Mapped[float | None] = mapped_column(Float)
     step_time_p90_s: Mapped[float | None] = mapped_column(Float)
     compile_s: Mapped[float | None] = mapped_column(Float)
+    # Whether torch.compile found the trial's graphs in its cache: cold, warm, partly warm;
+    # NULL when not compiled or not known (measure.compile_cache says whose cache).
+    compile_cache: Mapped[str | None] = mapped_column(String(16))
     peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     memory_kind: Mapped[str | None] = mapped_column(String(32))
+    # CUDA: NVML's memory of the trial's processes on their GPUs, summed over ranks (the
+    # CUDA contexts and NCCL buffers included); NULL on the CPU or without NVML's figure.
+    process_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     val_metric: Mapped[float | None] = mapped_column(Float)
     train_loss: Mapped[float | None] = mapped_column(Float)
     train_s: Mapped[float | None] = mapped_column(Float)

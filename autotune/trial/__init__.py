@@ -22,6 +22,7 @@ import gc
 import os
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +30,7 @@ import torch.distributed as dist
 
 from autotune.config import TrialConfig
 from autotune.devices import Backend, make_backend
+from autotune.devices.cuda import combine_rank_memory
 from autotune.measure import Measurement
 from autotune.trial._setup import prepare_training
 from autotune.trial._throughput import train_for_throughput
@@ -78,22 +80,74 @@ def run_rank(
             pids = [None] * world_size
             dist.all_gather_object(pids, os.getpid())
         local = _train(config, backend, rank, world_size, tuple(pids))
+        if rank == 0 and config.compile_mode != "none":
+            local = _with_extra(local, compile_cache_figures())
         if world_size == 1:
-            return local
+            return _with_extra(local, combine_rank_memory([backend.memory_figures()]))
         # The DDP reducer must be gone before the process group: freed after it, gloo's
         # destructor joins a worker thread that waits for the GIL the freeing thread holds
         # (a deadlock seen in about one run of three).
         gc.collect()
         gathered: list[Any] = [None] * world_size
-        dist.all_gather_object(gathered, local.peak_memory_bytes)
+        mine = (local.peak_memory_bytes, local.memory_kind, backend.memory_figures())
+        dist.all_gather_object(gathered, mine)
         if rank != 0:
             return None
         # CPU ranks share one host, so their memory adds up; each GPU holds its own rank.
         combine = sum if backend.kind == "cpu" else max
-        return replace(local, peak_memory_bytes=int(combine(gathered)))
+        kinds = {kind for _, kind, _ in gathered}
+        combined = replace(
+            local,
+            peak_memory_bytes=int(combine(peak for peak, _, _ in gathered)),
+            # Ranks with and without NVML's figure (rare): the peak mixes both kinds.
+            memory_kind=kinds.pop() if len(kinds) == 1 else f"{backend.kind}_mixed",
+        )
+        return _with_extra(combined, combine_rank_memory([figures for _, _, figures in gathered]))
     finally:
         if world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _with_extra(measurement: Measurement, figures: Mapping[str, Any]) -> Measurement:
+    """``measurement`` with ``figures`` added to its extra figures (the same for none)."""
+    if not figures:
+        return measurement
+    return replace(measurement, extra={**measurement.extra, **figures})
+
+
+def compile_cache_figures(
+    counters: Mapping[str, Mapping[str, int]] | None = None,
+) -> dict[str, Any]:
+    """Whether this process's torch.compile found its graphs in Inductor's FX graph cache.
+
+    Read from Dynamo's counters (``torch._dynamo.utils.counters["inductor"]``, whose
+    ``fxgraph_cache_hit`` and ``fxgraph_cache_miss`` count the compiled graphs found and not
+    found in the cache: torch 2.4 to 2.13 keep those names), which start at 0 in each trial
+    process. A warm compile loads the generated code (C++ or Triton kernels already built)
+    and takes a fraction of a cold one's seconds; Dynamo's tracing is paid either way.
+
+    Args:
+        counters: the counters to read; None reads Dynamo's (``{}`` when torch has none).
+
+    Returns:
+        ``compile_cache`` (``cold``: every lookup missed; ``warm``: every one hit;
+        ``partly warm``), ``compile_cache_hits`` and ``compile_cache_misses``; empty when
+        no graph was looked up (the cache off, nothing compiled, or counters torch no
+        longer keeps under these names).
+    """
+    if counters is None:
+        try:
+            from torch._dynamo.utils import counters as dynamo_counters
+        except ImportError:  # pragma: no cover (torch < 2.0)
+            return {}
+        counters = dynamo_counters
+    inductor = counters.get("inductor") or {}
+    hits = int(inductor.get("fxgraph_cache_hit", 0))
+    misses = int(inductor.get("fxgraph_cache_miss", 0))
+    if hits + misses == 0:
+        return {}
+    state = "cold" if hits == 0 else "warm" if misses == 0 else "partly warm"
+    return {"compile_cache": state, "compile_cache_hits": hits, "compile_cache_misses": misses}
 
 
 def _train(

@@ -71,3 +71,23 @@ def test_a_trial_measured_on_a_busy_machine_is_marked_and_the_caption_says_why()
         "BUSY: trial 1 measured on a busy machine (other processes used 48 % of the CPUs)"
         in " ".join(text.split())
     )
+
+
+def test_the_compile_seconds_say_whether_the_compile_was_cold_or_warm() -> None:
+    def row(number: int, **attrs: object) -> ParetoRow:
+        trial = make_trial(number, (4000.0, 0.85, 4 * MIB), extra_attrs=attrs)
+        return pareto_row(trial, 1000.0)
+
+    cold = row(1, compile_s=31.25, compile_cache="cold")
+    warm = row(2, compile_s=2.5, compile_cache="warm")
+    unknown = row(3, compile_s=2.5)  # recorded before compile_cache was
+    eager = row(4, compile_cache=None)
+
+    assert [r.compile_text for r in (cold, warm, unknown, eager)] == [
+        "31.2 cold",
+        "2.5 warm",
+        "2.5",
+        "0.0",
+    ]
+    text = _text(pareto_table([cold, warm], "front", speedup=False, compile_s=True))
+    assert "31.2 cold" in text and "2.5 warm" in text

@@ -187,6 +187,15 @@ def test_seconds_and_ratios_keep_two_or_three_significant_figures() -> None:
     ]  # fmt: skip
 
 
+def test_a_reached_trials_line_says_whether_its_compile_was_cold() -> None:
+    reached = tta_trial(3, 12.4, 8.3, metric=0.952)
+    reached.user_attrs["compile_cache"] = "cold"
+
+    assert _trial_line(reached).startswith(
+        "trial 3: reached 95.2% in 12.4 s (compile 0.5 s cold), 8.3 MiB  depth=2"
+    )
+
+
 def test_console_lines_of_reached_and_missed_trials() -> None:
     reached = tta_trial(3, 12.4, 8.3, metric=0.952)
     assert _trial_line(reached).startswith(

@@ -73,7 +73,7 @@ class TrialRecord:
         step_time_p90_s: 90th percentile seconds per optimizer step.
         compile_s: seconds torch.compile added before the first timed step.
         peak_memory_bytes: peak memory (see ``memory_kind``).
-        memory_kind: what ``peak_memory_bytes`` is (``cuda_allocator_peak``, ...).
+        memory_kind: what ``peak_memory_bytes`` is (``cuda_peak_plus_context``, ...).
         val_metric: the workload's validation metric (top-1 accuracy in [0, 1] for the
             built-ins; see the study's ``metric_name``).
         train_loss: mean training loss over the last epoch.
@@ -108,6 +108,10 @@ class TrialRecord:
         load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
         busy_machine: the share passed ``measure.max_other_cpu_share``: measured on a busy
             machine; None when not measured.
+        compile_cache: whether torch.compile found the trial's graphs in its cache
+            (``cold``, ``warm``, ``partly warm``); None when not compiled or not known.
+        process_memory_bytes: CUDA: NVML's memory of the trial's processes on their GPUs,
+            summed over ranks; None on the CPU or without NVML's figure.
     """
 
     study_name: str
@@ -156,6 +160,8 @@ class TrialRecord:
     other_cpu_share: float | None = None
     load_avg_1m: float | None = None
     busy_machine: bool | None = None
+    compile_cache: str | None = None
+    process_memory_bytes: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

@@ -49,6 +49,7 @@ _INT_ATTRS = (
     "steps",
     "timed_steps",
     "val_samples",
+    "process_memory_bytes",
 )
 
 
@@ -115,6 +116,7 @@ def trial_record(
     reached = attrs.get("target_reached")
     curve = attrs.get("metric_curve")
     busy = attrs.get(BUSY_ATTR)
+    cache = attrs.get("compile_cache")
     return TrialRecord(
         study_name=study_name,
         trial_number=trial.number,
@@ -135,6 +137,7 @@ def trial_record(
         target_reached=reached if isinstance(reached, bool) else None,
         metric_curve_json=json.dumps(curve) if isinstance(curve, list) else None,
         busy_machine=busy if isinstance(busy, bool) else None,
+        compile_cache=cache if isinstance(cache, str) else None,
         **figures,
         **knobs,
     )

@@ -129,3 +129,15 @@ def test_trial_record_of_a_missed_target_has_no_time_and_of_a_throughput_trial_n
     assert record.metric_curve_json == "[]"
     assert (plain.time_to_accuracy_s, plain.target_reached, plain.eval_s) == (None, None, None)
     assert plain.metric_curve_json is None
+
+
+def test_trial_record_keeps_the_compile_cache_and_nvmls_process_memory() -> None:
+    attrs = {"compile_s": 31.2, "compile_cache": "warm", "process_memory_bytes": 900 << 20}
+    trial = make_trial(3, (5000.0, 0.97, 7 << 20), extra_attrs=attrs)
+
+    record = trial_record("s", trial)
+
+    assert record.compile_cache == "warm"
+    assert record.process_memory_bytes == 900 << 20
+    eager_cpu = trial_record("s", make_trial(4, (5000.0, 0.97, 7 << 20)))
+    assert eager_cpu.compile_cache is None and eager_cpu.process_memory_bytes is None
