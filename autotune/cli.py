@@ -50,7 +50,13 @@ def run(
     """Run (or resume) a study: every trial trains for real on the device and is measured."""
     from autotune.api import prepare_run, run_study
     from autotune.config import load_run_config
-    from autotune.console import ProgressDisplay, print_header, print_result, verification_line
+    from autotune.console import (
+        ProgressDisplay,
+        describe_peaks,
+        print_header,
+        print_result,
+        verification_line,
+    )
     from autotune.exceptions import ConfigError
 
     if trials < 1:
@@ -62,8 +68,6 @@ def run(
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     print_header(console, prepared, trials)
-    from autotune.flops import describe_peaks
-
     peaks = describe_peaks(prepared.capabilities, prepared.space.precision.values())
     console.print(peaks, style="dim", markup=False, highlight=False)
     try:

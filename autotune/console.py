@@ -4,7 +4,7 @@ verification table and the one-line verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from optuna.trial import FrozenTrial
@@ -21,6 +21,8 @@ from rich.table import Table
 
 from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
 from autotune.config import display_url
+from autotune.flops import flops_text
+from autotune.hardware import DeviceCapabilities
 from autotune.measure import BUSY_ATTR, busy_text
 from autotune.objectives import Objective
 from autotune.report import (
@@ -40,6 +42,7 @@ from autotune.verification import ACCURACY, CandidateVerdict, VerificationSummar
 
 __all__ = [
     "ProgressDisplay",
+    "describe_peaks",
     "print_header",
     "print_result",
     "print_verdict",
@@ -154,6 +157,19 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
         console.print(f"[dim]skipped {line}[/]")
     for line in prepared.screen.notes() if prepared.screen is not None else []:
         console.print(f"[dim]{line}[/]", highlight=False)
+
+
+def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
+    """One line for the run header: the peak FLOP/s MFU is measured against, and its source."""
+    shown = [
+        f"{p} {flops_text(caps.peak_flops_per_s[p])}"
+        for p in precisions
+        if p in caps.peak_flops_per_s
+    ]
+    if not shown:
+        return f"MFU peak: {caps.peak_flops_source or 'unknown'}"
+    per = " per GPU" if caps.is_gpu else ""
+    return f"MFU peak{per}: {', '.join(shown)} ({caps.peak_flops_source})"
 
 
 class ProgressDisplay:
