@@ -233,9 +233,10 @@ def best(
 ) -> None:
     """Print the verified verdict and the Pareto-optimal configurations (single trials);
     optionally export the verified recommendation."""
+    from autotune.console import best_table
     from autotune.exceptions import ConfigError
     from autotune.export import best_configurations, export_best_yaml, export_choice
-    from autotune.report import SIMULATED_LINE, best_table
+    from autotune.report import SIMULATED_LINE
 
     if trial is not None and export is None:
         raise ConfigError(f"--trial {trial}: only with --export FILE (it picks what to export)")
@@ -266,8 +267,8 @@ def ls_studies(
     args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
 ) -> None:
     """List the studies in a database with trial counts and hardware."""
+    from autotune.console import studies_table
     from autotune.export import list_studies
-    from autotune.report import studies_table
 
     storage = _storage_arg(args)
     _out_console().print(studies_table(list_studies(storage), storage))

@@ -1,11 +1,12 @@
 """Terminal output of ``autotune run`` and ``autotune verify``: the header, live progress, the
 Pareto table (:func:`autotune.report.pareto_table`, shared with ``autotune best``), the
-verification table and the one-line verdict."""
+verification table and the one-line verdict; and the tables of ``autotune best`` and
+``autotune ls`` (export's results, rendered)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
 from rich.console import Console
@@ -19,10 +20,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
 from autotune.config import display_url
 from autotune.flops import flops_text
-from autotune.hardware import DeviceCapabilities
 from autotune.measure import BUSY_ATTR, busy_text
 from autotune.objectives import Objective
 from autotune.report import (
@@ -40,12 +39,19 @@ from autotune.report import (
 )
 from autotune.verification import ACCURACY, CandidateVerdict, VerificationSummary, trial_metric
 
+if TYPE_CHECKING:  # annotations only: `autotune best` and `ls` need not import torch (api does)
+    from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
+    from autotune.export import BestConfigs, StudySummary
+    from autotune.hardware import DeviceCapabilities
+
 __all__ = [
     "ProgressDisplay",
+    "best_table",
     "describe_peaks",
     "print_header",
     "print_result",
     "print_verdict",
+    "studies_table",
     "verification_line",
     "verification_table",
 ]
@@ -448,3 +454,79 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
             f"`{verify_command(result.study_name, result.storage)}` verifies the finalists",
             highlight=False,
         )
+
+
+def best_table(best: BestConfigs) -> Table:
+    """The Pareto-optimal configurations of ``autotune best``, best first by the chosen
+    objective: single-trial figures of the search (the verified recommendation, when it is one
+    of them, is marked); :func:`~autotune.report.pareto_table` with a title that says so."""
+    tta = best.objective_mode == "time_to_accuracy"
+    target = f" to reach {best.metric.format(best.target, 1)}" if tta and best.target else ""
+    objective = "time to target" if best.objective == "time" else best.objective
+    title = (
+        f"Pareto-optimal configurations of study {best.study_name} on {best.device_name}"
+        f"{target}, by {objective}: single-trial figures, not verified"
+        + (" [SIMULATED]" if best.simulated else "")
+    )
+    return pareto_table(
+        best.rows,
+        title,
+        best.metric,
+        recommended=best.recommended_trial,
+        time_to_accuracy=tta,
+    )
+
+
+def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
+    """One line per study: trials, hardware, best single-trial throughput (a time-to-accuracy
+    study's: its shortest single-trial time to target, ``12.4 s to 95.0%``), and the verified
+    speedup of its recommendation (or why there is none)."""
+    mixed = any(s.objective == "time_to_accuracy" for s in studies)
+    table = Table(title=f"Studies in {display_url(storage)}", title_justify="left")
+    for name, justify in (
+        ("study", "left"),
+        ("space", "left"),
+        ("hardware", "left"),
+        ("metric", "left"),
+        ("finished", "right"),
+        ("all trials", "right"),
+        ("feasible", "right"),
+        ("Pareto", "right"),
+        ("best (1 trial)" if mixed else "best samples/s (1 trial)", "right"),
+        ("verified speedup", "right"),
+        ("created (UTC)", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for s in studies:
+        table.add_row(
+            s.study_name,
+            s.space_name,
+            s.hardware + (" [SIMULATED]" if s.simulated else ""),
+            s.metric,
+            str(s.finished),
+            str(s.total),
+            str(s.feasible),
+            str(s.pareto),
+            _best_cell(s, mixed),
+            (
+                f"{s.verified_speedup:.2f}x"
+                + (" sooner" if s.objective == "time_to_accuracy" else "")
+                + f" (trial {s.recommended_trial})"
+                if s.verified_speedup is not None
+                else s.verification
+            ),
+            "" if s.created is None else s.created.strftime("%Y-%m-%d %H:%M"),
+        )
+    return table
+
+
+def _best_cell(study: StudySummary, mixed: bool) -> str:
+    """``1,234`` (``1,234 samples/s`` beside time-to-accuracy studies) or ``12.4 s to 95.0%``."""
+    if study.objective == "time_to_accuracy":
+        if study.best_time_to_accuracy_s is None:
+            return "target not reached"
+        target = f" to {study.target}" if study.target else " to target"
+        return f"{seconds_text(study.best_time_to_accuracy_s)} s{target}"
+    if study.best_throughput_sps is None:
+        return "n/a"
+    return f"{study.best_throughput_sps:,.0f}" + (" samples/s" if mixed else "")

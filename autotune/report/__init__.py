@@ -34,7 +34,7 @@ from autotune.report._points import (
     trial_mode,
 )
 from autotune.report._study import default_report_path, report_study
-from autotune.report._terminal import SIMULATED_LINE, best_table, pareto_table, studies_table
+from autotune.report._terminal import SIMULATED_LINE, pareto_table
 from autotune.report._text import (
     NOT_VERIFIED,
     busy_runs_text,
@@ -66,7 +66,6 @@ __all__ = [
     "ParetoRow",
     "ReportData",
     "TrialPoint",
-    "best_table",
     "build_figures",
     "busy_runs_text",
     "classify",
@@ -90,7 +89,6 @@ __all__ = [
     "render_report",
     "report_study",
     "seconds_text",
-    "studies_table",
     "study_command",
     "times_sooner",
     "trial_mode",

@@ -1,24 +1,18 @@
-"""Terminal tables (rich): the Pareto table of ``autotune run`` and ``autotune best``, and the
-study list of ``autotune ls``."""
+"""The terminal Pareto table (rich) of ``autotune run`` and ``autotune best``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from autotune.config import display_url
 from autotune.measure import busy_text
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import metric_column, model_text, ratio_text, seconds_text
 from autotune.verification import ACCURACY
 
-if TYPE_CHECKING:  # export imports report; the tables only need its types
-    from autotune.export import BestConfigs, StudySummary
-
-__all__ = ["SIMULATED_LINE", "best_table", "pareto_table", "studies_table"]
+__all__ = ["SIMULATED_LINE", "pareto_table"]
 
 _MIB = float(1 << 20)
 SIMULATED_LINE = (
@@ -132,79 +126,3 @@ def pareto_table(
         )
         table.caption_justify = "left"
     return table
-
-
-def best_table(best: BestConfigs) -> Table:
-    """The Pareto-optimal configurations of ``autotune best``, best first by the chosen
-    objective: single-trial figures of the search (the verified recommendation, when it is one
-    of them, is marked); :func:`pareto_table` with a title that says so."""
-    tta = best.objective_mode == "time_to_accuracy"
-    target = f" to reach {best.metric.format(best.target, 1)}" if tta and best.target else ""
-    objective = "time to target" if best.objective == "time" else best.objective
-    title = (
-        f"Pareto-optimal configurations of study {best.study_name} on {best.device_name}"
-        f"{target}, by {objective}: single-trial figures, not verified"
-        + (" [SIMULATED]" if best.simulated else "")
-    )
-    return pareto_table(
-        best.rows,
-        title,
-        best.metric,
-        recommended=best.recommended_trial,
-        time_to_accuracy=tta,
-    )
-
-
-def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
-    """One line per study: trials, hardware, best single-trial throughput (a time-to-accuracy
-    study's: its shortest single-trial time to target, ``12.4 s to 95.0%``), and the verified
-    speedup of its recommendation (or why there is none)."""
-    mixed = any(s.objective == "time_to_accuracy" for s in studies)
-    table = Table(title=f"Studies in {display_url(storage)}", title_justify="left")
-    for name, justify in (
-        ("study", "left"),
-        ("space", "left"),
-        ("hardware", "left"),
-        ("metric", "left"),
-        ("finished", "right"),
-        ("all trials", "right"),
-        ("feasible", "right"),
-        ("Pareto", "right"),
-        ("best (1 trial)" if mixed else "best samples/s (1 trial)", "right"),
-        ("verified speedup", "right"),
-        ("created (UTC)", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for s in studies:
-        table.add_row(
-            s.study_name,
-            s.space_name,
-            s.hardware + (" [SIMULATED]" if s.simulated else ""),
-            s.metric,
-            str(s.finished),
-            str(s.total),
-            str(s.feasible),
-            str(s.pareto),
-            _best_cell(s, mixed),
-            (
-                f"{s.verified_speedup:.2f}x"
-                + (" sooner" if s.objective == "time_to_accuracy" else "")
-                + f" (trial {s.recommended_trial})"
-                if s.verified_speedup is not None
-                else s.verification
-            ),
-            "" if s.created is None else s.created.strftime("%Y-%m-%d %H:%M"),
-        )
-    return table
-
-
-def _best_cell(study: StudySummary, mixed: bool) -> str:
-    """``1,234`` (``1,234 samples/s`` beside time-to-accuracy studies) or ``12.4 s to 95.0%``."""
-    if study.objective == "time_to_accuracy":
-        if study.best_time_to_accuracy_s is None:
-            return "target not reached"
-        target = f" to {study.target}" if study.target else " to target"
-        return f"{seconds_text(study.best_time_to_accuracy_s)} s{target}"
-    if study.best_throughput_sps is None:
-        return "n/a"
-    return f"{study.best_throughput_sps:,.0f}" + (" samples/s" if mixed else "")
