@@ -37,6 +37,7 @@ from autotune.report import (
     trial_mode,
     verify_command,
 )
+from autotune.units import MIB
 from autotune.verification import ACCURACY, CandidateVerdict, VerificationSummary, trial_metric
 
 if TYPE_CHECKING:  # annotations only: `autotune best` and `ls` need not import torch (api does)
@@ -56,7 +57,6 @@ __all__ = [
     "verification_table",
 ]
 
-_MIB = float(1 << 20)
 SIMULATED_BANNER = "SIMULATED: device=mock runs an analytic cost model; no training happens and no figure is a measurement."
 
 
@@ -78,14 +78,14 @@ def _fmt_best(
         to = f" to {metric.format(target, 1)}" if target is not None else " to target"
         return (
             f"best: {seconds_text(best['time_to_accuracy_s'])} s{to} · "
-            f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+            f"mem {best.get('peak_memory_bytes', 0) / MIB:,.1f} MiB"
         )
     if not best:
         return "best: no feasible trial yet"
     return (
         f"best: {best.get('throughput_sps', 0):,.0f} samples/s · "
         f"{_metric_text(metric, best.get(metric.name))} · "
-        f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+        f"mem {best.get('peak_memory_bytes', 0) / MIB:,.1f} MiB"
     )
 
 
@@ -99,7 +99,7 @@ def _to_target_line(trial: FrozenTrial, metric: Objective) -> str:
     """A measured time-to-accuracy trial: ``trial 3: reached 95.2% in 12.4 s (compile 3.1 s),
     8.3 MiB`` or ``trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB``."""
     attrs = trial.user_attrs
-    memory = f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+    memory = f"{attrs.get('peak_memory_bytes', 0) / MIB:,.1f} MiB"
     name = "" if metric.is_accuracy else f"{metric.name} "
     reached = metric.format(trial_metric(trial), 1)
     time_s = attrs.get("time_to_accuracy_s")
@@ -144,7 +144,7 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
         f"{_metric_text(metric, trial_metric(trial))}, "
-        f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB{_busy_flag(trial)}  {knobs}"
+        f"{attrs.get('peak_memory_bytes', 0) / MIB:,.1f} MiB{_busy_flag(trial)}  {knobs}"
     )
 
 
@@ -254,7 +254,7 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
     if r.failure is not None:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
-    memory = f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
+    memory = f"{(r.peak_memory_bytes or 0) / MIB:,.1f} MiB (seed {r.seed})"
     busy = _busy_rerun_text(progress)
     if r.target_reached is not None:  # a time-to-accuracy run
         reached = metric.format(r.val_metric, 1)
@@ -266,7 +266,7 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
         return f"{head}: missed the target ({reached} at the end), {memory}{busy}"
     return (
         f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {_metric_text(metric, r.val_metric, 2)}, "
-        f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed}){busy}"
+        f"{(r.peak_memory_bytes or 0) / MIB:,.1f} MiB (seed {r.seed}){busy}"
     )
 
 
@@ -362,7 +362,7 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
             if v.val_metric_mean is not None
             else "-",
             f"{v.val_samples:,}" if v.val_samples else "-",
-            f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
+            f"{v.peak_memory_max_bytes / MIB:,.1f}" if v.peak_memory_max_bytes else "-",
             busy_runs_text(v, simulated=summary.simulated),
             ("RECOMMENDED" if summary.recommended is v else v.verdict),
             "" if v.is_baseline else v.changes_text(),

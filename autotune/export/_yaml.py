@@ -27,11 +27,10 @@ from autotune.report import (
     seconds_text,
     verify_command,
 )
+from autotune.units import MIB
 from autotune.verification import VerificationSummary, tolerance_text
 
 __all__ = ["export_best_yaml", "export_choice"]
-
-_MIB = float(1 << 20)
 
 
 def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
@@ -169,7 +168,7 @@ def _model_words(best: BestConfigs, row: ParetoRow) -> str:
 
 def _single_trial_words(best: BestConfigs, row: ParetoRow) -> str:
     """What the row's single trial measured, in one sentence."""
-    memory = f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB."
+    memory = f"peak memory {row.peak_memory_bytes / MIB:,.1f} MiB."
     if row.time_to_accuracy_s is not None:
         return (
             f"Its single trial: reached {best.metric.label} "

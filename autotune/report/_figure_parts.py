@@ -19,10 +19,10 @@ from autotune.objectives import Objective
 from autotune.report._data import ReportData
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
 from autotune.report._text import ratio_text, seconds_text
+from autotune.units import MIB
 
 __all__ = [
     "LAYOUT",
-    "MIB",
     "POINT_CLASSES",
     "Axis",
     "axis_value",
@@ -38,9 +38,6 @@ __all__ = [
     "recommended_number",
     "short_label",
 ]
-
-#: Bytes per MiB, the display unit of peak memory.
-MIB = float(1 << 20)
 
 
 class Axis(NamedTuple):

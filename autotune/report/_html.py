@@ -34,6 +34,7 @@ from autotune.report._text import (
     ratio_text,
     seconds_text,
 )
+from autotune.units import MIB
 from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
@@ -53,7 +54,6 @@ SIMULATED_TEXT = (
 )
 #: Plotly's per-plot options: no logo, no link to the online editor.
 PLOTLY_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True, "showLink": False}
-_MIB = float(1 << 20)
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #222;
@@ -241,7 +241,7 @@ def _stage_table(
             if v.val_metric_mean is not None
             else "n/a",
             f"{v.val_samples:,}" if v.val_samples else "n/a",
-            "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
+            "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / MIB:,.1f}",
             busy_runs_text(v, simulated=summary.simulated),
         ]
         texts = [
@@ -271,7 +271,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
             ("time to target s", lambda r: seconds_text(r.time_to_accuracy_s)),
             ("x sooner (1 trial)", lambda r: ratio_text(r.speedup)),
             (f"{metric_column(metric)} reached", lambda r: metric.format(r.val_metric, 1)),
-            ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
+            ("peak MiB", lambda r: f"{r.peak_memory_bytes / MIB:,.1f}"),
             ("compile s", lambda r: "n/a" if r.compile_s is None else f"{r.compile_s:.1f}"),
             ("eval s", lambda r: seconds_text(r.eval_s)),
             ("samples/s", lambda r: _sps(r.throughput_sps)),
@@ -281,7 +281,7 @@ def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], s
         ("samples/s", lambda r: _sps(r.throughput_sps)),
         ("x baseline (1 trial)", lambda r: _speedup(r.speedup)),
         (metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
-        ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
+        ("peak MiB", lambda r: f"{r.peak_memory_bytes / MIB:,.1f}"),
         (
             "step ms",
             lambda r: "n/a" if r.step_time_s is None else f"{1e3 * r.step_time_s:.3f}",

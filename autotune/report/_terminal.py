@@ -10,11 +10,11 @@ from autotune.measure import busy_text
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import metric_column, model_text, ratio_text, seconds_text
+from autotune.units import MIB
 from autotune.verification import ACCURACY
 
 __all__ = ["SIMULATED_LINE", "pareto_table"]
 
-_MIB = float(1 << 20)
 SIMULATED_LINE = (
     "SIMULATED: these figures come from device=mock, an analytic cost model; no training "
     "happened and no figure is a measurement."
@@ -97,7 +97,7 @@ def pareto_table(
             cells.append("n/a" if row.speedup is None else f"{row.speedup:.2f}x")
         cells += [
             metric.format(row.val_metric, 1),
-            f"{row.peak_memory_bytes / _MIB:,.1f}",
+            f"{row.peak_memory_bytes / MIB:,.1f}",
         ]
         if not time_to_accuracy:
             cells.append("n/a" if row.step_time_s is None else f"{1e3 * row.step_time_s:.3f}")
