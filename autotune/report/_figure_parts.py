@@ -2,14 +2,13 @@
 layout, the point classes with their markers and hover text, and where each point is drawn.
 
 Every user-provided string that reaches a figure (study name, space name, parameter values,
-failure reasons) goes through :func:`esc` (:func:`html.escape`): Plotly renders titles, hover
-text and tick labels as a subset of HTML, so unescaped text could inject markup. Plotly shows
-the escaped entities as the original characters.
+failure reasons) goes through :func:`~autotune.report._text.esc` (:func:`html.escape`): Plotly
+renders titles, hover text and tick labels as a subset of HTML, so unescaped text could inject
+markup. Plotly shows the escaped entities as the original characters.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -18,7 +17,7 @@ import plotly.graph_objects as go
 from autotune.objectives import Objective
 from autotune.report._data import ReportData
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
-from autotune.report._text import ratio_text, seconds_text
+from autotune.report._text import esc, ratio_text, seconds_text
 from autotune.units import MIB
 
 __all__ = [
@@ -27,7 +26,6 @@ __all__ = [
     "Axis",
     "axis_value",
     "class_label",
-    "esc",
     "figure_title",
     "hover_text",
     "metric_label",
@@ -132,11 +130,6 @@ LAYOUT: dict[str, Any] = {
     "legend": {"font": {"size": 10}, "orientation": "h", "yanchor": "top", "y": -0.18, "x": 0},
     "hoverlabel": {"align": "left"},
 }
-
-
-def esc(value: Any) -> str:
-    """``value`` as text with HTML's special characters escaped (quotes too)."""
-    return html.escape(str(value), quote=True)
 
 
 def note_empty(fig: go.Figure, text: str) -> None:

@@ -2,7 +2,7 @@
 dashboard's page shell.
 
 Every user-provided string (study name, space name, parameter values, failure reasons,
-hardware names) goes through :func:`html.escape` here; JSON embedded in a ``<script>`` has its
+hardware names) goes through :func:`~autotune.report._text.esc` here; JSON embedded in a ``<script>`` has its
 ``<`` written as ``\\u003c`` so no string can close the script element.
 
 One module of about 520 lines on purpose: the escaping rule above holds in one place for every
@@ -11,7 +11,6 @@ fragment and both page shells, much of it the HTML and CSS text itself.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, ParetoRow
 from autotune.report._text import (
     busy_runs_text,
+    esc,
     metric_column,
     metric_difference,
     metric_spread,
@@ -87,10 +87,6 @@ footer { font-size: 11px; color: #888; padding-bottom: 24px; }
 """
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def script_json(value: Any) -> str:
     """JSON safe to place inside ``<script>``: every ``<`` is written ``\\u003c``."""
     return json.dumps(value).replace("<", "\\u003c")
@@ -113,7 +109,7 @@ def _summary(data: ReportData) -> str:
         kind = "recommended"
     else:
         kind = "nothing"  # verified: not faster, nothing to verify, or incomplete
-    parts = [f'<p id="verdict" class="verdict {kind}">{_esc(data.verdict_line())}</p>']
+    parts = [f'<p id="verdict" class="verdict {kind}">{esc(data.verdict_line())}</p>']
     counts = (
         f"<b>{data.finished}</b> finished trials: {data.count(FEASIBLE)} feasible, "
         f"{data.count(INFEASIBLE)} infeasible, {data.count(FAILED)} failed; "
@@ -136,11 +132,11 @@ def _summary(data: ReportData) -> str:
             else ""
         )
         parts.append(
-            f"<p>Verification {summary.number}: {_esc(race)}the baseline and "
+            f"<p>Verification {summary.number}: {esc(race)}the baseline and "
             f"{len(summary.candidates)} configuration(s) re-run in {summary.rounds} interleaved, "
             "rotated rounds of fresh processes, seeds "
-            f"{_esc(', '.join(map(str, summary.seeds)))}, which alone make the claim; a "
-            f"recommendation {_esc(_tolerance_words(summary))} and its speedup's 95 % interval "
+            f"{esc(', '.join(map(str, summary.seeds)))}, which alone make the claim; a "
+            f"recommendation {esc(_tolerance_words(summary))} and its speedup's 95 % interval "
             "lies above 1.0x. The plots and the Pareto table below are single-trial figures from the "
             "search: they ranked the finalists and are not a claim.</p>"
         )
@@ -151,7 +147,7 @@ def _summary(data: ReportData) -> str:
         )
     base = data.baseline
     if base is not None and base.throughput_sps is None:
-        parts.append(f"<p>Baseline: trial {base.number} ({_esc(base.reason or base.status)}).</p>")
+        parts.append(f"<p>Baseline: trial {base.number} ({esc(base.reason or base.status)}).</p>")
     return "\n".join(parts)
 
 
@@ -160,7 +156,7 @@ def _target_words(data: ReportData) -> str:
     metric = data.metric
     better = "at least" if metric.direction == "maximize" else "at most"
     target = metric.format(data.target, 1) if data.target is not None else "its target"
-    return _esc(
+    return esc(
         f"Time to accuracy: each trial trains until its validation {metric.name} is {better} "
         f"{target}; the objectives are the wall seconds to that target (compilation and "
         "evaluations included) and peak memory. A trial that misses the target is infeasible."
@@ -184,7 +180,7 @@ def _verification_table(data: ReportData) -> str:
     verdict line when the study is not verified (:func:`_stage_table`)."""
     summary = data.verification
     if summary is None:
-        return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+        return f'<p class="notes">{esc(data.verdict_line())}.</p>'
     tables = []
     if summary.race:
         tables.append("<h3>Race (stage A: picks one survivor, claims nothing)</h3>")
@@ -221,8 +217,8 @@ def _stage_table(
         ]
     head = (
         f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
-        + "".join(f"<th>{_esc(name)}</th>" for name, _ in figures)
-        + f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>n val</th>"
+        + "".join(f"<th>{esc(name)}</th>" for name, _ in figures)
+        + f"<th>{esc(metric_column(summary.metric))} mean [min-max]</th><th>n val</th>"
         "<th>peak MiB</th><th>busy runs</th><th class=text>verdict</th>"
         "<th class=text>changed knobs</th></tr>"
     )
@@ -248,8 +244,8 @@ def _stage_table(
             "RECOMMENDED" if recommended else v.verdict,
             "" if v.is_baseline else v.changes_text(),
         ]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
-            f'<td class="text">{_esc(t)}</td>' for t in texts
+        tds = "".join(f"<td>{esc(c)}</td>" for c in cells) + "".join(
+            f'<td class="text">{esc(t)}</td>' for t in texts
         )
         css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
         rows.append(f"<tr{css}>{tds}</tr>")
@@ -300,8 +296,8 @@ def _pareto_table(data: ReportData) -> str:
     columns = _pareto_columns(data)
     head = (
         "<tr><th>trial</th>"
-        + "".join(f"<th>{_esc(label)}</th>" for label, _ in columns)
-        + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
+        + "".join(f"<th>{esc(label)}</th>" for label, _ in columns)
+        + "".join(f'<th class="text">{esc(k)}</th>' for k in knobs)
         + "</tr>"
     )
     recommended = data.recommended.trial_number if data.recommended is not None else None
@@ -313,13 +309,13 @@ def _pareto_table(data: ReportData) -> str:
             + (" (recommended)" if row.number == recommended else ""),
             *(cell(row) for _, cell in columns),
         ]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
-            f'<td class="text">{_esc(row.params.get(k, "—"))}</td>' for k in knobs
+        tds = "".join(f"<td>{esc(c)}</td>" for c in cells) + "".join(
+            f'<td class="text">{esc(row.params.get(k, "—"))}</td>' for k in knobs
         )
         rows.append(f"<tr{' class=baseline' if row.baseline else ''}>{tds}</tr>")
     busy = "".join(
         f'<p class="notes busy">BUSY: trial {row.number} '
-        f"{_esc(busy_text(row.other_cpu_share or 0.0))}.</p>"
+        f"{esc(busy_text(row.other_cpu_share or 0.0))}.</p>"
         for row in data.pareto
         if row.busy
     )
@@ -328,24 +324,24 @@ def _pareto_table(data: ReportData) -> str:
 
 def _hardware_table(data: ReportData) -> str:
     rows = "".join(
-        f'<tr><th class="text">{_esc(label)}</th><td class="text">{_esc(value)}</td></tr>'
+        f'<tr><th class="text">{esc(label)}</th><td class="text">{esc(value)}</td></tr>'
         for label, value in data.hardware
     )
     return f"<table>{rows}</table>" if rows else '<p class="notes">Not recorded.</p>'
 
 
 def _title(data: ReportData) -> str:
-    space = f" · space <code>{_esc(data.space_name)}</code>" if data.space_name else ""
-    device = f" · {_esc(data.device_name)}" if data.device_name else ""
-    return f"study <code>{_esc(data.study_name)}</code>{space}{device}"
+    space = f" · space <code>{esc(data.space_name)}</code>" if data.space_name else ""
+    device = f" · {esc(data.device_name)}" if data.device_name else ""
+    return f"study <code>{esc(data.study_name)}</code>{space}{device}"
 
 
 def fragments(data: ReportData) -> dict[str, str]:
     """The page's HTML fragments by element id, every user string escaped."""
-    notes = "".join(f"<li>{_esc(n)}</li>" for n in data.notes)
+    notes = "".join(f"<li>{esc(n)}</li>" for n in data.notes)
     return {
         "title": _title(data),
-        "simulated": f'<div class="simulated">{_esc(SIMULATED_TEXT)}</div>'
+        "simulated": f'<div class="simulated">{esc(SIMULATED_TEXT)}</div>'
         if data.simulated
         else "",
         "summary": _summary(data),
@@ -427,7 +423,7 @@ def render_report(data: ReportData) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>autotune report: {_esc(data.study_name)}{simulated}</title>
+<title>autotune report: {esc(data.study_name)}{simulated}</title>
 <style>{_CSS}</style>
 <script type="text/javascript">{get_plotlyjs()}</script>
 </head>
@@ -463,8 +459,8 @@ def study_nav(names: Sequence[str], current: str | None) -> str:
     if not names:
         return "<nav>No studies in this database yet; the page will show one when it starts.</nav>"
     links = "".join(
-        f'<a href="/?study={_esc(quote(n, safe=""))}"{" class=current" if n == current else ""}>'
-        f"{_esc(n)}</a>"
+        f'<a href="/?study={esc(quote(n, safe=""))}"{" class=current" if n == current else ""}>'
+        f"{esc(n)}</a>"
         for n in names
     )
     return f"<nav>studies: {links}</nav>"
@@ -485,7 +481,7 @@ def dashboard_page(
         mode: the study's objective mode: which figures the page has places for.
     """
     nav = f'<div id="study-nav">{study_nav(names, study)}</div><div id="live-status">connecting…</div>'
-    title = f"autotune dashboard: {_esc(study)}" if study else "autotune dashboard"
+    title = f"autotune dashboard: {esc(study)}" if study else "autotune dashboard"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

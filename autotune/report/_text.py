@@ -1,9 +1,10 @@
 """The words every output shares: the model's knobs as text, the metric's column, spread and
-paired difference,
-the ``autotune`` command lines a page names, and the line of a study without a verification."""
+paired difference, HTML escaping, the ``autotune`` command lines a page names, and the line of a
+study without a verification."""
 
 from __future__ import annotations
 
+import html
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,7 @@ from autotune.verification import CandidateVerdict, difference_number, differenc
 __all__ = [
     "NOT_VERIFIED",
     "busy_runs_text",
+    "esc",
     "metric_column",
     "metric_difference",
     "metric_spread",
@@ -29,6 +31,12 @@ __all__ = [
 
 #: The first words of what every output says about a study without a finished verification.
 NOT_VERIFIED = "not verified"
+
+
+def esc(value: Any) -> str:
+    """``value`` as text with HTML's special characters escaped (quotes too): every
+    user-provided string of a page or a figure goes through it."""
+    return html.escape(str(value), quote=True)
 
 
 def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
