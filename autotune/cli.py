@@ -236,7 +236,7 @@ def best(
     from autotune.console import best_table
     from autotune.exceptions import ConfigError
     from autotune.export import best_configurations, export_best_yaml, export_choice
-    from autotune.report import SIMULATED_LINE
+    from autotune.report import SIMULATED_TEXT
 
     if trial is not None and export is None:
         raise ConfigError(f"--trial {trial}: only with --export FILE (it picks what to export)")
@@ -245,7 +245,7 @@ def best(
         export_choice(result, trial)  # refuse before printing anything
     console = _out_console()
     if result.simulated:
-        console.print(f"[bold yellow]{SIMULATED_LINE}[/]")
+        console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
     _print_verdict_line(console, result.verdict, result.recommended_trial is not None)
     console.print(best_table(result))
     if export is not None:

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from autotune.objectives import Objective
 from autotune.report._data import ReportData
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
-from autotune.report._text import esc, ratio_text, seconds_text
+from autotune.report._text import esc, mib_text, ratio_text, seconds_text
 from autotune.units import MIB
 
 __all__ = [
@@ -176,7 +176,7 @@ def _to_target_words(point: TrialPoint, data: ReportData) -> list[str]:
     """Hover lines of a measured trial of a time-to-accuracy study."""
     metric = data.metric
     name = "" if metric.is_accuracy else esc(metric.name) + " "
-    memory = f"{(point.peak_memory_bytes or 0) / MIB:,.1f} MiB"
+    memory = f"{mib_text(point.peak_memory_bytes or 0)} MiB"
     if point.time_to_accuracy_s is not None:
         lines = [
             f"single trial: reached {name}{metric.format(point.val_metric, 1)} in "
@@ -218,7 +218,7 @@ def hover_text(point: TrialPoint, data: ReportData) -> str:
         lines.append(
             f"single trial: {point.throughput_sps or 0:,.0f} samples/s · "
             f"{shown if metric.is_accuracy else esc(metric.name) + ' ' + shown} · "
-            f"{(point.peak_memory_bytes or 0) / MIB:,.1f} MiB"
+            f"{mib_text(point.peak_memory_bytes or 0)} MiB"
         )
         if point.speedup is not None:
             lines.append(f"{point.speedup:.2f}x the baseline's throughput (single trials)")
