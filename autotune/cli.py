@@ -50,7 +50,13 @@ def run(
     """Run (or resume) a study: every trial trains for real on the device and is measured."""
     from autotune.api import prepare_run, run_study
     from autotune.config import load_run_config
-    from autotune.console import ProgressDisplay, print_header, print_result, verification_line
+    from autotune.console import (
+        ProgressDisplay,
+        describe_peaks,
+        print_header,
+        print_result,
+        verification_line,
+    )
     from autotune.exceptions import ConfigError
 
     if trials < 1:
@@ -62,8 +68,6 @@ def run(
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
     console = Console() if sys.stdout.isatty() else Console(width=200)
     print_header(console, prepared, trials)
-    from autotune.flops import describe_peaks
-
     peaks = describe_peaks(prepared.capabilities, prepared.space.precision.values())
     console.print(peaks, style="dim", markup=False, highlight=False)
     try:
@@ -229,9 +233,10 @@ def best(
 ) -> None:
     """Print the verified verdict and the Pareto-optimal configurations (single trials);
     optionally export the verified recommendation."""
+    from autotune.console import best_table
     from autotune.exceptions import ConfigError
     from autotune.export import best_configurations, export_best_yaml, export_choice
-    from autotune.report import SIMULATED_LINE, best_table
+    from autotune.report import SIMULATED_TEXT
 
     if trial is not None and export is None:
         raise ConfigError(f"--trial {trial}: only with --export FILE (it picks what to export)")
@@ -240,7 +245,7 @@ def best(
         export_choice(result, trial)  # refuse before printing anything
     console = _out_console()
     if result.simulated:
-        console.print(f"[bold yellow]{SIMULATED_LINE}[/]")
+        console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
     _print_verdict_line(console, result.verdict, result.recommended_trial is not None)
     console.print(best_table(result))
     if export is not None:
@@ -262,8 +267,8 @@ def ls_studies(
     args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
 ) -> None:
     """List the studies in a database with trial counts and hardware."""
+    from autotune.console import studies_table
     from autotune.export import list_studies
-    from autotune.report import studies_table
 
     storage = _storage_arg(args)
     _out_console().print(studies_table(list_studies(storage), storage))

@@ -1,11 +1,12 @@
 """Terminal output of ``autotune run`` and ``autotune verify``: the header, live progress, the
 Pareto table (:func:`autotune.report.pareto_table`, shared with ``autotune best``), the
-verification table and the one-line verdict."""
+verification table and the one-line verdict; and the tables of ``autotune best`` and
+``autotune ls`` (export's results, rendered)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
 from rich.console import Console
@@ -19,36 +20,39 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
 from autotune.config import display_url
+from autotune.flops import flops_text
 from autotune.measure import BUSY_ATTR, busy_text
 from autotune.objectives import Objective
 from autotune.report import (
-    busy_runs_text,
-    metric_column,
-    metric_difference,
-    metric_spread,
+    SIMULATED_TEXT,
+    mib_text,
     pareto_row,
     pareto_table,
-    ratio_text,
     seconds_text,
     study_command,
     trial_mode,
+    verification_columns,
     verify_command,
 )
-from autotune.verification import ACCURACY, CandidateVerdict, VerificationSummary, trial_metric
+from autotune.verification import ACCURACY, VerificationSummary, trial_metric
+
+if TYPE_CHECKING:  # annotations only: `autotune best` and `ls` need not import torch (api does)
+    from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
+    from autotune.export import BestConfigs, StudySummary
+    from autotune.hardware import DeviceCapabilities
 
 __all__ = [
     "ProgressDisplay",
+    "best_table",
+    "describe_peaks",
     "print_header",
     "print_result",
     "print_verdict",
+    "studies_table",
     "verification_line",
     "verification_table",
 ]
-
-_MIB = float(1 << 20)
-SIMULATED_BANNER = "SIMULATED: device=mock runs an analytic cost model; no training happens and no figure is a measurement."
 
 
 def _metric_text(metric: Objective, value: float | None, digits: int = 1) -> str:
@@ -69,14 +73,14 @@ def _fmt_best(
         to = f" to {metric.format(target, 1)}" if target is not None else " to target"
         return (
             f"best: {seconds_text(best['time_to_accuracy_s'])} s{to} · "
-            f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+            f"mem {mib_text(best.get('peak_memory_bytes', 0))} MiB"
         )
     if not best:
         return "best: no feasible trial yet"
     return (
         f"best: {best.get('throughput_sps', 0):,.0f} samples/s · "
         f"{_metric_text(metric, best.get(metric.name))} · "
-        f"mem {best.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+        f"mem {mib_text(best.get('peak_memory_bytes', 0))} MiB"
     )
 
 
@@ -90,7 +94,7 @@ def _to_target_line(trial: FrozenTrial, metric: Objective) -> str:
     """A measured time-to-accuracy trial: ``trial 3: reached 95.2% in 12.4 s (compile 3.1 s
     cold), 8.3 MiB`` or ``trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB``."""
     attrs = trial.user_attrs
-    memory = f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB"
+    memory = f"{mib_text(attrs.get('peak_memory_bytes', 0))} MiB"
     name = "" if metric.is_accuracy else f"{metric.name} "
     reached = metric.format(trial_metric(trial), 1)
     time_s = attrs.get("time_to_accuracy_s")
@@ -136,7 +140,7 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
         f"{_metric_text(metric, trial_metric(trial))}, "
-        f"{attrs.get('peak_memory_bytes', 0) / _MIB:,.1f} MiB{_busy_flag(trial)}  {knobs}"
+        f"{mib_text(attrs.get('peak_memory_bytes', 0))} MiB{_busy_flag(trial)}  {knobs}"
     )
 
 
@@ -145,7 +149,7 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
     precision screen's among them) and precisions kept below the screen's ratio."""
     config, caps = prepared.config, prepared.capabilities
     if caps.simulated:
-        console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
+        console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
     console.print(
         f"study [bold]{config.study}[/] · space {config.space_source} · device {caps.kind} "
         f"({caps.name}) · sampler {config.sampler} · seed {config.seed} · target {n_trials} trials"
@@ -155,6 +159,19 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
         console.print(f"[dim]skipped {line}[/]")
     for line in prepared.screen.notes() if prepared.screen is not None else []:
         console.print(f"[dim]{line}[/]", highlight=False)
+
+
+def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
+    """One line for the run header: the peak FLOP/s MFU is measured against, and its source."""
+    shown = [
+        f"{p} {flops_text(caps.peak_flops_per_s[p])}"
+        for p in precisions
+        if p in caps.peak_flops_per_s
+    ]
+    if not shown:
+        return f"MFU peak: {caps.peak_flops_source or 'unknown'}"
+    per = " per GPU" if caps.is_gpu else ""
+    return f"MFU peak{per}: {', '.join(shown)} ({caps.peak_flops_source})"
 
 
 class ProgressDisplay:
@@ -233,7 +250,7 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
     if r.failure is not None:
         last = (r.failure_detail or "").strip().splitlines()[-1:] or [""]
         return f"{head}: {r.failure} ({last[0]})"
-    memory = f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed})"
+    memory = f"{mib_text(r.peak_memory_bytes or 0)} MiB (seed {r.seed})"
     busy = _busy_rerun_text(progress)
     if r.target_reached is not None:  # a time-to-accuracy run
         reached = metric.format(r.val_metric, 1)
@@ -245,7 +262,7 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
         return f"{head}: missed the target ({reached} at the end), {memory}{busy}"
     return (
         f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {_metric_text(metric, r.val_metric, 2)}, "
-        f"{(r.peak_memory_bytes or 0) / _MIB:,.1f} MiB (seed {r.seed}){busy}"
+        f"{mib_text(r.peak_memory_bytes or 0)} MiB (seed {r.seed}){busy}"
     )
 
 
@@ -266,11 +283,8 @@ def _busy_rerun_text(progress: VerificationProgress) -> str:
 def verification_table(summary: VerificationSummary, stage: str = "confirm") -> Table:
     """One stage's table: the baseline and every configuration of the stage with their
     verified figures and verdicts (``stage="race"``: the race of the finalists;
-    ``"confirm"``: the confirmation, whose rounds alone make the claim). In a throughput
-    study the speedup, median samples/s and the paired metric difference; in a
-    time-to-accuracy study how many times sooner than the baseline (geometric mean over
-    rounds, 95 % interval) and the time to target (geometric mean, the same mean as the
-    ratio's; MLPerf's aggregate; fastest-slowest)."""
+    ``"confirm"``: the confirmation, whose rounds alone make the claim), in the columns of
+    :func:`~autotune.report.verification_columns`, the same as the HTML report's."""
     race = stage == "race"
     verdicts = summary.race if race else (summary.baseline, *summary.candidates)
     seeds = summary.race_seeds if race else summary.seeds
@@ -284,75 +298,13 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
         f"rounds of fresh processes, seeds {', '.join(map(str, seeds))}"
         + (" [SIMULATED]" if summary.simulated else "")
     )
-    ratio: Callable[[float], str]
-    figures: list[tuple[str, Callable[[CandidateVerdict], str]]]
-    if summary.is_time_to_accuracy:
-        ratio_name, ratio = "x sooner", ratio_text
-        figures = [
-            (
-                "time to target s (geo. mean)",
-                lambda v: (
-                    "-" if v.time_to_accuracy_s is None else seconds_text(v.time_to_accuracy_s)
-                ),
-            ),
-            (
-                "MLPerf s",
-                lambda v: (
-                    "-"
-                    if v.time_to_accuracy_mlperf_s is None
-                    else seconds_text(v.time_to_accuracy_mlperf_s)
-                ),
-            ),
-            ("fastest-slowest s", _time_spread),
-        ]
-    else:
-        ratio_name, ratio = "speedup", lambda speedup: f"{speedup:.2f}x"
-        figures = [
-            (
-                "median samples/s",
-                lambda v: (
-                    "-" if v.throughput_median_sps is None else f"{v.throughput_median_sps:,.0f}"
-                ),
-            ),
-            ("metric diff [95 % CI]", lambda v: metric_difference(summary.metric, v) or "-"),
-        ]
     table = Table(title=title, title_justify="left")
-    metric = summary.metric
-    for name in (
-        "trial",
-        ratio_name,
-        "95 % CI",
-        *(name for name, _ in figures),
-        f"{metric_column(metric)} mean [min-max]",
-        "n val",
-        "peak MiB",
-        "busy runs",
-    ):
-        table.add_column(name, justify="right")
-    table.add_column("verdict")
-    table.add_column("changed knobs")
+    columns = verification_columns(summary)
+    for column in columns:
+        table.add_column(column.header, justify="left" if column.text else "right")
     for v in verdicts:
-        table.add_row(
-            f"{v.trial_number}{' (baseline)' if v.is_baseline else ''}",
-            ratio(v.speedup) if v.speedup is not None else ("1.00x" if v.is_baseline else "-"),
-            f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x" if v.speedup_ci95 else "-",
-            *(cell(v) for _, cell in figures),
-            metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
-            if v.val_metric_mean is not None
-            else "-",
-            f"{v.val_samples:,}" if v.val_samples else "-",
-            f"{v.peak_memory_max_bytes / _MIB:,.1f}" if v.peak_memory_max_bytes else "-",
-            busy_runs_text(v, simulated=summary.simulated),
-            ("RECOMMENDED" if summary.recommended is v else v.verdict),
-            "" if v.is_baseline else v.changes_text(),
-        )
+        table.add_row(*(column.cell(v) for column in columns))
     return table
-
-
-def _time_spread(verdict: CandidateVerdict) -> str:
-    """Fastest-slowest time to target over the rounds, or ``-``."""
-    spread = verdict.time_to_accuracy_spread_s
-    return f"{seconds_text(spread[0])}-{seconds_text(spread[1])}" if spread else "-"
 
 
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
@@ -388,9 +340,7 @@ def _to_target_table(result: StudyResult, metric: Objective, simulated: str) -> 
         f"Pareto-optimal trials of study {result.study_name} on {result.capabilities.name}"
         f"{to} (time to target, peak memory){simulated}"
     )
-    return pareto_table(
-        rows, title, metric, speedup=base is not None, compile_s=True, time_to_accuracy=True
-    )
+    return pareto_table(rows, title, metric, speedup=base is not None, time_to_accuracy=True)
 
 
 def print_result(console: Console, result: StudyResult, metric: Objective | None = None) -> None:
@@ -413,13 +363,13 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
         rows = sorted(
             (pareto_row(t) for t in result.pareto_trials), key=lambda r: -r.throughput_sps
         )
-        console.print(pareto_table(rows, title, metric, speedup=False, compile_s=True))
+        console.print(pareto_table(rows, title, metric, speedup=False))
     console.print(
         f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
         f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same command."
     )
     if caps.simulated:
-        console.print(f"[bold yellow]{SIMULATED_BANNER}[/]")
+        console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
     if result.verification is not None:
         print_verdict(console, result.verification, result.storage)
     elif result.verification_note is not None:
@@ -433,3 +383,79 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
             f"`{verify_command(result.study_name, result.storage)}` verifies the finalists",
             highlight=False,
         )
+
+
+def best_table(best: BestConfigs) -> Table:
+    """The Pareto-optimal configurations of ``autotune best``, best first by the chosen
+    objective: single-trial figures of the search (the verified recommendation, when it is one
+    of them, is marked); :func:`~autotune.report.pareto_table` with a title that says so."""
+    tta = best.objective_mode == "time_to_accuracy"
+    target = f" to reach {best.metric.format(best.target, 1)}" if tta and best.target else ""
+    objective = "time to target" if best.objective == "time" else best.objective
+    title = (
+        f"Pareto-optimal configurations of study {best.study_name} on {best.device_name}"
+        f"{target}, by {objective}: single-trial figures, not verified"
+        + (" [SIMULATED]" if best.simulated else "")
+    )
+    return pareto_table(
+        best.rows,
+        title,
+        best.metric,
+        recommended=best.recommended_trial,
+        time_to_accuracy=tta,
+    )
+
+
+def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
+    """One line per study: trials, hardware, best single-trial throughput (a time-to-accuracy
+    study's: its shortest single-trial time to target, ``12.4 s to 95.0%``), and the verified
+    speedup of its recommendation (or why there is none)."""
+    mixed = any(s.objective == "time_to_accuracy" for s in studies)
+    table = Table(title=f"Studies in {display_url(storage)}", title_justify="left")
+    for name, justify in (
+        ("study", "left"),
+        ("space", "left"),
+        ("hardware", "left"),
+        ("metric", "left"),
+        ("finished", "right"),
+        ("all trials", "right"),
+        ("feasible", "right"),
+        ("Pareto", "right"),
+        ("best (1 trial)" if mixed else "best samples/s (1 trial)", "right"),
+        ("verified speedup", "right"),
+        ("created (UTC)", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for s in studies:
+        table.add_row(
+            s.study_name,
+            s.space_name,
+            s.hardware + (" [SIMULATED]" if s.simulated else ""),
+            s.metric,
+            str(s.finished),
+            str(s.total),
+            str(s.feasible),
+            str(s.pareto),
+            _best_cell(s, mixed),
+            (
+                f"{s.verified_speedup:.2f}x"
+                + (" sooner" if s.objective == "time_to_accuracy" else "")
+                + f" (trial {s.recommended_trial})"
+                if s.verified_speedup is not None
+                else s.verification
+            ),
+            "" if s.created is None else s.created.strftime("%Y-%m-%d %H:%M"),
+        )
+    return table
+
+
+def _best_cell(study: StudySummary, mixed: bool) -> str:
+    """``1,234`` (``1,234 samples/s`` beside time-to-accuracy studies) or ``12.4 s to 95.0%``."""
+    if study.objective == "time_to_accuracy":
+        if study.best_time_to_accuracy_s is None:
+            return "target not reached"
+        target = f" to {study.target}" if study.target else " to target"
+        return f"{seconds_text(study.best_time_to_accuracy_s)} s{target}"
+    if study.best_throughput_sps is None:
+        return "n/a"
+    return f"{study.best_throughput_sps:,.0f}" + (" samples/s" if mixed else "")

@@ -30,6 +30,7 @@ import pynvml
 
 from autotune.exceptions import ConfigError
 from autotune.flops import published_peak
+from autotune.units import MIB
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -41,7 +42,6 @@ __all__ = [
     "get_profile",
 ]
 
-_MIB = 1 << 20
 _GIB = 1 << 30
 
 # --------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def _gpu_profile(
     assert peak is not None, gpu_name
     return MockProfile(
         name=f"{count} x {gpu_name} (simulated)",
-        memory_bytes=memory_mib * _MIB,
+        memory_bytes=memory_mib * MIB,
         count=count,
         compute_capability=compute_capability,
         peak_flops=dict(peak.flops_per_s),
@@ -335,7 +335,7 @@ def _gpu_profile(
 #: fp16/bf16 312 TFLOP/s).
 DEFAULT_PROFILE = MockProfile(
     name="mock GPU (simulated; A100 rates, 64 MiB)",
-    memory_bytes=64 * _MIB,
+    memory_bytes=64 * MIB,
     count=4,
     compute_capability=(8, 0),
     peak_flops={"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12},

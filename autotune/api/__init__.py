@@ -2,8 +2,8 @@
 before anything is written, :func:`run_study` runs (or resumes) a study and then verifies
 it, :func:`verify_study` verifies a stored study.
 
-One private module per job: ``_prepare`` (validation), ``_verify`` (verification rounds) and
-``_run`` (the study loop, which uses the other two).
+One private module per job: ``_prepare`` (validation), ``_verify`` (verification rounds),
+``_mfu`` (MFU added to each measurement) and ``_run`` (the study loop, which uses the others).
 """
 
 from autotune.api._prepare import PreparedRun, prepare_run

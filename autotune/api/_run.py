@@ -13,12 +13,12 @@ import optuna
 from optuna.study import MaxTrialsCallback
 from optuna.trial import FrozenTrial, TrialState
 
+from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_study
 from autotune.baseline import enqueue_baseline
 from autotune.config import RunConfig
 from autotune.exceptions import AutotuneError, ConfigError, VerificationError
-from autotune.flops import with_mfu
 from autotune.hardware import DeviceCapabilities
 from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import objectives_of_study

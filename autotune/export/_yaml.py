@@ -21,7 +21,9 @@ from autotune.export._best import BestConfigs
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
 from autotune.report import (
     NOT_VERIFIED,
+    SIMULATED_TEXT,
     ParetoRow,
+    mib_text,
     model_knobs,
     model_text,
     seconds_text,
@@ -30,8 +32,6 @@ from autotune.report import (
 from autotune.verification import VerificationSummary, tolerance_text
 
 __all__ = ["export_best_yaml", "export_choice"]
-
-_MIB = float(1 << 20)
 
 
 def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
@@ -169,7 +169,7 @@ def _model_words(best: BestConfigs, row: ParetoRow) -> str:
 
 def _single_trial_words(best: BestConfigs, row: ParetoRow) -> str:
     """What the row's single trial measured, in one sentence."""
-    memory = f"peak memory {row.peak_memory_bytes / _MIB:,.1f} MiB."
+    memory = f"peak memory {mib_text(row.peak_memory_bytes)} MiB."
     if row.time_to_accuracy_s is not None:
         return (
             f"Its single trial: reached {best.metric.label} "
@@ -247,9 +247,7 @@ def _header(best: BestConfigs, row: ParetoRow, verified: bool) -> list[str]:
         ]
     lines.append(f"Model: {_model_words(best, row)}.")
     if best.simulated:
-        lines.append(
-            "SIMULATED: measured on device=mock (a cost model); re-measure on real hardware."
-        )
+        lines.append(f"{SIMULATED_TEXT} Re-measure on real hardware.")
     return lines
 
 

@@ -9,7 +9,7 @@
 - :mod:`._profile`: :func:`profile_model` traces the tensors a model saves for backward, per
   sample, for :func:`autotune.hardware.estimate_memory`.
 - :mod:`._mfu`: MFU = achieved FLOP/s / peak FLOP/s for the trial's precision
-  (:func:`mfu_figures`); :func:`with_mfu` adds it to every measurement of a study;
+  (:func:`mfu_figures`; ``autotune.api`` adds it to every measurement of a study);
   :func:`flops_text` writes a FLOP/s figure for display.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from autotune.flops._benchmark import measure_matmul_peak
 from autotune.flops._counting import count_training_flops
-from autotune.flops._mfu import describe_peaks, flops_text, mfu_figures, trial_extras, with_mfu
+from autotune.flops._mfu import flops_text, mfu_figures, trial_extras
 from autotune.flops._peaks import PUBLISHED_PEAKS, PublishedPeak, published_peak
 from autotune.flops._profile import ModelProfile, profile_model
 
@@ -26,12 +26,10 @@ __all__ = [
     "ModelProfile",
     "PublishedPeak",
     "count_training_flops",
-    "describe_peaks",
     "flops_text",
     "measure_matmul_peak",
     "mfu_figures",
     "profile_model",
     "published_peak",
     "trial_extras",
-    "with_mfu",
 ]

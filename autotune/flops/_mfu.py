@@ -2,14 +2,13 @@
 
 MFU = achieved FLOP/s / peak FLOP/s for the trial's precision, where achieved FLOP/s = FLOPs
 per training sample x throughput (samples/s) (Chowdhery et al., "PaLM", 2022, appendix B).
-:func:`trial_extras` gathers a real trial's figures in its process; :func:`with_mfu` adds
-MFU to every measurement of a study; :func:`describe_peaks` is the run header's line.
+:func:`trial_extras` gathers a real trial's figures in its process; :func:`mfu_figures`
+computes MFU (``autotune.api`` adds it to every measurement of a study).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from autotune.flops._benchmark import measure_matmul_peak
@@ -19,12 +18,9 @@ from autotune.flops._peaks import published_peak
 if TYPE_CHECKING:
     import torch
 
-    from autotune.config import TrialConfig
-    from autotune.hardware import DeviceCapabilities
-    from autotune.measure import Measurement
     from autotune.nvml import GpuWindowReading
 
-__all__ = ["describe_peaks", "flops_text", "mfu_figures", "trial_extras", "with_mfu"]
+__all__ = ["flops_text", "mfu_figures", "trial_extras"]
 
 
 #: Shortest metered window with an energy figure, seconds: NVML's power reading is averaged by
@@ -132,54 +128,8 @@ def mfu_figures(
     }
 
 
-def with_mfu(
-    run_trial: Callable[[TrialConfig, float], Measurement], caps: DeviceCapabilities
-) -> Callable[[TrialConfig, float], Measurement]:
-    """Wrap a trial runner so each measurement also carries its MFU (in ``extra``).
-
-    The peak is the device's (``caps.peak_flops_per_s``: the published table, the measured
-    CPU peak, or the mock profile's), or a peak the trial measured on an unknown GPU. A
-    measurement without ``flops_per_sample`` (a fake runner) passes through unchanged.
-    """
-
-    def run(config: TrialConfig, timeout_s: float) -> Measurement:
-        m = run_trial(config, timeout_s)
-        flops = m.extra.get("flops_per_sample")
-        if not flops or m.throughput_sps <= 0:
-            return m
-        peak = caps.peak_flops_per_s.get(config.precision)
-        source = caps.peak_flops_source
-        if peak is None and "measured_peak_flops_per_s" in m.extra:
-            peak = float(m.extra["measured_peak_flops_per_s"])
-            source = "measured matmul peak in the trial process (GPU not in the published table)"
-        if peak is None:
-            return m
-        devices = config.gpu_count if caps.is_gpu else 1
-        extra = {
-            **m.extra,
-            **mfu_figures(flops, m.throughput_sps, peak, devices),
-            "peak_flops_source": source,
-        }
-        return replace(m, extra=extra)
-
-    return run
-
-
 def flops_text(flops_per_s: float) -> str:
     """A FLOP/s figure for display, to 3 significant digits: ``304 GFLOP/s``, ``67 TFLOP/s``."""
     if flops_per_s >= 1e12:
         return f"{flops_per_s / 1e12:,.3g} TFLOP/s"
     return f"{flops_per_s / 1e9:,.3g} GFLOP/s"
-
-
-def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
-    """One line for the run header: the peak FLOP/s MFU is measured against, and its source."""
-    shown = [
-        f"{p} {flops_text(caps.peak_flops_per_s[p])}"
-        for p in precisions
-        if p in caps.peak_flops_per_s
-    ]
-    if not shown:
-        return f"MFU peak: {caps.peak_flops_source or 'unknown'}"
-    per = " per GPU" if caps.is_gpu else ""
-    return f"MFU peak{per}: {', '.join(shown)} ({caps.peak_flops_source})"

@@ -21,10 +21,9 @@ from autotune.hardware._memory import (
     MemoryEstimate,
     estimate_trial_memory,
 )
+from autotune.units import MIB
 
 __all__ = ["infeasibility_reason", "restrict_space", "trial_infeasibility_reason"]
-
-_MIB = 1 << 20
 
 
 def _precision_reason(precision: str, caps: DeviceCapabilities) -> str | None:
@@ -61,8 +60,8 @@ def _memory_reason(estimate: MemoryEstimate, caps: DeviceCapabilities) -> str | 
         return None
     where = "per GPU " if caps.is_gpu else ""
     return (
-        f"estimated peak memory {estimate.total_bytes / _MIB:,.1f} MiB {where}"
-        f"({estimate.describe()}) exceeds the {caps.memory_bytes / _MIB:,.0f} MiB of "
+        f"estimated peak memory {estimate.total_bytes / MIB:,.1f} MiB {where}"
+        f"({estimate.describe()}) exceeds the {caps.memory_bytes / MIB:,.0f} MiB of "
         f"{caps.name} even if it is {MEMORY_ESTIMATE_TOLERANCE:.0%} too high"
     )
 

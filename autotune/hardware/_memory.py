@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from autotune.config import TrialConfig
 from autotune.flops import ModelProfile, profile_model
 from autotune.hardware._capabilities import DeviceCapabilities
+from autotune.units import MIB
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
@@ -21,7 +22,6 @@ __all__ = [
     "estimate_trial_memory",
 ]
 
-_MIB = 1 << 20
 
 #: The estimate's accuracy: within +-30 % of the measured CPU peak RSS growth over the 19
 #: cnn_small configurations of the README's table ("Hardware"; the global-pooling CNN), and
@@ -33,12 +33,12 @@ MEMORY_ESTIMATE_TOLERANCE = 0.35
 #: Per-process memory of a CPU trial beyond its tensors: oneDNN/OpenMP buffers and threads,
 #: autograd engine, allocator slack. Measured here (torch 2.13 CPU, x86-64): 21.7-29.3 MiB
 #: over 11 cnn_small configurations after tensors are taken out; 24 MiB is their middle.
-CPU_RUNTIME_BYTES = 24 * _MIB
+CPU_RUNTIME_BYTES = 24 * MIB
 #: CUDA allocator bytes beyond the model's tensors (cuBLAS/cuDNN workspaces). An assumption:
 #: not validated on a GPU yet. The CUDA context itself is outside the allocator's count.
-CUDA_RUNTIME_BYTES = 16 * _MIB
+CUDA_RUNTIME_BYTES = 16 * MIB
 #: The mock device's simulated workspace.
-MOCK_RUNTIME_BYTES = 4 * _MIB
+MOCK_RUNTIME_BYTES = 4 * MIB
 #: At the peak of backward the saved activations and their gradients coexist: 2x the saved
 #: bytes (measured on CPU: 2.0x over batch 16 -> 256 for depth 3, width 64).
 ACTIVATION_PEAK_FACTOR = 2.0
@@ -106,7 +106,7 @@ class MemoryEstimate:
             ("batch+prefetch", self.batch_bytes + self.prefetch_bytes),
             ("runtime", self.runtime_bytes),
         )
-        text = ", ".join(f"{name} {value / _MIB:,.1f}" for name, value in parts)
+        text = ", ".join(f"{name} {value / MIB:,.1f}" for name, value in parts)
         return f"{text} MiB" + (f", x {self.ranks} ranks" if self.ranks > 1 else "")
 
 

@@ -7,16 +7,27 @@ HTML report, and the live dashboard server.
     ResultsStore ──┘ (record,           │                              │
                      verification)      └────── render_report / DashboardApp (HTML, JSON)
 
+The Pareto and verification tables are one column model each (:func:`pareto_columns`,
+:func:`verification_columns`), rendered by the terminal and the HTML alike; every figure's
+format and the SIMULATED warning are in one place (``_text``).
+
 The one claim every page makes is :meth:`ReportData.verdict_line`: the newest finished
 verification's recommendation, or that nothing qualifies, or that the study is not verified.
 """
 
 from __future__ import annotations
 
+from autotune.report._columns import (
+    Column,
+    busy_notes,
+    is_recommended,
+    pareto_columns,
+    verification_columns,
+)
 from autotune.report._dashboard import DashboardApp, DashboardServer
 from autotune.report._data import ReportData, gather_from_trials, gather_report
 from autotune.report._figures import FIGURE_IDS, PROJECTIONS, build_figures
-from autotune.report._html import SIMULATED_TEXT, fragments, render_report, write_report
+from autotune.report._html import fragments, render_report, write_report
 from autotune.report._hypervolume import HypervolumePoint, hypervolume_history
 from autotune.report._importances import param_importances
 from autotune.report._points import (
@@ -34,19 +45,28 @@ from autotune.report._points import (
     trial_mode,
 )
 from autotune.report._study import default_report_path, report_study
-from autotune.report._terminal import SIMULATED_LINE, best_table, pareto_table, studies_table
+from autotune.report._terminal import pareto_table
 from autotune.report._text import (
+    MISSING,
     NOT_VERIFIED,
+    SIMULATED_TEXT,
     busy_runs_text,
+    ci_text,
+    compile_text,
+    esc,
     metric_column,
     metric_difference,
     metric_spread,
+    mib_text,
     model_knobs,
     model_text,
     not_verified_line,
     ratio_text,
     seconds_text,
+    sps_text,
+    step_ms_text,
     study_command,
+    time_spread_text,
     verify_command,
 )
 
@@ -55,34 +75,41 @@ __all__ = [
     "FEASIBLE",
     "FIGURE_IDS",
     "INFEASIBLE",
+    "MISSING",
     "NOT_VERIFIED",
     "PROJECTIONS",
-    "SIMULATED_LINE",
     "SIMULATED_TEXT",
     "Baseline",
+    "Column",
     "DashboardApp",
     "DashboardServer",
     "HypervolumePoint",
     "ParetoRow",
     "ReportData",
     "TrialPoint",
-    "best_table",
     "build_figures",
+    "busy_notes",
     "busy_runs_text",
+    "ci_text",
     "classify",
+    "compile_text",
     "default_report_path",
+    "esc",
     "fragments",
     "gather_from_trials",
     "gather_report",
     "hypervolume_history",
+    "is_recommended",
     "metric_column",
     "metric_curve",
     "metric_difference",
     "metric_spread",
+    "mib_text",
     "model_knobs",
     "model_text",
     "not_verified_line",
     "param_importances",
+    "pareto_columns",
     "pareto_numbers",
     "pareto_row",
     "pareto_table",
@@ -90,10 +117,13 @@ __all__ = [
     "render_report",
     "report_study",
     "seconds_text",
-    "studies_table",
+    "sps_text",
+    "step_ms_text",
     "study_command",
+    "time_spread_text",
     "times_sooner",
     "trial_mode",
+    "verification_columns",
     "verify_command",
     "write_report",
 ]

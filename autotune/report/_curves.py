@@ -13,12 +13,12 @@ import plotly.graph_objects as go
 from autotune.report._data import ReportData
 from autotune.report._figure_parts import (
     LAYOUT,
-    esc,
     figure_title,
     metric_label,
     note_empty,
     short_label,
 )
+from autotune.report._text import esc
 
 __all__ = ["TTA_PROJECTIONS", "Curve", "curves_figure", "learning_curves"]
 

@@ -2,14 +2,13 @@
 layout, the point classes with their markers and hover text, and where each point is drawn.
 
 Every user-provided string that reaches a figure (study name, space name, parameter values,
-failure reasons) goes through :func:`esc` (:func:`html.escape`): Plotly renders titles, hover
-text and tick labels as a subset of HTML, so unescaped text could inject markup. Plotly shows
-the escaped entities as the original characters.
+failure reasons) goes through :func:`~autotune.report._text.esc` (:func:`html.escape`): Plotly
+renders titles, hover text and tick labels as a subset of HTML, so unescaped text could inject
+markup. Plotly shows the escaped entities as the original characters.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -18,16 +17,15 @@ import plotly.graph_objects as go
 from autotune.objectives import Objective
 from autotune.report._data import ReportData
 from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, TrialPoint
-from autotune.report._text import ratio_text, seconds_text
+from autotune.report._text import esc, mib_text, ratio_text, seconds_text
+from autotune.units import MIB
 
 __all__ = [
     "LAYOUT",
-    "MIB",
     "POINT_CLASSES",
     "Axis",
     "axis_value",
     "class_label",
-    "esc",
     "figure_title",
     "hover_text",
     "metric_label",
@@ -38,9 +36,6 @@ __all__ = [
     "recommended_number",
     "short_label",
 ]
-
-#: Bytes per MiB, the display unit of peak memory.
-MIB = float(1 << 20)
 
 
 class Axis(NamedTuple):
@@ -137,11 +132,6 @@ LAYOUT: dict[str, Any] = {
 }
 
 
-def esc(value: Any) -> str:
-    """``value`` as text with HTML's special characters escaped (quotes too)."""
-    return html.escape(str(value), quote=True)
-
-
 def note_empty(fig: go.Figure, text: str) -> None:
     """Write ``text`` across the middle of a figure that has nothing to draw yet."""
     fig.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
@@ -186,7 +176,7 @@ def _to_target_words(point: TrialPoint, data: ReportData) -> list[str]:
     """Hover lines of a measured trial of a time-to-accuracy study."""
     metric = data.metric
     name = "" if metric.is_accuracy else esc(metric.name) + " "
-    memory = f"{(point.peak_memory_bytes or 0) / MIB:,.1f} MiB"
+    memory = f"{mib_text(point.peak_memory_bytes or 0)} MiB"
     if point.time_to_accuracy_s is not None:
         lines = [
             f"single trial: reached {name}{metric.format(point.val_metric, 1)} in "
@@ -228,7 +218,7 @@ def hover_text(point: TrialPoint, data: ReportData) -> str:
         lines.append(
             f"single trial: {point.throughput_sps or 0:,.0f} samples/s · "
             f"{shown if metric.is_accuracy else esc(metric.name) + ' ' + shown} · "
-            f"{(point.peak_memory_bytes or 0) / MIB:,.1f} MiB"
+            f"{mib_text(point.peak_memory_bytes or 0)} MiB"
         )
         if point.speedup is not None:
             lines.append(f"{point.speedup:.2f}x the baseline's throughput (single trials)")

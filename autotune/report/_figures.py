@@ -32,7 +32,6 @@ from autotune.report._figure_parts import (
     POINT_CLASSES,
     axis_value,
     class_label,
-    esc,
     figure_title,
     hover_text,
     note_empty,
@@ -43,6 +42,7 @@ from autotune.report._figure_parts import (
     short_label,
 )
 from autotune.report._points import FEASIBLE
+from autotune.report._text import esc
 
 __all__ = [
     "FIGURE_IDS",

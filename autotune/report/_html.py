@@ -2,43 +2,41 @@
 dashboard's page shell.
 
 Every user-provided string (study name, space name, parameter values, failure reasons,
-hardware names) goes through :func:`html.escape` here; JSON embedded in a ``<script>`` has its
-``<`` written as ``\\u003c`` so no string can close the script element.
+hardware names) goes through :func:`~autotune.report._text.esc` here; JSON embedded in a
+``<script>`` has its ``<`` written as ``\\u003c`` so no string can close the script element.
+The tables render the column model of :mod:`autotune.report._columns`, as the terminal does.
 
-One module of about 520 lines on purpose: the escaping rule above holds in one place for every
+One module of about 440 lines on purpose: the escaping rule above holds in one place for every
 fragment and both page shells, much of it the HTML and CSS text itself.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from autotune.measure import busy_text
 from autotune.objectives import ObjectiveMode
+from autotune.report._columns import (
+    Column,
+    busy_notes,
+    is_recommended,
+    pareto_columns,
+    verification_columns,
+)
 from autotune.report._data import ReportData
 from autotune.report._figures import FIGURE_IDS, TTA_PROJECTIONS, build_figures
-from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE, ParetoRow
-from autotune.report._text import (
-    busy_runs_text,
-    metric_column,
-    metric_difference,
-    metric_spread,
-    ratio_text,
-    seconds_text,
-)
+from autotune.report._points import FAILED, FEASIBLE, INFEASIBLE
+from autotune.report._text import SIMULATED_TEXT, esc
 from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
     "PLOTLY_CONFIG",
-    "SIMULATED_TEXT",
     "dashboard_page",
     "figures_json",
     "fragments",
@@ -47,13 +45,9 @@ __all__ = [
     "write_report",
 ]
 
-SIMULATED_TEXT = (
-    "SIMULATED: these trials ran on device=mock, an analytic cost model. No training happened "
-    "and no figure here is a measurement."
-)
+RowT = TypeVar("RowT")
 #: Plotly's per-plot options: no logo, no link to the online editor.
 PLOTLY_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True, "showLink": False}
-_MIB = float(1 << 20)
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #222;
@@ -87,21 +81,9 @@ footer { font-size: 11px; color: #888; padding-bottom: 24px; }
 """
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def script_json(value: Any) -> str:
     """JSON safe to place inside ``<script>``: every ``<`` is written ``\\u003c``."""
     return json.dumps(value).replace("<", "\\u003c")
-
-
-def _sps(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.0f}"
-
-
-def _speedup(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
 
 
 def _summary(data: ReportData) -> str:
@@ -113,7 +95,7 @@ def _summary(data: ReportData) -> str:
         kind = "recommended"
     else:
         kind = "nothing"  # verified: not faster, nothing to verify, or incomplete
-    parts = [f'<p id="verdict" class="verdict {kind}">{_esc(data.verdict_line())}</p>']
+    parts = [f'<p id="verdict" class="verdict {kind}">{esc(data.verdict_line())}</p>']
     counts = (
         f"<b>{data.finished}</b> finished trials: {data.count(FEASIBLE)} feasible, "
         f"{data.count(INFEASIBLE)} infeasible, {data.count(FAILED)} failed; "
@@ -136,11 +118,11 @@ def _summary(data: ReportData) -> str:
             else ""
         )
         parts.append(
-            f"<p>Verification {summary.number}: {_esc(race)}the baseline and "
+            f"<p>Verification {summary.number}: {esc(race)}the baseline and "
             f"{len(summary.candidates)} configuration(s) re-run in {summary.rounds} interleaved, "
             "rotated rounds of fresh processes, seeds "
-            f"{_esc(', '.join(map(str, summary.seeds)))}, which alone make the claim; a "
-            f"recommendation {_esc(_tolerance_words(summary))} and its speedup's 95 % interval "
+            f"{esc(', '.join(map(str, summary.seeds)))}, which alone make the claim; a "
+            f"recommendation {esc(_tolerance_words(summary))} and its speedup's 95 % interval "
             "lies above 1.0x. The plots and the Pareto table below are single-trial figures from the "
             "search: they ranked the finalists and are not a claim.</p>"
         )
@@ -151,7 +133,7 @@ def _summary(data: ReportData) -> str:
         )
     base = data.baseline
     if base is not None and base.throughput_sps is None:
-        parts.append(f"<p>Baseline: trial {base.number} ({_esc(base.reason or base.status)}).</p>")
+        parts.append(f"<p>Baseline: trial {base.number} ({esc(base.reason or base.status)}).</p>")
     return "\n".join(parts)
 
 
@@ -160,7 +142,7 @@ def _target_words(data: ReportData) -> str:
     metric = data.metric
     better = "at least" if metric.direction == "maximize" else "at most"
     target = metric.format(data.target, 1) if data.target is not None else "its target"
-    return _esc(
+    return esc(
         f"Time to accuracy: each trial trains until its validation {metric.name} is {better} "
         f"{target}; the objectives are the wall seconds to that target (compilation and "
         "evaluations included) and peak memory. A trial that misses the target is infeasible."
@@ -184,7 +166,7 @@ def _verification_table(data: ReportData) -> str:
     verdict line when the study is not verified (:func:`_stage_table`)."""
     summary = data.verification
     if summary is None:
-        return f'<p class="notes">{_esc(data.verdict_line())}.</p>'
+        return f'<p class="notes">{esc(data.verdict_line())}.</p>'
     tables = []
     if summary.race:
         tables.append("<h3>Race (stage A: picks one survivor, claims nothing)</h3>")
@@ -200,95 +182,26 @@ def _verification_table(data: ReportData) -> str:
 def _stage_table(
     summary: VerificationSummary, verdicts: Sequence[CandidateVerdict], table_id: str
 ) -> str:
-    """One stage's configurations with their verified figures and verdicts: in a throughput
-    study the speedup, median samples/s and the paired metric difference; in a
-    time-to-accuracy study how many times sooner and the time to target over the rounds
-    (geometric mean, MLPerf's aggregate and fastest-slowest)."""
-    ratio: Callable[[float | None], str]
-    figures: list[tuple[str, Callable[[CandidateVerdict], str]]]
-    if summary.is_time_to_accuracy:
-        ratio_name, ratio = "x sooner", ratio_text
-        figures = [
-            ("time to target s (geo. mean)", lambda v: seconds_text(v.time_to_accuracy_s)),
-            ("MLPerf s", lambda v: seconds_text(v.time_to_accuracy_mlperf_s)),
-            ("fastest-slowest s", _time_spread),
-        ]
-    else:
-        ratio_name, ratio = "speedup", _speedup
-        figures = [
-            ("median samples/s", lambda v: _sps(v.throughput_median_sps)),
-            ("metric diff [95 % CI]", lambda v: metric_difference(summary.metric, v) or "n/a"),
-        ]
-    head = (
-        f"<tr><th>trial</th><th>{ratio_name}</th><th>95 % CI</th>"
-        + "".join(f"<th>{_esc(name)}</th>" for name, _ in figures)
-        + f"<th>{_esc(metric_column(summary.metric))} mean [min-max]</th><th>n val</th>"
-        "<th>peak MiB</th><th>busy runs</th><th class=text>verdict</th>"
-        "<th class=text>changed knobs</th></tr>"
-    )
-    chosen = summary.recommended.trial_number if summary.recommended is not None else None
+    """One stage's configurations with their verified figures and verdicts: the columns of
+    :func:`~autotune.report.verification_columns`, the same as the terminal's."""
+    columns = verification_columns(summary)
     rows = []
     for v in verdicts:
-        recommended = not v.is_baseline and v.trial_number == chosen and v.stage == "confirm"
-        cells = [
-            f"{v.trial_number}" + (" (baseline)" if v.is_baseline else ""),
-            "1.00x" if v.is_baseline else ratio(v.speedup),
-            "n/a"
-            if v.speedup_ci95 is None
-            else f"{v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x",
-            *(cell(v) for _, cell in figures),
-            metric_spread(summary.metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
-            if v.val_metric_mean is not None
-            else "n/a",
-            f"{v.val_samples:,}" if v.val_samples else "n/a",
-            "n/a" if v.peak_memory_max_bytes is None else f"{v.peak_memory_max_bytes / _MIB:,.1f}",
-            busy_runs_text(v, simulated=summary.simulated),
-        ]
-        texts = [
-            "RECOMMENDED" if recommended else v.verdict,
-            "" if v.is_baseline else v.changes_text(),
-        ]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
-            f'<td class="text">{_esc(t)}</td>' for t in texts
-        )
+        recommended = is_recommended(summary, v)
         css = " class=recommended" if recommended else (" class=baseline" if v.is_baseline else "")
-        rows.append(f"<tr{css}>{tds}</tr>")
-    return f'<table id="{table_id}">{head}{"".join(rows)}</table>'
+        rows.append(f"<tr{css}>{_cells(columns, v)}</tr>")
+    return f'<table id="{table_id}">{_head(columns)}{"".join(rows)}</table>'
 
 
-def _time_spread(verdict: CandidateVerdict) -> str:
-    """Fastest-slowest time to target over the rounds, or ``n/a``."""
-    spread = verdict.time_to_accuracy_spread_s
-    return "n/a" if spread is None else f"{seconds_text(spread[0])}-{seconds_text(spread[1])}"
+def _head(columns: Sequence[Column[Any]]) -> str:
+    """A table's header row, text columns left-aligned."""
+    ths = "".join(f"<th{' class=text' if c.text else ''}>{esc(c.header)}</th>" for c in columns)
+    return f"<tr>{ths}</tr>"
 
 
-def _pareto_columns(data: ReportData) -> list[tuple[str, Callable[[ParetoRow], str]]]:
-    """The figure columns of the Pareto table: a throughput study's, or a time-to-accuracy
-    study's (time to target, x sooner, metric reached)."""
-    metric = data.metric
-    if data.time_to_accuracy:
-        return [
-            ("time to target s", lambda r: seconds_text(r.time_to_accuracy_s)),
-            ("x sooner (1 trial)", lambda r: ratio_text(r.speedup)),
-            (f"{metric_column(metric)} reached", lambda r: metric.format(r.val_metric, 1)),
-            ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
-            ("compile s", lambda r: r.compile_text),
-            ("eval s", lambda r: seconds_text(r.eval_s)),
-            ("samples/s", lambda r: _sps(r.throughput_sps)),
-            ("other CPU", lambda r: r.cpu_text),
-        ]
-    return [
-        ("samples/s", lambda r: _sps(r.throughput_sps)),
-        ("x baseline (1 trial)", lambda r: _speedup(r.speedup)),
-        (metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
-        ("peak MiB", lambda r: f"{r.peak_memory_bytes / _MIB:,.1f}"),
-        (
-            "step ms",
-            lambda r: "n/a" if r.step_time_s is None else f"{1e3 * r.step_time_s:.3f}",
-        ),
-        ("compile s", lambda r: r.compile_text),
-        ("other CPU", lambda r: r.cpu_text),
-    ]
+def _cells(columns: Sequence[Column[RowT]], row: RowT) -> str:
+    """A row's cells, escaped, text columns left-aligned."""
+    return "".join(f"<td{' class=text' if c.text else ''}>{esc(c.cell(row))}</td>" for c in columns)
 
 
 def _pareto_table(data: ReportData) -> str:
@@ -296,56 +209,43 @@ def _pareto_table(data: ReportData) -> str:
         if data.time_to_accuracy:
             return '<p class="notes">No trial has reached the target yet.</p>'
         return '<p class="notes">No feasible trial yet.</p>'
-    knobs = list(data.knob_names)
-    columns = _pareto_columns(data)
-    head = (
-        "<tr><th>trial</th>"
-        + "".join(f"<th>{_esc(label)}</th>" for label, _ in columns)
-        + "".join(f'<th class="text">{_esc(k)}</th>' for k in knobs)
-        + "</tr>"
-    )
     recommended = data.recommended.trial_number if data.recommended is not None else None
-    rows = []
-    for row in data.pareto:
-        cells = [
-            f"{row.number}"
-            + (" (baseline)" if row.baseline else "")
-            + (" (recommended)" if row.number == recommended else ""),
-            *(cell(row) for _, cell in columns),
-        ]
-        tds = "".join(f"<td>{_esc(c)}</td>" for c in cells) + "".join(
-            f'<td class="text">{_esc(row.params.get(k, "—"))}</td>' for k in knobs
-        )
-        rows.append(f"<tr{' class=baseline' if row.baseline else ''}>{tds}</tr>")
-    busy = "".join(
-        f'<p class="notes busy">BUSY: trial {row.number} '
-        f"{_esc(busy_text(row.other_cpu_share or 0.0))}.</p>"
-        for row in data.pareto
-        if row.busy
+    columns = pareto_columns(
+        data.metric,
+        time_to_accuracy=data.time_to_accuracy,
+        recommended=recommended,
+        knob_names=data.knob_names,
     )
-    return f'<table id="pareto-table-rows">{head}{"".join(rows)}</table>{busy}'
+    rows = "".join(
+        f"<tr{' class=baseline' if row.baseline else ''}>{_cells(columns, row)}</tr>"
+        for row in data.pareto
+    )
+    busy = "".join(
+        f'<p class="notes busy">BUSY: {esc(note)}.</p>' for note in busy_notes(data.pareto)
+    )
+    return f'<table id="pareto-table-rows">{_head(columns)}{rows}</table>{busy}'
 
 
 def _hardware_table(data: ReportData) -> str:
     rows = "".join(
-        f'<tr><th class="text">{_esc(label)}</th><td class="text">{_esc(value)}</td></tr>'
+        f'<tr><th class="text">{esc(label)}</th><td class="text">{esc(value)}</td></tr>'
         for label, value in data.hardware
     )
     return f"<table>{rows}</table>" if rows else '<p class="notes">Not recorded.</p>'
 
 
 def _title(data: ReportData) -> str:
-    space = f" · space <code>{_esc(data.space_name)}</code>" if data.space_name else ""
-    device = f" · {_esc(data.device_name)}" if data.device_name else ""
-    return f"study <code>{_esc(data.study_name)}</code>{space}{device}"
+    space = f" · space <code>{esc(data.space_name)}</code>" if data.space_name else ""
+    device = f" · {esc(data.device_name)}" if data.device_name else ""
+    return f"study <code>{esc(data.study_name)}</code>{space}{device}"
 
 
 def fragments(data: ReportData) -> dict[str, str]:
     """The page's HTML fragments by element id, every user string escaped."""
-    notes = "".join(f"<li>{_esc(n)}</li>" for n in data.notes)
+    notes = "".join(f"<li>{esc(n)}</li>" for n in data.notes)
     return {
         "title": _title(data),
-        "simulated": f'<div class="simulated">{_esc(SIMULATED_TEXT)}</div>'
+        "simulated": f'<div class="simulated">{esc(SIMULATED_TEXT)}</div>'
         if data.simulated
         else "",
         "summary": _summary(data),
@@ -427,7 +327,7 @@ def render_report(data: ReportData) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>autotune report: {_esc(data.study_name)}{simulated}</title>
+<title>autotune report: {esc(data.study_name)}{simulated}</title>
 <style>{_CSS}</style>
 <script type="text/javascript">{get_plotlyjs()}</script>
 </head>
@@ -463,8 +363,8 @@ def study_nav(names: Sequence[str], current: str | None) -> str:
     if not names:
         return "<nav>No studies in this database yet; the page will show one when it starts.</nav>"
     links = "".join(
-        f'<a href="/?study={_esc(quote(n, safe=""))}"{" class=current" if n == current else ""}>'
-        f"{_esc(n)}</a>"
+        f'<a href="/?study={esc(quote(n, safe=""))}"{" class=current" if n == current else ""}>'
+        f"{esc(n)}</a>"
         for n in names
     )
     return f"<nav>studies: {links}</nav>"
@@ -485,7 +385,7 @@ def dashboard_page(
         mode: the study's objective mode: which figures the page has places for.
     """
     nav = f'<div id="study-nav">{study_nav(names, study)}</div><div id="live-status">connecting…</div>'
-    title = f"autotune dashboard: {_esc(study)}" if study else "autotune dashboard"
+    title = f"autotune dashboard: {esc(study)}" if study else "autotune dashboard"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

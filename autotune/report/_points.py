@@ -140,15 +140,6 @@ class ParetoRow(NamedTuple):
     compile_cache: str | None = None
 
     @property
-    def compile_text(self) -> str:
-        """The ``compile s`` cell of the Pareto tables: ``3.1``, ``3.1 cold``, ``0.4 warm``,
-        or ``n/a`` when not recorded."""
-        if self.compile_s is None:
-            return "n/a"
-        cache = f" {self.compile_cache}" if self.compile_cache and self.compile_s > 0 else ""
-        return f"{self.compile_s:.1f}{cache}"
-
-    @property
     def time_to_accuracy(self) -> bool:
         """A row of a time-to-accuracy study."""
         return self.time_to_accuracy_s is not None

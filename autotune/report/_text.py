@@ -1,34 +1,100 @@
-"""The words every output shares: the model's knobs as text, the metric's column, spread and
-paired difference,
-the ``autotune`` command lines a page names, and the line of a study without a verification."""
+"""The words and figures every output shares, in one place: the SIMULATED warning, the
+placeholder of a missing figure, each figure's format (MiB, samples/s, milliseconds, seconds,
+ratios, intervals, spreads), the model's knobs as text, the metric's column, spread and paired
+difference, HTML escaping, the ``autotune`` command lines a page names, and the line of a study
+without a verification."""
 
 from __future__ import annotations
 
+import html
 import shlex
 from collections.abc import Mapping
 from typing import Any
 
 from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, display_url, format_knob_value
 from autotune.objectives import Objective, seconds_text
+from autotune.units import MIB
 from autotune.verification import CandidateVerdict, difference_number, difference_unit
 
 __all__ = [
+    "MISSING",
     "NOT_VERIFIED",
+    "SIMULATED_TEXT",
     "busy_runs_text",
+    "ci_text",
+    "compile_text",
+    "esc",
     "metric_column",
     "metric_difference",
     "metric_spread",
+    "mib_text",
     "model_knobs",
     "model_text",
     "not_verified_line",
     "ratio_text",
     "seconds_text",
+    "sps_text",
+    "step_ms_text",
     "study_command",
+    "time_spread_text",
     "verify_command",
 ]
 
 #: The first words of what every output says about a study without a finished verification.
 NOT_VERIFIED = "not verified"
+
+#: What every output of a study on the mock device says first (the run header and its end,
+#: ``best``, ``report`` and the HTML report's banner).
+SIMULATED_TEXT = (
+    "SIMULATED: device=mock is an analytic cost model; no training happens and no figure is a "
+    "measurement."
+)
+
+#: A table cell without a figure (not recorded, not measured, or no baseline to compare with).
+MISSING = "n/a"
+
+
+def esc(value: Any) -> str:
+    """``value`` as text with HTML's special characters escaped (quotes too): every
+    user-provided string of a page or a figure goes through it."""
+    return html.escape(str(value), quote=True)
+
+
+def mib_text(n_bytes: float | None) -> str:
+    """Bytes in MiB with one decimal: ``1,234.5``; :data:`MISSING` for None."""
+    return MISSING if n_bytes is None else f"{n_bytes / MIB:,.1f}"
+
+
+def sps_text(samples_per_s: float | None) -> str:
+    """A throughput in samples/s, whole: ``12,345``; :data:`MISSING` for None."""
+    return MISSING if samples_per_s is None else f"{samples_per_s:,.0f}"
+
+
+def step_ms_text(step_s: float | None) -> str:
+    """A step time in milliseconds with three decimals: ``16.000``; :data:`MISSING` for None."""
+    return MISSING if step_s is None else f"{1e3 * step_s:.3f}"
+
+
+def compile_text(compile_s: float | None, compile_cache: str | None = None) -> str:
+    """Seconds ``torch.compile`` added, one decimal, with the compile cache's state when it
+    was recorded and anything was compiled: ``3.1``, ``3.1 cold``, ``0.4 warm``;
+    :data:`MISSING` for None."""
+    if compile_s is None:
+        return MISSING
+    cache = f" {compile_cache}" if compile_cache and compile_s > 0 else ""
+    return f"{compile_s:.1f}{cache}"
+
+
+def ci_text(ci95: tuple[float, float] | None) -> str:
+    """A ratio's 95 % interval: ``2.30-2.70x``; :data:`MISSING` for None."""
+    return MISSING if ci95 is None else f"{ci95[0]:.2f}-{ci95[1]:.2f}x"
+
+
+def time_spread_text(verdict: CandidateVerdict) -> str:
+    """Fastest-slowest time to target over a verdict's rounds: ``3.50-4.50``; :data:`MISSING`
+    without one."""
+    spread = verdict.time_to_accuracy_spread_s
+    return MISSING if spread is None else f"{seconds_text(spread[0])}-{seconds_text(spread[1])}"
 
 
 def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,7 +119,7 @@ def ratio_text(ratio: float | None) -> str:
     """A ratio such as a speedup: ``2.60x``, with two significant figures below 0.1
     (``0.0012x``, never a misleading ``0.00x``); ``n/a`` for None."""
     if ratio is None:
-        return "n/a"
+        return MISSING
     return f"{ratio:.2f}x" if abs(ratio) >= 0.1 else f"{ratio:.2g}x"
 
 

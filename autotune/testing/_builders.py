@@ -9,10 +9,10 @@ from typing import Any
 from autotune.config import TrialConfig
 from autotune.hardware import DeviceCapabilities, detect_capabilities
 from autotune.measure import Measurement
+from autotune.units import MIB
 
 __all__ = ["make_capabilities", "make_measurement", "make_trial_config"]
 
-_MIB = 1 << 20
 _GIB = 1 << 30
 
 #: The smallest useful trial: one conv block of 8 channels, one epoch of digits (22 steps of 64).
@@ -75,7 +75,7 @@ def make_measurement(**overrides: Any) -> Measurement:
         "step_time_s": 0.064,
         "step_time_p90_s": 0.07,
         "compile_s": 0.0,
-        "peak_memory_bytes": 8 * _MIB,
+        "peak_memory_bytes": 8 * MIB,
         "val_metric": 0.9,
         "train_loss": 0.3,
         "train_s": 1.5,

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.storage.records import VerificationPlan, VerificationRecord, VerificationRun
+from autotune.units import MIB
 from autotune.verification._metric import (
     ACCURACY,
     DEFAULT_SCREEN_Z,
@@ -54,7 +55,6 @@ from autotune.verification._metric import (
 from autotune.verification._speedup import mean_difference_ci95, speedup_ci95
 from autotune.verification._to_target import to_target_headline, to_target_verdict
 from autotune.verification._verdict import (
-    MIB,
     CandidateVerdict,
     Stage,
     changed_knobs,

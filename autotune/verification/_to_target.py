@@ -29,9 +29,9 @@ from typing import Any
 
 from autotune.objectives import seconds_text
 from autotune.storage.records import VerificationPlan, VerificationRecord
+from autotune.units import MIB
 from autotune.verification._speedup import mlperf_time_to_accuracy_s, speedup_ci95
 from autotune.verification._verdict import (
-    MIB,
     CandidateVerdict,
     Stage,
     changed_knobs,

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from autotune.config import format_knob_value
 from autotune.storage.records import VerificationPlan, VerificationRecord
+from autotune.units import MIB
 
 __all__ = [
-    "MIB",
     "CandidateVerdict",
     "Stage",
     "changed_knobs",
@@ -27,9 +27,6 @@ __all__ = [
 #: A verification's stage: ``race`` (A: baseline and finalists, picks one survivor) or
 #: ``confirm`` (B: baseline and the survivor over fresh seeds; the only claim).
 Stage = Literal["race", "confirm"]
-
-#: Bytes in a MiB, for the memory the verdicts write.
-MIB = 1 << 20
 
 
 def invalid_figure(row: VerificationRecord, time_to_accuracy: bool) -> str | None:

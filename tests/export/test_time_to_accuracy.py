@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from autotune.cli import main
+from autotune.console import best_table, studies_table
 from autotune.exceptions import ConfigError
 from autotune.export import best_configurations, export_best_yaml, list_studies, sort_pareto
-from autotune.report import best_table, studies_table
 from tests.report.test_terminal import _text
 from tests.report.tta import TARGET, TtaStudy
 from tests.storage.studies import DemoStudy

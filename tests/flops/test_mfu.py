@@ -1,4 +1,5 @@
-"""MFU, the run header's peak line and a trial's extra figures (autotune/flops/_mfu.py)."""
+"""MFU and a trial's extra figures (autotune/flops/_mfu.py), MFU on each measurement
+(autotune/api/_mfu.py) and the run header's peak line (autotune/console.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import dataclasses
 import pytest
 import torch
 
-from autotune.flops import describe_peaks, mfu_figures, trial_extras, with_mfu
+from autotune.api._mfu import with_mfu
+from autotune.console import describe_peaks
+from autotune.flops import mfu_figures, trial_extras
 from autotune.models import build_model
 from autotune.testing import make_capabilities, make_measurement, make_trial_config
 

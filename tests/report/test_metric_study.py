@@ -142,7 +142,7 @@ def test_ls_and_the_terminal_tables_name_the_metric(
     summary = result.verification
     assert summary is not None
     rows = [pareto_row(t) for t in result.pareto_trials]
-    pareto = _text(pareto_table(rows, "front", summary.metric, speedup=False, compile_s=True))
+    pareto = _text(pareto_table(rows, "front", summary.metric, speedup=False))
     assert "val_loss" in pareto and "val acc" not in pareto and "n_layer=" in pareto
     table = _text(verification_table(summary))
     assert "val_loss mean" in table and "0.9990 [0.9990-0.9990]" in table

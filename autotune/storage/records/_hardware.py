@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from autotune.units import MIB
+
 __all__ = ["HardwareFingerprint"]
 
 
@@ -51,7 +53,7 @@ class HardwareFingerprint:
 
     def rows(self) -> list[tuple[str, str]]:
         """``(label, value)`` pairs for display; unknown values read "n/a"."""
-        mib = self.device_memory_bytes / (1 << 20) if self.device_memory_bytes else None
+        mib = self.device_memory_bytes / MIB if self.device_memory_bytes else None
         pairs: list[tuple[str, Any]] = [
             ("device", f"{self.device_kind}: {self.device_name}"),
             ("device count", self.device_count),

@@ -1,0 +1,47 @@
+"""MFU on every measurement of a study: the trial runner :func:`run_study` hands the objective,
+wrapped so that each measurement also carries its model FLOP utilization."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from autotune.config import TrialConfig
+from autotune.flops import mfu_figures
+from autotune.hardware import DeviceCapabilities
+from autotune.measure import Measurement
+
+__all__ = ["with_mfu"]
+
+
+def with_mfu(
+    run_trial: Callable[[TrialConfig, float], Measurement], caps: DeviceCapabilities
+) -> Callable[[TrialConfig, float], Measurement]:
+    """Wrap a trial runner so each measurement also carries its MFU (in ``extra``).
+
+    The peak is the device's (``caps.peak_flops_per_s``: the published table, the measured
+    CPU peak, or the mock profile's), or a peak the trial measured on an unknown GPU. A
+    measurement without ``flops_per_sample`` (a fake runner) passes through unchanged.
+    """
+
+    def run(config: TrialConfig, timeout_s: float) -> Measurement:
+        m = run_trial(config, timeout_s)
+        flops = m.extra.get("flops_per_sample")
+        if not flops or m.throughput_sps <= 0:
+            return m
+        peak = caps.peak_flops_per_s.get(config.precision)
+        source = caps.peak_flops_source
+        if peak is None and "measured_peak_flops_per_s" in m.extra:
+            peak = float(m.extra["measured_peak_flops_per_s"])
+            source = "measured matmul peak in the trial process (GPU not in the published table)"
+        if peak is None:
+            return m
+        devices = config.gpu_count if caps.is_gpu else 1
+        extra = {
+            **m.extra,
+            **mfu_figures(flops, m.throughput_sps, peak, devices),
+            "peak_flops_source": source,
+        }
+        return replace(m, extra=extra)
+
+    return run

@@ -1,0 +1,220 @@
+"""One column model per table: what each column of the Pareto table and of the verification
+tables is called and what its cells say, by objective mode.
+
+The terminal (rich: :func:`autotune.report.pareto_table`,
+:func:`autotune.console.verification_table`) and the HTML report render the same columns, so
+the two forms cannot drift apart: the table is worked out once and printed twice, as
+``torch.utils.benchmark``'s ``compare.py`` does. A new output column is one :class:`Column`
+here.
+
+Cells are plain text (a renderer escapes them); a missing figure reads :data:`MISSING`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from autotune.measure import busy_text
+from autotune.objectives import Objective
+from autotune.report._points import ParetoRow
+from autotune.report._text import (
+    MISSING,
+    busy_runs_text,
+    ci_text,
+    compile_text,
+    metric_column,
+    metric_difference,
+    metric_spread,
+    mib_text,
+    model_text,
+    ratio_text,
+    seconds_text,
+    sps_text,
+    step_ms_text,
+    time_spread_text,
+)
+from autotune.verification import CandidateVerdict, VerificationSummary
+
+__all__ = [
+    "Column",
+    "busy_notes",
+    "is_recommended",
+    "pareto_columns",
+    "verification_columns",
+]
+
+RowT = TypeVar("RowT")
+
+
+@dataclass(frozen=True)
+class Column(Generic[RowT]):
+    """One column of a table.
+
+    Attributes:
+        header: the column's header, plain text.
+        cell: a row's cell, plain text.
+        text: a column of words (knobs, verdicts), left-aligned; figures are right-aligned.
+    """
+
+    header: str
+    cell: Callable[[RowT], str]
+    text: bool = False
+
+
+#: The tuner's knobs as the Pareto table names them: (header, parameter name, a text column).
+_TUNER_KNOB_COLUMNS = (
+    ("batch", "batch_size", False),
+    ("precision", "precision", True),
+    ("memory format", "memory_format", True),
+    ("compile", "compile_mode", True),
+    ("workers", "num_workers", False),
+    ("gpus", "gpu_count", False),
+)
+
+
+def _knob_column(header: str, name: str, text: bool, absent: str = "") -> Column[ParetoRow]:
+    """The column of one knob: its value as the trial set it (``absent`` when it has none)."""
+    return Column(header, lambda row: str(row.params.get(name, absent)), text=text)
+
+
+def pareto_columns(
+    metric: Objective,
+    *,
+    time_to_accuracy: bool,
+    speedup: bool = True,
+    recommended: int | None = None,
+    knob_names: Sequence[str] | None = None,
+) -> list[Column[ParetoRow]]:
+    """The columns of the Pareto table: one line per configuration, its single-trial figures
+    and its knobs (the model as its knobs, ``depth=2 width=16``).
+
+    A throughput study's: trial, samples/s, x baseline, the metric, peak MiB,
+    step ms, compile s, other CPU, then the knobs. A time-to-accuracy study's: trial, time to
+    target s, x sooner (the baseline's time over the trial's), the metric reached,
+    peak MiB, compile s and eval s (both inside the time to target), other CPU, then the
+    knobs. ``other CPU`` is the share of the CPUs other processes used while the trial was
+    timed (:func:`busy_notes` says which rows were measured on a busy machine).
+
+    The knobs come in one of two forms, the only difference between the terminal's table and
+    the HTML's: folded to fit a terminal (the model's knobs in one ``model`` column, then the
+    tuner's under short names: batch, precision, memory format, compile, workers, gpus), or
+    one column per knob under the space's own names (``knob_names``; ``—`` where a trial
+    has no value).
+
+    Args:
+        metric: the study's validation metric (its header and format).
+        time_to_accuracy: the rows are a time-to-accuracy study's.
+        speedup: show the ratio to the baseline's trial and mark the baseline's row (off
+            where the baseline's figure is not at hand).
+        recommended: the verified recommendation's trial number, marked when it is a row.
+        knob_names: one column per knob, in this order; None: the folded form.
+    """
+
+    def trial(row: ParetoRow) -> str:
+        marks = " (baseline)" if speedup and row.baseline else ""
+        return f"{row.number}{marks}" + (" (recommended)" if row.number == recommended else "")
+
+    columns: list[Column[ParetoRow]] = [Column("trial", trial)]
+    if time_to_accuracy:
+        columns.append(Column("time to target s", lambda r: seconds_text(r.time_to_accuracy_s)))
+        if speedup:
+            columns.append(Column("x sooner", lambda r: ratio_text(r.speedup)))
+        columns += [
+            Column(f"{metric_column(metric)} reached", lambda r: metric.format(r.val_metric, 1)),
+            Column("peak MiB", lambda r: mib_text(r.peak_memory_bytes)),
+            Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
+            Column("eval s", lambda r: seconds_text(r.eval_s)),
+        ]
+    else:
+        columns.append(Column("samples/s", lambda r: sps_text(r.throughput_sps)))
+        if speedup:
+            columns.append(Column("x baseline", lambda r: ratio_text(r.speedup)))
+        columns += [
+            Column(metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
+            Column("peak MiB", lambda r: mib_text(r.peak_memory_bytes)),
+            Column("step ms", lambda r: step_ms_text(r.step_time_s)),
+            Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
+        ]
+    columns.append(Column("other CPU", lambda r: r.cpu_text))
+    if knob_names is not None:
+        return columns + [_knob_column(name, name, True, "—") for name in knob_names]
+    return [
+        *columns,
+        Column("model", lambda r: model_text(r.params), text=True),
+        *(_knob_column(header, name, text) for header, name, text in _TUNER_KNOB_COLUMNS),
+    ]
+
+
+def busy_notes(rows: Sequence[ParetoRow]) -> list[str]:
+    """One note per row measured on a busy machine: ``trial 1 measured on a busy machine
+    (other processes used 48 % of the CPUs)``; the tables print them under the rows."""
+    return [
+        f"trial {row.number} {busy_text(row.other_cpu_share)}"
+        for row in rows
+        if row.busy and row.other_cpu_share is not None
+    ]
+
+
+def is_recommended(summary: VerificationSummary, verdict: CandidateVerdict) -> bool:
+    """``verdict`` is the confirmation's verdict of the recommended configuration (the race's
+    row of the same trial is not: the race claims nothing)."""
+    chosen = summary.recommended
+    return (
+        chosen is not None
+        and not verdict.is_baseline
+        and verdict.trial_number == chosen.trial_number
+        and verdict.stage == "confirm"
+    )
+
+
+def verification_columns(summary: VerificationSummary) -> list[Column[CandidateVerdict]]:
+    """The columns of a verification stage's table (the race's or the confirmation's): each
+    configuration with its verified figures and verdict.
+
+    In a throughput study: the speedup over the baseline and its 95 % interval, median
+    samples/s and the paired metric difference; in a time-to-accuracy study how many times
+    sooner than the baseline (geometric mean over rounds, 95 % interval) and the time to
+    target (geometric mean, the same mean as the ratio's; MLPerf's aggregate; fastest-slowest).
+    Then the metric's mean and range, validation samples, peak MiB, busy runs, the verdict
+    (``RECOMMENDED`` for the recommendation) and the knobs changed from the baseline.
+    """
+    metric = summary.metric
+    figures: list[Column[CandidateVerdict]]
+    if summary.is_time_to_accuracy:
+        ratio_name = "x sooner"
+        figures = [
+            Column("time to target s (geo. mean)", lambda v: seconds_text(v.time_to_accuracy_s)),
+            Column("MLPerf s", lambda v: seconds_text(v.time_to_accuracy_mlperf_s)),
+            Column("fastest-slowest s", time_spread_text),
+        ]
+    else:
+        ratio_name = "speedup"
+        figures = [
+            Column("median samples/s", lambda v: sps_text(v.throughput_median_sps)),
+            Column("metric diff [95 % CI]", lambda v: metric_difference(metric, v) or MISSING),
+        ]
+    return [
+        Column("trial", lambda v: f"{v.trial_number}" + (" (baseline)" if v.is_baseline else "")),
+        Column(ratio_name, lambda v: "1.00x" if v.is_baseline else ratio_text(v.speedup)),
+        Column("95 % CI", lambda v: ci_text(v.speedup_ci95)),
+        *figures,
+        Column(
+            f"{metric_column(metric)} mean [min-max]",
+            lambda v: (
+                MISSING
+                if v.val_metric_mean is None
+                else metric_spread(metric, v.val_metric_mean, v.val_metric_min, v.val_metric_max)
+            ),
+        ),
+        Column("n val", lambda v: f"{v.val_samples:,}" if v.val_samples else MISSING),
+        Column("peak MiB", lambda v: mib_text(v.peak_memory_max_bytes)),
+        Column("busy runs", lambda v: busy_runs_text(v, simulated=summary.simulated)),
+        Column(
+            "verdict",
+            lambda v: "RECOMMENDED" if is_recommended(summary, v) else v.verdict,
+            text=True,
+        ),
+        Column("changed knobs", lambda v: "" if v.is_baseline else v.changes_text(), text=True),
+    ]

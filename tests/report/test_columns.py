@@ -1,0 +1,144 @@
+"""One column model per table (autotune/report/_columns.py): the terminal and the HTML report
+render the Pareto table and the verification table with the same headers and the same cells,
+in each objective mode."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from rich.table import Table
+
+from autotune.console import verification_table
+from autotune.objectives import study_objectives
+from autotune.report import MISSING, ReportData, fragments, gather_from_trials, pareto_table
+from autotune.verification import CandidateVerdict, VerificationSummary
+from tests.report.tta import MIB, TARGET, hand_trials
+from tests.storage.studies import make_trial
+
+TTA = study_objectives(mode="time_to_accuracy")
+
+
+def _verdict(number: int, tta: bool, speedup: float | None) -> CandidateVerdict:
+    return CandidateVerdict(
+        trial_number=number,
+        is_baseline=number == 0,
+        params={},
+        changed=() if number == 0 else (("precision", "fp32", "bf16"),),
+        rounds_measured=3,
+        failures=(),
+        throughput_median_sps=None if tta else 1000.0 * (speedup or 1.0),
+        speedup=speedup,
+        speedup_ci95=None if speedup is None else (speedup - 0.2, speedup + 0.2),
+        val_metric_mean=0.96,
+        val_metric_min=0.955,
+        val_metric_max=0.965,
+        peak_memory_max_bytes=None if number == 2 else 8 * MIB,
+        qualifies=number == 1,
+        verdict="baseline" if number == 0 else ("qualifies" if number == 1 else "slower"),
+        time_to_accuracy_s=10.0 / (speedup or 1.0) if tta else None,
+        time_to_accuracy_spread_s=(3.5, 4.5) if tta and number == 1 else None,
+    )
+
+
+def _summary(tta: bool) -> VerificationSummary:
+    recommended = _verdict(1, tta, 2.5)
+    return VerificationSummary(
+        study_name="columns",
+        number=1,
+        rounds=3,
+        seeds=(0, 1, 2),
+        accuracy_tolerance_pt=0.5,
+        complete=True,
+        runs_done=9,
+        runs_planned=9,
+        simulated=True,
+        baseline=_verdict(0, tta, None),
+        candidates=(recommended, _verdict(2, tta, None)),
+        recommended=recommended,
+        objective="time_to_accuracy" if tta else "throughput",
+        target=TARGET if tta else None,
+    )
+
+
+def _data(tta: bool) -> ReportData:
+    if tta:
+        return gather_from_trials(
+            "columns",
+            hand_trials(),
+            objectives=TTA,
+            target=TARGET,
+            importances=False,
+            verification=_summary(tta),
+        )
+    trials = [
+        make_trial(0, (1000.0, 0.97, 8 * MIB), baseline=True),
+        make_trial(1, (4000.0, 0.85, 4 * MIB), precision="bf16", batch_size=128),
+        make_trial(2, (2500.0, 0.95, 2 * MIB), memory_format="channels_last"),
+    ]
+    return gather_from_trials("columns", trials, importances=False, verification=_summary(tta))
+
+
+def _html_table(fragment: str) -> tuple[list[str], list[list[str]]]:
+    """The headers and the rows of cells of an HTML table, unescaped."""
+    assert fragment.count("<table") == 1, fragment
+    headers = [html.unescape(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", fragment)]
+    rows = [
+        [html.unescape(td) for td in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", fragment)
+        if "<td" in tr
+    ]
+    return headers, rows
+
+
+def _rich_table(table: Table) -> tuple[list[str], list[list[str]]]:
+    """The headers and the rows of cells of a rich table."""
+    headers = [str(column.header) for column in table.columns]
+    columns = [[str(cell) for cell in column.cells] for column in table.columns]
+    return headers, [list(row) for row in zip(*columns, strict=True)]
+
+
+#: The terminal's folded knob columns (the HTML has one column per knob instead).
+FOLDED_KNOBS = ["model", "batch", "precision", "memory format", "compile", "workers", "gpus"]
+
+
+@pytest.mark.parametrize("tta", [False, True], ids=["throughput", "time_to_accuracy"])
+def test_the_terminal_and_the_html_pareto_tables_agree(tta: bool) -> None:
+    data = _data(tta)
+    recommended = data.recommended.trial_number if data.recommended is not None else None
+    terminal = pareto_table(
+        list(data.pareto), "front", data.metric, recommended=recommended, time_to_accuracy=tta
+    )
+
+    headers, rows = _rich_table(terminal)
+    page_headers, page_rows = _html_table(fragments(data)["pareto-table"])
+
+    # The same figure columns, headers and cells; then the knobs, folded in the terminal.
+    n = len(headers) - len(FOLDED_KNOBS)
+    assert headers[n:] == FOLDED_KNOBS and page_headers[n:] == list(data.knob_names)
+    assert page_headers[:n] == headers[:n]
+    assert [row[:n] for row in page_rows] == [row[:n] for row in rows]
+    ratio = "x sooner" if tta else "x baseline"
+    assert ratio in headers and "compile s" in headers and ("eval s" in headers) == tta
+    assert any(row[0] == "1 (recommended)" for row in rows)
+    # The knob values agree too: trial 1 is the bf16 trial in both studies.
+    assert rows[[r[0] for r in rows].index("1 (recommended)")][headers.index("precision")] == "bf16"
+    page_row = page_rows[[r[0] for r in page_rows].index("1 (recommended)")]
+    assert page_row[page_headers.index("precision")] == "bf16"
+
+
+@pytest.mark.parametrize("tta", [False, True], ids=["throughput", "time_to_accuracy"])
+def test_the_terminal_and_the_html_verification_tables_agree(tta: bool) -> None:
+    data = _data(tta)
+    assert data.verification is not None
+
+    headers, rows = _rich_table(verification_table(data.verification))
+
+    assert (headers, rows) == _html_table(fragments(data)["verification"])
+    assert headers[1] == ("x sooner" if tta else "speedup")
+    baseline, recommended, slower = rows
+    assert baseline[:3] == ["0 (baseline)", "1.00x", MISSING]
+    assert recommended[1:3] == ["2.50x", "2.30-2.70x"] and "RECOMMENDED" in recommended
+    # One placeholder for a missing figure in both forms: no speedup, no peak memory.
+    assert slower[1:3] == [MISSING, MISSING] and slower[headers.index("peak MiB")] == MISSING
