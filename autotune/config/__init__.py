@@ -42,7 +42,14 @@ from autotune.config._loading import (
     load_space,
     load_verify_request,
 )
-from autotune.config._run import DEFAULT_STORAGE_URL, RunConfig, TrialConfig, VerifyRequest
+from autotune.config._run import (
+    DEFAULT_STORAGE_URL,
+    ReusedMetric,
+    RunConfig,
+    TrialConfig,
+    VerifyRequest,
+    math_key,
+)
 from autotune.config._settings import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
@@ -54,6 +61,7 @@ from autotune.config._settings import (
     MockProfileName,
     MockSettings,
     ObjectiveMode,
+    SearchSettings,
     TrainSettings,
     TrialSettings,
     VerifySettings,
@@ -95,7 +103,9 @@ __all__ = [
     "ModelSpace",
     "ObjectiveMode",
     "PrecisionParam",
+    "ReusedMetric",
     "RunConfig",
+    "SearchSettings",
     "SearchSpace",
     "TrainSettings",
     "TrialConfig",
@@ -109,6 +119,7 @@ __all__ = [
     "load_run_config",
     "load_space",
     "load_verify_request",
+    "math_key",
     "parse_model_knob",
     "scaled_lr",
 ]

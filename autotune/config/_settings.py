@@ -254,6 +254,22 @@ class MockSettings(Strict):
     profile: MockProfileName = "default"
 
 
+class SearchSettings(Strict):
+    """How the search spends its trials (``search.*``).
+
+    ``reuse_metric``: a trial whose math key (:func:`autotune.config.math_key`: workload,
+    model knobs, global batch, precision, training settings, seed) equals a measured trial's
+    takes that trial's validation metric (and, in a time-to-accuracy study, its steps to the
+    target) instead of training for it, and runs only its warm-up and timed windows; its
+    throughput and memory are measured as usual. Memory format, compile mode and DataLoader
+    workers are outside the key: how far they move the validation accuracy of a fixed seed
+    on the shipped MNIST is measured in docs/benchmarks-notes.md ("Reuse where the math is
+    the same"). ``false`` trains every trial in full. Verification always trains in full.
+    """
+
+    reuse_metric: bool = True
+
+
 class HardwareSettings(Strict):
     """How the device's measured or published figures shape the space (``hardware.*``).
 

@@ -30,7 +30,13 @@ from autotune.config._knobs import (
     PrecisionParam,
     parse_model_knob,
 )
-from autotune.config._settings import Constraints, DataSettings, MeasureSettings, TrainSettings
+from autotune.config._settings import (
+    Constraints,
+    DataSettings,
+    MeasureSettings,
+    SearchSettings,
+    TrainSettings,
+)
 
 #: Names a model knob may not take: the tuner's knobs, and the keys of a trial configuration.
 _RESERVED_KNOB_NAMES = frozenset(TUNER_KNOBS) | {"family", "model", "workload", "seed", "device"}
@@ -183,6 +189,7 @@ class SearchSpace(Strict):
     data: DataSettings = DataSettings()  # the built-in workloads' data set
     measure: MeasureSettings = MeasureSettings()
     constraints: Constraints = Constraints()
+    search: SearchSettings = SearchSettings()
 
     @model_validator(mode="after")
     def _ranges(self) -> SearchSpace:

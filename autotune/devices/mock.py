@@ -14,6 +14,7 @@ real machine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -29,6 +30,7 @@ from autotune.measure import (
     Measurement,
     ThroughputStats,
     WindowPlan,
+    plan_reused_windows,
     plan_windows,
     summarize_windows,
 )
@@ -161,6 +163,8 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     # The study's floor says when to stop, and the busy threshold how to judge a run, not
     # what the configuration is: the same draws with or without them.
     del fields["min_throughput_sps"]
+    # Reuse changes what the trial runs, not the configuration's draws.
+    del fields["reuse"]
     fields["measure"].pop("max_other_cpu_share", None)
     if fields["measure"].get("min_timed_s") is None:  # unset: the mock's default, 0 s
         fields["measure"]["min_timed_s"] = 0.0
@@ -263,8 +267,10 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     if config.train.max_steps is not None:
         steps = min(steps, config.train.max_steps)
     # The windows a real loop of `steps` steps would time (autotune.trial), each the sum of
-    # its simulated steps.
-    plan = plan_windows(
+    # its simulated steps; a trial reusing another's metric runs only its warm-up and one
+    # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
+    steps_per_epoch = max(1, n_train // (batch * world))
+    plan = (plan_windows if config.reuse is None else _plan_reused(steps_per_epoch))(
         steps,
         warmup_steps=config.train.warmup_steps,
         windows=config.measure.windows,
@@ -345,8 +351,21 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             energy_j_per_sample=power_w / stats.throughput_sps,
         )
     n_val = max(1, round(n_train * m.data.val_fraction / (1 - m.data.val_fraction)))
+    eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
+    if config.reuse is not None:
+        return _simulate_reused(
+            config,
+            stats,
+            plan=plan,
+            step_s=step_s * run_factor,
+            eval_s=eval_s,
+            compile_s=compile_s,
+            val_samples=n_val,
+            peak_memory_bytes=peak_bytes,
+            parameters=params,
+            extra=extra,
+        )
     if config.objective == "time_to_accuracy":
-        eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
         return _simulate_to_target(
             config,
             stats,
@@ -354,7 +373,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             eval_s=eval_s,
             compile_s=compile_s,
             steps=steps,
-            steps_per_epoch=max(1, n_train // (batch * world)),
+            steps_per_epoch=steps_per_epoch,
             accuracy_after=accuracy_after,
             val_samples=n_val,
             peak_memory_bytes=peak_bytes,
@@ -375,6 +394,65 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         simulated=True,
         val_samples=n_val,
         extra=extra,
+    )
+
+
+def _plan_reused(steps_per_epoch: int) -> Callable[..., WindowPlan]:
+    """:func:`plan_reused_windows` for epochs of ``steps_per_epoch`` steps, called as
+    :func:`plan_windows` is."""
+    return functools.partial(plan_reused_windows, steps_per_epoch=steps_per_epoch)
+
+
+def _simulate_reused(
+    config: TrialConfig,
+    stats: ThroughputStats,
+    *,
+    plan: WindowPlan,
+    step_s: float,
+    eval_s: float,
+    compile_s: float,
+    val_samples: int,
+    peak_memory_bytes: int,
+    parameters: int,
+    extra: dict[str, float | bool],
+) -> Measurement:
+    """A SIMULATED trial that reuses another trial's metric (``config.reuse``), as
+    ``autotune.trial`` runs one: its cost (``train_s``) is the compilation plus the steps of
+    ``plan`` (warm-up and windows) only, plus one timed evaluation in a time-to-accuracy
+    study, whose time to accuracy is the source's steps and evaluations at this
+    configuration's modelled step and evaluation seconds (the target missed past
+    ``train.max_time_s``)."""
+    reuse = config.reuse
+    assert reuse is not None
+    train_s = compile_s + plan.total_steps * step_s
+    figures: dict[str, object] = {}
+    if config.objective == "time_to_accuracy":
+        estimate_s = compile_s + reuse.steps * step_s + reuse.evaluations * eval_s
+        max_time_s = config.train.max_time_s
+        reached = max_time_s is None or estimate_s <= max_time_s
+        train_s += eval_s
+        figures = {
+            "time_to_accuracy_s": estimate_s if reached else None,
+            "target_reached": reached,
+            "eval_s": reuse.evaluations * eval_s,
+            "metric_curve": ((estimate_s, reuse.steps, reuse.val_metric),) if reached else (),
+        }
+        extra = {**extra, "target": config.train.target if config.train.target else 1.0}
+    return Measurement.from_stats(
+        stats,
+        compile_s=compile_s,
+        peak_memory_bytes=peak_memory_bytes,
+        val_metric=reuse.val_metric,
+        train_loss=reuse.train_loss,
+        train_s=train_s,
+        steps=plan.total_steps,
+        samples_per_step=config.batch_size * config.gpu_count,
+        parameters=parameters,
+        memory_kind="simulated",
+        simulated=True,
+        val_samples=val_samples,
+        extra=extra,
+        **figures,
     )
 
 

@@ -118,6 +118,8 @@ class ParetoRow(NamedTuple):
             windows (None: not measured, e.g. on the mock device).
         busy: measured on a busy machine (the trial's ``busy_machine`` attribute).
         simulated: the mock device produced it (its CPU share is "not measured (mock)").
+        metric_from_trial: the trial whose metric (and steps to the target) this one reused,
+            the math being the same (``search.reuse_metric``); None when it trained in full.
     """
 
     number: int
@@ -134,6 +136,7 @@ class ParetoRow(NamedTuple):
     other_cpu_share: float | None = None
     busy: bool = False
     simulated: bool = False
+    metric_from_trial: int | None = None
 
     @property
     def time_to_accuracy(self) -> bool:
@@ -266,6 +269,12 @@ def attr_float(trial: FrozenTrial, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _int_attr(trial: FrozenTrial, name: str) -> int | None:
+    """The integer user attribute ``name`` of ``trial``, None when absent or not an int."""
+    value = trial.user_attrs.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def pareto_row(
     trial: FrozenTrial,
     baseline_sps: float | None = None,
@@ -295,6 +304,7 @@ def pareto_row(
         "other_cpu_share": attr_float(trial, "other_cpu_share"),
         "busy": trial.user_attrs.get(BUSY_ATTR) is True,
         "simulated": trial.user_attrs.get("simulated") is True,
+        "metric_from_trial": _int_attr(trial, "metric_from_trial"),
     }
     if trial_mode(trial) == "time_to_accuracy":
         time_s, peak_memory_bytes = (float(v) for v in trial.values)

@@ -9,13 +9,13 @@ import math
 
 import pytest
 
-from autotune.config import DataSettings
+from autotune.config import DataSettings, ReusedMetric
 from autotune.data import load_dataset
 from autotune.measure import plan_windows
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
-from autotune.trial._throughput import _ThroughputFloor
-from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, train_here
+from autotune.trial._throughput import _ThroughputFloor, train_for_throughput
+from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here
 
 pytestmark = pytest.mark.slow
 
@@ -235,3 +235,16 @@ def test_ddp_ranks_stop_together_below_the_floor() -> None:
     # DDP ranks decide together at the first window's end (5 warm-up steps, windows of 2).
     assert m.too_slow is True and (m.steps, m.timed_steps) == (7, 2)
     assert m.samples_per_step == 128
+
+
+def test_a_reused_trial_trains_only_its_warm_up_and_windows_and_never_evaluates() -> None:
+    reuse = ReusedMetric(from_trial=4, val_metric=0.123, train_loss=0.456, steps=66)
+    training, calls = counted_training(make_trial_config(train={"epochs": 3}, reuse=reuse))
+
+    m = train_for_throughput(training, 0, 1)
+
+    # digits: 22 steps an epoch; 5 warm-up steps, then one epoch of 5 windows of 4 steps.
+    assert calls == ["step"] * (5 + 22)
+    assert (m.steps, m.timed_steps) == (27, 20)
+    assert (m.val_metric, m.train_loss) == (0.123, 0.456)
+    assert m.throughput_sps > 0 and m.peak_memory_bytes >= 0

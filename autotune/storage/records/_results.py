@@ -108,6 +108,9 @@ class TrialRecord:
         load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
         busy_machine: the share passed ``measure.max_other_cpu_share``: measured on a busy
             machine; None when not measured.
+        metric_from_trial: the number of the trial whose validation metric (and steps to the
+            target) this trial reused, its math key being the same (``search.reuse_metric``);
+            None when it trained in full.
     """
 
     study_name: str
@@ -156,6 +159,7 @@ class TrialRecord:
     other_cpu_share: float | None = None
     load_avg_1m: float | None = None
     busy_machine: bool | None = None
+    metric_from_trial: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

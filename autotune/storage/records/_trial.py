@@ -115,6 +115,7 @@ def trial_record(
     reached = attrs.get("target_reached")
     curve = attrs.get("metric_curve")
     busy = attrs.get(BUSY_ATTR)
+    reused_from = attrs.get("metric_from_trial")
     return TrialRecord(
         study_name=study_name,
         trial_number=trial.number,
@@ -135,6 +136,7 @@ def trial_record(
         target_reached=reached if isinstance(reached, bool) else None,
         metric_curve_json=json.dumps(curve) if isinstance(curve, list) else None,
         busy_machine=busy if isinstance(busy, bool) else None,
+        metric_from_trial=_number(reused_from, int),
         **figures,
         **knobs,
     )

@@ -129,3 +129,11 @@ def test_trial_record_of_a_missed_target_has_no_time_and_of_a_throughput_trial_n
     assert record.metric_curve_json == "[]"
     assert (plain.time_to_accuracy_s, plain.target_reached, plain.eval_s) == (None, None, None)
     assert plain.metric_curve_json is None
+
+
+def test_trial_record_names_the_trial_whose_metric_it_reused() -> None:
+    reused = make_trial(5, (900.0, 0.98, 5 << 20), extra_attrs={"metric_from_trial": 2})
+    trained = make_trial(2, (800.0, 0.98, 5 << 20))
+
+    assert trial_record("s", reused).metric_from_trial == 2
+    assert trial_record("s", trained).metric_from_trial is None
