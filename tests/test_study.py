@@ -734,3 +734,14 @@ def test_a_time_to_accuracy_trial_reuses_the_steps_to_the_target() -> None:
     assert reuser.user_attrs["metric_from_trial"] == 0
     assert reuser.user_attrs["target_reached"] is True
     assert reuser.values[0] == reuser.user_attrs["time_to_accuracy_s"] > 0
+
+
+def test_under_a_global_batch_a_change_of_batch_size_reuses_the_metric() -> None:
+    study, fake = _run_enqueued(
+        [{"batch_size": 16}], "batch_size=[16,32,64]", "train.global_batch_size=64"
+    )
+
+    reuse = fake.configs[1].reuse
+    assert reuse is not None and reuse.from_trial == 0
+    assert study.trials[1].user_attrs["samples_per_step"] == 64
+    assert study.trials[1].user_attrs["lr_peak"] == study.trials[0].user_attrs["lr_peak"]

@@ -65,6 +65,7 @@ from autotune.config._settings import (
     TrainSettings,
     TrialSettings,
     VerifySettings,
+    global_batch_reason,
     scaled_lr,
 )
 from autotune.config._space import (
@@ -116,6 +117,7 @@ __all__ = [
     "available_spaces",
     "display_url",
     "format_knob_value",
+    "global_batch_reason",
     "load_run_config",
     "load_space",
     "load_verify_request",

@@ -93,7 +93,9 @@ class TrialConfig(Strict):
     device: Literal["cpu", "cuda", "mock"]
     workload: WorkloadSpec
     model: dict[str, KnobValue] = Field(default_factory=dict)  # build_model(**model)
-    batch_size: int = Field(ge=1)  # per rank; the global batch is batch_size * gpu_count
+    # Per rank; the global batch is batch_size * gpu_count, or train.global_batch_size when
+    # set (batch_size is then the micro-batch of gradient accumulation).
+    batch_size: int = Field(ge=1)
     precision: Precision
     memory_format: MemoryFormat
     compile_mode: CompileMode
@@ -176,8 +178,10 @@ def math_key(config: TrialConfig) -> str:
     target) stands for the other's.
 
     In the key: the device kind, the workload (reference and arguments, data included), the
-    model knobs, the global batch (``batch_size`` and ``gpu_count``, which decide the data
-    order per rank and the number of steps), the precision, the training settings (optimizer,
+    model knobs, the global batch (``train.global_batch_size`` when set: then ``batch_size``
+    and ``gpu_count`` only split it into micro-batches and ranks, and stay out; without it,
+    ``batch_size`` and ``gpu_count``, which decide the data order per rank and the number of
+    steps), the precision, the training settings (optimizer,
     learning rate and its scaling and schedule, epochs, steps cap, target), the training seed
     and the objective mode. Outside it: memory format, compile mode and DataLoader workers,
     which change speed and memory, not the arithmetic's result beyond reordering (measured on
@@ -193,12 +197,16 @@ def math_key(config: TrialConfig) -> str:
         ``math_key`` user attribute.
     """
     train = config.train.model_dump(mode="json", exclude=set(_TIMING_ONLY_TRAIN_SETTINGS))
+    batch: dict[str, int] = (
+        {"batch_size": config.batch_size, "gpu_count": config.gpu_count}
+        if config.train.global_batch_size is None
+        else {}  # train.global_batch_size, in `train`, is the global batch
+    )
     fields = {
         "device": config.device,
         "workload": config.workload.model_dump(mode="json"),
         "model": config.model,
-        "batch_size": config.batch_size,
-        "gpu_count": config.gpu_count,
+        **batch,
         "precision": config.precision,
         "train": train,
         "seed": config.seed,

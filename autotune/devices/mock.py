@@ -140,8 +140,9 @@ def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
 _RUN_NOISE_SIGMA = 0.05
 
 
-#: Fields added with objective=time_to_accuracy, left out of the noise seed while at their
-#: defaults, so that a throughput configuration draws the same noise as before they existed.
+#: Fields added with objective=time_to_accuracy (and train.global_batch_size), left out of the
+#: noise seed while at their defaults, so that a configuration draws the same noise as before
+#: they existed.
 _UNSEEDED_AT_DEFAULT = (
     "target_accuracy",
     "target_metric",
@@ -149,6 +150,7 @@ _UNSEEDED_AT_DEFAULT = (
     "eval_every_s",
     "max_time_s",
     "max_time_vs_baseline",
+    "global_batch_size",
 )
 
 
@@ -207,6 +209,9 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         n_train = _SHIPPED_MNIST_SAMPLES - round(_SHIPPED_MNIST_SAMPLES * m.data.val_fraction)
     fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count
+    # train.global_batch_size: micro-batches of `batch` per step and rank (1 without).
+    accumulation = config.train.accumulation_steps(batch, world)
+    global_batch = batch * world * accumulation
     rng = _rng(config)
 
     # Memory: the same model as autotune.hardware.estimate_memory (fp32 weights, grads and
@@ -260,16 +265,17 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         step_s = max(compute_s + launch_s, load_s / config.num_workers)
     else:
         step_s = compute_s + launch_s + load_s
+    step_s *= accumulation  # every micro-batch computes and loads; one all-reduce per step
     if world > 1:
         step_s += 30e-6 + 2 * params * 4 / profile.allreduce_bytes_per_s
 
-    steps = max(1, config.train.epochs * (n_train // (batch * world)))
+    steps = max(1, config.train.epochs * (n_train // global_batch))
     if config.train.max_steps is not None:
         steps = min(steps, config.train.max_steps)
     # The windows a real loop of `steps` steps would time (autotune.trial), each the sum of
     # its simulated steps; a trial reusing another's metric runs only its warm-up and one
     # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
-    steps_per_epoch = max(1, n_train // (batch * world))
+    steps_per_epoch = max(1, n_train // global_batch)
     plan = (plan_windows if config.reuse is None else _plan_reused(steps_per_epoch))(
         steps,
         warmup_steps=config.train.warmup_steps,
@@ -284,24 +290,24 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     step_times = (
         step_s * run_factor * rng.lognormal(0.0, 0.02, size=(plan.windows, plan.window_steps))
     )
-    stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, batch * world)
+    stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, global_batch)
     compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
         stopped = _stopped_too_slow(
-            floor_sps, plan, step_s * run_factor, step_times[0], batch * world
+            floor_sps, plan, step_s * run_factor, step_times[0], global_batch
         )
         if stopped is not None:
             steps_done, timed_steps, timed_s = stopped
             return Measurement.from_stats(
-                summarize_windows([timed_s], timed_steps, batch * world),
+                summarize_windows([timed_s], timed_steps, global_batch),
                 compile_s=compile_s,
                 peak_memory_bytes=peak_bytes,
                 val_metric=math.nan,
                 train_loss=math.nan,
                 train_s=compile_s + steps_done * step_s * run_factor,
                 steps=steps_done,
-                samples_per_step=batch * world,
+                samples_per_step=global_batch,
                 parameters=params,
                 memory_kind="simulated",
                 simulated=True,
@@ -314,7 +320,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     # learning-rate scale factor (the peak learning rate over train.lr), so a larger batch
     # with a scaled learning rate makes up for its fewer steps; with lr_scaling=none the
     # factor is 1 and only the steps count.
-    lr_peak = config.train.peak_lr(batch * world)
+    lr_peak = config.train.peak_lr(global_batch)
     lr_gain = lr_peak / config.train.lr
     effective_steps = steps * lr_gain
     # Width counts more than depth: on digits, depth 2 x width 8 (93.7 %) and depth 1 x
@@ -388,7 +394,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         train_loss=float(max(0.01, 2.3 * math.exp(-effective_steps / 80))),
         train_s=compile_s + steps * step_s,
         steps=steps,
-        samples_per_step=batch * world,
+        samples_per_step=global_batch,
         parameters=params,
         memory_kind="simulated",
         simulated=True,
@@ -446,7 +452,7 @@ def _simulate_reused(
         train_loss=reuse.train_loss,
         train_s=train_s,
         steps=plan.total_steps,
-        samples_per_step=config.batch_size * config.gpu_count,
+        samples_per_step=config.train.global_batch(config.batch_size, config.gpu_count),
         parameters=parameters,
         memory_kind="simulated",
         simulated=True,
@@ -558,7 +564,7 @@ def _simulate_to_target(
         train_loss=float(max(0.01, 2.3 * math.exp(-done / 80))),
         train_s=wall_s,
         steps=done,
-        samples_per_step=config.batch_size * config.gpu_count,
+        samples_per_step=config.train.global_batch(config.batch_size, config.gpu_count),
         parameters=parameters,
         memory_kind="simulated",
         simulated=True,

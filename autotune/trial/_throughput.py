@@ -168,8 +168,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     extra = (
         trial_extras(
             t.model,
-            x,
-            y,
+            x[: config.batch_size],  # one micro-batch: the FLOPs per sample are the same
+            y[: config.batch_size],
             loss_fn=t.workload.loss,
             precision=config.precision,
             autocast_dtype=t.autocast_dtype,
@@ -182,6 +182,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     if rank == 0:
         extra["lr_peak"] = t.peak_lr
+        if t.accumulation_steps > 1:
+            extra["accumulation_steps"] = t.accumulation_steps
         extra["timing_extension_steps"] = extension_steps
         if warmup_peak_bytes is not None:
             extra["warmup_peak_memory_bytes"] = warmup_peak_bytes

@@ -118,3 +118,12 @@ def test_the_reuse_a_study_sets_is_no_part_of_the_key() -> None:
 
     assert math_key(make_trial_config(reuse=reuse)) == math_key(make_trial_config())
     assert len(math_key(make_trial_config())) == 16
+
+
+def test_under_a_global_batch_batch_size_and_gpu_count_keep_the_key() -> None:
+    fixed = {"train": {"global_batch_size": 128}}
+    key = math_key(make_trial_config(batch_size=64, gpu_count=1, **fixed))
+
+    assert math_key(make_trial_config(batch_size=16, gpu_count=2, **fixed)) == key
+    assert math_key(make_trial_config(batch_size=64, gpu_count=1)) != key
+    assert math_key(make_trial_config(train={"global_batch_size": 256})) != key

@@ -269,3 +269,15 @@ def test_a_reused_time_to_accuracy_trial_takes_the_sources_steps_on_its_own_cloc
     assert reused.time_to_accuracy_s == pytest.approx(40 * step_s + eval_s, rel=0.1)
     assert reused.train_s == pytest.approx(27 * step_s + eval_s / 2, rel=0.1)  # 27 steps run
     assert capped.target_reached is False and capped.time_to_accuracy_s is None
+
+
+def test_a_global_batch_keeps_steps_and_learning_rate_across_micro_batches() -> None:
+    fixed = {"global_batch_size": 128, "reference_batch_size": 64, "epochs": 5}
+    whole = simulate(_mock(depth=2, width=16, batch_size=128, train=fixed))
+    micro = simulate(_mock(depth=2, width=16, batch_size=32, train=fixed))
+
+    # digits: 1438 samples -> 11 steps of 128 an epoch, 5 epochs, whatever the micro-batch.
+    assert (whole.steps, micro.steps) == (55, 55)
+    assert whole.samples_per_step == micro.samples_per_step == 128
+    assert whole.extra["lr_peak"] == micro.extra["lr_peak"]
+    assert micro.peak_memory_bytes < whole.peak_memory_bytes  # a quarter of the activations

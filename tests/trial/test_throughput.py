@@ -248,3 +248,15 @@ def test_a_reused_trial_trains_only_its_warm_up_and_windows_and_never_evaluates(
     assert (m.steps, m.timed_steps) == (27, 20)
     assert (m.val_metric, m.train_loss) == (0.123, 0.456)
     assert m.throughput_sps > 0 and m.peak_memory_bytes >= 0
+
+
+def test_ddp_with_a_global_batch_accumulates_micro_batches() -> None:
+    # 2 ranks x micro-batches of 16 x 2 accumulation steps = the global batch of 64.
+    config = make_trial_config(batch_size=16, gpu_count=2, train={"global_batch_size": 64})
+
+    m = run_trial(config, TIMEOUT_S)
+
+    assert m.samples_per_step == 64
+    assert m.extra["accumulation_steps"] == 2
+    assert m.steps == (N_TRAIN // 2) // 32  # each rank's 719 samples in batches of 2 x 16
+    assert 0.0 <= m.val_metric <= 1.0 and m.throughput_sps > 0
