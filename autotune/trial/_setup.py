@@ -87,12 +87,18 @@ def make_loader(
     Raises:
         ValueError: the global batch is not a whole number of micro-batches.
     """
+    # The loader's generator seeds its workers: each new iterator (every epoch without
+    # persistent workers, once with them) draws a seed from it. The sampler shuffles with a
+    # generator of its own, so that those draws never shift the data order: with one shared
+    # generator, num_workers changed the order from the second epoch on (issue 24), and the
+    # workers are outside the math key (autotune.config.math_key).
     generator = torch.Generator().manual_seed(config.seed)
     sampler: Any
     if world_size > 1:
         sampler = DistributedSampler(data, world_size, rank, shuffle=True, seed=config.seed)
     else:
-        sampler = RandomSampler(data, generator=generator)  # type: ignore[arg-type]
+        shuffle = torch.Generator().manual_seed(config.seed)
+        sampler = RandomSampler(data, generator=shuffle)  # type: ignore[arg-type]
     # The start method DataLoader uses for its workers (multiprocessing's default here:
     # forkserver in a trial's rank, the forkserver's own).
     start_method = multiprocessing.get_context().get_start_method()

@@ -10,11 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+from torch.utils.data import TensorDataset
 
 from autotune.config import TrainSettings, TrialConfig
 from autotune.devices.cpu import CpuBackend
 from autotune.testing import make_trial_config
-from autotune.trial._setup import Training, make_lr_schedule, prepare_training
+from autotune.trial._setup import Training, make_loader, make_lr_schedule, prepare_training
 from autotune.workloads import load_workload
 from tests.trial.loops import train_here
 
@@ -123,3 +124,18 @@ def test_ddp_all_reduces_only_an_optimizer_steps_last_micro_batch() -> None:
 def _training(config: TrialConfig) -> Training:
     """``config``'s training as rank 0 of 1 in this process."""
     return prepare_training(config, CpuBackend(), load_workload(config.workload), 0, 1)
+
+
+def test_the_data_order_does_not_depend_on_the_workers() -> None:
+    # Workers are outside the math key: every epoch's order must be theirs too (the loader's
+    # worker-seed draws once shifted a shared generator from the second epoch on).
+    data = TensorDataset(torch.arange(64))
+
+    def orders(workers: int) -> list[list[int]]:
+        config = make_trial_config(batch_size=16, num_workers=workers)
+        loader = make_loader(config, data, CpuBackend(), 0, 1)
+        return [[int(v) for (batch,) in loader for v in batch] for _ in range(3)]
+
+    without, with_two = orders(0), orders(2)
+    assert without == with_two
+    assert without[0] != without[1]  # shuffled anew each epoch
