@@ -96,9 +96,10 @@ def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
 
 
 def baseline_global_batch(space: SearchSpace) -> int:
-    """The baseline configuration's global batch: its batch size times its GPU count."""
+    """The baseline configuration's global batch: ``train.global_batch_size`` when the space
+    fixes one, else its batch size times its GPU count."""
     params, _ = baseline_params(space)
-    return int(params["batch_size"]) * int(params["gpu_count"])
+    return space.train.global_batch(int(params["batch_size"]), int(params["gpu_count"]))
 
 
 def trial_train_settings(space: SearchSpace) -> TrainSettings:

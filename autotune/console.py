@@ -128,6 +128,13 @@ def _busy_flag(trial: FrozenTrial) -> str:
     return f", WARNING: {busy_text(float(share))}"
 
 
+def _reused_flag(trial: FrozenTrial) -> str:
+    """``, metric from trial 3`` for a trial that reused that trial's metric (the same math
+    key; its ``metric_from_trial`` attribute), else ``""``."""
+    source = trial.user_attrs.get("metric_from_trial")
+    return f", metric from trial {source}" if isinstance(source, int) else ""
+
+
 def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     attrs = trial.user_attrs
     knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
@@ -136,11 +143,12 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
         # A too_slow trial measured its first window: a busy machine may be why.
         return f"trial {trial.number}: {attrs['failure']} ({last}){_busy_flag(trial)} {knobs}"
     if "target_reached" in attrs:
-        return f"{_to_target_line(trial, metric)}{_busy_flag(trial)}  {knobs}"
+        return f"{_to_target_line(trial, metric)}{_reused_flag(trial)}{_busy_flag(trial)}  {knobs}"
     return (
         f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
         f"{_metric_text(metric, trial_metric(trial))}, "
-        f"{mib_text(attrs.get('peak_memory_bytes', 0))} MiB{_busy_flag(trial)}  {knobs}"
+        f"{mib_text(attrs.get('peak_memory_bytes', 0))} MiB{_reused_flag(trial)}"
+        f"{_busy_flag(trial)}  {knobs}"
     )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "is_busy",
     "other_cpu_share",
     "peak_rss_bytes",
+    "plan_reused_windows",
     "plan_windows",
     "reset_peak_rss",
     "summarize_steps",
@@ -188,6 +189,49 @@ def plan_windows(
         warmup_steps=warmup,
         window_steps=timed // n_windows,
         windows=n_windows,
+        compiled=compiled,
+    )
+
+
+def plan_reused_windows(
+    total_steps: int,
+    *,
+    steps_per_epoch: int,
+    warmup_steps: int,
+    windows: int,
+    min_window_steps: int = 1,
+    compiled: bool = False,
+) -> WindowPlan:
+    """Plan the loop of a trial that reuses another trial's metric (``search.reuse_metric``):
+    the same warm-up, then the windows over one epoch's steps (at least ``windows x
+    min_window_steps``, at most the budget's), so the throughput is timed over a full pass of
+    the data loader's order at the budget's batch, and the steps after it, which would only
+    have trained towards a metric already known, are not run.
+
+    Args:
+        total_steps: optimizer steps of the full budget (>= 1).
+        steps_per_epoch: optimizer steps of one pass over the training split (>= 1).
+        warmup_steps: untimed steps wanted before the first window (``train.warmup_steps``).
+        windows: the number of windows wanted (``measure.windows``).
+        min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
+        compiled: whether the model is compiled.
+
+    Raises:
+        ValueError: as :func:`plan_windows`.
+    """
+    full = plan_windows(
+        total_steps,
+        warmup_steps=warmup_steps,
+        windows=windows,
+        min_window_steps=min_window_steps,
+        compiled=compiled,
+    )
+    timed = max(steps_per_epoch, windows * min_window_steps)
+    return plan_windows(
+        min(total_steps, full.warmup_steps + timed),
+        warmup_steps=warmup_steps,
+        windows=windows,
+        min_window_steps=min_window_steps,
         compiled=compiled,
     )
 

@@ -26,7 +26,15 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial, trial_train_settings
-from autotune.config import MockFault, RunConfig, SearchSpace, TrialConfig, display_url
+from autotune.config import (
+    MockFault,
+    ReusedMetric,
+    RunConfig,
+    SearchSpace,
+    TrialConfig,
+    display_url,
+    math_key,
+)
 from autotune.exceptions import ConfigError, StorageError, TrialError
 from autotune.hardware import (
     DeviceCapabilities,
@@ -47,6 +55,8 @@ from autotune.samplers import OneThreadSampler, make_sampler
 from autotune.storage import FINISHED_STATES, error_reason, study_exists
 
 __all__ = [
+    "MATH_KEY_ATTR",
+    "METRIC_FROM_TRIAL_ATTR",
     "STUDY_RECORD_ATTR",
     "SurplusTrial",
     "TrialObjective",
@@ -58,6 +68,10 @@ __all__ = [
 #: The study user attribute holding the study record: its space, device, objectives and
 #: precision screen (what a resumed study must match).
 STUDY_RECORD_ATTR = "autotune"
+#: The trial user attribute holding its configuration's math key (:func:`autotune.config.math_key`).
+MATH_KEY_ATTR = "math_key"
+#: The trial user attribute naming the trial whose metric a trial reused (its number).
+METRIC_FROM_TRIAL_ATTR = "metric_from_trial"
 #: States that hold one of the study's ``--trials`` slots: finished, running or queued.
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 #: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
@@ -376,6 +390,41 @@ class TrialObjective:
         trial.set_user_attr("eval_every_s", every_s)
         return config.model_copy(update={"train": train.with_default_cadence(every_s)})
 
+    def _with_reuse(self, trial: optuna.Trial, config: TrialConfig, key: str) -> TrialConfig:
+        """The configuration with ``reuse`` set when ``search.reuse_metric`` is on and a
+        finished trial with the same math key (``key``) was measured in full: the earliest
+        such trial that completed without failure (in a time-to-accuracy study, one that
+        reached the target) and did not itself reuse a metric. Its validation metric and
+        training loss, and its steps and evaluations to the target, go with the trial, which
+        then runs only its warm-up and timed windows (:mod:`autotune.trial`). The baseline
+        trial always trains in full (it is what every speedup is measured against), and so
+        does every verification run (its configuration is rebuilt from the stored knobs,
+        without ``reuse``)."""
+        if not self._space.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
+            return config
+        tta = config.objective == "time_to_accuracy"
+        for source in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            attrs = source.user_attrs
+            if (
+                source.number == trial.number
+                or attrs.get(MATH_KEY_ATTR) != key
+                or "failure" in attrs
+                or METRIC_FROM_TRIAL_ATTR in attrs
+                or not isinstance(attrs.get("val_metric"), (int, float))
+                or not isinstance(attrs.get("steps"), int)
+                or (tta and attrs.get("target_reached") is not True)
+            ):
+                continue
+            reuse = ReusedMetric(
+                from_trial=source.number,
+                val_metric=float(attrs["val_metric"]),
+                train_loss=float(attrs.get("train_loss", float("nan"))),
+                steps=int(attrs["steps"]),
+                evaluations=len(attrs.get("metric_curve") or []) if tta else 0,
+            )
+            return config.model_copy(update={"reuse": reuse})
+        return config
+
     def _mock_fault(self, number: int) -> MockFault:
         mock = self._config.mock
         if self._caps.kind != "mock" or (mock.fault_trials and number not in mock.fault_trials):
@@ -489,13 +538,18 @@ class TrialObjective:
         reason = trial_infeasibility_reason(config, self._caps)
         if reason is not None:
             return self._record_failure(trial, "infeasible", reason)
+        key = math_key(config)
+        trial.set_user_attr(MATH_KEY_ATTR, key)
+        config = self._with_reuse(trial, config, key)
         try:
             config = self._warm_baseline(trial, config)
             measurement = self._run_with_retry(trial, config)
         except TrialError as e:
             return self._record_failure(trial, e.failure, e.detail)
-        for key, value in measurement.as_user_attrs().items():
-            trial.set_user_attr(key, value)
+        for name, value in measurement.as_user_attrs().items():
+            trial.set_user_attr(name, value)
+        if config.reuse is not None and not measurement.too_slow:
+            trial.set_user_attr(METRIC_FROM_TRIAL_ATTR, config.reuse.from_trial)
         if measurement.other_cpu_share is not None:
             # Flagged under the threshold in force when it was measured (every output reads it).
             busy = measurement.busy(config.measure.max_other_cpu_share)

@@ -134,3 +134,29 @@ def test_a_too_slow_trial_on_a_busy_machine_says_both() -> None:
         "WARNING: measured on a busy machine (other processes used 43 % of the CPUs) "
         "precision=fp16"
     )
+
+
+def test_a_reused_trial_says_whose_metric_it_has() -> None:
+    import optuna
+
+    from autotune.console import _trial_line
+
+    trial = optuna.trial.create_trial(
+        params={"memory_format": "channels_last"},
+        distributions={
+            "memory_format": optuna.distributions.CategoricalDistribution(["channels_last"])
+        },
+        values=[1234.0, 0.9812, 3 << 20],
+        user_attrs={
+            "throughput_sps": 1234.0,
+            "val_metric": 0.9812,
+            "peak_memory_bytes": 3 << 20,
+            "metric_from_trial": 4,
+        },
+    )
+    trial.number = 9
+
+    assert _trial_line(trial) == (
+        "trial 9: 1,234 samples/s, acc 98.1%, 3.0 MiB, metric from trial 4  "
+        "memory_format=channels_last"
+    )

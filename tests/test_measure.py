@@ -17,6 +17,7 @@ from autotune.measure import (
     current_rss_bytes,
     other_cpu_share,
     peak_rss_bytes,
+    plan_reused_windows,
     plan_windows,
     reset_peak_rss,
     summarize_steps,
@@ -231,6 +232,20 @@ def test_plan_refuses_bad_arguments(kwargs: dict[str, int], match: str) -> None:
 
     with pytest.raises(ValueError, match=match):
         plan_windows(total, **arguments)
+
+
+def test_a_reused_plan_times_one_epoch_after_the_same_warm_up() -> None:
+    full = plan_windows(110, warmup_steps=5, windows=5, min_window_steps=2)
+    reused = plan_reused_windows(110, steps_per_epoch=22, warmup_steps=5, windows=5)
+
+    assert (reused.warmup_steps, reused.total_steps) == (full.warmup_steps, 27)
+    assert (reused.windows, reused.window_steps) == (5, 4)  # 22 steps: 2 untimed at the end
+    # At least the windows' minimum steps; never beyond the budget.
+    short = plan_reused_windows(
+        110, steps_per_epoch=3, warmup_steps=5, windows=5, min_window_steps=2
+    )
+    assert short.total_steps == 15
+    assert plan_reused_windows(20, steps_per_epoch=22, warmup_steps=5, windows=5).total_steps == 20
 
 
 # --------------------------------------------------------------------------------------------

@@ -630,3 +630,118 @@ def test_a_cadence_the_space_sets_is_kept() -> None:
     assert {call[0].train.eval_every_steps for call in fake.calls} == {7}
     assert {call[0].train.eval_every_s for call in fake.calls} == {None}
     assert "eval_every_s" not in study.trials[0].user_attrs
+
+
+# --------------------------------------------------------------------------------------------
+# Reuse where the math is the same (search.reuse_metric)
+
+_REUSE_BASE = {
+    "depth": 2,
+    "width": 16,
+    "batch_size": 64,
+    "precision": "fp32",
+    "memory_format": "contiguous",
+    "compile_mode": "none",
+    "num_workers": 0,
+    "gpu_count": 1,
+}
+
+
+def _run_enqueued(
+    changes: list[dict[str, Any]], *args: str, objectives: tuple[Any, ...] = OBJECTIVES
+) -> tuple[optuna.Study, FakeRunTrial]:
+    """Run the base configuration, then each of ``changes`` to it, on the mock device."""
+    fake = FakeRunTrial()
+    study = optuna.create_study(
+        directions=[o.direction for o in objectives],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    for change in [{}, *changes]:
+        study.enqueue_trial({**_REUSE_BASE, **change})
+    objective = _objective(fake, config=_run_config(*args), objectives=objectives)
+    return _optimize(objective, len(changes) + 1, study), fake
+
+
+def test_memory_format_compile_and_workers_reuse_the_metric_of_the_same_math() -> None:
+    study, fake = _run_enqueued(
+        [{"memory_format": "channels_last"}, {"compile_mode": "default"}, {"num_workers": 2}]
+    )
+
+    source, *reusers = study.trials
+    assert fake.configs[0].reuse is None
+    assert "metric_from_trial" not in source.user_attrs
+    for trial, config in zip(reusers, fake.configs[1:], strict=True):
+        assert config.reuse is not None and config.reuse.from_trial == 0
+        assert trial.user_attrs["metric_from_trial"] == 0
+        assert trial.user_attrs["math_key"] == source.user_attrs["math_key"]
+        assert trial.user_attrs["val_metric"] == source.user_attrs["val_metric"]
+        assert trial.values[1] == source.values[1]
+        # Measured for real: its own throughput, and only the warm-up and windows (one
+        # epoch of 22 digits steps after 5 warm-up steps, of the budget's 5 epochs).
+        assert trial.values[0] != source.values[0]
+        assert trial.user_attrs["steps"] == 5 + 22 < source.user_attrs["steps"] == 110
+
+
+@pytest.mark.parametrize("change", [{"precision": "fp16"}, {"batch_size": 32}, {"width": 8}])
+def test_a_change_of_precision_batch_or_model_never_reuses(change: dict[str, Any]) -> None:
+    study, fake = _run_enqueued([change])
+
+    assert fake.configs[1].reuse is None
+    assert "metric_from_trial" not in study.trials[1].user_attrs
+    assert study.trials[1].user_attrs["math_key"] != study.trials[0].user_attrs["math_key"]
+
+
+def test_a_change_of_seed_never_reuses() -> None:
+    # Two studies' configurations differ only by the seed: different keys.
+    first, _ = _run_enqueued([], "seed=1")
+    second, _ = _run_enqueued([], "seed=2")
+
+    assert first.trials[0].user_attrs["math_key"] != second.trials[0].user_attrs["math_key"]
+
+
+def test_reuse_is_off_with_search_reuse_metric_false() -> None:
+    study, fake = _run_enqueued([{"memory_format": "channels_last"}], "search.reuse_metric=false")
+
+    assert fake.configs[1].reuse is None
+    assert "metric_from_trial" not in study.trials[1].user_attrs
+    assert study.trials[1].user_attrs["steps"] == 110
+
+
+def test_a_failed_or_reused_trial_is_never_a_source() -> None:
+    fake = FakeRunTrial([TrialError("oom", "out of memory")])
+    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+    for change in ({}, {"num_workers": 1}, {"num_workers": 2}):
+        study.enqueue_trial({**_REUSE_BASE, **change})
+
+    _optimize(_objective(fake), 3, study)
+
+    # Trial 0 failed: trial 1 trains in full; trial 2 reuses trial 1 (measured in full).
+    assert [c.reuse.from_trial if c.reuse else None for c in fake.configs] == [None, None, 1]
+
+
+def test_a_time_to_accuracy_trial_reuses_the_steps_to_the_target() -> None:
+    objectives = study_objectives(mode="time_to_accuracy")
+    study, fake = _run_enqueued(
+        [{"memory_format": "channels_last"}], *_TTA_ARGS, objectives=objectives
+    )
+
+    source, reuser = study.trials
+    reuse = fake.configs[1].reuse
+    assert source.user_attrs["target_reached"] is True
+    assert reuse is not None
+    assert reuse.steps == source.user_attrs["steps"]
+    assert reuse.evaluations == len(source.user_attrs["metric_curve"])
+    assert reuser.user_attrs["metric_from_trial"] == 0
+    assert reuser.user_attrs["target_reached"] is True
+    assert reuser.values[0] == reuser.user_attrs["time_to_accuracy_s"] > 0
+
+
+def test_under_a_global_batch_a_change_of_batch_size_reuses_the_metric() -> None:
+    study, fake = _run_enqueued(
+        [{"batch_size": 16}], "batch_size=[16,32,64]", "train.global_batch_size=64"
+    )
+
+    reuse = fake.configs[1].reuse
+    assert reuse is not None and reuse.from_trial == 0
+    assert study.trials[1].user_attrs["samples_per_step"] == 64
+    assert study.trials[1].user_attrs["lr_peak"] == study.trials[0].user_attrs["lr_peak"]

@@ -42,7 +42,14 @@ from autotune.config._loading import (
     load_space,
     load_verify_request,
 )
-from autotune.config._run import DEFAULT_STORAGE_URL, RunConfig, TrialConfig, VerifyRequest
+from autotune.config._run import (
+    DEFAULT_STORAGE_URL,
+    ReusedMetric,
+    RunConfig,
+    TrialConfig,
+    VerifyRequest,
+    math_key,
+)
 from autotune.config._settings import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
@@ -55,9 +62,11 @@ from autotune.config._settings import (
     MockProfileName,
     MockSettings,
     ObjectiveMode,
+    SearchSettings,
     TrainSettings,
     TrialSettings,
     VerifySettings,
+    global_batch_reason,
     scaled_lr,
 )
 from autotune.config._space import (
@@ -97,7 +106,9 @@ __all__ = [
     "ModelSpace",
     "ObjectiveMode",
     "PrecisionParam",
+    "ReusedMetric",
     "RunConfig",
+    "SearchSettings",
     "SearchSpace",
     "TrainSettings",
     "TrialConfig",
@@ -108,9 +119,11 @@ __all__ = [
     "available_spaces",
     "display_url",
     "format_knob_value",
+    "global_batch_reason",
     "load_run_config",
     "load_space",
     "load_verify_request",
+    "math_key",
     "parse_model_knob",
     "scaled_lr",
 ]

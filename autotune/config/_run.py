@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
@@ -60,6 +62,26 @@ class RunConfig(Strict):
 KnobValue = StrictBool | StrictInt | StrictFloat | StrictStr
 
 
+class ReusedMetric(Strict):
+    """What a trial takes from an earlier measured trial with the same math key
+    (:func:`math_key`) instead of training for it (``search.reuse_metric``).
+
+    Set by the study on a trial's configuration just before it runs; never stored with the
+    configuration's knobs, so a verification run (rebuilt from the stored knobs) never
+    carries it and always trains in full.
+    """
+
+    from_trial: int = Field(ge=0)  # the source trial's number (user attribute metric_from_trial)
+    val_metric: float  # the source's validation metric
+    train_loss: float  # the source's mean training loss over its last epoch
+    # Optimizer steps the source took: the budget's, or in a time-to-accuracy study the steps
+    # to its first evaluation that met the target.
+    steps: int = Field(ge=1)
+    # Time-to-accuracy only: the source's evaluations up to and including the one that met
+    # the target (0 in a throughput study).
+    evaluations: int = Field(0, ge=0)
+
+
 class TrialConfig(Strict):
     """One complete, frozen trial configuration: the knobs a sampler chose plus fixed settings.
 
@@ -71,7 +93,9 @@ class TrialConfig(Strict):
     device: Literal["cpu", "cuda", "mock"]
     workload: WorkloadSpec
     model: dict[str, KnobValue] = Field(default_factory=dict)  # build_model(**model)
-    batch_size: int = Field(ge=1)  # per rank; the global batch is batch_size * gpu_count
+    # Per rank; the global batch is batch_size * gpu_count, or train.global_batch_size when
+    # set (batch_size is then the micro-batch of gradient accumulation).
+    batch_size: int = Field(ge=1)
     precision: Precision
     memory_format: MemoryFormat
     compile_mode: CompileMode
@@ -87,6 +111,10 @@ class TrialConfig(Strict):
     # (Measurement.too_slow); set by the study from trial.min_throughput_vs_baseline, never
     # stored with the configuration's knobs, so verification re-runs have no floor.
     min_throughput_sps: float | None = Field(None, gt=0)
+    # Set by the study when an earlier trial with the same math key (math_key) was measured:
+    # the trial runs its warm-up and timed windows only and reports this metric. Like
+    # min_throughput_sps, never stored with the configuration's knobs.
+    reuse: ReusedMetric | None = None
     mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
     mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 
@@ -134,6 +162,58 @@ class TrialConfig(Strict):
                 **tuner,
             }
         )
+
+
+#: Training settings that decide when a run is timed, evaluated or stopped, not what it
+#: learns: left out of :func:`math_key`. (``eval_every_steps`` stays in: it fixes the steps
+#: at which a time-to-accuracy run can meet its target.)
+_TIMING_ONLY_TRAIN_SETTINGS = frozenset(
+    {"warmup_steps", "eval_every_s", "max_time_s", "max_time_vs_baseline"}
+)
+
+
+def math_key(config: TrialConfig) -> str:
+    """The key of what a trial learns: two configurations with the same key train the same
+    weights, up to floating-point reordering, so one's validation metric (and steps to a
+    target) stands for the other's.
+
+    In the key: the device kind, the workload (reference and arguments, data included), the
+    model knobs, the global batch (``train.global_batch_size`` when set: then ``batch_size``
+    and ``gpu_count`` only split it into micro-batches and ranks, and stay out; without it,
+    ``batch_size`` and ``gpu_count``, which decide the data order per rank and the number of
+    steps), the precision, the training settings (optimizer,
+    learning rate and its scaling and schedule, epochs, steps cap, target), the training seed
+    and the objective mode. Outside it: memory format, compile mode and DataLoader workers,
+    which change speed and memory, not the arithmetic's result beyond reordering (measured on
+    the shipped MNIST: docs/benchmarks-notes.md, "Reuse where the math is the same"); the
+    timing-only training settings (:data:`_TIMING_ONLY_TRAIN_SETTINGS`); ``measure``; the
+    study's throughput floor; and the mock device's fault and profile.
+
+    Args:
+        config: a trial configuration.
+
+    Returns:
+        A 16-hex-digit digest (SHA-256 of the key's canonical JSON), stored as the trial's
+        ``math_key`` user attribute.
+    """
+    train = config.train.model_dump(mode="json", exclude=set(_TIMING_ONLY_TRAIN_SETTINGS))
+    batch: dict[str, int] = (
+        {"batch_size": config.batch_size, "gpu_count": config.gpu_count}
+        if config.train.global_batch_size is None
+        else {}  # train.global_batch_size, in `train`, is the global batch
+    )
+    fields = {
+        "device": config.device,
+        "workload": config.workload.model_dump(mode="json"),
+        "model": config.model,
+        **batch,
+        "precision": config.precision,
+        "train": train,
+        "seed": config.seed,
+        "objective": config.objective,
+    }
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class VerifyRequest(Strict):

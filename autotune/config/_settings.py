@@ -71,6 +71,18 @@ def scaled_lr(lr: float, rule: str, global_batch: int, reference_batch: int) -> 
     raise ValueError(f"unknown learning-rate scaling rule {rule!r} (known: {known})")
 
 
+def global_batch_reason(global_batch_size: int, batch_size: int, world_size: int) -> str | None:
+    """Why a micro-batch of ``batch_size`` on ``world_size`` ranks cannot make up the global
+    batch ``global_batch_size`` (it is not a whole number of them), or None when it can."""
+    per_step = batch_size * world_size
+    if global_batch_size % per_step == 0:
+        return None
+    return (
+        f"train.global_batch_size={global_batch_size} is not a multiple of batch_size x "
+        f"gpu_count = {batch_size} x {world_size} = {per_step}"
+    )
+
+
 class TrainSettings(Strict):
     """Fixed training settings shared by every trial of a study.
 
@@ -95,6 +107,12 @@ class TrainSettings(Strict):
     # The global batch (batch_size x gpu_count) at which `lr` holds; unset: the study's
     # baseline trial's (autotune.baseline), filled in for each trial by the study.
     reference_batch_size: int | None = Field(None, ge=1)
+    # A fixed global batch (samples per optimizer step over all ranks): batch_size is then the
+    # per-rank micro-batch, and each optimizer step accumulates the gradients of
+    # global_batch_size / (batch_size x gpu_count) micro-batches (DDP's no_sync between them),
+    # so batch size and GPU count change speed and memory, not what is learned. Unset: the
+    # global batch is batch_size x gpu_count.
+    global_batch_size: int | None = Field(None, ge=1)
     # Share of a trial's optimizer steps over which the learning rate rises linearly to its
     # peak when scaling (Goyal et al. 2017 warm up for 5 of 90 epochs, 5.6 %).
     lr_warmup_fraction: float = Field(0.05, ge=0, lt=1)
@@ -127,6 +145,25 @@ class TrainSettings(Strict):
         if self.eval_every_steps is not None and self.eval_every_s is not None:
             raise ValueError("set train.eval_every_steps or train.eval_every_s, not both")
         return self
+
+    def accumulation_steps(self, batch_size: int, world_size: int) -> int:
+        """Micro-batches per optimizer step and rank: ``global_batch_size / (batch_size x
+        world_size)``, or 1 without a ``global_batch_size``.
+
+        Raises:
+            ValueError: the global batch is not a multiple of ``batch_size x world_size``.
+        """
+        if self.global_batch_size is None:
+            return 1
+        reason = global_batch_reason(self.global_batch_size, batch_size, world_size)
+        if reason is not None:
+            raise ValueError(reason)
+        return self.global_batch_size // (batch_size * world_size)
+
+    def global_batch(self, batch_size: int, world_size: int) -> int:
+        """Samples per optimizer step over all ranks: ``global_batch_size`` when set, else
+        ``batch_size x world_size``."""
+        return self.global_batch_size or batch_size * world_size
 
     @property
     def target(self) -> float | None:
@@ -261,6 +298,23 @@ class MockSettings(Strict):
     # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
     # or cpu (no GPU).
     profile: MockProfileName = "default"
+
+
+class SearchSettings(Strict):
+    """How the search spends its trials (``search.*``).
+
+    ``reuse_metric``: a trial whose math key (:func:`autotune.config.math_key`: workload,
+    model knobs, global batch, precision, training settings, seed) equals a measured trial's
+    takes that trial's validation metric (and, in a time-to-accuracy study, its steps to the
+    target) instead of training for it, and runs only its warm-up and timed windows; its
+    throughput and memory are measured as usual. Memory format, compile mode and DataLoader
+    workers are outside the key: on the shipped MNIST they moved the validation accuracy of
+    a fixed seed by at most 0.05 points (one image of 2,000; two seeds differ by 0.20),
+    docs/benchmarks-notes.md ("Reuse where the math is the same"). ``false`` trains every
+    trial in full. Verification always trains in full.
+    """
+
+    reuse_metric: bool = True
 
 
 class HardwareSettings(Strict):

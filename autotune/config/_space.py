@@ -30,7 +30,14 @@ from autotune.config._knobs import (
     PrecisionParam,
     parse_model_knob,
 )
-from autotune.config._settings import Constraints, DataSettings, MeasureSettings, TrainSettings
+from autotune.config._settings import (
+    Constraints,
+    DataSettings,
+    MeasureSettings,
+    SearchSettings,
+    TrainSettings,
+    global_batch_reason,
+)
 
 #: Names a model knob may not take: the tuner's knobs, and the keys of a trial configuration.
 _RESERVED_KNOB_NAMES = frozenset(TUNER_KNOBS) | {"family", "model", "workload", "seed", "device"}
@@ -183,6 +190,7 @@ class SearchSpace(Strict):
     data: DataSettings = DataSettings()  # the built-in workloads' data set
     measure: MeasureSettings = MeasureSettings()
     constraints: Constraints = Constraints()
+    search: SearchSettings = SearchSettings()
 
     @model_validator(mode="after")
     def _ranges(self) -> SearchSpace:
@@ -192,6 +200,31 @@ class SearchSpace(Strict):
             raise ValueError("num_workers: every value must be >= 0")
         if min(self.gpu_count.values()) < 1:
             raise ValueError("gpu_count: every value must be >= 1")
+        return self
+
+    @model_validator(mode="after")
+    def _global_batch_divides(self) -> SearchSpace:
+        """With ``train.global_batch_size``, every batch size must make it up (a whole number
+        of micro-batches) with some GPU count, and every GPU count with some batch size; the
+        combinations that do not are refused trial by trial (infeasible)."""
+        total = self.train.global_batch_size
+        if total is None:
+            return self
+        batches, counts = self.batch_size.values(), self.gpu_count.values()
+
+        def never_fits(knob: str, value: int, others: list[int]) -> ValueError:
+            other = "gpu_count" if knob == "batch_size" else "batch_size"
+            return ValueError(
+                f"train.global_batch_size: {total} is not a multiple of batch_size x gpu_count "
+                f"for {knob}={value} with any {other} ({', '.join(map(str, others))})"
+            )
+
+        for batch in batches:
+            if all(global_batch_reason(total, batch, count) for count in counts):
+                raise never_fits("batch_size", batch, counts)
+        for count in counts:
+            if all(global_batch_reason(total, batch, count) for batch in batches):
+                raise never_fits("gpu_count", count, batches)
         return self
 
     @model_validator(mode="after")

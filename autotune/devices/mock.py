@@ -14,6 +14,7 @@ real machine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -29,6 +30,7 @@ from autotune.measure import (
     Measurement,
     ThroughputStats,
     WindowPlan,
+    plan_reused_windows,
     plan_windows,
     summarize_windows,
 )
@@ -138,8 +140,9 @@ def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
 _RUN_NOISE_SIGMA = 0.05
 
 
-#: Fields added with objective=time_to_accuracy, left out of the noise seed while at their
-#: defaults, so that a throughput configuration draws the same noise as before they existed.
+#: Fields added with objective=time_to_accuracy (and train.global_batch_size), left out of the
+#: noise seed while at their defaults, so that a configuration draws the same noise as before
+#: they existed.
 _UNSEEDED_AT_DEFAULT = (
     "target_accuracy",
     "target_metric",
@@ -147,6 +150,7 @@ _UNSEEDED_AT_DEFAULT = (
     "eval_every_s",
     "max_time_s",
     "max_time_vs_baseline",
+    "global_batch_size",
 )
 
 
@@ -161,6 +165,8 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     # The study's floor says when to stop, and the busy threshold how to judge a run, not
     # what the configuration is: the same draws with or without them.
     del fields["min_throughput_sps"]
+    # Reuse changes what the trial runs, not the configuration's draws.
+    del fields["reuse"]
     fields["measure"].pop("max_other_cpu_share", None)
     if fields["measure"].get("min_timed_s") is None:  # unset: the mock's default, 0 s
         fields["measure"]["min_timed_s"] = 0.0
@@ -203,6 +209,9 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         n_train = _SHIPPED_MNIST_SAMPLES - round(_SHIPPED_MNIST_SAMPLES * m.data.val_fraction)
     fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count
+    # train.global_batch_size: micro-batches of `batch` per step and rank (1 without).
+    accumulation = config.train.accumulation_steps(batch, world)
+    global_batch = batch * world * accumulation
     rng = _rng(config)
 
     # Memory: the same model as autotune.hardware.estimate_memory (fp32 weights, grads and
@@ -256,15 +265,18 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         step_s = max(compute_s + launch_s, load_s / config.num_workers)
     else:
         step_s = compute_s + launch_s + load_s
+    step_s *= accumulation  # every micro-batch computes and loads; one all-reduce per step
     if world > 1:
         step_s += 30e-6 + 2 * params * 4 / profile.allreduce_bytes_per_s
 
-    steps = max(1, config.train.epochs * (n_train // (batch * world)))
+    steps = max(1, config.train.epochs * (n_train // global_batch))
     if config.train.max_steps is not None:
         steps = min(steps, config.train.max_steps)
     # The windows a real loop of `steps` steps would time (autotune.trial), each the sum of
-    # its simulated steps.
-    plan = plan_windows(
+    # its simulated steps; a trial reusing another's metric runs only its warm-up and one
+    # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
+    steps_per_epoch = max(1, n_train // global_batch)
+    plan = (plan_windows if config.reuse is None else _plan_reused(steps_per_epoch))(
         steps,
         warmup_steps=config.train.warmup_steps,
         windows=config.measure.windows,
@@ -278,24 +290,24 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     step_times = (
         step_s * run_factor * rng.lognormal(0.0, 0.02, size=(plan.windows, plan.window_steps))
     )
-    stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, batch * world)
+    stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, global_batch)
     compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
         stopped = _stopped_too_slow(
-            floor_sps, plan, step_s * run_factor, step_times[0], batch * world
+            floor_sps, plan, step_s * run_factor, step_times[0], global_batch
         )
         if stopped is not None:
             steps_done, timed_steps, timed_s = stopped
             return Measurement.from_stats(
-                summarize_windows([timed_s], timed_steps, batch * world),
+                summarize_windows([timed_s], timed_steps, global_batch),
                 compile_s=compile_s,
                 peak_memory_bytes=peak_bytes,
                 val_metric=math.nan,
                 train_loss=math.nan,
                 train_s=compile_s + steps_done * step_s * run_factor,
                 steps=steps_done,
-                samples_per_step=batch * world,
+                samples_per_step=global_batch,
                 parameters=params,
                 memory_kind="simulated",
                 simulated=True,
@@ -308,7 +320,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     # learning-rate scale factor (the peak learning rate over train.lr), so a larger batch
     # with a scaled learning rate makes up for its fewer steps; with lr_scaling=none the
     # factor is 1 and only the steps count.
-    lr_peak = config.train.peak_lr(batch * world)
+    lr_peak = config.train.peak_lr(global_batch)
     lr_gain = lr_peak / config.train.lr
     effective_steps = steps * lr_gain
     # Width counts more than depth: on digits, depth 2 x width 8 (93.7 %) and depth 1 x
@@ -345,8 +357,21 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             energy_j_per_sample=power_w / stats.throughput_sps,
         )
     n_val = max(1, round(n_train * m.data.val_fraction / (1 - m.data.val_fraction)))
+    eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
+    if config.reuse is not None:
+        return _simulate_reused(
+            config,
+            stats,
+            plan=plan,
+            step_s=step_s * run_factor,
+            eval_s=eval_s,
+            compile_s=compile_s,
+            val_samples=n_val,
+            peak_memory_bytes=peak_bytes,
+            parameters=params,
+            extra=extra,
+        )
     if config.objective == "time_to_accuracy":
-        eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
         return _simulate_to_target(
             config,
             stats,
@@ -354,7 +379,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
             eval_s=eval_s,
             compile_s=compile_s,
             steps=steps,
-            steps_per_epoch=max(1, n_train // (batch * world)),
+            steps_per_epoch=steps_per_epoch,
             accuracy_after=accuracy_after,
             val_samples=n_val,
             peak_memory_bytes=peak_bytes,
@@ -369,12 +394,71 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
         train_loss=float(max(0.01, 2.3 * math.exp(-effective_steps / 80))),
         train_s=compile_s + steps * step_s,
         steps=steps,
-        samples_per_step=batch * world,
+        samples_per_step=global_batch,
         parameters=params,
         memory_kind="simulated",
         simulated=True,
         val_samples=n_val,
         extra=extra,
+    )
+
+
+def _plan_reused(steps_per_epoch: int) -> Callable[..., WindowPlan]:
+    """:func:`plan_reused_windows` for epochs of ``steps_per_epoch`` steps, called as
+    :func:`plan_windows` is."""
+    return functools.partial(plan_reused_windows, steps_per_epoch=steps_per_epoch)
+
+
+def _simulate_reused(
+    config: TrialConfig,
+    stats: ThroughputStats,
+    *,
+    plan: WindowPlan,
+    step_s: float,
+    eval_s: float,
+    compile_s: float,
+    val_samples: int,
+    peak_memory_bytes: int,
+    parameters: int,
+    extra: dict[str, float | bool],
+) -> Measurement:
+    """A SIMULATED trial that reuses another trial's metric (``config.reuse``), as
+    ``autotune.trial`` runs one: its cost (``train_s``) is the compilation plus the steps of
+    ``plan`` (warm-up and windows) only, plus one timed evaluation in a time-to-accuracy
+    study, whose time to accuracy is the source's steps and evaluations at this
+    configuration's modelled step and evaluation seconds (the target missed past
+    ``train.max_time_s``)."""
+    reuse = config.reuse
+    assert reuse is not None
+    train_s = compile_s + plan.total_steps * step_s
+    figures: dict[str, object] = {}
+    if config.objective == "time_to_accuracy":
+        estimate_s = compile_s + reuse.steps * step_s + reuse.evaluations * eval_s
+        max_time_s = config.train.max_time_s
+        reached = max_time_s is None or estimate_s <= max_time_s
+        train_s += eval_s
+        figures = {
+            "time_to_accuracy_s": estimate_s if reached else None,
+            "target_reached": reached,
+            "eval_s": reuse.evaluations * eval_s,
+            "metric_curve": ((estimate_s, reuse.steps, reuse.val_metric),) if reached else (),
+        }
+        extra = {**extra, "target": config.train.target if config.train.target else 1.0}
+    return Measurement.from_stats(
+        stats,
+        compile_s=compile_s,
+        peak_memory_bytes=peak_memory_bytes,
+        val_metric=reuse.val_metric,
+        train_loss=reuse.train_loss,
+        train_s=train_s,
+        steps=plan.total_steps,
+        samples_per_step=config.train.global_batch(config.batch_size, config.gpu_count),
+        parameters=parameters,
+        memory_kind="simulated",
+        simulated=True,
+        val_samples=val_samples,
+        extra=extra,
+        **figures,
     )
 
 
@@ -480,7 +564,7 @@ def _simulate_to_target(
         train_loss=float(max(0.01, 2.3 * math.exp(-done / 80))),
         train_s=wall_s,
         steps=done,
-        samples_per_step=config.batch_size * config.gpu_count,
+        samples_per_step=config.train.global_batch(config.batch_size, config.gpu_count),
         parameters=parameters,
         memory_kind="simulated",
         simulated=True,

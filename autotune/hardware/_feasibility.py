@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autotune.config import COMPILE_MODES, PRECISIONS, IntParam, SearchSpace, TrialConfig
+from autotune.config import (
+    COMPILE_MODES,
+    PRECISIONS,
+    IntParam,
+    SearchSpace,
+    TrialConfig,
+    global_batch_reason,
+)
 from autotune.exceptions import ConfigError
 from autotune.hardware._capabilities import DeviceCapabilities
 from autotune.hardware._memory import (
@@ -94,11 +101,18 @@ def _estimate_or_none(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEs
 
 
 def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) -> str | None:
-    """Every rule: the knob rules of :func:`infeasibility_reason`, then the memory estimate
-    (skipped when the workload cannot be traced for it)."""
+    """Every rule: the knob rules of :func:`infeasibility_reason`, then the fixed global
+    batch (``train.global_batch_size`` must be a whole number of ``batch_size x gpu_count``
+    micro-batches; the space refuses a choice that never is, so only some combinations get
+    here), then the memory estimate (skipped when the workload cannot be traced for it)."""
     knob_reason = infeasibility_reason(config.knobs(), caps)
     if knob_reason is not None:
         return knob_reason
+    total = config.train.global_batch_size
+    if total is not None:
+        batch_reason = global_batch_reason(total, config.batch_size, config.gpu_count)
+        if batch_reason is not None:
+            return batch_reason
     estimate = _estimate_or_none(config, caps)
     return None if estimate is None else _memory_reason(estimate, caps)
 

@@ -121,6 +121,8 @@ class ParetoRow(NamedTuple):
         compile_cache: whether torch.compile found the graphs in its cache (``cold``,
             ``warm``, ``partly warm``; the trial's ``compile_cache`` attribute), None when
             not compiled or not known.
+        metric_from_trial: the trial whose metric (and steps to the target) this one reused,
+            the math being the same (``search.reuse_metric``); None when it trained in full.
     """
 
     number: int
@@ -138,6 +140,7 @@ class ParetoRow(NamedTuple):
     busy: bool = False
     simulated: bool = False
     compile_cache: str | None = None
+    metric_from_trial: int | None = None
 
     @property
     def time_to_accuracy(self) -> bool:
@@ -276,6 +279,12 @@ def _text_attr(trial: FrozenTrial, name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _int_attr(trial: FrozenTrial, name: str) -> int | None:
+    """The integer user attribute ``name`` of ``trial``, None when absent or not an int."""
+    value = trial.user_attrs.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def pareto_row(
     trial: FrozenTrial,
     baseline_sps: float | None = None,
@@ -306,6 +315,7 @@ def pareto_row(
         "busy": trial.user_attrs.get(BUSY_ATTR) is True,
         "simulated": trial.user_attrs.get("simulated") is True,
         "compile_cache": _text_attr(trial, "compile_cache"),
+        "metric_from_trial": _int_attr(trial, "metric_from_trial"),
     }
     if trial_mode(trial) == "time_to_accuracy":
         time_s, peak_memory_bytes = (float(v) for v in trial.values)

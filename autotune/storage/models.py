@@ -180,6 +180,9 @@ class TrialResultModel(Base):
     other_cpu_share: Mapped[float | None] = mapped_column(Float)
     load_avg_1m: Mapped[float | None] = mapped_column(Float)
     busy_machine: Mapped[bool | None] = mapped_column(Boolean)
+    # The trial whose validation metric (and steps to the target) this one reused: the same
+    # math key (search.reuse_metric); NULL when it trained in full.
+    metric_from_trial: Mapped[int | None] = mapped_column(Integer)
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
     energy_j_per_sample: Mapped[float | None] = mapped_column(Float)

@@ -5,14 +5,16 @@ The tuner's knobs map onto PyTorch here: batch size and workers -> ``DataLoader`
 memory on CUDA, persistent workers); precision -> ``torch.autocast`` (fp16, bf16; a
 ``GradScaler`` for fp16 on CUDA) or the TF32 flags (set by the backend); memory format ->
 ``channels_last`` for the model and 4-D inputs; compile mode -> ``torch.compile(mode=...)``;
-GPU count -> ``DistributedDataParallel`` with that world size. The learning rate follows the
-global batch (``train.lr_scaling``) after a linear warm-up
+GPU count -> ``DistributedDataParallel`` with that world size; ``train.global_batch_size`` ->
+gradient accumulation over micro-batches of ``batch_size`` (DDP's ``no_sync`` between them).
+The learning rate follows the global batch (``train.lr_scaling``) after a linear warm-up
 (``torch.optim.lr_scheduler.LinearLR``), then ``train.lr_schedule`` (cosine decay to 0 by
 default) over the budget's ``total_steps``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -77,19 +79,33 @@ def make_loader(
 ) -> DataLoader[Any]:
     """The training loader: shuffled with the trial's seed (a ``DistributedSampler`` under
     DDP), ``drop_last`` so that every step has the same batch; its worker processes die with
-    this rank (:func:`autotune.lifetime.die_with_rank`), even when it is killed."""
+    this rank (:func:`autotune.lifetime.die_with_rank`), even when it is killed. Each of its
+    batches is one optimizer step's share of this rank: ``batch_size`` samples, or with
+    ``train.global_batch_size`` that many micro-batches of ``batch_size``
+    (:meth:`Training.train_step` splits them).
+
+    Raises:
+        ValueError: the global batch is not a whole number of micro-batches.
+    """
+    # The loader's generator seeds its workers: each new iterator (every epoch without
+    # persistent workers, once with them) draws a seed from it. The sampler shuffles with a
+    # generator of its own, so that those draws never shift the data order: with one shared
+    # generator, num_workers changed the order from the second epoch on (issue 24), and the
+    # workers are outside the math key (autotune.config.math_key).
     generator = torch.Generator().manual_seed(config.seed)
     sampler: Any
     if world_size > 1:
         sampler = DistributedSampler(data, world_size, rank, shuffle=True, seed=config.seed)
     else:
-        sampler = RandomSampler(data, generator=generator)  # type: ignore[arg-type]
+        shuffle = torch.Generator().manual_seed(config.seed)
+        sampler = RandomSampler(data, generator=shuffle)  # type: ignore[arg-type]
     # The start method DataLoader uses for its workers (multiprocessing's default here:
     # forkserver in a trial's rank, the forkserver's own).
     start_method = multiprocessing.get_context().get_start_method()
+    accumulation = config.train.accumulation_steps(config.batch_size, world_size)
     return DataLoader(
         data,
-        batch_size=config.batch_size,
+        batch_size=config.batch_size * accumulation,
         sampler=sampler,
         num_workers=config.num_workers,
         # Pinned only with workers: without, PyTorch's default (False), the baseline's.
@@ -127,7 +143,12 @@ class Training:
         loader: the training loader.
         total_steps: optimizer steps of the budget (``train.epochs`` passes, capped by
             ``train.max_steps``): the learning-rate schedule's length.
-        samples_per_step: global batch (per-rank batch times world size).
+        samples_per_step: global batch (per-rank batch times world size, times the
+            accumulation steps).
+        accumulation_steps: micro-batches of ``batch_size`` per optimizer step and rank
+            (``train.global_batch_size``; 1 without).
+        ddp: the DDP wrapper of ``model`` (None with one rank), whose ``no_sync`` skips the
+            gradient all-reduce of every micro-batch but an optimizer step's last.
         peak_lr: the learning rate after warm-up.
         compiled: ``compile_mode != "none"``.
         rank_pids: the process ids of every rank of the trial (rank 0's meter of the other
@@ -151,6 +172,8 @@ class Training:
     samples_per_step: int
     peak_lr: float
     compiled: bool
+    accumulation_steps: int = 1
+    ddp: DistributedDataParallel | None = None
     rank_pids: tuple[int, ...] = ()
 
     def cpu_meter(self, rank: int) -> CpuShareMeter:
@@ -159,22 +182,54 @@ class Training:
         return CpuShareMeter((self.rank_pids or (os.getpid(),)) if rank == 0 else ())
 
     def train_step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """One optimizer step on the batch ``(x, y)`` (already on the device); its loss."""
-        with torch.autocast(
-            self.backend.kind, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
-        ):
-            loss = self.workload.loss(self.step_model(x), y)
+        """One optimizer step on this rank's batch ``(x, y)`` (already on the device); its
+        loss.
+
+        With ``accumulation_steps`` k > 1 the batch is k micro-batches of ``batch_size``:
+        each one's loss over k is back-propagated, so the gradients add up to the mean over
+        the whole batch (exact for a loss that averages over its samples, as cross-entropy
+        does), under DDP's ``no_sync`` for all but the last, whose backward all-reduces the
+        sum (the PyTorch docs' ``DistributedDataParallel.no_sync`` pattern); the returned
+        loss is the micro-batches' mean.
+        """
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        if self.accumulation_steps == 1:
+            loss = self._backward(x, y)
+        else:
+            micro = self.config.batch_size
+            pairs = list(zip(x.split(micro), y.split(micro), strict=True))
+            loss = torch.zeros((), device=self.device)
+            for i, (xm, ym) in enumerate(pairs):
+                last = i == len(pairs) - 1
+                sync: contextlib.AbstractContextManager[Any] = (
+                    self.ddp.no_sync()
+                    if self.ddp is not None and not last
+                    else contextlib.nullcontext()
+                )
+                with sync:
+                    loss += self._backward(xm, ym, scale=1.0 / len(pairs)).detach()
         self.scaler.step(self.optimizer)
         self.scaler.update()
         if self.lr_schedule is not None:
             self.lr_schedule.step()
         return loss
 
+    def _backward(self, x: torch.Tensor, y: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        """Forward under the trial's autocast, then backward of the loss times ``scale``
+        (through the fp16 ``GradScaler``); the scaled loss."""
+        with torch.autocast(
+            self.backend.kind, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
+        ):
+            loss = self.workload.loss(self.step_model(x), y)
+            if scale != 1.0:
+                loss = loss * scale
+        self.scaler.scale(loss).backward()
+        return loss
+
     def batches(self, first_epoch: int = 0) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
-        """Endless ``(epoch, x, y)`` on the device, epoch after epoch from ``first_epoch``
-        (x: (B, ...), (B, C, H, W) for images; y: (B, ...))."""
+        """Endless ``(epoch, x, y)`` on the device, one optimizer step's share of this rank
+        each, epoch after epoch from ``first_epoch`` (x: (k*B, ...), (k*B, C, H, W) for
+        images; y: (k*B, ...); B the batch size, k the accumulation steps)."""
         epoch = first_epoch
         while True:
             if isinstance(self.loader.sampler, DistributedSampler):
@@ -223,18 +278,21 @@ def prepare_training(
     device = backend.torch_device()
     train_data, val_data = workload.datasets()
     torch.manual_seed(config.seed)
+    accumulation = config.train.accumulation_steps(config.batch_size, world_size)
     loader = make_loader(config, train_data, backend, rank, world_size)
     steps_per_epoch = len(loader)
     if steps_per_epoch == 0:
+        steps = f" x {accumulation} accumulation steps" if accumulation > 1 else ""
         raise ValueError(
-            f"batch_size={config.batch_size} x gpu_count={world_size} is larger than the "
+            f"batch_size={config.batch_size} x gpu_count={world_size}{steps} is larger than the "
             f"{len(train_data)} training samples"  # type: ignore[arg-type]
         )
     total_steps = config.train.epochs * steps_per_epoch
     if config.train.max_steps is not None:
         total_steps = min(total_steps, config.train.max_steps)
     compiled = config.compile_mode != "none"
-    samples_per_step = config.batch_size * world_size
+    # Samples per optimizer step over all ranks: the global batch the learning rate follows.
+    samples_per_step = config.batch_size * world_size * accumulation
     peak_lr = config.train.peak_lr(samples_per_step)
 
     backend.reset_peak_memory()
@@ -246,8 +304,9 @@ def prepare_training(
         device=device, memory_format=memory_format
     )
     train_model: torch.nn.Module = model
+    ddp = None
     if world_size > 1:
-        train_model = DistributedDataParallel(model)
+        train_model = ddp = DistributedDataParallel(model)
     optimizer = make_optimizer(config.train, model.parameters(), peak_lr)
     lr_schedule = make_lr_schedule(optimizer, config.train, total_steps)
     step_model = torch.compile(train_model, mode=config.compile_mode) if compiled else train_model
@@ -272,6 +331,8 @@ def prepare_training(
         samples_per_step=samples_per_step,
         peak_lr=peak_lr,
         compiled=compiled,
+        accumulation_steps=accumulation,
+        ddp=ddp,
     )
 
 

@@ -22,6 +22,7 @@ from autotune.measure import (
     ThroughputStats,
     WindowClock,
     WindowPlan,
+    plan_reused_windows,
     plan_windows,
     summarize_windows,
 )
@@ -39,6 +40,9 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     set (the study's floor, ``trial.min_throughput_vs_baseline`` of the baseline's), a
     warm-up or first window below it ends the loop there (:class:`_ThroughputFloor`): a
     :attr:`Measurement.too_slow` measurement of the steps it timed, without evaluation.
+    With ``config.reuse`` set (a measured trial with the same math key), the loop runs the
+    warm-up and one epoch of timed windows only, does not evaluate, and reports the reused
+    metric and training loss.
 
     Timing: the device is synchronized and the clock read only at the edges of the timed
     windows (:func:`autotune.measure.plan_windows`), never inside one, so the host queues
@@ -46,13 +50,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     batches from the DataLoader.
     """
     config, backend = t.config, t.backend
-    plan = plan_windows(
-        t.total_steps,
-        warmup_steps=config.train.warmup_steps,
-        windows=config.measure.windows,
-        min_window_steps=config.measure.min_window_steps,
-        compiled=t.compiled,
-    )
+    plan = _plan(t)
     edges = frozenset(plan.edges)
     timed_end = plan.window_edges[-1]
     floor = (
@@ -127,7 +125,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
                 load = cpu_meter.load if step == timed_end else cpu_meter.stop()
                 window_s = marks_s[step] - marks_s[floor.start_step]
                 return _too_slow(t, step - floor.start_step, window_s, marks_s).with_load(load)
-        if step >= t.total_steps:
+        if step >= plan.total_steps:
             break
     train_s = marks_s[step] - marks_s[0]  # the whole loop, one sync at its end
     peak_memory = backend.peak_memory_bytes()
@@ -135,8 +133,15 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     stats = plan.summarize(marks_s, t.samples_per_step)
     # The first step holds the compilation: its seconds beyond a timed step's.
     compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if t.compiled else 0.0
-    # The budget's accuracy, before any timing-only step changes the weights.
-    metric = t.evaluate() if rank == 0 else 0.0
+    # The budget's accuracy, before any timing-only step changes the weights; or the metric
+    # of the trial with the same math key (config.reuse), which trained the budget.
+    reuse = config.reuse
+    if reuse is not None:
+        metric = reuse.val_metric
+    elif rank == 0:
+        metric = t.evaluate()
+    else:
+        metric = 0.0
     budget_timed_s = sum(plan.window_times_s(marks_s))
     extension_steps = 0
     per_window = _extension_window_steps(
@@ -163,8 +168,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     extra = (
         trial_extras(
             t.model,
-            x,
-            y,
+            x[: config.batch_size],  # one micro-batch: the FLOPs per sample are the same
+            y[: config.batch_size],
             loss_fn=t.workload.loss,
             precision=config.precision,
             autocast_dtype=t.autocast_dtype,
@@ -177,6 +182,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     if rank == 0:
         extra["lr_peak"] = t.peak_lr
+        if t.accumulation_steps > 1:
+            extra["accumulation_steps"] = t.accumulation_steps
         extra["timing_extension_steps"] = extension_steps
         if warmup_peak_bytes is not None:
             extra["warmup_peak_memory_bytes"] = warmup_peak_bytes
@@ -187,7 +194,11 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         compile_s=compile_s,
         peak_memory_bytes=peak_memory,
         val_metric=metric,
-        train_loss=float(epoch_loss.item() / max(1, epoch_steps)),
+        train_loss=(
+            reuse.train_loss
+            if reuse is not None
+            else float(epoch_loss.item() / max(1, epoch_steps))
+        ),
         train_s=train_s,
         steps=step,
         samples_per_step=t.samples_per_step,
@@ -197,6 +208,29 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         val_samples=t.val_samples,
         extra=extra,
     ).with_load(cpu_meter.load)
+
+
+def _plan(t: Training) -> WindowPlan:
+    """The loop's warm-up and windows: over the whole budget, or, for a trial that reuses
+    another's metric (``config.reuse``), over one epoch after the warm-up
+    (:func:`autotune.measure.plan_reused_windows`)."""
+    config = t.config
+    if config.reuse is not None:
+        return plan_reused_windows(
+            t.total_steps,
+            steps_per_epoch=len(t.loader),
+            warmup_steps=config.train.warmup_steps,
+            windows=config.measure.windows,
+            min_window_steps=config.measure.min_window_steps,
+            compiled=t.compiled,
+        )
+    return plan_windows(
+        t.total_steps,
+        warmup_steps=config.train.warmup_steps,
+        windows=config.measure.windows,
+        min_window_steps=config.measure.min_window_steps,
+        compiled=t.compiled,
+    )
 
 
 class _ThroughputFloor:

@@ -23,6 +23,7 @@ broadcasts the metric; a time-based decision is all-reduced every step, on the h
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import torch
 import torch.distributed as dist
@@ -30,6 +31,7 @@ import torch.distributed as dist
 from autotune.measure import Measurement, WindowClock, summarize_windows
 from autotune.models import count_parameters
 from autotune.trial._setup import HostAgreement, Training
+from autotune.trial._throughput import train_for_throughput
 
 
 def _met(metric: float, target: float, maximize: bool) -> bool:
@@ -67,6 +69,8 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
     target = settings.target
     if target is None:
         raise ValueError("objective=time_to_accuracy needs train.target_accuracy or target_metric")
+    if t.config.reuse is not None:
+        return _reused_to_target(t, rank, world_size, target)
     steps_per_epoch = len(t.loader)
     time_based = settings.eval_every_s is not None or settings.max_time_s is not None
     agreement = HostAgreement(world_size if time_based else 1, backend.ddp_backend)
@@ -156,3 +160,39 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
         metric_curve=tuple(curve),
         extra={"lr_peak": t.peak_lr, "target": target} if rank == 0 else {},
     ).with_load(cpu_meter.load)
+
+
+def _reused_to_target(t: Training, rank: int, world_size: int, target: float) -> Measurement:
+    """A time-to-accuracy trial that reuses the steps to the target of a trial with the same
+    math key (``t.config.reuse``): the warm-up and timed windows of a reused throughput run
+    (:func:`~autotune.trial._throughput.train_for_throughput`), then one timed evaluation,
+    and the time to accuracy on this configuration's own clock:
+
+        ``compile_s + reuse.steps * step_time_s + reuse.evaluations * one evaluation's s``
+
+    (the first step's compilation, the source's steps at this trial's median step time, the
+    source's evaluations at this trial's evaluation time). Past ``train.max_time_s`` the
+    target counts as missed, as a full run would have stopped there. ``metric_curve`` holds
+    the one point at the target; ``train_s`` is the seconds this run really took.
+    """
+    reuse = t.config.reuse
+    assert reuse is not None
+    measured = train_for_throughput(t, rank, world_size)
+    clock = WindowClock(t.backend.synchronize)
+    before_s = clock.mark()
+    if rank == 0:
+        t.evaluate()  # timed only: the reused metric is the source's
+    one_eval_s = clock.mark() - before_s
+    eval_s = reuse.evaluations * one_eval_s
+    estimate_s = measured.compile_s + reuse.steps * measured.step_time_s + eval_s
+    max_time_s = t.config.train.max_time_s
+    reached = max_time_s is None or estimate_s <= max_time_s
+    return replace(
+        measured,
+        train_s=measured.train_s + one_eval_s,
+        time_to_accuracy_s=estimate_s if reached else None,
+        target_reached=reached,
+        eval_s=eval_s,
+        metric_curve=((estimate_s, reuse.steps, reuse.val_metric),) if reached else (),
+        extra={**measured.extra, "target": target} if rank == 0 else {},
+    )

@@ -353,3 +353,29 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
     )
     assert summary.recommended is survivor and summary.ending == "recommended"
     assert " at the same val_loss: 0.999 vs 1.000 (difference " in summary.headline()
+
+
+def test_verification_never_reuses_a_metric(sqlite_url: str) -> None:
+    # One math key: the baseline trains in full, every later search trial reuses its metric;
+    # the verification runs the same configurations in full.
+    config = _config(
+        sqlite_url,
+        "model.depth=2",
+        "model.width=16",
+        "batch_size=64",
+        "precision=fp32",
+        "memory_format=[contiguous,channels_last]",
+        "compile_mode=none",
+        "num_workers=[0,1,2]",
+        "gpu_count=1",
+        "verify.rounds=3",
+    )
+    runner = Recorder()
+
+    summary = run_study(config, 8, run_trial_fn=runner).verification
+
+    assert summary is not None and summary.runs_planned > 0
+    search = runner.configs[: -(summary.runs_planned + 1)]
+    verification = runner.configs[-(summary.runs_planned + 1) :]
+    assert sum(c.reuse is not None for c in search) >= 6
+    assert all(c.reuse is None for c in verification)

@@ -153,3 +153,29 @@ def test_a_space_needs_a_family_or_a_workload(write_space: Callable[..., Path]) 
     message = one_line(err)
     assert message.startswith(f"{path}: ")
     assert "model.family: give a built-in family (cnn, mlp)" in message
+
+
+# --------------------------------------------------------------------------------------------
+# A fixed global batch (train.global_batch_size)
+
+
+def test_a_global_batch_no_choice_divides_is_refused_with_one_line() -> None:
+    with pytest.raises(ConfigError) as err:
+        load_space("cnn_small", ["train.global_batch_size=96"])
+
+    # cnn_small: batch_size 16 .. 256, gpu_count 1, 2; 96 = 3 x 32, but no GPU count makes it
+    # up from micro-batches of 64.
+    assert one_line(err) == (
+        "override train.global_batch_size=96: train.global_batch_size: 96 is not a multiple "
+        "of batch_size x gpu_count for batch_size=64 with any gpu_count (1, 2)"
+    )
+
+
+def test_a_global_batch_some_combinations_divide_is_kept() -> None:
+    space = load_space("cnn_small", ["train.global_batch_size=256"])
+
+    assert space.train.global_batch_size == 256
+    assert space.train.accumulation_steps(16, 2) == 8
+    assert space.train.accumulation_steps(256, 1) == 1
+    with pytest.raises(ValueError, match="is not a multiple of batch_size x gpu_count"):
+        space.train.accumulation_steps(256, 2)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from autotune.config import ReusedMetric
 from autotune.devices.mock import _stopped_too_slow, simulate
 from autotune.hardware import detect_capabilities
 from autotune.measure import plan_windows
@@ -225,3 +226,58 @@ def test_mock_time_to_accuracy_stops_at_max_time_s() -> None:
     assert capped.target_reached is False
     assert capped.steps < full.steps
     assert capped.metric_curve[-1][0] <= full.train_s / 3 + full.metric_curve[0][0]
+
+
+# --------------------------------------------------------------------------------------------
+# A trial that reuses another's metric (search.reuse_metric)
+
+_REUSE = ReusedMetric(from_trial=0, val_metric=0.5, train_loss=1.25, steps=40, evaluations=2)
+
+
+def test_a_reused_trial_costs_only_its_warm_up_and_windows() -> None:
+    full = simulate(_mock(depth=2, width=16, train={"epochs": 5}))
+    reused = simulate(_mock(depth=2, width=16, train={"epochs": 5}, reuse=_REUSE))
+
+    # digits: 22 steps an epoch, 5 epochs; reused: 5 warm-up steps and one epoch of windows.
+    assert (full.steps, reused.steps) == (110, 27)
+    assert reused.train_s == pytest.approx(full.train_s * 27 / 110, rel=0.1)
+    assert (reused.val_metric, reused.train_loss) == (0.5, 1.25)
+    assert reused.throughput_sps == pytest.approx(full.throughput_sps, rel=0.1)
+    assert reused.peak_memory_bytes == full.peak_memory_bytes
+
+
+def test_a_reused_time_to_accuracy_trial_takes_the_sources_steps_on_its_own_clock() -> None:
+    train = {"target_accuracy": 0.9, "epochs": 5}
+    full = simulate(_mock(objective="time_to_accuracy", depth=2, width=16, train=train))
+    reused = simulate(
+        _mock(objective="time_to_accuracy", depth=2, width=16, train=train, reuse=_REUSE)
+    )
+    capped = simulate(
+        _mock(
+            objective="time_to_accuracy",
+            depth=2,
+            width=16,
+            train={**train, "max_time_s": 1e-6},
+            reuse=_REUSE,
+        )
+    )
+
+    step_s = reused.step_time_s
+    eval_s = reused.eval_s
+    assert reused.target_reached is True
+    assert eval_s == pytest.approx(2 * full.eval_s / len(full.metric_curve))
+    assert reused.time_to_accuracy_s == pytest.approx(40 * step_s + eval_s, rel=0.1)
+    assert reused.train_s == pytest.approx(27 * step_s + eval_s / 2, rel=0.1)  # 27 steps run
+    assert capped.target_reached is False and capped.time_to_accuracy_s is None
+
+
+def test_a_global_batch_keeps_steps_and_learning_rate_across_micro_batches() -> None:
+    fixed = {"global_batch_size": 128, "reference_batch_size": 64, "epochs": 5}
+    whole = simulate(_mock(depth=2, width=16, batch_size=128, train=fixed))
+    micro = simulate(_mock(depth=2, width=16, batch_size=32, train=fixed))
+
+    # digits: 1438 samples -> 11 steps of 128 an epoch, 5 epochs, whatever the micro-batch.
+    assert (whole.steps, micro.steps) == (55, 55)
+    assert whole.samples_per_step == micro.samples_per_step == 128
+    assert whole.extra["lr_peak"] == micro.extra["lr_peak"]
+    assert micro.peak_memory_bytes < whole.peak_memory_bytes  # a quarter of the activations

@@ -11,7 +11,7 @@ import pytest
 
 from autotune.config import load_space
 from autotune.exceptions import ConfigError
-from autotune.hardware import infeasibility_reason, restrict_space
+from autotune.hardware import infeasibility_reason, restrict_space, trial_infeasibility_reason
 from autotune.testing import make_capabilities, make_trial_config
 
 from ..conftest import MINIMAL_SPACE
@@ -172,3 +172,18 @@ def test_restrict_errors_when_every_world_size_is_too_large() -> None:
 
     with pytest.raises(ConfigError, match=r"^space cnn_small: gpu_count: no choice can run"):
         restrict_space(space, make_capabilities("cuda", count=1))
+
+
+def test_a_global_batch_the_micro_batches_do_not_make_up_is_infeasible() -> None:
+    caps = make_capabilities("mock", count=2)
+    fits = make_trial_config(
+        device="mock", batch_size=16, gpu_count=2, train={"global_batch_size": 64}
+    )
+    odd = make_trial_config(
+        device="mock", batch_size=64, gpu_count=2, train={"global_batch_size": 64}
+    )
+
+    assert trial_infeasibility_reason(fits, caps) is None
+    assert trial_infeasibility_reason(odd, caps) == (
+        "train.global_batch_size=64 is not a multiple of batch_size x gpu_count = 64 x 2 = 128"
+    )

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from autotune.config import TrialConfig
 from autotune.devices.cpu import CpuBackend
 from autotune.measure import Measurement
 from autotune.models import count_parameters
-from autotune.trial._setup import prepare_training
+from autotune.trial._setup import Training, prepare_training
 from autotune.trial._throughput import train_for_throughput
 from autotune.trial._to_target import train_to_target
 from autotune.workloads import load_workload
@@ -77,3 +79,22 @@ def train_here(config: TrialConfig) -> tuple[Measurement, int]:
         return train_to_target(training, 0, 1, maximize=True), backend.syncs
     m = train_for_throughput(training, 0, 1)
     return m, backend.syncs
+
+
+def counted_training(config: TrialConfig) -> tuple[Training, list[str]]:
+    """The training of ``config`` in this process, its steps and evaluations logged."""
+    training = prepare_training(config, CpuBackend(), load_workload(config.workload), 0, 1)
+    calls: list[str] = []
+    step, evaluate = training.train_step, training.evaluate
+
+    def counted_step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls.append("step")
+        return step(x, y)
+
+    def counted_evaluate() -> float:
+        calls.append("evaluate")
+        return evaluate()
+
+    training.train_step = counted_step  # type: ignore[method-assign]
+    training.evaluate = counted_evaluate  # type: ignore[method-assign]
+    return training, calls

@@ -9,13 +9,13 @@ import math
 
 import pytest
 
-from autotune.config import DataSettings
+from autotune.config import DataSettings, ReusedMetric
 from autotune.data import load_dataset
 from autotune.measure import plan_windows
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
-from autotune.trial._throughput import _ThroughputFloor
-from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, train_here
+from autotune.trial._throughput import _ThroughputFloor, train_for_throughput
+from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here
 
 pytestmark = pytest.mark.slow
 
@@ -237,3 +237,28 @@ def test_ddp_ranks_stop_together_below_the_floor() -> None:
     # DDP ranks decide together at the first window's end (5 warm-up steps, windows of 2).
     assert m.too_slow is True and (m.steps, m.timed_steps) == (7, 2)
     assert m.samples_per_step == 128
+
+
+def test_a_reused_trial_trains_only_its_warm_up_and_windows_and_never_evaluates() -> None:
+    reuse = ReusedMetric(from_trial=4, val_metric=0.123, train_loss=0.456, steps=66)
+    training, calls = counted_training(make_trial_config(train={"epochs": 3}, reuse=reuse))
+
+    m = train_for_throughput(training, 0, 1)
+
+    # digits: 22 steps an epoch; 5 warm-up steps, then one epoch of 5 windows of 4 steps.
+    assert calls == ["step"] * (5 + 22)
+    assert (m.steps, m.timed_steps) == (27, 20)
+    assert (m.val_metric, m.train_loss) == (0.123, 0.456)
+    assert m.throughput_sps > 0 and m.peak_memory_bytes >= 0
+
+
+def test_ddp_with_a_global_batch_accumulates_micro_batches() -> None:
+    # 2 ranks x micro-batches of 16 x 2 accumulation steps = the global batch of 64.
+    config = make_trial_config(batch_size=16, gpu_count=2, train={"global_batch_size": 64})
+
+    m = run_trial(config, TIMEOUT_S)
+
+    assert m.samples_per_step == 64
+    assert m.extra["accumulation_steps"] == 2
+    assert m.steps == (N_TRAIN // 2) // 32  # each rank's 719 samples in batches of 2 x 16
+    assert 0.0 <= m.val_metric <= 1.0 and m.throughput_sps > 0

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.config import TrialConfig
+from autotune.config import ReusedMetric, TrialConfig
 from autotune.runner import run_trial
 from autotune.testing import make_trial_config
-from tests.trial.loops import TIMEOUT_S, expected_steps, train_here
+from autotune.trial._to_target import train_to_target
+from tests.trial.loops import TIMEOUT_S, counted_training, expected_steps, train_here
 
 pytestmark = pytest.mark.slow
 
@@ -80,3 +81,19 @@ def test_time_to_accuracy_under_ddp_stops_on_every_rank() -> None:
     assert m.target_reached is True
     assert m.samples_per_step == 128
     assert m.time_to_accuracy_s == m.metric_curve[-1][0]
+
+
+def test_a_reused_time_to_accuracy_trial_times_the_sources_steps_and_one_evaluation() -> None:
+    reuse = ReusedMetric(from_trial=2, val_metric=0.97, train_loss=0.1, steps=40, evaluations=3)
+    config = _to_target(target_accuracy=0.95).model_copy(update={"reuse": reuse})
+    training, calls = counted_training(config)
+
+    m = train_to_target(training, 0, 1, maximize=True)
+
+    # 5 warm-up steps and one epoch of windows (22 steps), then one timed evaluation.
+    assert calls == ["step"] * 27 + ["evaluate"]
+    assert m.target_reached is True
+    assert m.val_metric == 0.97
+    assert m.eval_s is not None and m.eval_s > 0
+    assert m.time_to_accuracy_s == pytest.approx(40 * m.step_time_s + m.eval_s)
+    assert m.metric_curve == ((m.time_to_accuracy_s, 40, 0.97),)

@@ -112,6 +112,9 @@ class TrialRecord:
             (``cold``, ``warm``, ``partly warm``); None when not compiled or not known.
         process_memory_bytes: CUDA: NVML's memory of the trial's processes on their GPUs,
             summed over ranks; None on the CPU or without NVML's figure.
+        metric_from_trial: the number of the trial whose validation metric (and steps to the
+            target) this trial reused, its math key being the same (``search.reuse_metric``);
+            None when it trained in full.
     """
 
     study_name: str
@@ -162,6 +165,7 @@ class TrialRecord:
     busy_machine: bool | None = None
     compile_cache: str | None = None
     process_memory_bytes: int | None = None
+    metric_from_trial: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

@@ -117,6 +117,7 @@ def trial_record(
     curve = attrs.get("metric_curve")
     busy = attrs.get(BUSY_ATTR)
     cache = attrs.get("compile_cache")
+    reused_from = attrs.get("metric_from_trial")
     return TrialRecord(
         study_name=study_name,
         trial_number=trial.number,
@@ -138,6 +139,7 @@ def trial_record(
         metric_curve_json=json.dumps(curve) if isinstance(curve, list) else None,
         busy_machine=busy if isinstance(busy, bool) else None,
         compile_cache=cache if isinstance(cache, str) else None,
+        metric_from_trial=_number(reused_from, int),
         **figures,
         **knobs,
     )

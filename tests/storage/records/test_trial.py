@@ -141,3 +141,11 @@ def test_trial_record_keeps_the_compile_cache_and_nvmls_process_memory() -> None
     assert record.process_memory_bytes == 900 << 20
     eager_cpu = trial_record("s", make_trial(4, (5000.0, 0.97, 7 << 20)))
     assert eager_cpu.compile_cache is None and eager_cpu.process_memory_bytes is None
+
+
+def test_trial_record_names_the_trial_whose_metric_it_reused() -> None:
+    reused = make_trial(5, (900.0, 0.98, 5 << 20), extra_attrs={"metric_from_trial": 2})
+    trained = make_trial(2, (800.0, 0.98, 5 << 20))
+
+    assert trial_record("s", reused).metric_from_trial == 2
+    assert trial_record("s", trained).metric_from_trial is None
