@@ -79,6 +79,15 @@ def _knob_column(header: str, name: str, text: bool, absent: str = "") -> Column
     return Column(header, lambda row: str(row.params.get(name, absent)), text=text)
 
 
+def _metric_cell(metric: Objective, row: ParetoRow) -> str:
+    """A Pareto row's metric, marked ``(from trial N)`` when the trial reused trial N's metric
+    (the same math key, ``search.reuse_metric``) instead of training in full."""
+    text = metric.format(row.val_metric, 1)
+    if row.metric_from_trial is not None:
+        text += f" (from trial {row.metric_from_trial})"
+    return text
+
+
 def pareto_columns(
     metric: Objective,
     *,
@@ -122,7 +131,7 @@ def pareto_columns(
         if speedup:
             columns.append(Column("x sooner", lambda r: ratio_text(r.speedup)))
         columns += [
-            Column(f"{metric_column(metric)} reached", lambda r: metric.format(r.val_metric, 1)),
+            Column(f"{metric_column(metric)} reached", lambda r: _metric_cell(metric, r)),
             Column("peak MiB", lambda r: mib_text(r.peak_memory_bytes)),
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
             Column("eval s", lambda r: seconds_text(r.eval_s)),
@@ -132,7 +141,7 @@ def pareto_columns(
         if speedup:
             columns.append(Column("x baseline", lambda r: ratio_text(r.speedup)))
         columns += [
-            Column(metric_column(metric), lambda r: metric.format(r.val_metric, 1)),
+            Column(metric_column(metric), lambda r: _metric_cell(metric, r)),
             Column("peak MiB", lambda r: mib_text(r.peak_memory_bytes)),
             Column("step ms", lambda r: step_ms_text(r.step_time_s)),
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),

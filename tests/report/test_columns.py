@@ -142,3 +142,27 @@ def test_the_terminal_and_the_html_verification_tables_agree(tta: bool) -> None:
     assert recommended[1:3] == ["2.50x", "2.30-2.70x"] and "RECOMMENDED" in recommended
     # One placeholder for a missing figure in both forms: no speedup, no peak memory.
     assert slower[1:3] == [MISSING, MISSING] and slower[headers.index("peak MiB")] == MISSING
+
+
+def test_a_reused_metric_is_marked_in_both_pareto_tables() -> None:
+    trials = [
+        make_trial(0, (1000.0, 0.97, 8 * MIB), baseline=True),
+        make_trial(1, (4000.0, 0.97, 2 * MIB), memory_format="channels_last"),
+        make_trial(
+            2,
+            (5000.0, 0.97, 3 * MIB),
+            compile_mode="default",
+            extra_attrs={"metric_from_trial": 1},
+        ),
+    ]
+    data = gather_from_trials("reuse", trials, importances=False)
+
+    headers, rows = _rich_table(pareto_table(list(data.pareto), "front", data.metric))
+    page_headers, page_rows = _html_table(fragments(data)["pareto-table"])
+
+    metric_at = headers.index(next(h for h in headers if h.startswith("val")))
+    by_trial = {row[0]: row[metric_at] for row in rows}
+    assert by_trial["2"].endswith("(from trial 1)")
+    assert not by_trial["1"].endswith(")")
+    page_by_trial = {row[0]: row[page_headers.index(headers[metric_at])] for row in page_rows}
+    assert page_by_trial["2"] == by_trial["2"]
