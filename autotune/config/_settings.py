@@ -186,6 +186,19 @@ class Constraints(Strict):
     min_accuracy: float | None = Field(None, ge=0, le=1)
 
 
+class SearchSettings(Strict):
+    """How the sampler models the study (``search:`` in a space file).
+
+    Attributes:
+        metric_knobs: the knobs (Optuna parameter names) the validation metric's model sees;
+            None: every knob that changes what is learned (the model knobs, ``batch_size``,
+            ``gpu_count`` and ``precision``; :meth:`autotune.config.SearchSpace.metric_knobs`).
+            Throughput and memory are modelled on every knob.
+    """
+
+    metric_knobs: list[str] | None = None
+
+
 #: ``measure.min_timed_s`` by device kind when the settings set none (see MeasureSettings).
 DEFAULT_MIN_TIMED_S: dict[str, float] = {"cpu": 0.0, "mock": 0.0, "cuda": 2.0}
 
