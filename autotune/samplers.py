@@ -416,11 +416,6 @@ def design_levels(
     return levels
 
 
-def _covered(rows: Sequence[Mapping[str, Any]], levels: Mapping[str, Sequence[Any]]) -> int:
-    """How many (knob, level) pairs ``rows`` hold."""
-    return sum(len({row[name] for row in rows} & set(values)) for name, values in levels.items())
-
-
 def covering_design(
     levels: Mapping[str, Sequence[Any]],
     n_rows: int,
