@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import optuna
 import torch
+from optuna._gp import gp as optuna_gp
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.samplers import BaseSampler
 from optuna.samplers._gp import sampler as _gp_sampler_module
@@ -611,23 +612,37 @@ class DesignSampler(_DelegatingSampler):
         return self.sampler.sample_independent(study, trial, param_name, param_distribution)
 
 
+class _InputMaskedGPRegressor(optuna_gp.GPRegressor):
+    """A fitted GP that reads its inputs with some knobs held at 0: its kernel, hence its
+    posterior at any point, does not depend on them. Made from a GP fitted on inputs already
+    0 on those knobs (:func:`_metric_fit_on`), so its training kernel matrix and cached
+    Cholesky factor stay exact."""
+
+    _keep: torch.Tensor  # (n_knobs,): 1.0 for a knob the GP sees, 0.0 for one it ignores
+
+    def kernel(self, X1: torch.Tensor | None = None, X2: torch.Tensor | None = None) -> Any:
+        return super().kernel(
+            None if X1 is None else X1 * self._keep, None if X2 is None else X2 * self._keep
+        )
+
+
 @contextmanager
 def _metric_fit_on(mask: np.ndarray, objective_index: int) -> Iterator[None]:
-    """While the block runs, GPSampler's fit of objective ``objective_index`` sees the knobs
-    where ``mask`` is True held at 0, and the GP it returns ignores them (their inverse squared
-    lengthscales set to 0: an infinite lengthscale).
+    """While the block runs, GPSampler's GP of objective ``objective_index`` is fitted with
+    the knobs where ``mask`` is True held at 0, and reads every later input the same way
+    (:class:`_InputMaskedGPRegressor`): it models that objective on the other knobs only.
 
     Optuna 5.0.0's ``GPSampler._sample_relative_impl`` fits one GP per objective, in order,
     through the module global ``optuna.samplers._gp.sampler.gp.fit_kernel_params``, then the
-    constraints' GPs; the call count tells them apart. The training inputs are constant on
-    the masked knobs, so the kernel matrix (and its cached Cholesky factor) is the same with
-    their lengthscales at 0; only predictions at new points change: they no longer depend on
-    those knobs. The global is restored after the block (the study process samples one trial
-    at a time). tests/test_samplers.py checks these private names.
+    constraints' GPs; the call count tells them apart. The ignored knobs keep the
+    lengthscales their prior gives them (finite: the acquisition's optimizer scales its steps
+    by the GPs' mean lengthscales), which no prediction reads. The global is restored after
+    the block (the study process samples one trial at a time). tests/test_samplers.py checks
+    these private names.
     """
     real = _gp_sampler_module.gp
     calls = itertools.count()
-    masked = torch.from_numpy(mask)
+    keep = torch.from_numpy((~mask).astype(np.float64))
 
     class _MaskedFit:
         def __getattr__(self, name: str) -> Any:
@@ -638,16 +653,10 @@ def _metric_fit_on(mask: np.ndarray, objective_index: int) -> Iterator[None]:
                 return real.fit_kernel_params(**kwargs)
             X = np.array(kwargs["X"], dtype=float, copy=True)  # (n_trials, n_knobs), normalized
             X[:, mask] = 0.0
-            cache = kwargs.get("gpr_cache")
-            if cache is not None:  # the last fit's lengthscales: restore the zeroed ones
-                cache = copy.copy(cache)
-                cache.inverse_squared_lengthscales = torch.where(
-                    masked, 1.0, cache.inverse_squared_lengthscales
-                )
-            gpr = real.fit_kernel_params(**{**kwargs, "X": X, "gpr_cache": cache})
-            gpr.inverse_squared_lengthscales = torch.where(
-                masked, 0.0, gpr.inverse_squared_lengthscales
-            )
+            fitted = real.fit_kernel_params(**{**kwargs, "X": X})
+            gpr = _InputMaskedGPRegressor.__new__(_InputMaskedGPRegressor)
+            gpr.__dict__.update(vars(fitted))  # the fitted GP, as it is, reading masked inputs
+            gpr._keep = keep
             return gpr
 
     _gp_sampler_module.gp = _MaskedFit()  # type: ignore[assignment]

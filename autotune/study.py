@@ -256,7 +256,9 @@ def startup_design(
         could not be made feasible), each a value per knob.
     """
     knobs = space.knobs()
-    most_levels = max(len(k.values()) for k in knobs.values() if not isinstance(k, FloatParam))
+    most_levels = max(
+        (len(k.values()) for k in knobs.values() if not isinstance(k, FloatParam)), default=1
+    )
     n_rows = max(GP_STARTUP_TRIALS - n_queued, most_levels)
 
     def feasible(row: dict[str, Any]) -> bool:

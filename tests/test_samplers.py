@@ -431,16 +431,15 @@ def test_a_resumed_study_goes_on_with_its_design_and_interrupted_rows_come_back(
 
 
 def test_many_workers_take_different_rows() -> None:
-    study = optuna.create_study()
-    samplers = [DesignSampler(optuna.samplers.RandomSampler(i), DESIGN) for i in range(2)]
-    # Two workers ask before either finishes: the rows go by trial number.
-    first = study.ask()
-    study.sampler = samplers[1]
+    workers = [DesignSampler(optuna.samplers.RandomSampler(i), DESIGN) for i in range(2)]
+    study = optuna.create_study(sampler=workers[0])
+    first = study.ask()  # worker 0 asks; worker 1 asks before worker 0 has sampled anything
+    study.sampler = workers[1]
     second = study.ask()
-    study.sampler = samplers[0]
-    assert first.suggest_int("x", 0, 9) == 0
-    study.sampler = samplers[1]
-    assert second.suggest_int("x", 0, 9) == 1
+
+    assert second.suggest_int("x", 0, 9) == DESIGN[1]["x"]
+    study.sampler = workers[0]
+    assert first.suggest_int("x", 0, 9) == DESIGN[0]["x"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -476,7 +475,10 @@ def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
     assert source.index("for i in range(n_objectives)") < source.index("gp.fit_kernel_params(")
     assert source.index("gp.fit_kernel_params(") < source.index("_get_constraints_acqf_args(")
     assert "self._gprs_cache_list = gprs_list" in source
-    assert hasattr(optuna_gp.GPRegressor, "posterior")
+    # The metric's GP reads its inputs through kernel(X1, X2), which posterior calls.
+    assert list(inspect.signature(optuna_gp.GPRegressor.kernel).parameters) == ["self", "X1", "X2"]
+    assert "self.kernel(" in inspect.getsource(optuna_gp.GPRegressor.posterior)
+    assert "self._gpr.kernel(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
 
     lean = LeanGPSampler(seed=0)
     assert (lean._n_preliminary_samples, lean._n_local_search, lean._n_qmc_samples_ehvi) == (
@@ -530,19 +532,20 @@ def test_the_metric_gp_sees_only_the_metric_knobs(
 
     throughput_gp, metric_gp, memory_gp = sampler._gprs_cache_list or []
     names = list(SPACE)
-    metric_ls = metric_gp.inverse_squared_lengthscales.numpy()
-    assert [names[i] for i in np.flatnonzero(metric_ls == 0)] == ignored
-    assert (throughput_gp.inverse_squared_lengthscales.numpy() > 0).all()
-    assert (memory_gp.inverse_squared_lengthscales.numpy() > 0).all()
-    # The metric's prediction does not move with an ignored knob, throughput's does.
-    import torch as _torch
-
-    x = _torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=_torch.float64)
+    # The metric's GP was fitted on inputs constant on the ignored knobs; the others on all.
+    seen = metric_gp._X_train.numpy()
+    assert [names[i] for i in range(len(names)) if np.ptp(seen[:, i]) == 0] == ignored
+    assert all(np.ptp(throughput_gp._X_train.numpy(), axis=0) > 0)
+    assert all(np.ptp(memory_gp._X_train.numpy(), axis=0) > 0)
+    assert np.isfinite(metric_gp.length_scales).all()  # the acquisition's optimizer reads them
+    # The metric's prediction does not move with an ignored knob; throughput's does.
+    x = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.float64)
     if ignored == ["compile_mode"]:
         x[1, 2] = 0.0
-    metric_mean, _ = metric_gp.posterior(x)
+    metric_mean, metric_var = metric_gp.posterior(x)
     throughput_mean, _ = throughput_gp.posterior(x)
     assert metric_mean[0].item() == pytest.approx(metric_mean[1].item())
+    assert metric_var[0].item() == pytest.approx(metric_var[1].item())
     assert throughput_mean[0].item() != pytest.approx(throughput_mean[1].item())
     # The module global is Optuna's own again.
     from optuna._gp import gp as optuna_gp
