@@ -438,8 +438,10 @@ def covering_design(
 
     A row the rules refuse is repaired by swapping one knob's level with another row (a swap
     keeps every column's levels, hence the coverage) when both rows are then feasible, or,
-    failing that, replaced by the feasible random row that restores the most levels lost;
-    a row no candidate can replace is dropped.
+    failing that, replaced by a feasible random row that keeps the levels only it held (or
+    else restores the most levels lost); a row no candidate can replace is dropped. Last, a
+    level still missing goes into a row where it fits and whose own level another row also
+    holds. A level no feasible row can hold stays missing.
 
     Args:
         levels: the levels of each knob (:func:`design_levels`), in a fixed order.
@@ -479,6 +481,7 @@ def covering_design(
             continue
         if not _swap_repair(index, r, ok, rng):
             _replace(index, r, counts, ok, rng)
+    _fill_uncovered(index, counts, ok)
     return [row_of(index[r]) for r in range(n_rows) if ok(index[r])]
 
 
@@ -501,6 +504,12 @@ def _swap_repair(
     return False
 
 
+def _unique_columns(index: np.ndarray, r: int) -> np.ndarray:
+    """The knobs (columns) whose level in row ``r`` no other row holds."""
+    others = np.delete(index, r, axis=0)
+    return np.array([not np.any(others[:, c] == index[r, c]) for c in range(index.shape[1])])
+
+
 def _replace(
     index: np.ndarray,
     r: int,
@@ -509,8 +518,16 @@ def _replace(
     rng: np.random.Generator,
     candidates: int = 256,
 ) -> None:
-    """Replace row ``r`` in place by the feasible random row that covers the most (knob,
-    level) pairs the other rows lack; leave it (infeasible, then dropped) if none is."""
+    """Replace row ``r`` in place by a feasible random row: first one that keeps the levels
+    only row ``r`` holds (its other knobs drawn at random), else the one that covers the most
+    (knob, level) pairs the other rows lack; leave it (infeasible, then dropped) if no
+    candidate is feasible."""
+    unique = _unique_columns(index, r)
+    for _ in range(candidates):
+        candidate = np.where(unique, index[r], rng.integers(0, counts))
+        if ok(candidate):
+            index[r] = candidate
+            return
     others = np.delete(index, r, axis=0)
     best, best_gain = None, -1
     for _ in range(candidates):
@@ -522,6 +539,26 @@ def _replace(
             best, best_gain = candidate, gain
     if best is not None:
         index[r] = best
+
+
+def _fill_uncovered(
+    index: np.ndarray, counts: np.ndarray, ok: Callable[[np.ndarray], bool]
+) -> None:
+    """Put each level no feasible row holds into a feasible row, in place, where that row's
+    level of the knob is held by another row too and the row stays feasible."""
+    rows = [r for r in range(len(index)) if ok(index[r])]
+    for c, count in enumerate(counts):
+        for level in range(count):
+            if any(index[r, c] == level for r in rows):
+                continue
+            for r in rows:
+                if np.sum(index[rows, c] == index[r, c]) < 2:
+                    continue  # the row's level would be lost
+                before = index[r, c]
+                index[r, c] = level
+                if ok(index[r]):
+                    break
+                index[r, c] = before
 
 
 def _is_queued(trial: FrozenTrial) -> bool:

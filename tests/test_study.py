@@ -30,6 +30,8 @@ from autotune.samplers import (
     LeanGPSampler,
     OneThreadSampler,
     WarpedSampler,
+    covering_design,
+    design_levels,
 )
 from autotune.storage import open_storage
 from autotune.study import (
@@ -43,8 +45,8 @@ from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 
 from .conftest import MINIMAL_SPACE
 
-#: Device memory that refuses some of cnn_small's largest configurations on a GPU.
-TIGHT_MEMORY_BYTES = 64 << 20
+#: GPU memory that refuses about half the rows of cnn_small's unrepaired design (8x8 digits).
+TIGHT_MEMORY_BYTES = 16 << 20
 DIRECTIONS = [optuna.study.StudyDirection.MAXIMIZE] * 2 + [optuna.study.StudyDirection.MINIMIZE]
 
 
@@ -145,7 +147,15 @@ def test_the_startup_design_covers_every_level_with_feasible_rows(
     rows = startup_design(config, space, caps, n_queued=n_queued)
 
     most_levels = max(len(k.values()) for k in space.knobs().values())
-    assert len(rows) == max(GP_STARTUP_TRIALS - n_queued, most_levels)
+    n_rows = max(GP_STARTUP_TRIALS - n_queued, most_levels)
+    assert len(rows) == n_rows
+    unrepaired = covering_design(design_levels(space.knobs(), n_rows), n_rows, config.seed)
+    refused = [
+        r
+        for r in unrepaired
+        if trial_infeasibility_reason(knob_trial_config(config, space, caps, r), caps)
+    ]
+    assert bool(refused) == (caps.memory_bytes == TIGHT_MEMORY_BYTES)  # repairs were needed
     assert _covered(rows) == _levels(space)
     assert screened is None or all(row["precision"] != "fp16" for row in rows)
     for row in rows:
