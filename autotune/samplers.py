@@ -214,8 +214,10 @@ def modelled_values(
     :func:`autotune.objectives.objectives_of_study`) become natural logarithms (values below
     1 are read as 1: bytes and samples/s are never fractions that matter). A failed trial's
     values (no measurement) are replaced by the median modelled value of the measured trials
-    on each objective, and a time-to-accuracy trial that missed its target reads as the worst
-    (its time is a lower bound); both are left as they are while no trial has a measurement.
+    on each objective (a trial stopped as ``too_slow`` keeps the throughput and memory it
+    measured; only its metric is imputed), and a time-to-accuracy trial that missed its
+    target reads as the worst (its time is a lower bound); both are left as they are while no
+    trial has a measurement.
 
     The median, not the worst: a failure at the worst value taught the GP that a whole region
     was bad after one failure there (a failing level such as bf16, or two DataLoader workers,
@@ -244,11 +246,22 @@ def modelled_values(
     axes = range(len(study.directions))
     median = [statistics.median(v[i] for v in measured) for i in axes]
     worst = [_worst([v[i] for v in measured], study.directions[i]) for i in axes]
+    trials = {t.number: t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
     for number in failed:
-        modelled[number] = list(median)
+        kept = _measured_axes(trials[number], names)
+        modelled[number] = [v if i in kept else median[i] for i, v in enumerate(modelled[number])]
     for number in missed:
         modelled[number] = list(worst)
     return modelled
+
+
+def _measured_axes(trial: FrozenTrial, names: Sequence[str]) -> set[int]:
+    """The objectives a failed trial did measure: throughput and memory of a trial stopped
+    as ``too_slow`` after its first window (its metric was never evaluated); none for any
+    other failure."""
+    if trial.user_attrs.get("failure") != "too_slow":
+        return set()
+    return {i for i, name in enumerate(names) if name in ("throughput_sps", "peak_memory_bytes")}
 
 
 def _is_ordinal(distribution: BaseDistribution) -> bool:

@@ -133,6 +133,23 @@ def test_modelled_values_take_logs_and_impute_failures_at_the_median() -> None:
     assert study.trials[0].values == [1000.0, 0.9, 2.0**20]
 
 
+def test_a_too_slow_trial_keeps_its_throughput_and_memory_and_only_its_metric_is_imputed() -> None:
+    study = _three_objective_study()
+    _add(study, (1000.0, 0.9, 2.0**20))
+    _add(study, (100.0, 0.7, 2.0**25))
+    _add(study, (10.0, 0.95, 2.0**30))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"x": 0.5},
+            distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+            values=[3.0, 0.0, 2.0**22],  # stopped after its first window: 3 samples/s
+            user_attrs={"failure": "too_slow"},
+            system_attrs={"constraints": [1.0]},
+        )
+    )
+    assert modelled_values(study)[3] == pytest.approx([math.log(3.0), 0.9, math.log(2.0**22)])
+
+
 def test_modelled_values_leave_failures_alone_while_nothing_is_measured() -> None:
 
     study = _three_objective_study()
