@@ -396,10 +396,10 @@ WARM_START_ATTR = "warm_start_from"
 #: settings issue 24's exploratory run chose: the acquisition surface of 8 mostly categorical
 #: knobs is coarse, so 256 quasi-random starting points and 3 local searches find its maximum,
 #: and 32 quasi-Monte Carlo samples estimate an expected hypervolume improvement of 3
-#: objectives well enough to rank candidates. On the mock space of Table 2 (10 seeds, a shared
-#: 2-core machine) the sampler's median seconds at trials 45-50 went from 1.76 to 1.07 with the
-#: other changes of issue 24; a profile at trial 48 puts the acquisition at about 0.23 s and
-#: the four GP fits (3 objectives, the ``failed`` constraint) at about 0.32 s of 0.63 s.
+#: objectives well enough to rank candidates. On the mock space of Table 2, with the machine
+#: quiet, the sampler's median seconds at trials 45-50 went from 1.04 s (seeds 0-2, Optuna's
+#: defaults) to 0.16 s (seeds 0-9) with the other changes of issue 24; the GP fits (3
+#: objectives and the ``failed`` constraint) are then about half of what is left.
 LEAN_PRELIMINARY_SAMPLES = 256
 LEAN_LOCAL_SEARCHES = 3
 LEAN_QMC_SAMPLES_EHVI = 32
