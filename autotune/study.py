@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.baseline import BASELINE_ATTR, baseline_trial, trial_train_settings
 from autotune.config import (
+    FloatParam,
     MockFault,
     ReusedMetric,
     RunConfig,
@@ -51,7 +52,15 @@ from autotune.objectives import (
     objective_mode,
     objective_values,
 )
-from autotune.samplers import OneThreadSampler, make_sampler
+from autotune.samplers import (
+    GP_STARTUP_TRIALS,
+    STARTUP_DESIGN_SAMPLERS,
+    WARM_START_ATTR,
+    OneThreadSampler,
+    covering_design,
+    design_levels,
+    make_sampler,
+)
 from autotune.storage import FINISHED_STATES, error_reason, study_exists
 
 __all__ = [
@@ -62,7 +71,9 @@ __all__ = [
     "TrialObjective",
     "check_warm_start",
     "count_finished",
+    "knob_trial_config",
     "open_study",
+    "startup_design",
 ]
 
 #: The study user attribute holding the study record: its space, device, objectives and
@@ -170,7 +181,11 @@ def open_study(
 
     The sampler's seed is ``seed + number of trials already in the study + seed_offset``, so a
     resumed study does not replay the first proposals while staying reproducible, and workers
-    (each with its own ``seed_offset``) propose different configurations.
+    (each with its own ``seed_offset``) propose different configurations. The start-up design
+    (:func:`startup_design`, ``gp`` and ``tpe``) depends on ``seed`` alone: every worker and
+    every resumption holds the same one, and its rows go to trials by number
+    (:class:`autotune.samplers.DesignSampler`). The metric is modelled on
+    ``space.metric_knobs()``.
 
     Raises:
         ConfigError: the existing study was made with another space or another device kind.
@@ -194,7 +209,7 @@ def open_study(
                 study.set_metric_names([o.name for o in objectives])
             study.set_user_attr(STUDY_RECORD_ATTR, record)
             for params, source in warm_start:
-                study.enqueue_trial(params, user_attrs={"warm_start_from": source})
+                study.enqueue_trial(params, user_attrs={WARM_START_ATTR: source})
         else:
             mode = existing.get("objective", "throughput")
             if mode != record.get("objective", "throughput"):
@@ -211,13 +226,79 @@ def open_study(
                         f"({existing.get('space_source') if key == 'space' else existing.get(key)}); "
                         "choose a new study name (study=NAME) or the original settings"
                     )
-        study.sampler = make_sampler(config.sampler, config.seed + len(study.trials) + seed_offset)
+        design = None
+        if config.sampler in STARTUP_DESIGN_SAMPLERS:
+            warm = sum(WARM_START_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False))
+            design = startup_design(config, space, caps, n_queued=1 + warm)
+        study.sampler = make_sampler(
+            config.sampler,
+            config.seed + len(study.trials) + seed_offset,
+            design=design,
+            metric_knobs=space.metric_knobs(),
+        )
         return study
     except SQLAlchemyError as e:
         raise StorageError(
             f"storage={display_url(config.storage)}: database error: "
             f"{error_reason(e, config.storage)}"
         ) from None
+
+
+def startup_design(
+    config: RunConfig, space: SearchSpace, caps: DeviceCapabilities, n_queued: int = 1
+) -> list[dict[str, Any]]:
+    """The study's start-up trials after the queued ones: a covering design of the space
+    (:func:`autotune.samplers.covering_design`, seeded with ``config.seed``) whose rows the
+    device's feasibility rules accept (:func:`autotune.hardware.trial_infeasibility_reason`,
+    memory estimate included).
+
+    Args:
+        config: the run (its seed, device settings and objective).
+        space: the space restricted to what the device can run (screened precisions out).
+        caps: the device's capabilities.
+        n_queued: trials queued before the design (the baseline and warm starts); they count
+            towards :data:`autotune.samplers.GP_STARTUP_TRIALS`.
+
+    Returns:
+        ``max(GP_STARTUP_TRIALS - n_queued, most levels of a knob)`` rows (fewer if a row
+        could not be made feasible), each a value per knob.
+    """
+    knobs = space.knobs()
+    most_levels = max(
+        (len(k.values()) for k in knobs.values() if not isinstance(k, FloatParam)), default=1
+    )
+    n_rows = max(GP_STARTUP_TRIALS - n_queued, most_levels)
+
+    def feasible(row: dict[str, Any]) -> bool:
+        return trial_infeasibility_reason(knob_trial_config(config, space, caps, row), caps) is None
+
+    return covering_design(design_levels(knobs, n_rows), n_rows, config.seed, feasible)
+
+
+def knob_trial_config(
+    config: RunConfig,
+    space: SearchSpace,
+    caps: DeviceCapabilities,
+    knobs: dict[str, Any],
+    mock_fault: MockFault = "none",
+) -> TrialConfig:
+    """The complete configuration of a trial of this run with these knob values (by Optuna
+    parameter name): the study's seed, the training settings of
+    :func:`autotune.baseline.trial_train_settings`, the device and the mock's settings.
+
+    Raises:
+        pydantic.ValidationError: a value of the wrong type or out of range.
+    """
+    return TrialConfig.from_knobs(
+        knobs,
+        space,
+        device=caps.kind,
+        seed=config.seed,
+        train=trial_train_settings(space),
+        mock_fault=mock_fault,
+        mock_profile=config.mock.profile,
+        objective=config.objective,
+    )
 
 
 def _warm_start_trials(
@@ -300,15 +381,8 @@ class TrialObjective:
         """
         knobs = {name: param.suggest(trial, name) for name, param in self._space.knobs().items()}
         # Validated here: the sampler's values and the device kind are checked by the model.
-        return TrialConfig.from_knobs(
-            knobs,
-            self._space,
-            device=self._caps.kind,
-            seed=self._config.seed,
-            train=trial_train_settings(self._space),
-            mock_fault=self._mock_fault(trial.number),
-            mock_profile=self._config.mock.profile,
-            objective=self._config.objective,
+        return knob_trial_config(
+            self._config, self._space, self._caps, knobs, self._mock_fault(trial.number)
         )
 
     def _with_baseline_settings(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:

@@ -548,11 +548,13 @@ def section_search(
         "trial would add time, not fidelity). Every trial of a run simulates with the run's "
         "seed (common random numbers, as in a study), so the sampler sees that seed's "
         "measurement noise; the configurations it found are scored with their ground-truth "
-        "(seed 0) values. `gp` is Optuna's GPSampler behind autotune's `WarpedSampler`: it "
-        "models log throughput and log memory, failed trials at the worst measured values, "
-        "and numeric choices (batch size, width, workers, GPUs) as ranks; `tpe` is "
-        "multivariate TPE; `nsga2` has a population of 10. The two model-based samplers start "
-        "with 10 random trials (the baseline counts).",
+        "(seed 0) values. `gp` is autotune's `LeanGPSampler` (Optuna's GPSampler with less "
+        "acquisition effort, the metric's GP on the knobs that change it) behind its "
+        "`WarpedSampler`: it models log throughput and log memory, failed trials at the "
+        "median measured values, and numeric choices (batch size, width, workers, GPUs) as "
+        "ranks; `tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
+        "model-based samplers start with a feasible covering design of 10 trials (the "
+        "baseline counts; `autotune.study.startup_design`).",
         "",
         "Hypervolume (moocore's exact `hypervolume`) in a normalized space: (-log throughput, -accuracy, "
         "log peak memory), scaled so that the true front's ideal point is 0 and its nadir "

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import itertools
 import math
+from typing import Any
 
+import numpy as np
 import optuna
 import pytest
 import torch
 
 from autotune.exceptions import ConfigError
 from autotune.samplers import (
+    LEAN_LOCAL_SEARCHES,
+    LEAN_PRELIMINARY_SAMPLES,
+    LEAN_QMC_SAMPLES_EHVI,
+    STARTUP_DESIGN_SAMPLERS,
+    DesignSampler,
+    LeanGPSampler,
     OneThreadSampler,
     WarpedSampler,
+    covering_design,
+    design_levels,
     make_sampler,
     modelled_values,
     one_torch_thread,
@@ -103,19 +116,38 @@ def _add(
     study.add_trial(trial)
 
 
-def test_modelled_values_take_logs_of_throughput_and_memory_and_impute_failures() -> None:
+def test_modelled_values_take_logs_and_impute_failures_at_the_median() -> None:
 
     study = _three_objective_study()
     _add(study, (1000.0, 0.9, 2.0**20))
     _add(study, (10.0, 0.95, 2.0**30))
     _add(study, (0.0, 0.0, 2.0**34), failed=True)  # out of memory: placeholder values
+    _add(study, (100.0, 0.7, 2.0**25))
     modelled = modelled_values(study)
     assert modelled[0] == pytest.approx([math.log(1000.0), 0.9, math.log(2.0**20)])
     assert modelled[1] == pytest.approx([math.log(10.0), 0.95, math.log(2.0**30)])
-    # The failed trial reads as the worst measured value of each objective, not as zeros.
-    assert modelled[2] == pytest.approx([math.log(10.0), 0.9, math.log(2.0**30)])
+    # The failed trial reads as the median measured value of each objective (not as zeros,
+    # and not as the worst: one failure must not condemn its whole region).
+    assert modelled[2] == pytest.approx([math.log(100.0), 0.9, math.log(2.0**25)])
     # The study itself keeps the raw figures.
     assert study.trials[0].values == [1000.0, 0.9, 2.0**20]
+
+
+def test_a_too_slow_trial_keeps_its_throughput_and_memory_and_only_its_metric_is_imputed() -> None:
+    study = _three_objective_study()
+    _add(study, (1000.0, 0.9, 2.0**20))
+    _add(study, (100.0, 0.7, 2.0**25))
+    _add(study, (10.0, 0.95, 2.0**30))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"x": 0.5},
+            distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+            values=[3.0, 0.0, 2.0**22],  # stopped after its first window: 3 samples/s
+            user_attrs={"failure": "too_slow"},
+            system_attrs={"constraints": [1.0]},
+        )
+    )
+    assert modelled_values(study)[3] == pytest.approx([math.log(3.0), 0.9, math.log(2.0**22)])
 
 
 def test_modelled_values_leave_failures_alone_while_nothing_is_measured() -> None:
@@ -243,8 +275,328 @@ def test_make_sampler(name: str, cls: type) -> None:
     )
     assert isinstance(inner, cls)
     assert isinstance(sampler.sampler, WarpedSampler) == (name == "gp")
+    assert isinstance(inner, LeanGPSampler) == (name == "gp")
+
+
+@pytest.mark.parametrize("name", ["nsga2", "tpe", "gp", "random"])
+def test_only_samplers_with_a_random_start_up_take_the_design(name: str) -> None:
+    sampler = make_sampler(name, seed=0, design=[{"x": 1}])
+    assert isinstance(sampler.sampler, DesignSampler) == (name in STARTUP_DESIGN_SAMPLERS)
+    assert set(STARTUP_DESIGN_SAMPLERS) == {"gp", "tpe"}
 
 
 def test_unknown_sampler() -> None:
     with pytest.raises(ConfigError, match=r"^sampler=cmaes: unknown sampler"):
         make_sampler("cmaes", seed=0)
+
+
+def test_a_failure_among_time_to_accuracy_trials_is_the_median_and_a_miss_the_worst() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    for seconds, memory, attrs in (
+        (4.0, 2.0**20, {"target_reached": True}),
+        (8.0, 2.0**22, {"target_reached": True}),
+        (16.0, 2.0**21, {"target_reached": True}),
+        (2.0, 2.0**19, {"target_reached": False}),
+        (0.0, 0.0, {"failure": "oom"}),
+    ):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": 0.5},
+                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+                values=[seconds, memory],
+                user_attrs=attrs,
+            )
+        )
+
+    modelled = modelled_values(study)
+
+    assert modelled[3] == pytest.approx([math.log(16.0), math.log(2.0**22)])  # the worst
+    assert modelled[4] == pytest.approx([math.log(8.0), math.log(2.0**21)])  # the median
+
+
+# --------------------------------------------------------------------------------------------
+# the start-up design
+
+LEVELS: dict[str, list[Any]] = {
+    "depth": [2, 3, 4],
+    "width": [8, 16, 32, 64],
+    "batch_size": [16, 32, 64, 128, 256],
+    "precision": ["fp32", "fp16", "bf16"],
+    "memory_format": ["contiguous", "channels_last"],
+    "compile_mode": ["none", "default", "max-autotune"],
+    "num_workers": [0, 1, 2],
+    "gpu_count": [1],
+}
+
+
+def _uncovered(rows: list[dict[str, Any]], levels: dict[str, list[Any]]) -> set[tuple[str, Any]]:
+    return {(k, v) for k, values in levels.items() for v in values} - {
+        (k, row[k]) for row in rows for k in levels
+    }
+
+
+@pytest.mark.parametrize("n_rows", [5, 9, 12])
+def test_the_design_covers_every_level_of_every_knob(n_rows: int) -> None:
+    rows = covering_design(LEVELS, n_rows, seed=3)
+
+    assert len(rows) == n_rows
+    assert _uncovered(rows, LEVELS) == set()
+    assert all(list(row) == list(LEVELS) for row in rows)  # every knob, in order
+    # Latin: a knob with as many levels as rows takes each level once.
+    assert sorted(row["batch_size"] for row in covering_design(LEVELS, 5, seed=3)) == [
+        16,
+        32,
+        64,
+        128,
+        256,
+    ]
+
+
+def test_the_design_is_deterministic_for_a_seed() -> None:
+    assert covering_design(LEVELS, 9, seed=7) == covering_design(LEVELS, 9, seed=7)
+    assert covering_design(LEVELS, 9, seed=7) != covering_design(LEVELS, 9, seed=8)
+
+
+def test_refused_rows_are_replaced_by_feasible_ones_and_the_coverage_holds() -> None:
+    def feasible(row: dict[str, Any]) -> bool:
+        fits = row["width"] * row["batch_size"] <= 64 * 32  # big models at big batches do not
+        bf16_ok = row["num_workers"] == 0 and row["width"] <= 16  # bf16: a narrow corner only
+        return fits and (row["precision"] != "bf16" or bf16_ok)
+
+    for seed in range(10):
+        refused = [r for r in covering_design(LEVELS, 9, seed) if not feasible(r)]
+        rows = covering_design(LEVELS, 9, seed, feasible)
+        assert all(feasible(r) for r in rows)
+        assert len(rows) == 9
+        assert _uncovered(rows, LEVELS) == set(), (seed, refused)
+
+
+def test_a_row_nothing_can_repair_is_dropped() -> None:
+    rows = covering_design({"a": [1, 2, 3], "b": ["x", "y"]}, 3, seed=0, feasible=lambda r: False)
+    assert rows == []
+
+
+def test_a_real_range_is_cut_into_strata() -> None:
+    from autotune.config import FloatParam, IntParam
+
+    levels = design_levels(
+        {
+            "dropout": FloatParam(low=0.0, high=0.4),
+            "lr_mult": FloatParam(low=1.0e-2, high=1.0, log=True),
+            "depth": IntParam(low=1, high=3),
+        },
+        4,
+    )
+    assert levels["dropout"] == pytest.approx([0.05, 0.15, 0.25, 0.35])
+    assert levels["lr_mult"] == pytest.approx([10 ** (-2 + (i + 0.5) / 2) for i in range(4)])
+    assert levels["depth"] == [1, 2, 3]
+
+
+DESIGN = [{"x": i, "kind": "ab"[i % 2]} for i in range(4)]
+
+
+def _design_objective(trial: optuna.Trial) -> float:
+    return trial.suggest_int("x", 0, 9) + len(trial.suggest_categorical("kind", ["a", "b"]))
+
+
+def test_proposed_trials_take_the_design_rows_in_order_after_the_queued_ones() -> None:
+    study = optuna.create_study(sampler=DesignSampler(optuna.samplers.RandomSampler(0), DESIGN))
+    study.enqueue_trial({"x": 9, "kind": "b"}, user_attrs={"baseline": True})
+    study.optimize(_design_objective, n_trials=7)
+
+    params = [t.params for t in study.trials]
+    assert params[0] == {"x": 9, "kind": "b"}  # the baseline, queued
+    assert params[1:5] == DESIGN
+    assert params[5:] != DESIGN[:2]  # then the wrapped sampler
+
+
+def test_a_resumed_study_goes_on_with_its_design_and_interrupted_rows_come_back(
+    tmp_path: Any,
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'd.db'}"
+
+    def run(n_trials: int, interrupt_at: int | None = None) -> optuna.Study:
+        study = optuna.load_study(
+            study_name="s",
+            storage=storage,
+            sampler=DesignSampler(optuna.samplers.RandomSampler(1), DESIGN),
+        )
+
+        def objective(trial: optuna.Trial) -> float:
+            value = _design_objective(trial)
+            if trial.number == interrupt_at:
+                raise KeyboardInterrupt  # Ctrl-C: the trial ends as FAIL
+            return value
+
+        with contextlib.suppress(KeyboardInterrupt):
+            study.optimize(objective, n_trials=n_trials)
+        return study
+
+    optuna.create_study(study_name="s", storage=storage)
+    run(2)  # rows 0 and 1
+    run(5, interrupt_at=2)  # row 2 interrupted: the study stops there
+    study = run(3)  # a new process: rows 3, then 2 again, then the wrapped sampler
+
+    params = [t.params for t in study.trials]
+    states = [t.state for t in study.trials]
+    assert params[:4] == DESIGN
+    assert states[2] == optuna.trial.TrialState.FAIL
+    assert params[4] == DESIGN[2]  # the interrupted row, once more
+    assert params[5] not in DESIGN[2:]
+
+
+def test_many_workers_take_different_rows() -> None:
+    workers = [DesignSampler(optuna.samplers.RandomSampler(i), DESIGN) for i in range(2)]
+    study = optuna.create_study(sampler=workers[0])
+    first = study.ask()  # worker 0 asks; worker 1 asks before worker 0 has sampled anything
+    study.sampler = workers[1]
+    second = study.ask()
+
+    assert second.suggest_int("x", 0, 9) == DESIGN[1]["x"]
+    study.sampler = workers[0]
+    assert first.suggest_int("x", 0, 9) == DESIGN[0]["x"]
+
+
+# --------------------------------------------------------------------------------------------
+# LeanGPSampler: Optuna's private names, the metric's inputs, the acquisition effort
+
+
+def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
+    """Fails loudly when an Optuna upgrade moves what :class:`LeanGPSampler` reaches into
+    (pyproject.toml pins optuna>=5.0,<5.1): read the new GPSampler before moving the pin."""
+    from optuna._gp import gp as optuna_gp
+    from optuna.samplers._gp import sampler as gp_sampler_module
+
+    version = tuple(int(p) for p in optuna.__version__.split(".")[:2])
+    assert (5, 0) <= version < (5, 1), f"optuna {optuna.__version__}: check LeanGPSampler"
+    plain = optuna.samplers.GPSampler(seed=0)
+    assert (
+        plain._n_preliminary_samples,
+        plain._n_local_search,
+        plain._n_qmc_samples_ehvi,
+    ) == (2048, 10, 128)
+    assert plain._gprs_cache_list is None
+    assert list(inspect.signature(plain._sample_relative_impl).parameters) == [
+        "study",
+        "completed_trials",
+        "running_trials",
+        "search_space",
+    ]
+    assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+    fit = inspect.signature(optuna_gp.fit_kernel_params).parameters
+    assert {"X", "Y", "gpr_cache"} <= set(fit)
+    source = inspect.getsource(optuna.samplers.GPSampler._sample_relative_impl)
+    # One GP per objective, fitted in order before the constraints' GPs, through the module.
+    assert source.index("for i in range(n_objectives)") < source.index("gp.fit_kernel_params(")
+    assert source.index("gp.fit_kernel_params(") < source.index("_get_constraints_acqf_args(")
+    assert "self._gprs_cache_list = gprs_list" in source
+    # The metric's GP reads its inputs through kernel(X1, X2), which posterior calls.
+    assert list(inspect.signature(optuna_gp.GPRegressor.kernel).parameters) == ["self", "X1", "X2"]
+    assert "self.kernel(" in inspect.getsource(optuna_gp.GPRegressor.posterior)
+    assert "self._gpr.kernel(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
+
+    lean = LeanGPSampler(seed=0)
+    assert (lean._n_preliminary_samples, lean._n_local_search, lean._n_qmc_samples_ehvi) == (
+        LEAN_PRELIMINARY_SAMPLES,
+        LEAN_LOCAL_SEARCHES,
+        LEAN_QMC_SAMPLES_EHVI,
+    )
+    assert (LEAN_PRELIMINARY_SAMPLES, LEAN_LOCAL_SEARCHES, LEAN_QMC_SAMPLES_EHVI) == (256, 3, 32)
+
+
+SPACE = {
+    "width": optuna.distributions.CategoricalDistribution([8, 16, 32]),
+    "compile_mode": optuna.distributions.CategoricalDistribution(["none", "default"]),
+    "num_workers": optuna.distributions.IntDistribution(0, 2),
+}
+
+
+def _knob_study(n: int, seed: int = 0) -> optuna.Study:
+    """A study whose accuracy depends on width only; throughput on every knob."""
+    study = _three_objective_study()
+    rng = np.random.default_rng(seed)
+    for width, mode, workers in itertools.islice(
+        itertools.cycle(itertools.product([8, 16, 32], ["none", "default"], [0, 1, 2])), n
+    ):
+        noise = float(rng.normal(0, 0.01))
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"width": width, "compile_mode": mode, "num_workers": workers},
+                distributions=SPACE,
+                values=[
+                    100.0 * width * (2 if mode == "default" else 1) / (1 + workers),
+                    0.5 + width / 100 + noise,
+                    1e6 * width,
+                ],
+            )
+        )
+    return study
+
+
+@pytest.mark.parametrize(
+    ("metric_knobs", "ignored"),
+    [(None, ["compile_mode", "num_workers"]), (["width", "num_workers"], ["compile_mode"])],
+)
+def test_the_metric_gp_sees_only_the_metric_knobs(
+    metric_knobs: list[str] | None, ignored: list[str]
+) -> None:
+    study = _knob_study(12)
+    sampler = LeanGPSampler(seed=0, n_startup_trials=4, metric_knobs=metric_knobs)
+    trial = study.ask()
+    sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE)
+
+    throughput_gp, metric_gp, memory_gp = sampler._gprs_cache_list or []
+    names = list(SPACE)
+    # The metric's GP was fitted on inputs constant on the ignored knobs; the others on all.
+    seen = metric_gp._X_train.numpy()
+    assert [names[i] for i in range(len(names)) if np.ptp(seen[:, i]) == 0] == ignored
+    assert all(np.ptp(throughput_gp._X_train.numpy(), axis=0) > 0)
+    assert all(np.ptp(memory_gp._X_train.numpy(), axis=0) > 0)
+    assert np.isfinite(metric_gp.length_scales).all()  # the acquisition's optimizer reads them
+    # The metric's prediction does not move with an ignored knob; throughput's does.
+    x = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.float64)
+    if ignored == ["compile_mode"]:
+        x[1, 2] = 0.0
+    metric_mean, metric_var = metric_gp.posterior(x)
+    throughput_mean, _ = throughput_gp.posterior(x)
+    assert metric_mean[0].item() == pytest.approx(metric_mean[1].item())
+    assert metric_var[0].item() == pytest.approx(metric_var[1].item())
+    assert throughput_mean[0].item() != pytest.approx(throughput_mean[1].item())
+    # The module global is Optuna's own again.
+    from optuna._gp import gp as optuna_gp
+    from optuna.samplers._gp import sampler as gp_sampler_module
+
+    assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+
+
+def test_a_time_to_accuracy_study_models_every_objective_on_every_knob() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    assert LeanGPSampler(seed=0).metric_mask(study, SPACE) is None
+    three = _three_objective_study()
+    index, mask = LeanGPSampler(seed=0).metric_mask(three, SPACE) or (None, None)
+    assert index == 1
+    assert list(mask) == [False, True, True]
+
+
+def test_the_metric_names_reach_the_gp_through_the_warped_view() -> None:
+    seen: list[Any] = []
+
+    class _Inner(optuna.samplers.RandomSampler):
+        def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+            seen.append(study.metric_names)
+            return {}
+
+        def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+            return {"x": optuna.distributions.FloatDistribution(0, 1)}
+
+    study = optuna.create_study(
+        directions=["minimize", "minimize"], sampler=WarpedSampler(_Inner())
+    )
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+    assert seen == [["time_to_accuracy_s", "peak_memory_bytes"]]

@@ -11,10 +11,10 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from autotune.baseline import baseline_global_batch
+from autotune.baseline import baseline_global_batch, enqueue_baseline
 from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
 from autotune.exceptions import ConfigError, TrialError
-from autotune.hardware import DeviceCapabilities
+from autotune.hardware import DeviceCapabilities, restrict_space, trial_infeasibility_reason
 from autotune.objectives import (
     OBJECTIVES,
     failed_values,
@@ -24,17 +24,29 @@ from autotune.objectives import (
     study_objectives,
     study_target,
 )
-from autotune.samplers import OneThreadSampler, WarpedSampler
+from autotune.samplers import (
+    GP_STARTUP_TRIALS,
+    DesignSampler,
+    LeanGPSampler,
+    OneThreadSampler,
+    WarpedSampler,
+    covering_design,
+    design_levels,
+)
 from autotune.storage import open_storage
 from autotune.study import (
     TrialObjective,
     count_finished,
+    knob_trial_config,
     open_study,
+    startup_design,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 
 from .conftest import MINIMAL_SPACE
 
+#: GPU memory that refuses about half the rows of cnn_small's unrepaired design (8x8 digits).
+TIGHT_MEMORY_BYTES = 16 << 20
 DIRECTIONS = [optuna.study.StudyDirection.MAXIMIZE] * 2 + [optuna.study.StudyDirection.MINIMIZE]
 
 
@@ -87,8 +99,12 @@ def test_new_study_records_objectives_and_space(sqlite_url: str) -> None:
     assert record["simulated"] is True
     assert SearchSpace.model_validate(record["space"]) == config.space
     assert isinstance(study.sampler, OneThreadSampler)
-    assert isinstance(study.sampler.sampler, WarpedSampler)  # the default sampler: GP
-    assert isinstance(study.sampler.sampler.sampler, optuna.samplers.GPSampler)
+    design = study.sampler.sampler  # the default sampler, GP, after its start-up design
+    assert isinstance(design, DesignSampler)
+    assert design.design == startup_design(config, config.space, caps)
+    assert isinstance(design.sampler, WarpedSampler)
+    assert isinstance(design.sampler.sampler, LeanGPSampler)
+    assert design.sampler.sampler.metric_knobs == set(config.space.metric_knobs())
 
 
 def test_reopening_with_the_same_space_loads_the_study(sqlite_url: str) -> None:
@@ -101,6 +117,72 @@ def test_reopening_with_the_same_space_loads_the_study(sqlite_url: str) -> None:
 
     assert again.study_name == "s1"
     assert len(again.trials) == 1
+
+
+def _levels(space: SearchSpace) -> set[tuple[str, Any]]:
+    return {(name, v) for name, knob in space.knobs().items() for v in knob.values()}
+
+
+def _covered(rows: list[dict[str, Any]]) -> set[tuple[str, Any]]:
+    return {(name, v) for row in rows for name, v in row.items()}
+
+
+@pytest.mark.parametrize(
+    ("caps", "screened"),
+    [
+        (make_capabilities("mock"), None),
+        (make_capabilities("cuda", count=2), {"fp16": "screened: far below fp32's peak"}),
+        # Tight memory: the widest models at the largest batches do not fit.
+        (make_capabilities("cuda", count=2, memory_bytes=TIGHT_MEMORY_BYTES), None),
+    ],
+    ids=["mock", "screened", "tight-memory"],
+)
+@pytest.mark.parametrize("n_queued", [1, 4])
+def test_the_startup_design_covers_every_level_with_feasible_rows(
+    caps: DeviceCapabilities, screened: dict[str, str] | None, n_queued: int
+) -> None:
+    config = _run_config()
+    space, _ = restrict_space(config.space, caps, screened)
+
+    rows = startup_design(config, space, caps, n_queued=n_queued)
+
+    most_levels = max(len(k.values()) for k in space.knobs().values())
+    n_rows = max(GP_STARTUP_TRIALS - n_queued, most_levels)
+    assert len(rows) == n_rows
+    unrepaired = covering_design(design_levels(space.knobs(), n_rows), n_rows, config.seed)
+    refused = [
+        r
+        for r in unrepaired
+        if trial_infeasibility_reason(knob_trial_config(config, space, caps, r), caps)
+    ]
+    assert bool(refused) == (caps.memory_bytes == TIGHT_MEMORY_BYTES)  # repairs were needed
+    assert _covered(rows) == _levels(space)
+    assert screened is None or all(row["precision"] != "fp16" for row in rows)
+    for row in rows:
+        reason = trial_infeasibility_reason(knob_trial_config(config, space, caps, row), caps)
+        assert reason is None, (row, reason)
+    assert rows == startup_design(config, space, caps, n_queued=n_queued)  # deterministic
+
+
+def test_the_design_runs_after_the_baseline_and_a_resumed_study_goes_on_with_it(
+    sqlite_url: str,
+) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=d", "verify.rounds=0")
+    caps = make_capabilities("mock")
+    design = startup_design(config, config.space, caps)
+
+    def run(n_trials: int) -> optuna.Study:
+        study = open_study(config, config.space, caps, open_storage(sqlite_url))
+        enqueue_baseline(study, config.space)
+        study.optimize(_objective(FakeRunTrial(), config=config), n_trials=n_trials)
+        return study
+
+    run(3)  # the baseline, rows 0 and 1
+    study = run(2)  # resumed in a new process: rows 2 and 3, not 0 and 1 again
+
+    params = [t.params for t in sorted(study.trials, key=lambda t: t.number)]
+    assert study.trials[0].user_attrs.get("baseline") is True
+    assert params[1:] == design[:4]
 
 
 def test_reopening_with_another_space_is_refused(sqlite_url: str) -> None:

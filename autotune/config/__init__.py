@@ -72,6 +72,7 @@ from autotune.config._settings import (
 from autotune.config._space import (
     BUILTIN_FAMILIES,
     BUILTIN_WORKLOAD_REF,
+    SPEED_KNOBS,
     ModelSpace,
     SearchSpace,
     WorkloadSpec,
@@ -87,6 +88,7 @@ __all__ = [
     "LR_SCALING_RULES",
     "MEMORY_FORMATS",
     "PRECISIONS",
+    "SPEED_KNOBS",
     "TUNER_KNOBS",
     "CategoricalParam",
     "ChoiceParam",

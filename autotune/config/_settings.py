@@ -227,6 +227,31 @@ class Constraints(Strict):
     min_accuracy: float | None = Field(None, ge=0, le=1)
 
 
+class SearchSettings(Strict):
+    """How the search models the study and spends its trials (``search:`` in a space file,
+    ``search.*`` overrides).
+
+    Attributes:
+        metric_knobs: the knobs (Optuna parameter names) the validation metric's model sees;
+            None: every knob that changes what is learned (the model knobs, ``batch_size``,
+            ``gpu_count`` and ``precision``; :meth:`autotune.config.SearchSpace.metric_knobs`).
+            Throughput and memory are modelled on every knob.
+        reuse_metric: a trial whose math key (:func:`autotune.config.math_key`: workload,
+            model knobs, global batch, precision, training settings, seed) equals a measured
+            trial's takes that trial's validation metric (and, in a time-to-accuracy study,
+            its steps to the target) instead of training for it, and runs only its warm-up
+            and timed windows; its throughput and memory are measured as usual. Memory
+            format, compile mode and DataLoader workers are outside the key: on the shipped
+            MNIST they moved the validation accuracy of a fixed seed by at most 0.05 points
+            (one image of 2,000; two seeds differ by 0.20), docs/benchmarks-notes.md ("Reuse
+            where the math is the same"). ``false`` trains every trial in full. Verification
+            always trains in full.
+    """
+
+    metric_knobs: list[str] | None = None
+    reuse_metric: bool = True
+
+
 #: ``measure.min_timed_s`` by device kind when the settings set none (see MeasureSettings).
 DEFAULT_MIN_TIMED_S: dict[str, float] = {"cpu": 0.0, "mock": 0.0, "cuda": 2.0}
 
@@ -298,23 +323,6 @@ class MockSettings(Strict):
     # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
     # or cpu (no GPU).
     profile: MockProfileName = "default"
-
-
-class SearchSettings(Strict):
-    """How the search spends its trials (``search.*``).
-
-    ``reuse_metric``: a trial whose math key (:func:`autotune.config.math_key`: workload,
-    model knobs, global batch, precision, training settings, seed) equals a measured trial's
-    takes that trial's validation metric (and, in a time-to-accuracy study, its steps to the
-    target) instead of training for it, and runs only its warm-up and timed windows; its
-    throughput and memory are measured as usual. Memory format, compile mode and DataLoader
-    workers are outside the key: on the shipped MNIST they moved the validation accuracy of
-    a fixed seed by at most 0.05 points (one image of 2,000; two seeds differ by 0.20),
-    docs/benchmarks-notes.md ("Reuse where the math is the same"). ``false`` trains every
-    trial in full. Verification always trains in full.
-    """
-
-    reuse_metric: bool = True
 
 
 class HardwareSettings(Strict):

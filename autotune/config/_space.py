@@ -44,6 +44,11 @@ _RESERVED_KNOB_NAMES = frozenset(TUNER_KNOBS) | {"family", "model", "workload", 
 #: The built-in workloads (``model.family``). Their knobs: depth (cnn: conv blocks; mlp: hidden
 #: layers) and width (cnn: base channels; mlp: hidden units).
 BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
+#: The tuner's knobs that change how fast a trial trains and how much memory it takes, not what
+#: it learns (outside the math key: the same initialization, batches and arithmetic up to
+#: rounding). The validation metric is modelled without them unless ``search.metric_knobs``
+#: says otherwise.
+SPEED_KNOBS: tuple[str, ...] = ("memory_format", "compile_mode", "num_workers")
 
 
 class ModelSpace(BaseModel):
@@ -228,6 +233,20 @@ class SearchSpace(Strict):
         return self
 
     @model_validator(mode="after")
+    def _known_metric_knobs(self) -> SearchSpace:
+        chosen = self.search.metric_knobs
+        if chosen is None:
+            return self
+        knobs = self.knobs()
+        unknown = [name for name in chosen if name not in knobs]
+        if unknown:
+            raise ValueError(
+                f"search.metric_knobs: unknown knob {unknown[0]!r} "
+                f"(the space's knobs: {', '.join(knobs)})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_workload(self) -> SearchSpace:
         if self.workload is None:
             if self.model.family is None:
@@ -278,3 +297,14 @@ class SearchSpace(Strict):
             "num_workers": self.num_workers,
             "gpu_count": self.gpu_count,
         }
+
+    def metric_knobs(self) -> list[str]:
+        """The knobs the validation metric's model sees, in :meth:`knobs` order:
+        ``search.metric_knobs``, or by default every knob but :data:`SPEED_KNOBS` (the model
+        knobs, ``batch_size``, ``precision`` and ``gpu_count``)."""
+        chosen = self.search.metric_knobs
+        return [
+            name
+            for name in self.knobs()
+            if (name in chosen if chosen is not None else name not in SPEED_KNOBS)
+        ]
