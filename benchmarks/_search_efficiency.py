@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import math
 import multiprocessing
 import statistics
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import moocore
@@ -58,8 +59,10 @@ from autotune.study import TrialObjective, startup_design
 __all__ = [
     "REFERENCE_POINT",
     "SAMPLERS",
+    "SECONDS_MULTIPLES",
     "EfficiencyRow",
     "GroundTruth",
+    "SearchRun",
     "enumerate_ground_truth",
     "hypervolume",
     "run_search_efficiency",
@@ -84,6 +87,9 @@ class GroundTruth:
         n_configs: configurations enumerated.
         n_pruned: configurations the feasibility rules refuse (never launched).
         n_oom: configurations that ran out of simulated memory.
+        train_seconds: the simulated seconds each feasible configuration costs trained in
+            full (the mock's ``train_s``, seed 0), by knob values: the cost model of the
+            seconds-budget columns.
         front: the true Pareto front, ``(P, 3)`` raw objective values.
         ideal: per-axis best of the front in the transformed minimization space.
         nadir: per-axis worst of the front in the transformed minimization space.
@@ -93,6 +99,7 @@ class GroundTruth:
 
     knob_names: tuple[str, ...]
     values: dict[Knobs, tuple[float, float, float]]
+    train_seconds: dict[Knobs, float]
     n_configs: int
     n_pruned: int
     n_oom: int
@@ -116,12 +123,60 @@ class GroundTruth:
 
 
 @dataclass(frozen=True)
+class SearchRun:
+    """One (sampler, seed) study of :func:`sampler_run`, trial by trial in number order.
+
+    Attributes:
+        found: each trial's knob values, None for an infeasible trial (refused before launch,
+            out of memory, stopped as too slow or over a constraint).
+        cost_s: each trial's simulated seconds (the mock's ``train_s``: compilation, warm-up,
+            training and evaluation; a trial that reused a metric pays only its warm-up and
+            timed windows; 0 for one refused before launch or out of memory).
+        reused: whether each trial reused another trial's metric (``metric_from_trial``).
+    """
+
+    found: list[Knobs | None]
+    cost_s: list[float]
+    reused: list[bool]
+
+    def full_cost_s(self, truth: GroundTruth) -> list[float]:
+        """Each trial's simulated seconds had it trained in full: a reused trial costs what
+        its configuration costs in ``truth`` (seed 0), every other trial what it cost."""
+        return [
+            truth.train_seconds.get(knobs, cost) if reused and knobs is not None else cost
+            for knobs, cost, reused in zip(self.found, self.cost_s, self.reused, strict=True)
+        ]
+
+    def within(self, seconds: float) -> int:
+        """How many of the first trials fit in ``seconds`` of simulated time."""
+        spent, n = 0.0, 0
+        for cost in self.cost_s:
+            spent += cost
+            if spent > seconds:
+                break
+            n += 1
+        return n
+
+
+#: Multiples of the seconds budget (the simulated seconds of the default sampler's first
+#: ``max(budgets)`` trials, each counted as trained in full) shown in Table 2's second part.
+SECONDS_MULTIPLES = (0.5, 1.0)
+
+
+@dataclass(frozen=True)
 class EfficiencyRow:
-    """One sampler's hypervolume fractions over seeds, per trial budget."""
+    """One sampler's hypervolume fractions over seeds, per trial budget and per budget of
+    simulated seconds."""
 
     sampler: str
     fractions: dict[int, list[float]]  # budget -> one fraction per seed
     run_seconds: list[float]  # wall time of each seed's study (sampler + simulation)
+    by_seconds: dict[float, list[float]] = field(default_factory=dict)  # multiple -> per seed
+    trials_in_seconds: dict[float, list[int]] = field(default_factory=dict)  # the same
+
+    def median_by_seconds(self, multiple: float) -> float:
+        """Median fraction over seeds within ``multiple`` x the seconds budget."""
+        return statistics.median(self.by_seconds[multiple])
 
     def median(self, budget: int) -> float:
         """Median fraction over seeds after ``budget`` trials."""
@@ -184,6 +239,7 @@ def enumerate_ground_truth(config: RunConfig) -> GroundTruth:
     knobs = space.knobs()
     names = tuple(knobs)
     values: dict[Knobs, tuple[float, float, float]] = {}
+    train_seconds: dict[Knobs, float] = {}
     n = pruned = oom = 0
     for combo in itertools.product(*(knobs[k].values() for k in names)):
         n += 1
@@ -197,12 +253,14 @@ def enumerate_ground_truth(config: RunConfig) -> GroundTruth:
             oom += 1
             continue
         values[combo] = (m.throughput_sps, m.val_metric, float(m.peak_memory_bytes))
+        train_seconds[combo] = m.train_s
     front = _pareto(np.asarray(list(values.values()), dtype=float))
     transformed = _to_minimization(front)
     ideal, nadir = transformed.min(axis=0), transformed.max(axis=0)
     truth = GroundTruth(
         knob_names=names,
         values=values,
+        train_seconds=train_seconds,
         n_configs=n,
         n_pruned=pruned,
         n_oom=oom,
@@ -233,9 +291,9 @@ def sampler_run(
     n_trials: int,
     knob_names: Sequence[str],
     factory: Callable[[str, int], optuna.samplers.BaseSampler] | None = None,
-) -> list[Knobs | None]:
-    """Run one study in-process; the knob values of each finished trial in order (None for
-    trials that were infeasible: pruned or out of memory).
+) -> SearchRun:
+    """Run one study in-process: each trial's knob values (None for an infeasible trial),
+    simulated seconds and whether it reused a metric (:class:`SearchRun`).
 
     ``factory(name, seed)`` builds the sampler; by default, autotune's own ``make_sampler``
     with the start-up design and the metric's knobs ``open_study`` gives it
@@ -253,16 +311,20 @@ def sampler_run(
     objective = TrialObjective(run, space, caps, _simulated_trial)
     study.optimize(objective, n_trials=n_trials, gc_after_trial=False)
     found: list[Knobs | None] = []
+    cost_s: list[float] = []
+    reused: list[bool] = []
     for t in sorted(study.trials, key=lambda t: t.number):
         feasible = t.state == optuna.trial.TrialState.COMPLETE and all(
             v <= 0 for v in t.constraints.values()
         )
         found.append(tuple(t.params[k] for k in knob_names) if feasible else None)
-    return found
+        cost_s.append(float(t.user_attrs.get("train_s") or 0.0))
+        reused.append("metric_from_trial" in t.user_attrs)
+    return SearchRun(found, cost_s, reused)
 
 
-def _run_one(task: tuple[str, int, int, tuple[str, ...], str]) -> tuple[list[Knobs | None], float]:
-    """Pool worker: one (sampler, seed) study; returns its trials' knobs and its wall time."""
+def _run_one(task: tuple[str, int, int, tuple[str, ...], str]) -> tuple[SearchRun, float]:
+    """Pool worker: one (sampler, seed) study; returns its trials and its wall time."""
     sampler, seed, n_trials, knob_names, space = task
     import torch
 
@@ -284,14 +346,23 @@ def run_search_efficiency(
     space: str = "cnn_small",
     jobs: int = 1,
     progress: Callable[[str], None] = lambda _: None,
+    default_sampler: str = "gp",
+    extra_trials_fraction: float = 0.6,
 ) -> tuple[GroundTruth, list[EfficiencyRow]]:
-    """Table 2: hypervolume fraction after each budget, for each sampler over ``seeds`` seeds.
+    """Table 2: hypervolume fraction after each budget of trials and of simulated seconds,
+    for each sampler over ``seeds`` seeds.
 
-    Each (sampler, seed) runs one study of ``max(budgets)`` trials; the fraction after ``b``
-    trials is scored on its first ``b`` trials (a sequential study's first ``b`` trials are
-    exactly what a ``b``-trial study would have run). Seeds 0..seeds-1 are shared by all
-    samplers. ``jobs`` runs that many studies at once in spawned processes (mock only: never
-    run this beside real measurements).
+    Each (sampler, seed) runs one study of ``max(budgets) * (1 + extra_trials_fraction)``
+    trials (rounded up); the fraction after ``b`` trials is scored on its first ``b`` trials
+    (a sequential study's first ``b`` trials are exactly what a ``b``-trial study would have
+    run). The seconds budget of a seed is the simulated seconds of ``default_sampler``'s
+    first ``max(budgets)`` trials with that seed, each counted as trained in full (what the
+    default cost before trials could reuse a metric); the fraction within ``m`` x that budget
+    is scored on the first trials whose simulated seconds (reused trials paying only their
+    timed windows) fit in it, for each ``m`` of :data:`SECONDS_MULTIPLES`. A run that ends
+    before its budget is spent is scored on all its trials (it then understates). Seeds
+    0..seeds-1 are shared by all samplers. ``jobs`` runs that many studies at once in spawned
+    processes (mock only: never run this beside real measurements).
     """
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     config = load_run_config([f"space={space}", "device=mock"])
@@ -300,12 +371,13 @@ def run_search_efficiency(
         f"ground truth: {truth.n_configs} configurations, {len(truth.values)} feasible, "
         f"true front of {len(truth.front)} ({truth.seconds:.1f} s)"
     )
+    n_trials = math.ceil(max(budgets) * (1 + extra_trials_fraction))
     tasks = [
-        (sampler, seed, max(budgets), truth.knob_names, space)
+        (sampler, seed, n_trials, truth.knob_names, space)
         for sampler in samplers
         for seed in range(seeds)
     ]
-    results: dict[tuple[str, int], tuple[list[Knobs | None], float]] = {}
+    results: dict[tuple[str, int], tuple[SearchRun, float]] = {}
     if jobs > 1:
         ctx = multiprocessing.get_context("spawn")  # never the trial runner's forkserver
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
@@ -318,16 +390,40 @@ def run_search_efficiency(
         for task in tasks:
             results[task[0], task[1]] = _run_one(task)
             progress(f"  {task[0]} seed {task[1]} done ({results[task[0], task[1]][1]:.1f} s)")
+    reference = default_sampler if default_sampler in samplers else samplers[0]
+    seconds_budget = {
+        seed: sum(results[reference, seed][0].full_cost_s(truth)[: max(budgets)])
+        for seed in range(seeds)
+    }
     rows = []
     for sampler in samplers:
         fractions: dict[int, list[float]] = {b: [] for b in budgets}
+        by_seconds: dict[float, list[float]] = {m: [] for m in SECONDS_MULTIPLES}
+        trials_in: dict[float, list[int]] = {m: [] for m in SECONDS_MULTIPLES}
         for seed in range(seeds):
-            found = results[sampler, seed][0]
+            run = results[sampler, seed][0]
             for b in budgets:
-                fractions[b].append(truth.fraction([k for k in found[:b] if k is not None]))
-        row = EfficiencyRow(sampler, fractions, [results[sampler, s][1] for s in range(seeds)])
+                fractions[b].append(truth.fraction([k for k in run.found[:b] if k is not None]))
+            for m in SECONDS_MULTIPLES:
+                n = run.within(m * seconds_budget[seed])
+                trials_in[m].append(n)
+                by_seconds[m].append(truth.fraction([k for k in run.found[:n] if k is not None]))
+        row = EfficiencyRow(
+            sampler,
+            fractions,
+            [results[sampler, s][1] for s in range(seeds)],
+            by_seconds,
+            trials_in,
+        )
         progress(
-            f"{sampler}: median " + ", ".join(f"{b} trials {row.median(b):.3f}" for b in budgets)
+            f"{sampler}: median "
+            + ", ".join(f"{b} trials {row.median(b):.3f}" for b in budgets)
+            + ", "
+            + ", ".join(
+                f"{m:g}x seconds {row.median_by_seconds(m):.3f} "
+                f"({statistics.median(trials_in[m]):.0f} trials)"
+                for m in SECONDS_MULTIPLES
+            )
         )
         rows.append(row)
     return truth, rows

@@ -759,9 +759,9 @@ def test_memory_format_compile_and_workers_reuse_the_metric_of_the_same_math() -
         assert trial.user_attrs["val_metric"] == source.user_attrs["val_metric"]
         assert trial.values[1] == source.values[1]
         # Measured for real: its own throughput, and only the warm-up and windows (one
-        # epoch of 22 digits steps after 5 warm-up steps, of the budget's 5 epochs).
+        # epoch of 22 digits steps after 5 warm-up steps, of cnn_small's 3 epochs).
         assert trial.values[0] != source.values[0]
-        assert trial.user_attrs["steps"] == 5 + 22 < source.user_attrs["steps"] == 110
+        assert trial.user_attrs["steps"] == 5 + 22 < source.user_attrs["steps"] == 3 * 22
 
 
 @pytest.mark.parametrize("change", [{"precision": "fp16"}, {"batch_size": 32}, {"width": 8}])
@@ -786,7 +786,7 @@ def test_reuse_is_off_with_search_reuse_metric_false() -> None:
 
     assert fake.configs[1].reuse is None
     assert "metric_from_trial" not in study.trials[1].user_attrs
-    assert study.trials[1].user_attrs["steps"] == 110
+    assert study.trials[1].user_attrs["steps"] == 3 * 22  # cnn_small's 3 epochs, in full
 
 
 def test_a_failed_or_reused_trial_is_never_a_source() -> None:

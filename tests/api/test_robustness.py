@@ -57,8 +57,16 @@ def test_faulty_trial_is_recorded_and_the_study_goes_on(
     tmp_path: Path, fault: str, failure: str
 ) -> None:
     storage = _sqlite(tmp_path)
+    # A roomy simulated GPU (a100): the start-up design covers width 64, which the default
+    # profile's 64 MiB cannot hold on MNIST; the only failure must be the injected one.
     config = load_run_config(
-        _mock_run(storage, f"mock.fault={fault}", "mock.fault_trials=[1]", "trial.timeout_s=3")
+        _mock_run(
+            storage,
+            f"mock.fault={fault}",
+            "mock.fault_trials=[1]",
+            "trial.timeout_s=3",
+            "mock.profile=a100",
+        )
     )
 
     result = run_study(config, 4)

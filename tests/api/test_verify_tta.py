@@ -31,6 +31,9 @@ def _config(sqlite_url: str, *args: str) -> RunConfig:
             "space=cnn_small",
             "device=mock",
             "data=digits",
+            # The budget these tests' figures were set with: at cnn_small's 3 epochs the
+            # simulated digits trials reach 95 % late or not at all.
+            "train.epochs=5",
             f"storage={sqlite_url}",
             "sampler=random",
             "seed=3",
@@ -206,7 +209,9 @@ def test_verify_does_not_recommend_what_missed_the_target_in_a_round(sqlite_url:
     summary = verify_study(
         config.study,
         config.storage,
-        settings=VerifySettings(rounds=3, candidates=2),
+        # One finalist, confirmed without a race: the scripted runs take the first run of
+        # the verification for the baseline's, which a race's rotated order breaks.
+        settings=VerifySettings(rounds=3, candidates=1),
         run_trial_fn=_scripted(candidate_s=None),
     )
 

@@ -42,7 +42,7 @@ def test_every_finished_trial_has_one_row_matching_optuna(demo_study: DemoStudy)
         )
         assert row.simulated
         config = json.loads(row.config_json)
-        assert config["seed"] == 0 and config["train"]["epochs"] == 5  # the study seed, every trial
+        assert config["seed"] == 0 and config["train"]["epochs"] == 3  # the study seed, every trial
     assert {rows[n].failure for n in FAILING_TRIALS} == {"oom"}
     assert any(not r.is_feasible and r.failure is None for r in rows.values())  # over the limit
     assert record is not None and record.simulated and record.hardware is not None
