@@ -533,6 +533,7 @@ def section_search(
         )
     by_name = {r.sampler: r for r in rows}
     best = max(rows, key=lambda r: r.median(last))
+    multiples = sorted(rows[0].by_seconds) if rows else []
     out = [
         "## 2. Search efficiency (mock device: SIMULATED)",
         "",
@@ -588,7 +589,7 @@ def section_search(
         table(
             [
                 "sampler",
-                *(f"{m:g} x the seconds of {last} full trials" for m in search.SECONDS_MULTIPLES),
+                *(f"{m:g} x the seconds of {last} full trials" for m in multiples),
             ],
             [
                 [
@@ -596,7 +597,7 @@ def section_search(
                     *(
                         f"{row.median_by_seconds(m):.3f} "
                         f"({median(row.trials_in_seconds[m]):.0f} trials)"
-                        for m in search.SECONDS_MULTIPLES
+                        for m in multiples
                     ),
                 ]
                 for row in rows
