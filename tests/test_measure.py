@@ -311,7 +311,9 @@ def test_reset_peak_rss_starts_a_new_window() -> None:
     if not reset_peak_rss():
         pytest.skip("this kernel refuses /proc/self/clear_refs; the peak is the lifetime's")
     baseline = current_rss_bytes()
-    block = bytearray(64 << 20)  # 64 MiB, zero-filled: every page is touched
+    # 64 MiB written byte by byte (memset of 1s): every page is touched. A zero-filled
+    # bytearray may come from calloc's fresh mmap, whose pages stay untouched (no RSS).
+    block = b"\x01" * (64 << 20)
     grown = peak_rss_bytes() - baseline
     del block
 
