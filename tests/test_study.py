@@ -42,6 +42,7 @@ from autotune.study import (
     startup_design,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
+from tests.storage.studies import DEFAULT_PARAMS
 
 from .conftest import MINIMAL_SPACE
 
@@ -717,16 +718,7 @@ def test_a_cadence_the_space_sets_is_kept() -> None:
 # --------------------------------------------------------------------------------------------
 # Reuse where the math is the same (search.reuse_metric)
 
-_REUSE_BASE = {
-    "depth": 2,
-    "width": 16,
-    "batch_size": 64,
-    "precision": "fp32",
-    "memory_format": "contiguous",
-    "compile_mode": "none",
-    "num_workers": 0,
-    "gpu_count": 1,
-}
+_REUSE_BASE = DEFAULT_PARAMS
 
 
 def _run_enqueued(

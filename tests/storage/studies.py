@@ -75,7 +75,9 @@ _DISTRIBUTIONS = {
     "num_workers": CategoricalDistribution((0, 1, 2)),
     "gpu_count": CategoricalDistribution((1, 2)),
 }
-_DEFAULT_PARAMS = {
+#: The knob values of a trial built by :func:`make_trial` where it names none (cnn_small's
+#: middle model at batch 64, PyTorch's defaults otherwise).
+DEFAULT_PARAMS = {
     "depth": 2,
     "width": 16,
     "batch_size": 64,
@@ -130,7 +132,7 @@ def make_trial(
     trial = optuna.trial.create_trial(
         state=state,
         values=None if state == TrialState.PRUNED else list(values or (0.0, 0.0, 64 << 20)),
-        params={**_DEFAULT_PARAMS, **params},
+        params={**DEFAULT_PARAMS, **params},
         distributions=_DISTRIBUTIONS,
         user_attrs=attrs,
         constraints=None if state == TrialState.PRUNED else {"failed": constraint},
