@@ -20,6 +20,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -175,12 +176,33 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measurement:
+class _NoiseFree:
+    """Stands in for the noise generator of :func:`simulate` with ``noise=False``: every
+    draw is its distribution's median (log-normal factors 1, normal offsets 0)."""
+
+    def lognormal(
+        self, mean: float = 0.0, sigma: float = 1.0, size: tuple[int, ...] | None = None
+    ) -> Any:
+        return math.exp(mean) if size is None else np.full(size, math.exp(mean))
+
+    def normal(
+        self, loc: float = 0.0, scale: float = 1.0, size: tuple[int, ...] | None = None
+    ) -> Any:
+        return loc if size is None else np.full(size, loc)
+
+
+def simulate(
+    config: TrialConfig, profile: MockProfile | None = None, *, noise: bool = True
+) -> Measurement:
     """Simulate one trial on a mock device.
 
     Args:
         config: the trial configuration (``device`` should be ``mock``).
         profile: the simulated machine; default: the one ``config.mock_profile`` names.
+        noise: False gives the configuration's noise-free values (every noise draw at its
+            median: no run-to-run or per-step throughput factor, no accuracy offset), the
+            same for every seed: the expected values a benchmark's ground truth is made of.
+            A study always simulates with noise, as a real device measures.
 
     Returns:
         A :class:`Measurement` with ``simulated=True`` and ``memory_kind="simulated"``; its
@@ -212,7 +234,7 @@ def simulate(config: TrialConfig, profile: MockProfile | None = None) -> Measure
     # train.global_batch_size: micro-batches of `batch` per step and rank (1 without).
     accumulation = config.train.accumulation_steps(batch, world)
     global_batch = batch * world * accumulation
-    rng = _rng(config)
+    rng: np.random.Generator | _NoiseFree = _rng(config) if noise else _NoiseFree()
 
     # Memory: the same model as autotune.hardware.estimate_memory (fp32 weights, grads and
     # optimizer state; at the peak of backward, saved activations and their gradients
