@@ -437,10 +437,11 @@ def covering_design(
     n_rows: int,
     seed: int,
     feasible: Callable[[dict[str, Any]], bool] = lambda row: True,
+    preferred: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """A start-up design of ``n_rows`` rows over ``levels`` in which every level of every knob
     appears at least once (when ``n_rows`` is at least the most levels any knob has), and
-    every row is ``feasible``.
+    every row is ``feasible`` and, where the coverage allows, ``preferred``.
 
     The construction is scipy's Latin hypercube (``scipy.stats.qmc.LatinHypercube``,
     ``scramble=False``: each of the ``n_rows`` points sits at the centre of its stratum on
@@ -458,11 +459,19 @@ def covering_design(
     level still missing goes into a row where it fits and whose own level another row also
     holds. A level no feasible row can hold stays missing.
 
+    With ``preferred`` (a stricter test, e.g. "fits in memory with a margin"), the repairs
+    and the filling above read a row as feasible only when it is also preferred; a row no
+    repair makes preferred is repaired to be feasible only, and a level no preferred row
+    can hold then goes into a row that is only feasible (the same filling), so the coverage
+    never depends on the stricter test.
+
     Args:
         levels: the levels of each knob (:func:`design_levels`), in a fixed order.
         n_rows: the rows wanted (>= 1).
         seed: the design's seed; the same seed gives the same design.
         feasible: whether a row (knob values by name) can run (the feasibility rules).
+        preferred: whether a feasible row is also one the design would rather have; None:
+            every feasible row is.
 
     Returns:
         Up to ``n_rows`` rows, each a value per knob of ``levels``; empty when no knob has
@@ -484,6 +493,7 @@ def covering_design(
         return {name: chosen.get(name, fixed.get(name)) for name in levels}
 
     known: dict[tuple[int, ...], bool] = {}
+    known_preferred: dict[tuple[int, ...], bool] = {}
 
     def ok(indices: np.ndarray) -> bool:
         key = tuple(int(i) for i in indices)
@@ -491,12 +501,23 @@ def covering_design(
             known[key] = feasible(row_of(indices))
         return known[key]
 
+    def ok_preferred(indices: np.ndarray) -> bool:
+        if preferred is None or not ok(indices):
+            return ok(indices)
+        key = tuple(int(i) for i in indices)
+        if key not in known_preferred:
+            known_preferred[key] = preferred(row_of(indices))
+        return known_preferred[key]
+
     for r in range(n_rows):
-        if ok(index[r]):
-            continue
-        if not _swap_repair(index, r, ok, rng):
-            _replace(index, r, counts, ok, rng)
-    _fill_uncovered(index, counts, ok)
+        for test in (ok_preferred, ok) if preferred is not None else (ok,):
+            if test(index[r]) or _swap_repair(index, r, test, rng):
+                break
+            if _replace(index, r, counts, test, rng):
+                break
+    _fill_uncovered(index, counts, ok_preferred)
+    if preferred is not None:
+        _fill_uncovered(index, counts, ok)  # levels no preferred row can hold
     return [row_of(index[r]) for r in range(n_rows) if ok(index[r])]
 
 
@@ -532,17 +553,17 @@ def _replace(
     ok: Callable[[np.ndarray], bool],
     rng: np.random.Generator,
     candidates: int = 256,
-) -> None:
+) -> bool:
     """Replace row ``r`` in place by a feasible random row: first one that keeps the levels
     only row ``r`` holds (its other knobs drawn at random), else the one that covers the most
     (knob, level) pairs the other rows lack; leave it (infeasible, then dropped) if no
-    candidate is feasible."""
+    candidate is feasible. Returns whether it was replaced."""
     unique = _unique_columns(index, r)
     for _ in range(candidates):
         candidate = np.where(unique, index[r], rng.integers(0, counts))
         if ok(candidate):
             index[r] = candidate
-            return
+            return True
     others = np.delete(index, r, axis=0)
     best, best_gain = None, -1
     for _ in range(candidates):
@@ -552,8 +573,10 @@ def _replace(
         gain = sum(int(not np.any(others[:, c] == candidate[c])) for c in range(index.shape[1]))
         if gain > best_gain:
             best, best_gain = candidate, gain
-    if best is not None:
-        index[r] = best
+    if best is None:
+        return False
+    index[r] = best
+    return True
 
 
 def _fill_uncovered(

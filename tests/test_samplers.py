@@ -373,6 +373,21 @@ def test_refused_rows_are_replaced_by_feasible_ones_and_the_coverage_holds() -> 
         assert _uncovered(rows, LEVELS) == set(), (seed, refused)
 
 
+def test_preferred_rows_are_chosen_where_the_coverage_allows_and_never_cost_a_level() -> None:
+    def preferred(row: dict[str, Any]) -> bool:  # e.g. "fits in memory with a margin"
+        return row["width"] * row["batch_size"] <= 32 * 32
+
+    for seed in range(10):
+        plain = covering_design(LEVELS, 9, seed)
+        rows = covering_design(LEVELS, 9, seed, preferred=preferred)
+        assert len(rows) == 9
+        assert _uncovered(rows, LEVELS) == set(), seed
+        # width 64 (or batch 256) fits no preferred row, so it goes in a row that is only
+        # feasible; every other row is preferred.
+        assert sum(not preferred(r) for r in rows) < sum(not preferred(r) for r in plain), seed
+        assert sum(not preferred(r) for r in rows) <= 2, (seed, rows)
+
+
 def test_a_row_nothing_can_repair_is_dropped() -> None:
     rows = covering_design({"a": [1, 2, 3], "b": ["x", "y"]}, 3, seed=0, feasible=lambda r: False)
     assert rows == []

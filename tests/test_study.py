@@ -14,7 +14,12 @@ from optuna.trial import TrialState
 from autotune.baseline import baseline_global_batch, enqueue_baseline
 from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
 from autotune.exceptions import ConfigError, TrialError
-from autotune.hardware import DeviceCapabilities, restrict_space, trial_infeasibility_reason
+from autotune.hardware import (
+    DeviceCapabilities,
+    fits_memory_with_margin,
+    restrict_space,
+    trial_infeasibility_reason,
+)
 from autotune.objectives import (
     OBJECTIVES,
     failed_values,
@@ -163,6 +168,26 @@ def test_the_startup_design_covers_every_level_with_feasible_rows(
         reason = trial_infeasibility_reason(knob_trial_config(config, space, caps, row), caps)
         assert reason is None, (row, reason)
     assert rows == startup_design(config, space, caps, n_queued=n_queued)  # deterministic
+
+
+def test_the_design_prefers_rows_that_fit_in_memory_even_if_the_estimate_is_too_low() -> None:
+    config = _run_config()
+    # 24 MiB: some rows fit with the margin and some levels fit only without it.
+    caps = make_capabilities("cuda", count=2, memory_bytes=24 << 20)
+    space, _ = restrict_space(config.space, caps)
+
+    rows = startup_design(config, space, caps)
+
+    def fits(row: dict[str, Any]) -> bool:
+        return fits_memory_with_margin(knob_trial_config(config, space, caps, row), caps)
+
+    margin_rows = [r for r in rows if fits(r)]
+    assert 0 < len(margin_rows) < len(rows)
+    assert _covered(rows) == _levels(space)
+    # A row that may run out of memory is there only for a level no margin row holds.
+    for row in rows:
+        if not fits(row):
+            assert set(row.items()) - _covered(margin_rows), row
 
 
 def test_the_design_runs_after_the_baseline_and_a_resumed_study_goes_on_with_it(

@@ -26,6 +26,7 @@ from autotune.hardware._capabilities import (
     resolve_device,
 )
 from autotune.hardware._feasibility import (
+    fits_memory_with_margin,
     infeasibility_reason,
     restrict_space,
     trial_infeasibility_reason,
@@ -73,6 +74,7 @@ __all__ = [
     "estimate_memory",
     "estimate_trial_memory",
     "fingerprint_mismatch",
+    "fits_memory_with_margin",
     "infeasibility_reason",
     "physical_cpu_cores",
     "resolve_device",

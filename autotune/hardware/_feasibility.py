@@ -117,6 +117,25 @@ def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) ->
     return None if estimate is None else _memory_reason(estimate, caps)
 
 
+def fits_memory_with_margin(config: TrialConfig, caps: DeviceCapabilities) -> bool:
+    """Whether the trial fits in the device's memory even if its estimate is
+    :data:`MEMORY_ESTIMATE_TOLERANCE` too low: ``estimate * (1 + tolerance) <= memory`` (per
+    GPU; the host RAM on the CPU). True when the device has no memory figure or the workload
+    cannot be traced for an estimate.
+
+    The rules (:func:`trial_infeasibility_reason`) refuse only what cannot fit even with the
+    estimate too high; between the two thresholds a trial may or may not run out of memory.
+    A start-up design prefers rows that pass this test (:func:`autotune.study.startup_design`):
+    a start-up trial that runs out of memory teaches the model only where trials fail.
+    """
+    if caps.memory_bytes is None:
+        return True
+    estimate = _estimate_or_none(config, caps)
+    if estimate is None:
+        return True
+    return estimate.total_bytes * (1 + MEMORY_ESTIMATE_TOLERANCE) <= caps.memory_bytes
+
+
 def _smallest_trial(space: SearchSpace, caps: DeviceCapabilities, **fixed: Any) -> TrialConfig:
     """The configuration of ``space`` with the least memory, some knobs held at ``fixed``:
     every model knob at its least value (:meth:`~autotune.config.IntParam.smallest`)."""

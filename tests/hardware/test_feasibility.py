@@ -3,6 +3,7 @@ the memory rule is tested beside the estimate in test_memory.py."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,14 @@ import pytest
 
 from autotune.config import load_space
 from autotune.exceptions import ConfigError
-from autotune.hardware import infeasibility_reason, restrict_space, trial_infeasibility_reason
+from autotune.hardware import (
+    MEMORY_ESTIMATE_TOLERANCE,
+    estimate_trial_memory,
+    fits_memory_with_margin,
+    infeasibility_reason,
+    restrict_space,
+    trial_infeasibility_reason,
+)
 from autotune.testing import make_capabilities, make_trial_config
 
 from ..conftest import MINIMAL_SPACE
@@ -187,3 +195,20 @@ def test_a_global_batch_the_micro_batches_do_not_make_up_is_infeasible() -> None
     assert trial_infeasibility_reason(odd, caps) == (
         "train.global_batch_size=64 is not a multiple of batch_size x gpu_count = 64 x 2 = 128"
     )
+
+
+def test_the_memory_margin_reads_the_estimate_as_too_low_where_the_rules_read_it_too_high() -> None:
+    config = make_trial_config(device="mock", width=32, batch_size=64)
+    estimate = estimate_trial_memory(config, make_capabilities("mock")).total_bytes
+    tolerance = 1 + MEMORY_ESTIMATE_TOLERANCE
+
+    def caps(memory_bytes: int | None) -> Any:
+        return make_capabilities("mock", memory_bytes=memory_bytes)
+
+    assert fits_memory_with_margin(config, caps(math.ceil(estimate * tolerance)))
+    assert not fits_memory_with_margin(config, caps(int(estimate * tolerance) - 1024))
+    assert fits_memory_with_margin(config, caps(None))  # no memory figure: nothing to test
+    # Between the two thresholds: the rules let the trial run, the margin test does not.
+    between = caps(estimate)
+    assert trial_infeasibility_reason(config, between) is None
+    assert not fits_memory_with_margin(config, between)
