@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import optuna
@@ -72,9 +72,11 @@ __all__ = [
     "TrialObjective",
     "check_warm_start",
     "count_finished",
+    "feasibility_test",
     "knob_trial_config",
     "open_study",
     "startup_design",
+    "study_sampler",
 ]
 
 #: The study user attribute holding the study record: its space, device, objectives and
@@ -227,15 +229,9 @@ def open_study(
                         f"({existing.get('space_source') if key == 'space' else existing.get(key)}); "
                         "choose a new study name (study=NAME) or the original settings"
                     )
-        design = None
-        if config.sampler in STARTUP_DESIGN_SAMPLERS:
-            warm = sum(WARM_START_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False))
-            design = startup_design(config, space, caps, n_queued=1 + warm)
-        study.sampler = make_sampler(
-            config.sampler,
-            config.seed + len(study.trials) + seed_offset,
-            design=design,
-            metric_knobs=space.metric_knobs(),
+        warm = sum(WARM_START_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False))
+        study.sampler = study_sampler(
+            config, space, caps, config.seed + len(study.trials) + seed_offset, n_queued=1 + warm
         )
         return study
     except SQLAlchemyError as e:
@@ -275,14 +271,65 @@ def startup_design(
     )
     n_rows = max(GP_STARTUP_TRIALS - n_queued, most_levels)
 
-    def feasible(row: dict[str, Any]) -> bool:
-        return trial_infeasibility_reason(knob_trial_config(config, space, caps, row), caps) is None
-
-    def fits_with_margin(row: dict[str, Any]) -> bool:
+    def fits_with_margin(row: Mapping[str, Any]) -> bool:
         return fits_memory_with_margin(knob_trial_config(config, space, caps, row), caps)
 
     return covering_design(
-        design_levels(knobs, n_rows), n_rows, config.seed, feasible, preferred=fits_with_margin
+        design_levels(knobs, n_rows),
+        n_rows,
+        config.seed,
+        feasibility_test(config, space, caps),
+        preferred=fits_with_margin,
+    )
+
+
+def feasibility_test(
+    config: RunConfig, space: SearchSpace, caps: DeviceCapabilities
+) -> Callable[[Mapping[str, Any]], bool]:
+    """The device's feasibility rules (:func:`autotune.hardware.trial_infeasibility_reason`,
+    memory estimate included) as a test of a trial's knob values (by Optuna parameter name):
+    what the start-up design's rows must pass, and what the GP sampler checks its proposals
+    against (:class:`autotune.samplers.WarpedSampler`). Values no trial configuration can
+    hold pass: the trial itself then reports them."""
+
+    def feasible(knobs: Mapping[str, Any]) -> bool:
+        try:
+            trial = knob_trial_config(config, space, caps, knobs)
+        except ValueError:  # pydantic's ValidationError: the objective reports it
+            return True
+        return trial_infeasibility_reason(trial, caps) is None
+
+    return feasible
+
+
+def study_sampler(
+    config: RunConfig,
+    space: SearchSpace,
+    caps: DeviceCapabilities,
+    seed: int,
+    n_queued: int = 1,
+) -> optuna.samplers.BaseSampler:
+    """The sampler a study of ``config`` runs (:func:`autotune.samplers.make_sampler`): the
+    start-up design of :func:`startup_design` for the samplers that take one, the metric
+    modelled on ``space.metric_knobs()``, and proposals checked against
+    :func:`feasibility_test`.
+
+    Args:
+        config: the run (its sampler, seed and device settings).
+        space: the space restricted to what the device can run.
+        caps: the device's capabilities.
+        seed: the sampler's seed (:func:`open_study` says how it is chosen).
+        n_queued: trials queued before the design (the baseline and warm starts).
+    """
+    design = None
+    if config.sampler in STARTUP_DESIGN_SAMPLERS:
+        design = startup_design(config, space, caps, n_queued=n_queued)
+    return make_sampler(
+        config.sampler,
+        seed,
+        design=design,
+        metric_knobs=space.metric_knobs(),
+        feasible=feasibility_test(config, space, caps),
     )
 
 
@@ -290,7 +337,7 @@ def knob_trial_config(
     config: RunConfig,
     space: SearchSpace,
     caps: DeviceCapabilities,
-    knobs: dict[str, Any],
+    knobs: Mapping[str, Any],
     mock_fault: MockFault = "none",
 ) -> TrialConfig:
     """The complete configuration of a trial of this run with these knob values (by Optuna

@@ -7,9 +7,8 @@ and the Pareto front of the feasible ones is the ground truth. Configurations pr
 feasibility rules or out of (simulated) memory are infeasible and never part of a front.
 
 Each sampler then runs the real study objective (:class:`autotune.study.TrialObjective`, with
-the sampler :func:`autotune.samplers.make_sampler` builds, with the start-up design and the
-metric's knobs ``open_study`` gives it, and the PyTorch-defaults baseline enqueued first, as
-``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
+the sampler ``open_study`` gives a study, :func:`autotune.study.study_sampler`, and the
+PyTorch-defaults baseline enqueued first, as ``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
 trial costs milliseconds, so forking a process per trial (``run_study device=mock``) would only
 add time, not fidelity. As in a real study, every trial of a run simulates with the run's seed
 (common random numbers), so the sampler sees that seed's noisy values (the mock's measurement
@@ -61,8 +60,7 @@ from autotune.hardware import (
 )
 from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES
-from autotune.samplers import STARTUP_DESIGN_SAMPLERS, make_sampler
-from autotune.study import TrialObjective, startup_design
+from autotune.study import TrialObjective, study_sampler
 
 __all__ = [
     "REFERENCE_POINT",
@@ -303,17 +301,13 @@ def sampler_run(
     """Run one study in-process: each trial's knob values (None for an infeasible trial),
     simulated seconds and whether it reused a metric (:class:`SearchRun`).
 
-    ``factory(name, seed)`` builds the sampler; by default, autotune's own ``make_sampler``
-    with the start-up design and the metric's knobs ``open_study`` gives it
-    (:func:`autotune.study.startup_design`); experiments with other settings pass their own.
+    ``factory(name, seed)`` builds the sampler; by default, the one ``open_study`` gives a
+    study (:func:`autotune.study.study_sampler`: the start-up design, the metric's knobs and
+    proposals checked against the feasibility rules); experiments pass their own.
     """
     space, caps = _mock_run(config)
     run = config.model_copy(update={"seed": seed, "sampler": sampler})
-    if factory is None:
-        design = startup_design(run, space, caps) if sampler in STARTUP_DESIGN_SAMPLERS else None
-        chosen = make_sampler(sampler, seed, design=design, metric_knobs=space.metric_knobs())
-    else:
-        chosen = factory(sampler, seed)
+    chosen = study_sampler(run, space, caps, seed) if factory is None else factory(sampler, seed)
     study = optuna.create_study(directions=[o.direction for o in OBJECTIVES], sampler=chosen)
     enqueue_baseline(study, space)  # run_study measures the PyTorch defaults first
     objective = TrialObjective(run, space, caps, _simulated_trial)

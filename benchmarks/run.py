@@ -516,6 +516,7 @@ def section_search(
     report: Report, truth: search.GroundTruth, rows: list[search.EfficiencyRow], budget: Budget
 ) -> None:
     from autotune.config import RunConfig
+    from autotune.hardware import detect_capabilities
 
     default_sampler = str(RunConfig.model_fields["sampler"].default)  # targets apply to it
     budgets = budget.budgets
@@ -540,22 +541,28 @@ def section_search(
         f"Ground truth: every one of the {truth.n_configs:,} configurations of `cnn_small` "
         f"(3 depths x 4 widths x 5 batches x 4 precisions x 2 memory formats x 4 compile modes x "
         f"3 worker counts x 2 GPU counts; the space is already discrete) simulated on the mock "
-        f"device's default profile (A100 rates, 16 MiB): {len(truth.values):,} feasible, "
+        f"device's default profile ({detect_capabilities('mock').name}), without noise "
+        f"(`simulate(..., noise=False)`): {len(truth.values):,} feasible, "
         f"{truth.n_pruned:,} refused by the feasibility rules, {truth.n_oom:,} out of memory; "
         f"the true Pareto front has {len(truth.front)} configurations. Infeasible "
         "configurations never count towards a front.",
         "",
-        "Each sampler (as `autotune.samplers.make_sampler` builds it) drives the study's own "
+        "Each sampler (as a study builds it: `autotune.study.study_sampler`) drives the study's own "
         "objective (`TrialObjective`, baseline trial first, as `run_study` does) in-process on "
         "an in-memory storage, calling the mock's `simulate` directly (a forked process per "
         "trial would add time, not fidelity). Every trial of a run simulates with the run's "
         "seed (common random numbers, as in a study), so the sampler sees that seed's "
-        "measurement noise; the configurations it found are scored with their ground-truth "
-        "(seed 0) values. `gp` is autotune's `LeanGPSampler` (Optuna's GPSampler with less "
+        "measurement noise; the configurations it found are scored with their noise-free "
+        "values. (The truth is noise-free, not one seed's noisy values: the mock's accuracy "
+        "noise, 0.3 pt per configuration and seed, is a large share of MNIST's 1.5 pt range "
+        "across the space, so a front of seed 0's values is mostly seed 0's lucky draws; "
+        "the front of all feasible configurations as seeds 1-3 measure them scored 0.83 "
+        "against it and 0.98 against the noise-free front.) `gp` is autotune's `LeanGPSampler` (Optuna's GPSampler with less "
         "acquisition effort, the metric's GP on the knobs that change it) behind its "
         "`WarpedSampler`: it models log throughput and log memory, failed trials at the "
         "median measured values, and numeric choices (batch size, width, workers, GPUs) as "
-        "ranks; `tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
+        "ranks, and asks again (up to 5 times) when the feasibility rules refuse its proposal; "
+        "`tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
         "model-based samplers start with a feasible covering design of 10 trials (the "
         "baseline counts; `autotune.study.startup_design`).",
         "",
@@ -563,9 +570,10 @@ def section_search(
         "log peak memory), scaled so that the true front's ideal point is 0 and its nadir "
         "point is 1 on each axis; reference point 1.1 on each axis. Figures are the found "
         f"front's hypervolume over the true front's (1.0 = the true front), median over "
-        f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers). For a given seed all four samplers run the same first 10 "
-        "trials (the baseline, then their start-up phase: Optuna's RandomSampler with that "
-        "seed), so the 10-trial column is the same for all.",
+        f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers). For a given seed `gp` and `tpe` run the same first 10 "
+        "trials (the baseline, then the seed's start-up design, whose rows fit in memory "
+        "with the estimate's margin where the coverage allows), so their 10-trial column is "
+        "the same; `nsga2` and `random` start with Optuna's random sampling.",
         "",
         table(
             [

@@ -6,6 +6,7 @@ import contextlib
 import inspect
 import itertools
 import math
+import statistics
 from typing import Any
 
 import numpy as np
@@ -256,6 +257,83 @@ def test_numeric_choices_reach_the_wrapped_sampler_as_ranks_and_come_back_as_val
     assert isinstance(space["precision"], optuna.distributions.CategoricalDistribution)
     assert first_params == {"batch_size": 2, "precision": "fp32"}  # 64 is the 3rd of 16..256
     assert study.trials[1].params == {"batch_size": 256, "precision": "bf16"}
+
+
+class _ScriptedSampler(optuna.samplers.RandomSampler):
+    """Proposes ``proposals`` in turn (relative sampling), recording the COMPLETE trials of
+    the study it was asked with."""
+
+    def __init__(self, proposals: list[dict[str, Any]]) -> None:
+        super().__init__(seed=0)
+        self.proposals = proposals
+        self.seen: list[list[optuna.trial.FrozenTrial]] = []
+
+    def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+        return optuna.search_space.intersection_search_space(study.get_trials())
+
+    def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+        if not search_space:
+            return {}
+        self.seen.append(
+            study.get_trials(deepcopy=True, states=(optuna.trial.TrialState.COMPLETE,))
+        )
+        return self.proposals[min(len(self.seen), len(self.proposals)) - 1]
+
+
+def _width_objective(trial: optuna.Trial) -> tuple[float, float, float]:
+    width = trial.suggest_categorical("width", [8, 16, 32, 64])
+    trial.suggest_categorical("precision", ["fp32", "bf16"])
+    trial.set_constraint("failed", 0.0)
+    return 1000.0 / width, 0.9, 1e6 * width
+
+
+def test_a_proposal_the_rules_refuse_is_asked_again_and_the_model_learns_it_failed() -> None:
+    inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}, {"width": 1, "precision": "fp32"}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: knobs["width"] < 64)
+    study = _three_objective_study(sampler)
+    for width in (8, 32):
+        study.enqueue_trial({"width": width, "precision": "fp32"})
+    study.optimize(_width_objective, n_trials=3)
+
+    assert study.trials[2].params == {"width": 16, "precision": "fp32"}  # the second proposal
+    assert sampler.refused_proposals == 1
+    first, second = inner.seen
+    assert len(first) == 2 and len(second) == 3
+    refused = second[2]  # the refused proposal, as the model saw it: a failed trial
+    assert refused.params == {"width": 3, "precision": "bf16"}  # width as its rank
+    assert refused.constraints == {"failed": 1.0}
+    measured = [t.values for t in first]
+    assert refused.values == pytest.approx(
+        [statistics.median(v[i] for v in measured) for i in range(3)]
+    )
+    assert len(study.trials) == 3  # the refused proposal never became a trial
+
+
+def test_after_max_refused_proposals_the_last_one_is_handed_on() -> None:
+    inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: False, max_refused=2)
+    study = _three_objective_study(sampler)
+    study.enqueue_trial({"width": 8, "precision": "fp32"})
+    study.optimize(_width_objective, n_trials=2)
+
+    assert len(inner.seen) == 3  # asked, refused twice, then handed on
+    assert sampler.refused_proposals == 2
+    assert study.trials[1].params == {"width": 64, "precision": "bf16"}
+
+
+def test_nothing_is_refused_without_a_failed_constraint_to_teach_the_model() -> None:
+    def objective(trial: optuna.Trial) -> tuple[float, float, float]:
+        trial.suggest_categorical("width", [8, 16, 32, 64])
+        trial.suggest_categorical("precision", ["fp32", "bf16"])
+        return 1.0, 0.9, 1.0
+
+    inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: False)
+    study = _three_objective_study(sampler)
+    study.enqueue_trial({"width": 8, "precision": "fp32"})
+    study.optimize(objective, n_trials=2)
+
+    assert len(inner.seen) == 1 and sampler.refused_proposals == 0
 
 
 @pytest.mark.parametrize(

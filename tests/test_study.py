@@ -42,9 +42,11 @@ from autotune.storage import open_storage
 from autotune.study import (
     TrialObjective,
     count_finished,
+    feasibility_test,
     knob_trial_config,
     open_study,
     startup_design,
+    study_sampler,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 from tests.storage.studies import DEFAULT_PARAMS
@@ -188,6 +190,30 @@ def test_the_design_prefers_rows_that_fit_in_memory_even_if_the_estimate_is_too_
     for row in rows:
         if not fits(row):
             assert set(row.items()) - _covered(margin_rows), row
+
+
+def test_the_gp_checks_its_proposals_against_the_same_rules_as_the_design() -> None:
+    config = _run_config()
+    caps = make_capabilities("cuda", count=2, memory_bytes=TIGHT_MEMORY_BYTES)
+    space, _ = restrict_space(config.space, caps)
+    knobs = space.knobs()
+    smallest = {name: knob.values()[0] for name, knob in knobs.items()}
+    largest = {name: knob.values()[-1] for name, knob in knobs.items()}
+    feasible = feasibility_test(config, space, caps)
+
+    def rules_accept(row: dict[str, Any]) -> bool:
+        reason = trial_infeasibility_reason(knob_trial_config(config, space, caps, row), caps)
+        return reason is None
+
+    for row in (smallest, largest, {**smallest, "gpu_count": 3}):
+        assert feasible(row) == rules_accept(row), row
+    assert not feasible(largest)  # the widest model at the largest batch: tight memory
+    assert feasible({**smallest, "batch_size": -1})  # no configuration: the trial reports it
+    sampler = study_sampler(config.model_copy(update={"sampler": "gp"}), space, caps, seed=0)
+    warped = sampler.sampler.sampler  # OneThreadSampler > DesignSampler > WarpedSampler
+    assert isinstance(warped, WarpedSampler)
+    assert warped.feasible is not None
+    assert warped.feasible(largest) is False
 
 
 def test_the_design_runs_after_the_baseline_and_a_resumed_study_goes_on_with_it(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
@@ -142,7 +143,7 @@ class TrialConfig(Strict):
         return cls.model_validate(stored)
 
     @classmethod
-    def from_knobs(cls, knobs: dict[str, Any], space: SearchSpace, **fixed: Any) -> TrialConfig:
+    def from_knobs(cls, knobs: Mapping[str, Any], space: SearchSpace, **fixed: Any) -> TrialConfig:
         """The configuration of ``space`` whose knobs (model and tuner, by Optuna parameter
         name) are ``knobs``; ``fixed`` gives the other fields (``device``, ``seed``, ...) and
         may replace ``train`` and ``measure``.
