@@ -16,8 +16,8 @@ from autotune.api import StudyResult, prepare_run
 from autotune.config import load_run_config
 from autotune.console import print_header, print_result
 from autotune.testing import make_capabilities
-from tests.api.runs import mock_run_config
-from tests.storage.studies import run_mock_study, sqlite_url
+from tests.studies.mock import run_mock_study, sqlite_url
+from tests.studies.runs import mock_run_config
 
 SECRET = "S3cret"
 #: What the study's storage is said to be: a PostgreSQL URL with a password.
@@ -46,7 +46,7 @@ def test_the_run_header_masks_the_password(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory: pytest.TempPathFactory) -> StudyResult:
     """A mock study searched and verified (its verification recommends a configuration)."""
-    # 1 pt: the mock's fastest finalist is ~0.6 pt less accurate (tests/report/verdicts.py).
+    # 1 pt: the mock's fastest finalist is ~0.6 pt less accurate (tests/studies/verdicts.py).
     result = run_mock_study(
         sqlite_url(tmp_path_factory.mktemp("console")),
         8,

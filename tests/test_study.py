@@ -42,7 +42,7 @@ from autotune.study import (
     startup_design,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
-from tests.storage.studies import DEFAULT_PARAMS
+from tests.studies.mock import DEFAULT_PARAMS
 
 from .conftest import MINIMAL_SPACE
 

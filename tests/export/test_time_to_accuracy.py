@@ -15,8 +15,8 @@ from autotune.console import best_table, studies_table
 from autotune.exceptions import ConfigError
 from autotune.export import best_configurations, export_best_yaml, list_studies, sort_pareto
 from tests.report.test_terminal import _text
-from tests.report.tta import TARGET, TtaStudy
-from tests.storage.studies import DemoStudy
+from tests.studies.mock import DemoStudy
+from tests.studies.tta import TARGET, TtaStudy
 
 
 def test_best_ranks_by_time_to_target_by_default(tta_study: TtaStudy) -> None:

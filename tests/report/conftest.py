@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.report.tta import TtaStudy, build_tta_study
-from tests.storage.studies import DemoStudy, shared_demo_study
+from tests.studies.mock import DemoStudy, shared_demo_study
+from tests.studies.tta import TtaStudy, build_tta_study
 
 
 @pytest.fixture(scope="session")

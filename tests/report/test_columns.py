@@ -14,8 +14,8 @@ from autotune.console import verification_table
 from autotune.objectives import study_objectives
 from autotune.report import MISSING, ReportData, fragments, gather_from_trials, pareto_table
 from autotune.verification import CandidateVerdict, VerificationSummary
-from tests.report.tta import MIB, TARGET, hand_trials
-from tests.storage.studies import make_trial
+from tests.studies.mock import make_trial
+from tests.studies.tta import MIB, TARGET, hand_trials
 
 TTA = study_objectives(mode="time_to_accuracy")
 

@@ -25,7 +25,7 @@ from autotune.report import (
     render_report,
 )
 from autotune.storage import ResultsStore
-from tests.report.loss_study import LossStudy, scripted_loss, shared_loss_study
+from tests.studies.loss import LossStudy, scripted_loss, shared_loss_study
 
 
 @pytest.fixture(scope="module")

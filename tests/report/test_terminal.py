@@ -9,7 +9,7 @@ from rich.table import Table
 
 from autotune.objectives import METRIC_INDEX, study_objectives
 from autotune.report import ParetoRow, compile_text, pareto_row, pareto_table
-from tests.storage.studies import make_trial
+from tests.studies.mock import make_trial
 
 MIB = 1 << 20
 

@@ -33,8 +33,8 @@ from autotune.report import (
 )
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
 from autotune.verification import CandidateVerdict, VerificationSummary
-from tests.report.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
-from tests.storage.studies import make_trial
+from tests.studies.mock import make_trial
+from tests.studies.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
 
 TTA = study_objectives(mode="time_to_accuracy")
 

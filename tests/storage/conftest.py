@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.storage.studies import DemoStudy, shared_demo_study
+from tests.studies.mock import DemoStudy, shared_demo_study
 
 
 @pytest.fixture(scope="session")
