@@ -1,5 +1,5 @@
 """`autotune best`: the Pareto front ranked by each objective, bad input, and configurations
-stored before workloads. (tests/report/test_verdicts.py checks that `best` and `best --export`
+stored before workloads. (tests/outputs/test_verdicts.py checks that `best` and `best --export`
 agree with the report and the dashboard.)"""
 
 from __future__ import annotations
