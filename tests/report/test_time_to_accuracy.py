@@ -32,8 +32,8 @@ from autotune.report import (
     trial_mode,
 )
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
-from autotune.verification import CandidateVerdict, VerificationSummary
 from tests.studies.mock import make_trial
+from tests.studies.summaries import verification_summary
 from tests.studies.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
 
 TTA = study_objectives(mode="time_to_accuracy")
@@ -263,50 +263,8 @@ def test_a_two_objective_study_that_is_not_time_to_accuracy_is_refused(tmp_path:
         gather_report(study)
 
 
-def _verdict(number: int, time_s: float, speedup: float | None) -> CandidateVerdict:
-    return CandidateVerdict(
-        trial_number=number,
-        is_baseline=number == 0,
-        params={},
-        changed=() if number == 0 else (("precision", "fp32", "bf16"),),
-        rounds_measured=3,
-        failures=(),
-        throughput_median_sps=1000.0,
-        speedup=speedup,
-        speedup_ci95=None if speedup is None else (speedup - 0.2, speedup + 0.2),
-        val_metric_mean=0.96,
-        val_metric_min=0.955,
-        val_metric_max=0.965,
-        peak_memory_max_bytes=8 * MIB,
-        qualifies=number != 0,
-        verdict="baseline" if number == 0 else "qualifies",
-        time_to_accuracy_s=time_s,
-        time_to_accuracy_spread_s=(time_s - 0.5, time_s + 0.5),
-    )
-
-
-def _summary() -> VerificationSummary:
-    candidate = _verdict(1, 4.0, 2.5)
-    return VerificationSummary(
-        study_name="tta",
-        number=1,
-        rounds=3,
-        seeds=(0, 1, 2),
-        accuracy_tolerance_pt=0.5,
-        complete=True,
-        runs_done=6,
-        runs_planned=6,
-        simulated=True,
-        baseline=_verdict(0, 10.0, None),
-        candidates=(candidate,),
-        recommended=candidate,
-        objective="time_to_accuracy",
-        target=TARGET,
-    )
-
-
 def test_a_time_to_accuracy_verification_in_the_tables() -> None:
-    summary = _summary()
+    summary = verification_summary(tta=True, study_name="tta")
     text = _text(verification_table(summary))
     for header in ("x sooner", "time to target s", "fastest-slowest s", "val acc mean"):
         assert header in text
@@ -323,7 +281,7 @@ def test_a_time_to_accuracy_verification_in_the_tables() -> None:
 
 
 def test_the_verification_section_of_an_export_has_the_times(tmp_path: Path) -> None:
-    summary = _summary()
+    summary = verification_summary(tta=True, study_name="tta")
     section = _verification_section(summary)
     assert section["time_to_accuracy_s"] == 4.0 and section["target"] == TARGET
     assert section["baseline_time_to_accuracy_s"] == 10.0
