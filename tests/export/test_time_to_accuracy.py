@@ -14,7 +14,7 @@ from autotune.cli import main
 from autotune.console import best_table, studies_table
 from autotune.exceptions import ConfigError
 from autotune.export import best_configurations, export_best_yaml, list_studies, sort_pareto
-from tests.report.test_terminal import _text
+from tests.rendered import rendered_text
 from tests.studies.mock import DemoStudy
 from tests.studies.tta import TARGET, TtaStudy
 
@@ -31,7 +31,7 @@ def test_best_ranks_by_time_to_target_by_default(tta_study: TtaStudy) -> None:
     assert memory[0].peak_memory_bytes == min(r.peak_memory_bytes for r in best.rows)
     by_throughput = best_configurations(tta_study.name, tta_study.url, "throughput").rows
     assert by_throughput[0].throughput_sps == max(r.throughput_sps for r in best.rows)
-    text = _text(best_table(best))
+    text = rendered_text(best_table(best))
     assert "time to target s" in text and "x sooner" in text and "to reach 95.0%" in text
     assert "by time to target" in text and "[SIMULATED]" in text
 
@@ -87,7 +87,7 @@ def test_ls_shows_the_best_time_to_target(
     assert main(["ls", f"storage={tta_study.url}"]) == 0
     out = capsys.readouterr().out
     assert "best (1 trial)" in out and "s to 95.0%" in out and "not verified" in out
-    text = _text(studies_table([summary], tta_study.url))
+    text = rendered_text(studies_table([summary], tta_study.url))
     assert "s to 95.0%" in text
 
 

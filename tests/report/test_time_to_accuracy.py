@@ -32,6 +32,7 @@ from autotune.report import (
     trial_mode,
 )
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
+from tests.rendered import rendered_text
 from tests.studies.mock import make_trial
 from tests.studies.summaries import verification_summary
 from tests.studies.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
@@ -43,12 +44,6 @@ def _data(simulated: bool | None = None) -> ReportData:
     return gather_from_trials(
         "tta", hand_trials(), objectives=TTA, target=TARGET, importances=False, simulated=simulated
     )
-
-
-def _text(renderable: object) -> str:
-    console = Console(width=250, record=True, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
 
 
 def test_the_front_is_the_trials_that_reached_the_target_non_dominated() -> None:
@@ -172,7 +167,7 @@ def test_the_terminal_table_of_a_time_to_accuracy_study() -> None:
         "trial", "time to target s", "x sooner", "val acc reached", "peak MiB", "compile s",
     ]  # fmt: skip
     assert "samples/s" not in headers and "step ms" not in headers
-    text = _text(table)
+    text = rendered_text(table)
     assert "3 (recommended)" in text and "2.50x" in text and "2.00x" in text
     assert "4.00" in text and "96.0%" in text and "16.0" in text
 
@@ -265,7 +260,7 @@ def test_a_two_objective_study_that_is_not_time_to_accuracy_is_refused(tmp_path:
 
 def test_a_time_to_accuracy_verification_in_the_tables() -> None:
     summary = verification_summary(tta=True, study_name="tta")
-    text = _text(verification_table(summary))
+    text = rendered_text(verification_table(summary))
     for header in ("x sooner", "time to target s", "fastest-slowest s", "val acc mean"):
         assert header in text
     assert "2.50x" in text and "2.30-2.70x" in text and "3.50-4.50" in text
