@@ -1,4 +1,5 @@
-"""`autotune best`, `best --export`, `export --csv` and `ls` on a time-to-accuracy study."""
+"""`autotune best`, `best --export`, `export --csv` and `ls` on a time-to-accuracy study; the
+verification section of an export of one."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from autotune.cli import main
 from autotune.console import best_table, studies_table
 from autotune.exceptions import ConfigError
 from autotune.export import best_configurations, export_best_yaml, list_studies, sort_pareto
+from autotune.export._yaml import _verification_section
 from tests.rendered import rendered_text
 from tests.studies.mock import DemoStudy
+from tests.studies.summaries import verification_summary
 from tests.studies.tta import TARGET, TtaStudy
 
 
@@ -102,3 +105,11 @@ def test_the_best_and_report_commands_on_a_time_to_accuracy_study(
     assert main(["report", tta_study.name, storage, "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="metric-vs-time"' in page and "SIMULATED" in page
+
+
+def test_the_verification_section_of_an_export_has_the_times(tmp_path: Path) -> None:
+    summary = verification_summary(tta=True, study_name="tta")
+    section = _verification_section(summary)
+    assert section["time_to_accuracy_s"] == 4.0 and section["target"] == TARGET
+    assert section["baseline_time_to_accuracy_s"] == 10.0
+    assert section["time_to_accuracy_spread_s"] == [3.5, 4.5] and section["speedup"] == 2.5

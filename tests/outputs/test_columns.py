@@ -12,7 +12,15 @@ from rich.table import Table
 
 from autotune.console import verification_table
 from autotune.objectives import study_objectives
-from autotune.report import MISSING, ReportData, fragments, gather_from_trials, pareto_table
+from autotune.report import (
+    MISSING,
+    ReportData,
+    fragments,
+    gather_from_trials,
+    pareto_table,
+    render_report,
+)
+from tests.rendered import rendered_text
 from tests.studies.mock import make_trial
 from tests.studies.summaries import verification_summary
 from tests.studies.tta import MIB, TARGET, hand_trials
@@ -129,3 +137,20 @@ def test_a_reused_metric_is_marked_in_both_pareto_tables() -> None:
     assert not by_trial["1"].endswith(")")
     page_by_trial = {row[0]: row[page_headers.index(headers[metric_at])] for row in page_rows}
     assert page_by_trial["2"] == by_trial["2"]
+
+
+def test_a_time_to_accuracy_verification_in_the_tables() -> None:
+    summary = verification_summary(tta=True, study_name="tta")
+    text = rendered_text(verification_table(summary))
+    for header in ("x sooner", "time to target s", "fastest-slowest s", "val acc mean"):
+        assert header in text
+    assert "2.50x" in text and "2.30-2.70x" in text and "3.50-4.50" in text
+    assert "RECOMMENDED" in text and "median samples/s" not in text
+    page = render_report(
+        gather_from_trials(
+            "tta", hand_trials(), objectives=TTA, target=TARGET, importances=False,
+            verification=summary,
+        )
+    )  # fmt: skip
+    assert "fastest-slowest s" in page and "reached 95.0 % in every round" in page
+    assert html.escape(summary.headline()) in page
