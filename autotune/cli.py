@@ -12,6 +12,7 @@ from autotune.exceptions import AutotuneError
 
 __all__ = ["app", "main"]
 
+#: The ``autotune`` command and its subcommands (Typer); :func:`main` runs it.
 app = typer.Typer(
     name="autotune",
     help="Find the fastest way to train a model on your hardware: a measured, multi-objective "

@@ -378,6 +378,7 @@ PROFILES: dict[str, MockProfile] = {
     "t4": _gpu_profile("Tesla T4", 15360, (7, 5), 70.0, 10.0, 1, 16e9),
     "cpu": _CPU_PROFILE,
 }
+#: What ``mock.profile`` accepts: the names of :data:`PROFILES`, in order.
 PROFILE_NAMES = tuple(PROFILES)
 
 

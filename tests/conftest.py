@@ -1,4 +1,5 @@
-"""Shared fixtures: temporary space files, SQLite storage, the real MNIST test set."""
+"""Shared fixtures: temporary space files, SQLite storage, the real MNIST test set, and the
+mock studies that tests only read (built once per session; tests/studies/)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.studies.mock import DemoStudy, shared_demo_study
+from tests.studies.tta import TtaStudy, build_tta_study
 
 #: The MNIST test set in IDX form (10,000 digits). Tests use it when present; autotune itself
 #: never needs it (a user passes data.root=DIR).
@@ -63,3 +67,17 @@ def mnist_dir() -> Path:
     if not (MNIST_DIR / "t10k-images-idx3-ubyte.gz").is_file():
         pytest.skip(f"MNIST test set not found at {MNIST_DIR} (set AUTOTUNE_TEST_MNIST=DIR)")
     return MNIST_DIR
+
+
+@pytest.fixture(scope="session")
+def demo_study(tmp_path_factory: pytest.TempPathFactory) -> DemoStudy:
+    """A finished cnn_small study on the mock device (tests/studies/mock.py); tests only read
+    it."""
+    return shared_demo_study(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tta_study(tmp_path_factory: pytest.TempPathFactory) -> TtaStudy:
+    """A finished time-to-accuracy study on the mock device (tests/studies/tta.py); tests only
+    read it."""
+    return build_tta_study(tmp_path_factory)

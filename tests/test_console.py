@@ -1,6 +1,6 @@
 """The terminal output of ``run`` (autotune/console.py): the run header and the commands it
 prints for the user to copy never show the storage URL's password; the header says which
-precision the screen skipped."""
+precision the screen skipped; the lines and the result of a time-to-accuracy run."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from rich.console import Console
 
 from autotune.api import StudyResult, prepare_run
 from autotune.config import load_run_config
-from autotune.console import print_header, print_result
+from autotune.console import _fmt_best, _trial_line, print_header, print_result
+from autotune.objectives import study_objectives
 from autotune.testing import make_capabilities
-from tests.api.runs import mock_run_config
-from tests.storage.studies import run_mock_study, sqlite_url
+from tests.studies.mock import run_mock_study, sqlite_url
+from tests.studies.runs import mock_run_config
+from tests.studies.tta import MIB, TtaStudy, tta_trial
 
 SECRET = "S3cret"
 #: What the study's storage is said to be: a PostgreSQL URL with a password.
@@ -46,7 +48,7 @@ def test_the_run_header_masks_the_password(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def verified(tmp_path_factory: pytest.TempPathFactory) -> StudyResult:
     """A mock study searched and verified (its verification recommends a configuration)."""
-    # 1 pt: the mock's fastest finalist is ~0.6 pt less accurate (tests/report/verdicts.py).
+    # 1 pt: the mock's fastest finalist is ~0.6 pt less accurate (tests/studies/verdicts.py).
     result = run_mock_study(
         sqlite_url(tmp_path_factory.mktemp("console")),
         8,
@@ -160,3 +162,41 @@ def test_a_reused_trial_says_whose_metric_it_has() -> None:
         "trial 9: 1,234 samples/s, acc 98.1%, 3.0 MiB, metric from trial 4  "
         "memory_format=channels_last"
     )
+
+
+def test_a_reached_trials_line_says_whether_its_compile_was_cold() -> None:
+    reached = tta_trial(3, 12.4, 8.3, metric=0.952)
+    reached.user_attrs["compile_cache"] = "cold"
+
+    assert _trial_line(reached).startswith(
+        "trial 3: reached 95.2% in 12.4 s (compile 0.5 s cold), 8.3 MiB  depth=2"
+    )
+
+
+def test_console_lines_of_reached_and_missed_trials() -> None:
+    reached = tta_trial(3, 12.4, 8.3, metric=0.952)
+    assert _trial_line(reached).startswith(
+        "trial 3: reached 95.2% in 12.4 s (compile 0.5 s), 8.3 MiB  depth=2"
+    )
+    missed = tta_trial(3, 30.0, 8.3, reached=False, metric=0.941)
+    assert _trial_line(missed).startswith("trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB")
+    loss = study_objectives("val_loss", "minimize")[1]
+    assert "reached val_loss 0.952 in" in _trial_line(reached, loss)
+    failed = tta_trial(4, 0.0, 16.0, failure="oom")
+    assert _trial_line(failed).startswith("trial 4: oom (last line of oom) depth=2")
+    best = {"time_to_accuracy_s": 12.4, "peak_memory_bytes": 8.3 * MIB}
+    assert _fmt_best(best, target=0.95) == "best: 12.4 s to 95.0% · mem 8.3 MiB"
+    assert _fmt_best({}, target=0.95) == "best: no trial reached the target yet"
+    # A throughput study's line is unchanged.
+    assert _fmt_best({"throughput_sps": 1000.0, "accuracy": 0.9, "peak_memory_bytes": MIB}) == (
+        "best: 1,000 samples/s · acc 90.0% · mem 1.0 MiB"
+    )
+
+
+def test_print_result_of_a_time_to_accuracy_run(tta_study: TtaStudy) -> None:
+    console = Console(width=250, record=True, file=io.StringIO())
+    print_result(console, tta_study.result)
+    text = console.export_text()
+    assert "time to target s" in text and "to reach 95.0%" in text and "[SIMULATED]" in text
+    assert "samples/s" not in text.split("\n")[2]  # the header row
+    assert "not verified (verify.rounds=0)" in text

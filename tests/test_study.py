@@ -49,7 +49,7 @@ from autotune.study import (
     study_sampler,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
-from tests.storage.studies import DEFAULT_PARAMS
+from tests.studies.mock import DEFAULT_PARAMS
 
 from .conftest import MINIMAL_SPACE
 

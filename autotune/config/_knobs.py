@@ -20,6 +20,8 @@ Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 MemoryFormat = Literal["contiguous", "channels_last"]
 CompileMode = Literal["none", "default", "reduce-overhead", "max-autotune"]
 
+#: The choices of the tuner's precision, memory format and compile mode knobs, in order (the
+#: values of :data:`Precision`, :data:`MemoryFormat` and :data:`CompileMode`).
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS: tuple[str, ...] = ("contiguous", "channels_last")
 COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-autotune")

@@ -23,6 +23,7 @@ ObjectiveMode = Literal["throughput", "time_to_accuracy"]
 #: environment puts them (Inductor's default: /tmp/torchinductor_$USER).
 CompileCache = Literal["study", "trial", "shared"]
 
+#: The values of ``train.lr_scaling`` (:data:`LrScaling`), in order.
 LR_SCALING_RULES: tuple[str, ...] = ("none", "linear", "sqrt")
 #: The learning-rate scaling rule of each optimizer when ``train.lr_scaling`` is not set (see
 #: :func:`scaled_lr` for the sources): linear for SGD, the square root for Adam(W).
@@ -305,6 +306,7 @@ class TrialSettings(Strict):
     min_throughput_vs_baseline: float = Field(0.1, ge=0, lt=1, allow_inf_nan=False)
 
 
+#: What ``mock.fault`` makes the trials it names do on purpose (:class:`MockSettings`).
 MockFault = Literal["none", "oom", "error", "crash", "hang"]
 #: Simulated machines of the mock device (autotune.simulated.PROFILE_NAMES).
 MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]

@@ -113,12 +113,14 @@ class RowMapping:
             setattr(row, column, value)
 
 
+#: A hardware fingerprint, in its row.
 HARDWARE = RowMapping(
     HardwareFingerprint,
     HardwareModel,
     # fingerprint_sha256 is the record's property (a hash of its fields).
     row_only=frozenset({"id", "fingerprint_sha256", "created_at"}),
 )
+#: A study's record, in its row.
 STUDY = RowMapping(
     StudyRecord,
     StudyModel,
@@ -126,6 +128,7 @@ STUDY = RowMapping(
     record_only=frozenset({"hardware"}),  # the row's hardware_id
     row_only=frozenset({"id", "hardware_id"}),
 )
+#: A trial's results, in its row.
 TRIAL = RowMapping(
     TrialRecord,
     TrialResultModel,
@@ -133,6 +136,7 @@ TRIAL = RowMapping(
     # The machine of a row is the writer's (ResultsStore.record_trials), not the record's.
     row_only=frozenset({"id", "study_id", "hardware_id", "recorded_at"}),
 )
+#: One configuration measured in one verification round, in its row.
 VERIFICATION = RowMapping(
     VerificationRecord,
     VerificationModel,

@@ -22,22 +22,27 @@ import gc
 import os
 import signal
 import time
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+import typing
+from dataclasses import replace as _replace
 
 import torch.distributed as dist
 
-from autotune.config import TrialConfig
-from autotune.devices import Backend, make_backend
-from autotune.devices.cuda import combine_rank_memory
-from autotune.measure import Measurement
-from autotune.trial._setup import prepare_training
-from autotune.trial._throughput import train_for_throughput
-from autotune.trial._to_target import train_to_target
-from autotune.workloads import load_workload
+from autotune.devices import make_backend as _make_backend
+from autotune.devices.cuda import combine_rank_memory as _combine_rank_memory
+from autotune.trial._setup import prepare_training as _prepare_training
+from autotune.trial._throughput import train_for_throughput as _train_for_throughput
+from autotune.trial._to_target import train_to_target as _train_to_target
+from autotune.workloads import load_workload as _load_workload
 
-__all__ = ["run_rank"]
+if typing.TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from autotune.config import TrialConfig
+    from autotune.devices import Backend
+    from autotune.measure import Measurement
+
+__all__ = ["compile_cache_figures", "run_rank"]
 
 
 def run_rank(
@@ -64,7 +69,7 @@ def run_rank(
 
         _inject_fault(config.mock_fault)
         return simulate(config)
-    backend = make_backend(config.device)
+    backend = _make_backend(config.device)
     backend.setup(rank, world_size, config.precision, config.num_workers)
     if world_size > 1:
         if init_file is None:
@@ -83,7 +88,7 @@ def run_rank(
         if rank == 0 and config.compile_mode != "none":
             local = _with_extra(local, compile_cache_figures())
         if world_size == 1:
-            return _with_extra(local, combine_rank_memory([backend.memory_figures()]))
+            return _with_extra(local, _combine_rank_memory([backend.memory_figures()]))
         # The DDP reducer must be gone before the process group: freed after it, gloo's
         # destructor joins a worker thread that waits for the GIL the freeing thread holds
         # (a deadlock seen in about one run of three).
@@ -96,13 +101,13 @@ def run_rank(
         # CPU ranks share one host, so their memory adds up; each GPU holds its own rank.
         combine = sum if backend.kind == "cpu" else max
         kinds = {kind for _, kind, _ in gathered}
-        combined = replace(
+        combined = _replace(
             local,
             peak_memory_bytes=int(combine(peak for peak, _, _ in gathered)),
             # Ranks with and without NVML's figure (rare): the peak mixes both kinds.
             memory_kind=kinds.pop() if len(kinds) == 1 else f"{backend.kind}_mixed",
         )
-        return _with_extra(combined, combine_rank_memory([figures for _, _, figures in gathered]))
+        return _with_extra(combined, _combine_rank_memory([figures for _, _, figures in gathered]))
     finally:
         if world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
@@ -112,7 +117,7 @@ def _with_extra(measurement: Measurement, figures: Mapping[str, Any]) -> Measure
     """``measurement`` with ``figures`` added to its extra figures (the same for none)."""
     if not figures:
         return measurement
-    return replace(measurement, extra={**measurement.extra, **figures})
+    return _replace(measurement, extra={**measurement.extra, **figures})
 
 
 def compile_cache_figures(
@@ -155,13 +160,13 @@ def _train(
 ) -> Measurement:
     """The objective's loop on a fresh :class:`~autotune.trial._setup.Training`, which is
     freed on return (with its model, DDP wrapper and optimizer)."""
-    workload = load_workload(config.workload)
-    training = prepare_training(config, backend, workload, rank, world_size)
+    workload = _load_workload(config.workload)
+    training = _prepare_training(config, backend, workload, rank, world_size)
     training.rank_pids = rank_pids
     if config.objective == "time_to_accuracy":
         maximize = workload.metric_direction == "maximize"
-        return train_to_target(training, rank, world_size, maximize)
-    return train_for_throughput(training, rank, world_size)
+        return _train_to_target(training, rank, world_size, maximize)
+    return _train_for_throughput(training, rank, world_size)
 
 
 def _inject_fault(fault: str) -> None:

@@ -10,6 +10,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MetricDirection", "Workload"]
 
+#: Whether a workload's validation metric is better higher (``maximize``) or lower
+#: (``minimize``).
 MetricDirection = Literal["maximize", "minimize"]
 
 

@@ -8,8 +8,7 @@ from autotune.config import TrialConfig
 from autotune.measure import Measurement
 from autotune.runner import _STUDY_CACHE_DIR, study_compile_cache_dir
 from autotune.testing import FakeRunTrial, simulate_trial
-
-from .runs import mock_run_config
+from tests.studies.runs import mock_run_config
 
 
 def test_the_search_and_its_verification_run_inside_the_studys_cache(sqlite_url: str) -> None:

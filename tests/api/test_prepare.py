@@ -18,9 +18,9 @@ from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES, study_objectives
 from autotune.storage import ResultsStore
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
+from tests.studies.runs import load_study, mock_run_config
 
 from ..workloads.sources import REGRESSION_SPACE, write_regression
-from .runs import load_study, mock_run_config
 
 # --------------------------------------------------------------------------------------------
 # prepare_run

@@ -19,9 +19,9 @@ from autotune.exceptions import ConfigError, TrialError
 from autotune.hardware import DeviceCapabilities
 from autotune.objectives import METRIC_INDEX, OBJECTIVES
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
+from tests.studies.runs import load_study, mock_run_config
 
 from ..conftest import MINIMAL_SPACE
-from .runs import load_study, mock_run_config
 
 
 def _prepared(config: RunConfig, caps: DeviceCapabilities) -> PreparedRun:

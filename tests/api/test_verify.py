@@ -18,8 +18,8 @@ from autotune.measure import Measurement
 from autotune.storage import ResultsStore
 from autotune.testing import FakeRunTrial, make_measurement, simulate_trial
 from autotune.verification import round_seeds
-from tests.report import loss_study
-from tests.report.loss_study import loss_config
+from tests.studies import loss as loss_study
+from tests.studies.loss import loss_config
 
 #: Trials of the study each test verifies (the baseline is trial 0).
 N_TRIALS = 14

@@ -1,5 +1,5 @@
 """`autotune best`: the Pareto front ranked by each objective, bad input, and configurations
-stored before workloads. (tests/report/test_verdicts.py checks that `best` and `best --export`
+stored before workloads. (tests/outputs/test_verdicts.py checks that `best` and `best --export`
 agree with the report and the dashboard.)"""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from autotune.cli import main
 from autotune.exceptions import ConfigError
 from autotune.export import best_configurations, sort_pareto
 from tests.export.knobs import PARAMS
-from tests.storage.studies import DemoStudy
+from tests.studies.mock import DemoStudy
 
 
 def test_best_ranks_the_pareto_front_by_each_objective(demo_study: DemoStudy) -> None:

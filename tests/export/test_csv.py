@@ -12,7 +12,7 @@ import pytest
 from autotune.cli import main
 from autotune.export import export_csv, list_studies, trial_records
 from autotune.storage import StudyNotFoundError, TrialRecord
-from tests.storage.studies import DemoStudy, make_trial, sqlite_url
+from tests.studies.mock import DemoStudy, make_trial, sqlite_url
 
 
 def test_export_csv_writes_one_row_per_finished_trial(

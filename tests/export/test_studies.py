@@ -11,7 +11,7 @@ from autotune.cli import main
 from autotune.export import list_studies
 from autotune.storage import ResultsStore
 from autotune.verification import load_verification
-from tests.storage.studies import DemoStudy, sqlite_url
+from tests.studies.mock import DemoStudy, sqlite_url
 
 
 def test_a_study_that_is_not_autotunes_is_refused_by_report_and_marked_by_ls(

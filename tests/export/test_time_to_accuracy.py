@@ -1,4 +1,5 @@
-"""`autotune best`, `best --export`, `export --csv` and `ls` on a time-to-accuracy study."""
+"""`autotune best`, `best --export`, `export --csv` and `ls` on a time-to-accuracy study; the
+verification section of an export of one."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from autotune.cli import main
 from autotune.console import best_table, studies_table
 from autotune.exceptions import ConfigError
 from autotune.export import best_configurations, export_best_yaml, list_studies, sort_pareto
-from tests.report.test_terminal import _text
-from tests.report.tta import TARGET, TtaStudy
-from tests.storage.studies import DemoStudy
+from autotune.export._yaml import _verification_section
+from tests.rendered import rendered_text
+from tests.studies.mock import DemoStudy
+from tests.studies.summaries import verification_summary
+from tests.studies.tta import TARGET, TtaStudy
 
 
 def test_best_ranks_by_time_to_target_by_default(tta_study: TtaStudy) -> None:
@@ -31,7 +34,7 @@ def test_best_ranks_by_time_to_target_by_default(tta_study: TtaStudy) -> None:
     assert memory[0].peak_memory_bytes == min(r.peak_memory_bytes for r in best.rows)
     by_throughput = best_configurations(tta_study.name, tta_study.url, "throughput").rows
     assert by_throughput[0].throughput_sps == max(r.throughput_sps for r in best.rows)
-    text = _text(best_table(best))
+    text = rendered_text(best_table(best))
     assert "time to target s" in text and "x sooner" in text and "to reach 95.0%" in text
     assert "by time to target" in text and "[SIMULATED]" in text
 
@@ -87,7 +90,7 @@ def test_ls_shows_the_best_time_to_target(
     assert main(["ls", f"storage={tta_study.url}"]) == 0
     out = capsys.readouterr().out
     assert "best (1 trial)" in out and "s to 95.0%" in out and "not verified" in out
-    text = _text(studies_table([summary], tta_study.url))
+    text = rendered_text(studies_table([summary], tta_study.url))
     assert "s to 95.0%" in text
 
 
@@ -102,3 +105,11 @@ def test_the_best_and_report_commands_on_a_time_to_accuracy_study(
     assert main(["report", tta_study.name, storage, "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="metric-vs-time"' in page and "SIMULATED" in page
+
+
+def test_the_verification_section_of_an_export_has_the_times(tmp_path: Path) -> None:
+    summary = verification_summary(tta=True, study_name="tta")
+    section = _verification_section(summary)
+    assert section["time_to_accuracy_s"] == 4.0 and section["target"] == TARGET
+    assert section["baseline_time_to_accuracy_s"] == 10.0
+    assert section["time_to_accuracy_spread_s"] == [3.5, 4.5] and section["speedup"] == 2.5

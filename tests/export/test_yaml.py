@@ -16,7 +16,7 @@ from autotune.export import (
     pytorch_settings,
     sort_pareto,
 )
-from tests.storage.studies import DemoStudy
+from tests.studies.mock import DemoStudy
 
 
 def test_export_best_yaml_holds_the_recommendation_config_figures_and_snippet(

@@ -19,7 +19,7 @@ from autotune.report import DashboardApp, DashboardServer
 from autotune.storage import StudyNotFoundError
 from autotune.testing import simulate_trial
 from tests.report.browser import chromium_page, count_points
-from tests.storage.studies import DemoStudy, run_mock_study, sqlite_url
+from tests.studies.mock import DemoStudy, run_mock_study, sqlite_url
 
 EVIL_STUDY = "<img src=x onerror=alert(1)>"
 

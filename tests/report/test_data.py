@@ -27,7 +27,7 @@ from autotune.report import (
 )
 from autotune.storage import ResultsStore
 from autotune.verification import load_verification
-from tests.storage.studies import DemoStudy, make_trial
+from tests.studies.mock import DemoStudy, make_trial
 
 MIB = 1 << 20
 

@@ -23,7 +23,7 @@ from autotune.report import (
 )
 from autotune.storage import ResultsStore, StudyNotFoundError
 from tests.report.browser import chromium_page, count_points
-from tests.storage.studies import DemoStudy, make_trial
+from tests.studies.mock import DemoStudy, make_trial
 
 EVIL_NAME = "<img src=x onerror=alert(1)>"
 EVIL_VALUE = "</script><script>alert(2)</script>"

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
-from rich.table import Table
-
 from autotune.objectives import METRIC_INDEX, study_objectives
 from autotune.report import ParetoRow, compile_text, pareto_row, pareto_table
-from tests.storage.studies import make_trial
+from tests.rendered import rendered_text
+from tests.studies.mock import make_trial
 
 MIB = 1 << 20
-
-
-def _text(table: Table) -> str:
-    console = Console(width=250, record=True, file=io.StringIO())
-    console.print(table)
-    return console.export_text()
 
 
 def _rows() -> list[ParetoRow]:
@@ -33,7 +23,7 @@ def test_the_best_table_has_speedups_and_marks_baseline_and_recommendation() -> 
         "trial", "samples/s", "x baseline", "val acc", "peak MiB", "step ms", "compile s",
         "other CPU", "model", "batch", "precision", "memory format", "compile", "workers", "gpus",
     ]  # fmt: skip
-    text = _text(table)
+    text = rendered_text(table)
     assert "1 (recommended)" in text and "0 (baseline)" in text
     assert "4.00x" in text and "1.00x" in text
     assert "4,000" in text and "85.0%" in text and "4.0" in text
@@ -44,14 +34,14 @@ def test_the_run_table_has_compile_seconds_and_no_speedups() -> None:
     table = pareto_table(_rows(), "front", speedup=False)
     headers = [str(c.header) for c in table.columns]
     assert "x baseline" not in headers and headers[4:6] == ["step ms", "compile s"]
-    text = _text(table)
+    text = rendered_text(table)
     assert "(baseline)" not in text and "(recommended)" not in text and "x " not in text
     assert [line.split()[1] for line in text.splitlines() if line.startswith("│")] == ["1", "0"]
 
 
 def test_the_table_names_the_study_metric() -> None:
     loss = study_objectives("val_loss", "minimize")[METRIC_INDEX]
-    text = _text(pareto_table(_rows(), "front", loss))
+    text = rendered_text(pareto_table(_rows(), "front", loss))
     assert "val_loss" in text and "val acc" not in text
 
 
@@ -64,7 +54,7 @@ def test_a_trial_measured_on_a_busy_machine_is_marked_and_the_caption_says_why()
         pareto_row(make_trial(3, (2000.0, 0.85, 4 * MIB))),  # the mock: nothing measured
     ]
 
-    text = _text(pareto_table(rows, "front", speedup=False))
+    text = rendered_text(pareto_table(rows, "front", speedup=False))
 
     assert "48 % BUSY" in text and "2 %" in text and "not measured (mock)" in text
     assert (
@@ -89,5 +79,5 @@ def test_the_compile_seconds_say_whether_the_compile_was_cold_or_warm() -> None:
         "2.5",
         "0.0",
     ]
-    text = _text(pareto_table([cold, warm], "front", speedup=False))
+    text = rendered_text(pareto_table([cold, warm], "front", speedup=False))
     assert "31.2 cold" in text and "2.5 warm" in text

@@ -1,19 +1,14 @@
 """Reports of a time-to-accuracy study (``objective=time_to_accuracy``: two objectives, the
-seconds to the target and peak memory): data, Pareto rows, figures, tables and the console."""
+seconds to the target and peak memory): data, Pareto rows, figures and tables."""
 
 from __future__ import annotations
 
-import html
-import io
 from pathlib import Path
 
 import optuna
 import pytest
-from rich.console import Console
 
-from autotune.console import _fmt_best, _trial_line, print_result, verification_table
 from autotune.exceptions import ConfigError
-from autotune.export._yaml import _verification_section
 from autotune.objectives import study_objectives
 from autotune.report import (
     FEASIBLE,
@@ -32,9 +27,9 @@ from autotune.report import (
     trial_mode,
 )
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
-from autotune.verification import CandidateVerdict, VerificationSummary
-from tests.report.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
-from tests.storage.studies import make_trial
+from tests.rendered import rendered_text
+from tests.studies.mock import make_trial
+from tests.studies.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
 
 TTA = study_objectives(mode="time_to_accuracy")
 
@@ -43,12 +38,6 @@ def _data(simulated: bool | None = None) -> ReportData:
     return gather_from_trials(
         "tta", hand_trials(), objectives=TTA, target=TARGET, importances=False, simulated=simulated
     )
-
-
-def _text(renderable: object) -> str:
-    console = Console(width=250, record=True, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
 
 
 def test_the_front_is_the_trials_that_reached_the_target_non_dominated() -> None:
@@ -172,7 +161,7 @@ def test_the_terminal_table_of_a_time_to_accuracy_study() -> None:
         "trial", "time to target s", "x sooner", "val acc reached", "peak MiB", "compile s",
     ]  # fmt: skip
     assert "samples/s" not in headers and "step ms" not in headers
-    text = _text(table)
+    text = rendered_text(table)
     assert "3 (recommended)" in text and "2.50x" in text and "2.00x" in text
     assert "4.00" in text and "96.0%" in text and "16.0" in text
 
@@ -185,35 +174,6 @@ def test_seconds_and_ratios_keep_two_or_three_significant_figures() -> None:
     assert [ratio_text(r) for r in (2.6, 0.5, 0.00116, None)] == [
         "2.60x", "0.50x", "0.0012x", "n/a",
     ]  # fmt: skip
-
-
-def test_a_reached_trials_line_says_whether_its_compile_was_cold() -> None:
-    reached = tta_trial(3, 12.4, 8.3, metric=0.952)
-    reached.user_attrs["compile_cache"] = "cold"
-
-    assert _trial_line(reached).startswith(
-        "trial 3: reached 95.2% in 12.4 s (compile 0.5 s cold), 8.3 MiB  depth=2"
-    )
-
-
-def test_console_lines_of_reached_and_missed_trials() -> None:
-    reached = tta_trial(3, 12.4, 8.3, metric=0.952)
-    assert _trial_line(reached).startswith(
-        "trial 3: reached 95.2% in 12.4 s (compile 0.5 s), 8.3 MiB  depth=2"
-    )
-    missed = tta_trial(3, 30.0, 8.3, reached=False, metric=0.941)
-    assert _trial_line(missed).startswith("trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB")
-    loss = study_objectives("val_loss", "minimize")[1]
-    assert "reached val_loss 0.952 in" in _trial_line(reached, loss)
-    failed = tta_trial(4, 0.0, 16.0, failure="oom")
-    assert _trial_line(failed).startswith("trial 4: oom (last line of oom) depth=2")
-    best = {"time_to_accuracy_s": 12.4, "peak_memory_bytes": 8.3 * MIB}
-    assert _fmt_best(best, target=0.95) == "best: 12.4 s to 95.0% · mem 8.3 MiB"
-    assert _fmt_best({}, target=0.95) == "best: no trial reached the target yet"
-    # A throughput study's line is unchanged.
-    assert _fmt_best({"throughput_sps": 1000.0, "accuracy": 0.9, "peak_memory_bytes": MIB}) == (
-        "best: 1,000 samples/s · acc 90.0% · mem 1.0 MiB"
-    )
 
 
 def test_the_mock_study_through_the_report(tta_study: TtaStudy) -> None:
@@ -247,84 +207,8 @@ def test_the_mock_study_through_the_report(tta_study: TtaStudy) -> None:
         app.close()
 
 
-def test_print_result_of_a_time_to_accuracy_run(tta_study: TtaStudy) -> None:
-    console = Console(width=250, record=True, file=io.StringIO())
-    print_result(console, tta_study.result)
-    text = console.export_text()
-    assert "time to target s" in text and "to reach 95.0%" in text and "[SIMULATED]" in text
-    assert "samples/s" not in text.split("\n")[2]  # the header row
-    assert "not verified (verify.rounds=0)" in text
-
-
 def test_a_two_objective_study_that_is_not_time_to_accuracy_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'x.db'}"
     study = optuna.create_study(study_name="two", storage=url, directions=["minimize"] * 2)
     with pytest.raises(ConfigError, match="not an autotune study"):
         gather_report(study)
-
-
-def _verdict(number: int, time_s: float, speedup: float | None) -> CandidateVerdict:
-    return CandidateVerdict(
-        trial_number=number,
-        is_baseline=number == 0,
-        params={},
-        changed=() if number == 0 else (("precision", "fp32", "bf16"),),
-        rounds_measured=3,
-        failures=(),
-        throughput_median_sps=1000.0,
-        speedup=speedup,
-        speedup_ci95=None if speedup is None else (speedup - 0.2, speedup + 0.2),
-        val_metric_mean=0.96,
-        val_metric_min=0.955,
-        val_metric_max=0.965,
-        peak_memory_max_bytes=8 * MIB,
-        qualifies=number != 0,
-        verdict="baseline" if number == 0 else "qualifies",
-        time_to_accuracy_s=time_s,
-        time_to_accuracy_spread_s=(time_s - 0.5, time_s + 0.5),
-    )
-
-
-def _summary() -> VerificationSummary:
-    candidate = _verdict(1, 4.0, 2.5)
-    return VerificationSummary(
-        study_name="tta",
-        number=1,
-        rounds=3,
-        seeds=(0, 1, 2),
-        accuracy_tolerance_pt=0.5,
-        complete=True,
-        runs_done=6,
-        runs_planned=6,
-        simulated=True,
-        baseline=_verdict(0, 10.0, None),
-        candidates=(candidate,),
-        recommended=candidate,
-        objective="time_to_accuracy",
-        target=TARGET,
-    )
-
-
-def test_a_time_to_accuracy_verification_in_the_tables() -> None:
-    summary = _summary()
-    text = _text(verification_table(summary))
-    for header in ("x sooner", "time to target s", "fastest-slowest s", "val acc mean"):
-        assert header in text
-    assert "2.50x" in text and "2.30-2.70x" in text and "3.50-4.50" in text
-    assert "RECOMMENDED" in text and "median samples/s" not in text
-    page = render_report(
-        gather_from_trials(
-            "tta", hand_trials(), objectives=TTA, target=TARGET, importances=False,
-            verification=summary,
-        )
-    )  # fmt: skip
-    assert "fastest-slowest s" in page and "reached 95.0 % in every round" in page
-    assert html.escape(summary.headline()) in page
-
-
-def test_the_verification_section_of_an_export_has_the_times(tmp_path: Path) -> None:
-    summary = _summary()
-    section = _verification_section(summary)
-    assert section["time_to_accuracy_s"] == 4.0 and section["target"] == TARGET
-    assert section["baseline_time_to_accuracy_s"] == 10.0
-    assert section["time_to_accuracy_spread_s"] == [3.5, 4.5] and section["speedup"] == 2.5

@@ -28,7 +28,7 @@ from autotune.storage import (
 )
 from autotune.storage._migrate import is_our_table
 from autotune.storage.models import Base
-from tests.storage.studies import sqlite_url
+from tests.studies.mock import sqlite_url
 
 POSTGRES_URL = os.environ.get(
     "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from autotune.api import verify_study
 from autotune.config import VerifySettings
 from autotune.storage import ResultsStore, create_results_engine, head_revision, schema_revision
-from tests.storage.studies import fail_some, run_mock_study
+from tests.studies.mock import fail_some, run_mock_study
 
 POSTGRES_URL = os.environ.get(
     "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from autotune.report import FEASIBLE, classify
 from autotune.storage import create_results_engine
-from tests.storage.studies import DemoStudy
+from tests.studies.mock import DemoStudy
 
 README = Path(__file__).resolve().parents[2] / "storage" / "README.md"
 

@@ -32,7 +32,7 @@ from autotune.storage._rows import (
     trial_from_row,
 )
 from autotune.storage.models import TrialResultModel, VerificationModel
-from tests.storage.studies import make_trial
+from tests.studies.mock import make_trial
 
 HARDWARE = HardwareFingerprint(
     device_kind="cuda",

@@ -15,7 +15,7 @@ from autotune.config import load_space
 from autotune.hardware import restrict_space
 from autotune.storage import KNOB_COLUMNS, ResultsStore, create_results_engine
 from autotune.testing import make_capabilities
-from tests.storage.studies import FAILING_TRIALS, DemoStudy, run_mock_study, sqlite_url
+from tests.studies.mock import FAILING_TRIALS, DemoStudy, run_mock_study, sqlite_url
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 

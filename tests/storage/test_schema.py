@@ -20,7 +20,7 @@ from autotune.storage import (
     upgrade_schema,
 )
 from autotune.storage.models import Base
-from tests.storage.studies import sqlite_url
+from tests.studies.mock import sqlite_url
 
 OUR_TABLES = {
     "autotune_hardware",

@@ -29,7 +29,7 @@ from autotune.storage import (
 )
 from autotune.testing import make_capabilities
 from autotune.testing.fake_nvml import fake_machine
-from tests.storage.studies import make_trial, sqlite_url
+from tests.studies.mock import make_trial, sqlite_url
 
 HARDWARE = HardwareFingerprint(
     device_kind="cuda",

@@ -54,7 +54,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, nvml: FakeNvml) -> Measurement:
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: _RESERVED_BYTES)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     backend = _CpuTrainedCudaBackend(nvml=nvml)
-    monkeypatch.setattr(autotune.trial, "make_backend", lambda kind: backend)
+    monkeypatch.setattr(autotune.trial, "_make_backend", lambda kind: backend)
     m = autotune.trial.run_rank(make_trial_config(family="mlp", width=16))
     assert m is not None
     return m

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from autotune.storage import TrialRecord, trial_record
 from autotune.testing import make_trial_config
-from tests.storage.studies import make_trial
+from tests.studies.mock import make_trial
 
 
 def test_trial_record_of_a_measured_trial_copies_every_figure_with_its_unit() -> None:

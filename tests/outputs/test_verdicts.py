@@ -13,7 +13,7 @@ import yaml
 
 from autotune.cli import main
 from autotune.report import DashboardApp, report_study
-from tests.report.verdicts import VerdictStudies, shared_verdict_studies
+from tests.studies.verdicts import VerdictStudies, shared_verdict_studies
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from rich.console import Console
 
 from autotune.cli import main
 from autotune.console import verification_table
@@ -25,7 +24,8 @@ from autotune.report import (
     render_report,
 )
 from autotune.storage import ResultsStore
-from tests.report.loss_study import LossStudy, scripted_loss, shared_loss_study
+from tests.rendered import rendered_text
+from tests.studies.loss import LossStudy, scripted_loss, shared_loss_study
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +35,6 @@ def loss(tmp_path_factory: pytest.TempPathFactory) -> LossStudy:
 
 def _study(loss: LossStudy) -> optuna.Study:
     return optuna.load_study(study_name=loss.name, storage=loss.url)
-
-
-def _text(renderable: object) -> str:
-    console = Console(record=True, width=300)
-    console.print(renderable)
-    return console.export_text()
 
 
 def test_verification_keeps_the_lower_loss_and_says_val_loss(loss: LossStudy) -> None:
@@ -142,9 +136,9 @@ def test_ls_and_the_terminal_tables_name_the_metric(
     summary = result.verification
     assert summary is not None
     rows = [pareto_row(t) for t in result.pareto_trials]
-    pareto = _text(pareto_table(rows, "front", summary.metric, speedup=False))
+    pareto = rendered_text(pareto_table(rows, "front", summary.metric, speedup=False), width=300)
     assert "val_loss" in pareto and "val acc" not in pareto and "n_layer=" in pareto
-    table = _text(verification_table(summary))
+    table = rendered_text(verification_table(summary), width=300)
     assert "val_loss mean" in table and "0.9990 [0.9990-0.9990]" in table
 
 

@@ -1,4 +1,4 @@
-"""Runs shared by the api tests."""
+"""Run configurations shared by the api tests and the console tests."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from autotune.measure import Measurement
 from autotune.storage import ResultsStore
 from autotune.testing import make_measurement
 from autotune.verification import VerificationSummary, load_verification
-from tests.storage.studies import run_mock_study, sqlite_url
+from tests.studies.mock import run_mock_study, sqlite_url
 
 #: Finished trials of each study.
 N_TRIALS = 8

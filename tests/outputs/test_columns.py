@@ -12,54 +12,20 @@ from rich.table import Table
 
 from autotune.console import verification_table
 from autotune.objectives import study_objectives
-from autotune.report import MISSING, ReportData, fragments, gather_from_trials, pareto_table
-from autotune.verification import CandidateVerdict, VerificationSummary
-from tests.report.tta import MIB, TARGET, hand_trials
-from tests.storage.studies import make_trial
+from autotune.report import (
+    MISSING,
+    ReportData,
+    fragments,
+    gather_from_trials,
+    pareto_table,
+    render_report,
+)
+from tests.rendered import rendered_text
+from tests.studies.mock import make_trial
+from tests.studies.summaries import verification_summary
+from tests.studies.tta import MIB, TARGET, hand_trials
 
 TTA = study_objectives(mode="time_to_accuracy")
-
-
-def _verdict(number: int, tta: bool, speedup: float | None) -> CandidateVerdict:
-    return CandidateVerdict(
-        trial_number=number,
-        is_baseline=number == 0,
-        params={},
-        changed=() if number == 0 else (("precision", "fp32", "bf16"),),
-        rounds_measured=3,
-        failures=(),
-        throughput_median_sps=None if tta else 1000.0 * (speedup or 1.0),
-        speedup=speedup,
-        speedup_ci95=None if speedup is None else (speedup - 0.2, speedup + 0.2),
-        val_metric_mean=0.96,
-        val_metric_min=0.955,
-        val_metric_max=0.965,
-        peak_memory_max_bytes=None if number == 2 else 8 * MIB,
-        qualifies=number == 1,
-        verdict="baseline" if number == 0 else ("qualifies" if number == 1 else "slower"),
-        time_to_accuracy_s=10.0 / (speedup or 1.0) if tta else None,
-        time_to_accuracy_spread_s=(3.5, 4.5) if tta and number == 1 else None,
-    )
-
-
-def _summary(tta: bool) -> VerificationSummary:
-    recommended = _verdict(1, tta, 2.5)
-    return VerificationSummary(
-        study_name="columns",
-        number=1,
-        rounds=3,
-        seeds=(0, 1, 2),
-        accuracy_tolerance_pt=0.5,
-        complete=True,
-        runs_done=9,
-        runs_planned=9,
-        simulated=True,
-        baseline=_verdict(0, tta, None),
-        candidates=(recommended, _verdict(2, tta, None)),
-        recommended=recommended,
-        objective="time_to_accuracy" if tta else "throughput",
-        target=TARGET if tta else None,
-    )
 
 
 def _data(tta: bool) -> ReportData:
@@ -70,14 +36,19 @@ def _data(tta: bool) -> ReportData:
             objectives=TTA,
             target=TARGET,
             importances=False,
-            verification=_summary(tta),
+            verification=verification_summary(tta=tta, study_name="columns"),
         )
     trials = [
         make_trial(0, (1000.0, 0.97, 8 * MIB), baseline=True),
         make_trial(1, (4000.0, 0.85, 4 * MIB), precision="bf16", batch_size=128),
         make_trial(2, (2500.0, 0.95, 2 * MIB), memory_format="channels_last"),
     ]
-    return gather_from_trials("columns", trials, importances=False, verification=_summary(tta))
+    return gather_from_trials(
+        "columns",
+        trials,
+        importances=False,
+        verification=verification_summary(tta=tta, study_name="columns"),
+    )
 
 
 def _html_table(fragment: str) -> tuple[list[str], list[list[str]]]:
@@ -166,3 +137,20 @@ def test_a_reused_metric_is_marked_in_both_pareto_tables() -> None:
     assert not by_trial["1"].endswith(")")
     page_by_trial = {row[0]: row[page_headers.index(headers[metric_at])] for row in page_rows}
     assert page_by_trial["2"] == by_trial["2"]
+
+
+def test_a_time_to_accuracy_verification_in_the_tables() -> None:
+    summary = verification_summary(tta=True, study_name="tta")
+    text = rendered_text(verification_table(summary))
+    for header in ("x sooner", "time to target s", "fastest-slowest s", "val acc mean"):
+        assert header in text
+    assert "2.50x" in text and "2.30-2.70x" in text and "3.50-4.50" in text
+    assert "RECOMMENDED" in text and "median samples/s" not in text
+    page = render_report(
+        gather_from_trials(
+            "tta", hand_trials(), objectives=TTA, target=TARGET, importances=False,
+            verification=summary,
+        )
+    )  # fmt: skip
+    assert "fastest-slowest s" in page and "reached 95.0 % in every round" in page
+    assert html.escape(summary.headline()) in page

@@ -11,7 +11,7 @@ import pytest
 from optuna.trial import FrozenTrial
 
 from autotune.api import StudyResult
-from tests.storage.studies import make_trial, run_mock_study, sqlite_url
+from tests.studies.mock import make_trial, run_mock_study, sqlite_url
 
 MIB = 1 << 20
 #: The target of the hand-built trials and of the mock study (top-1 accuracy).
