@@ -318,10 +318,10 @@ class WarpedSampler(_DelegatingSampler):
     median values above) and the wrapped sampler asked again, up to ``max_refused`` times;
     the last proposal is returned even if refused (the study then records it as refused, as
     before). The rules are known before a trial runs, so a trial spent on a configuration
-    they refuse is wasted (on Table 2's mock space, 2-6 of a seed's first 50 trials were such
-    proposals); rejecting candidates against known constraints is the usual treatment of
-    them in Bayesian optimization (Gelbart, Snoek and Adams, "Bayesian Optimization with
-    Unknown Constraints", UAI 2014, section 2, on constraints known in advance). The copy
+    they refuse is wasted (on Table 2's mock space, 6 of seed 5's first 50 trials were such
+    proposals before this). Constraints known in advance can be checked before an
+    evaluation instead of modelled from failures (the distinction of Gelbart, Snoek and
+    Adams, "Bayesian Optimization with Unknown Constraints", UAI 2014). The copy
     is rebuilt for every trial, so the refused points are not stored: the study holds only
     trials that ran or were refused as proposed.
 
