@@ -33,7 +33,6 @@ import re
 import signal
 import tempfile
 import time
-import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,8 +41,8 @@ from typing import Any
 from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
 from autotune.interrupts import sigint_deferred
-from autotune.lifetime import die_with_parent, release_forkserver
 from autotune.measure import Measurement
+from autotune.trial._child import rank_entry
 
 __all__ = [
     "COMPILE_CACHE_VARIABLES",
@@ -76,17 +75,6 @@ def _context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
     return ctx
-
-
-def _failure_kind(exc: BaseException) -> str:
-    """``oom`` for out-of-memory errors of torch, CUDA or the host allocator, else ``error``."""
-    if isinstance(exc, MemoryError):
-        return "oom"
-    name = type(exc).__name__
-    text = str(exc).lower()
-    if name == "OutOfMemoryError" or "out of memory" in text or "can't allocate memory" in text:
-        return "oom"
-    return "error"
 
 
 #: The variables that place torch.compile's on-disk caches: Inductor's (generated code,
@@ -203,49 +191,6 @@ def trial_devices(cuda_visible_devices: str | None) -> Iterator[None]:
             os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 
-def _apply_environment(env: Mapping[str, str | None]) -> None:
-    for name, value in env.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-def _rank_entry(
-    config: TrialConfig,
-    rank: int,
-    world_size: int,
-    init_file: str,
-    log_path: str,
-    conn: Any,
-    env: Mapping[str, str | None],
-) -> None:
-    """Child-process body: set the CUDA environment (before anything initializes CUDA; the
-    forkserver never does), route output to a log, run the rank, send the outcome."""
-    # Killed when the forkserver exits, which it does with the study: armed first, while this
-    # rank's copy of the forkserver's "alive" pipe keeps the forkserver alive, then released
-    # (a rank that kept it kept the forkserver, and itself, alive after kill -9 of the study).
-    die_with_parent()
-    release_forkserver()
-    try:
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    except OSError:  # the study was interrupted while this rank started; nothing to report to
-        os._exit(1)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study process decides on Ctrl-C
-    _apply_environment(env)
-    from autotune.trial import run_rank
-
-    try:
-        result = run_rank(config, rank, world_size, init_file)
-        conn.send(("ok", result))
-    except BaseException as exc:  # report everything; the parent classifies it
-        conn.send((_failure_kind(exc), traceback.format_exc()))
-    finally:
-        conn.close()
-
-
 def _tail(path: Path) -> str:
     try:
         lines = path.read_text(errors="replace").splitlines()
@@ -323,7 +268,7 @@ def _start_ranks(
     for rank in range(world_size):
         reader, writer = ctx.Pipe(duplex=False)
         proc = ctx.Process(
-            target=_rank_entry,
+            target=rank_entry,
             args=(
                 config,
                 rank,

@@ -13,13 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
 from autotune.runner import (
-    _apply_environment,
-    _failure_kind,
     compile_cache_environment,
     run_trial,
     study_compile_cache,
@@ -28,38 +25,13 @@ from autotune.runner import (
     trial_environment,
 )
 from autotune.testing import make_trial_config
+from autotune.trial._child import apply_environment
 
 
 def _trial_children() -> list[str]:
     return [
         p.name for p in multiprocessing.active_children() if p.name.startswith("autotune-trial")
     ]
-
-
-# --------------------------------------------------------------------------------------------
-# _failure_kind
-
-
-@pytest.mark.parametrize(
-    "exc",
-    [
-        MemoryError("simulated"),
-        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
-        RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"),
-        RuntimeError(
-            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"
-        ),
-    ],
-)
-def test_out_of_memory_kinds(exc: BaseException) -> None:
-    assert _failure_kind(exc) == "oom"
-
-
-@pytest.mark.parametrize(
-    "exc", [ValueError("batch too large"), RuntimeError("shape mismatch"), KeyboardInterrupt()]
-)
-def test_other_exceptions_are_errors(exc: BaseException) -> None:
-    assert _failure_kind(exc) == "error"
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,7 +167,7 @@ def test_a_rank_applies_the_trial_environment(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # as the forkserver inherited it
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
 
-    _apply_environment(trial_environment({}))  # the study process has none set now
+    apply_environment(trial_environment({}))  # the study process has none set now
 
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
     assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
