@@ -157,7 +157,7 @@ def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str])
     """NVML indices of the GPUs CUDA sees, in CUDA index order.
 
     CUDA's order is NVML's (PCI bus order) because the runner starts every trial's ranks with
-    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.runner.trial_environment`); under CUDA's
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.study.trial_environment`); under CUDA's
     default ``FASTEST_FIRST`` an unset variable would not mean ``range(len(uuids))``.
 
     Follows CUDA's rules for ``CUDA_VISIBLE_DEVICES``: unset means every GPU; entries are

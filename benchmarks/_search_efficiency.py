@@ -7,7 +7,7 @@ and the Pareto front of the feasible ones is the ground truth. Configurations pr
 feasibility rules or out of (simulated) memory are infeasible and never part of a front.
 
 Each sampler then runs the real study objective (:class:`autotune.study.TrialObjective`, with
-the sampler :func:`autotune.samplers.make_sampler` builds, with the start-up design and the
+the sampler :func:`autotune.study.make_sampler` builds, with the start-up design and the
 metric's knobs ``open_study`` gives it, and the PyTorch-defaults baseline enqueued first, as
 ``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
 trial costs milliseconds, so forking a process per trial (``run_study device=mock``) would only
@@ -61,8 +61,7 @@ from autotune.hardware import (
 )
 from autotune.measure import Measurement
 from autotune.objectives import OBJECTIVES
-from autotune.samplers import STARTUP_DESIGN_SAMPLERS, make_sampler
-from autotune.study import TrialObjective, startup_design
+from autotune.study import STARTUP_DESIGN_SAMPLERS, TrialObjective, make_sampler, startup_design
 
 __all__ = [
     "REFERENCE_POINT",

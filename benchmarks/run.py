@@ -340,7 +340,7 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
         f"Three configurations of the `cnn_small` model family, measured in one run, "
         f"interleaved (defaults, expert, tuned, defaults, expert, tuned, ...), "
         f"{budget.repeats} round(s); round *r* trains all three with seed *r*. Each "
-        "measurement is a full trial through `autotune.runner.run_trial` (the space's "
+        "measurement is a full trial through `autotune.study.run_trial` (the space's "
         f"{real.study_config.space.train.epochs} epochs"
         + (
             f", at most {real.study_config.space.train.max_steps} steps"
@@ -545,7 +545,7 @@ def section_search(
         f"the true Pareto front has {len(truth.front)} configurations. Infeasible "
         "configurations never count towards a front.",
         "",
-        "Each sampler (as `autotune.samplers.make_sampler` builds it) drives the study's own "
+        "Each sampler (as `autotune.study.make_sampler` builds it) drives the study's own "
         "objective (`TrialObjective`, baseline trial first, as `run_study` does) in-process on "
         "an in-memory storage, calling the mock's `simulate` directly (a forked process per "
         "trial would add time, not fidelity). Every trial of a run simulates with the run's "

@@ -2,7 +2,7 @@
 
 Nothing here trains or measures. The fakes are injected, never patched in:
 
-- :class:`FakeRunTrial` stands in for :func:`autotune.runner.run_trial` (pass it as
+- :class:`FakeRunTrial` stands in for :func:`autotune.study.run_trial` (pass it as
   ``run_trial_fn=`` of :func:`autotune.api.run_study`): canned measurements or failures first,
   then the mock device's cost model, in this process.
 - :class:`FakeClock` is a scripted clock and counted device sync for

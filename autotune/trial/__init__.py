@@ -1,6 +1,6 @@
 """Build, train and evaluate one :class:`~autotune.config.TrialConfig` in this process.
 
-This package runs inside a trial's child process (see :mod:`autotune.runner`), one
+This package runs inside a trial's child process (see :mod:`autotune.study._launcher`), one
 :func:`run_rank` call per DDP rank. It never sees the study: it takes a frozen config and
 returns a :class:`~autotune.measure.Measurement`.
 

@@ -1,7 +1,7 @@
 """The body of a rank's child process: what runs between the fork and :func:`run_rank`.
 
 The study process starts each rank with :func:`rank_entry` as its target
-(:mod:`autotune.runner`); the rank unpickles it from here, so a trial process imports only
+(:mod:`autotune.study._launcher`); the rank unpickles it from here, so a trial process imports only
 the trial side (this package, preloaded by the forkserver), never the study's modules.
 """
 

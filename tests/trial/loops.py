@@ -17,7 +17,7 @@ from autotune.trial._throughput import train_for_throughput
 from autotune.trial._to_target import train_to_target
 from autotune.workloads import load_workload
 
-#: Seconds a trial run through :func:`autotune.runner.run_trial` may take.
+#: Seconds a trial run through :func:`autotune.study.run_trial` may take.
 TIMEOUT_S = 300.0
 #: digits: 1,797 samples, 359 held out.
 N_TRAIN = 1438

@@ -1,5 +1,5 @@
 """torch.compile's caches: a study's own directory (``measure.compile_cache``,
-autotune/runner.py) reaches the trial process, and each compiled trial records whether it
+autotune/study/_launcher.py) reaches the trial process, and each compiled trial records whether it
 compiled cold or warm (autotune/trial/__init__.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.runner import run_trial, study_compile_cache
+from autotune.study import run_trial, study_compile_cache
 from autotune.testing import make_trial_config
 from autotune.trial import compile_cache_figures
 from tests.trial.loops import TIMEOUT_S

@@ -1,5 +1,5 @@
 """The fixed-budget loop (autotune/trial/_throughput.py): one real trial per knob, each in
-child processes through autotune/runner.py, and the loop's device synchronizations in this
+child processes through autotune/study/_launcher.py, and the loop's device synchronizations in this
 process. Every trial is one epoch of digits with a tiny model: seconds each, except
 torch.compile (20-30 s cold on two cores)."""
 
@@ -12,7 +12,7 @@ import pytest
 from autotune.config import DataSettings, ReusedMetric
 from autotune.data import load_dataset
 from autotune.measure import plan_windows
-from autotune.runner import run_trial
+from autotune.study import run_trial
 from autotune.testing import make_trial_config
 from autotune.trial._throughput import _ThroughputFloor, train_for_throughput
 from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here

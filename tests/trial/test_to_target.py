@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.config import ReusedMetric, TrialConfig
-from autotune.runner import run_trial
+from autotune.study import run_trial
 from autotune.testing import make_trial_config
 from autotune.trial._to_target import train_to_target
 from tests.trial.loops import TIMEOUT_S, counted_training, expected_steps, train_here

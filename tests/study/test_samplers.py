@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from autotune.exceptions import ConfigError
-from autotune.samplers import (
+from autotune.study import (
     LEAN_LOCAL_SEARCHES,
     LEAN_PRELIMINARY_SAMPLES,
     LEAN_QMC_SAMPLES_EHVI,

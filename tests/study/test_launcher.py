@@ -1,4 +1,4 @@
-"""Trials in child processes: results, timeouts and failure classification (autotune/runner.py).
+"""Trials in child processes: results, timeouts and failure classification (autotune/study/_launcher.py).
 
 Failures are provoked through the mock device's ``mock_fault`` (an exception, a MemoryError,
 death by SIGSEGV, a hang) and through real CPU trials that cannot run.
@@ -16,7 +16,7 @@ import pytest
 
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
-from autotune.runner import (
+from autotune.study import (
     compile_cache_environment,
     run_trial,
     study_compile_cache,
@@ -219,7 +219,7 @@ def test_each_study_has_its_own_cache_directory() -> None:
 
 
 def test_the_study_cache_reaches_the_trials_started_inside_its_block() -> None:
-    from autotune.runner import _STUDY_CACHE_DIR
+    from autotune.study._launcher import _STUDY_CACHE_DIR
 
     assert _STUDY_CACHE_DIR.get() is None
     with study_compile_cache("sqlite:///x.db", "s") as directory:

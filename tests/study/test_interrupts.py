@@ -1,4 +1,4 @@
-"""Ctrl-C held back outside the places that can take it (autotune/interrupts.py), and the hang it
+"""Ctrl-C held back outside the places that can take it (autotune/study/_interrupts.py), and the hang it
 prevents: a Ctrl-C just after Optuna started a trial's heartbeat thread (not a daemon) left
 that thread running, and interpreter exit waited for it forever."""
 
@@ -18,10 +18,9 @@ import optuna.storages._heartbeat as heartbeat
 import pytest
 from optuna.trial import TrialState
 
-from autotune import runner
 from autotune.api import run_study
 from autotune.config import load_run_config
-from autotune.interrupts import sigint_allowed, sigint_deferred
+from autotune.study import _launcher, sigint_allowed, sigint_deferred
 from autotune.testing import simulate_trial
 
 
@@ -29,7 +28,7 @@ from autotune.testing import simulate_trial
 def _python_sigint_handler() -> Iterator[None]:
     """Each test starts with Python's own Ctrl-C handler. A test run started in the background
     by a non-interactive shell (`cmd &`, nohup) inherits SIGINT ignored, and autotune rightly
-    leaves an ignored SIGINT alone (autotune/interrupts.py), which is not what these tests
+    leaves an ignored SIGINT alone (autotune/study/_interrupts.py), which is not what these tests
     are about."""
     before = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -141,7 +140,7 @@ def test_a_ctrl_c_another_thread_took_stops_the_wait_for_a_rank(tmp_path: Path) 
     heartbeat thread, say). CPython's C handler then only notes it; the main thread runs the
     Python handler (KeyboardInterrupt) when it next runs bytecode, and a main thread blocked
     in the wait for a hung rank, not interrupted by the signal, would do so only at the trial
-    timeout. runner._wait wakes every second for that (runner._WAKE_S)."""
+    timeout. _launcher._wait wakes every second for that (_launcher._WAKE_S)."""
     reader, writer = multiprocessing.Pipe(duplex=False)
     rank = _SilentRank()
 
@@ -154,7 +153,7 @@ def test_a_ctrl_c_another_thread_took_stops_the_wait_for_a_rank(tmp_path: Path) 
     other.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            runner._wait([rank], [reader], [tmp_path / "rank0.log"], timeout_s=60.0)
+            _launcher._wait([rank], [reader], [tmp_path / "rank0.log"], timeout_s=60.0)
         waited_s = time.monotonic() - started
     finally:
         other.join()

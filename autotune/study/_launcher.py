@@ -40,8 +40,8 @@ from typing import Any
 
 from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
-from autotune.interrupts import sigint_deferred
 from autotune.measure import Measurement
+from autotune.study._interrupts import sigint_deferred
 from autotune.trial._child import rank_entry
 
 __all__ = [

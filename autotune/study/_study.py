@@ -52,7 +52,8 @@ from autotune.objectives import (
     objective_mode,
     objective_values,
 )
-from autotune.samplers import (
+from autotune.storage import FINISHED_STATES, error_reason, study_exists
+from autotune.study._samplers import (
     GP_STARTUP_TRIALS,
     STARTUP_DESIGN_SAMPLERS,
     WARM_START_ATTR,
@@ -61,7 +62,6 @@ from autotune.samplers import (
     design_levels,
     make_sampler,
 )
-from autotune.storage import FINISHED_STATES, error_reason, study_exists
 
 __all__ = [
     "MATH_KEY_ATTR",
@@ -184,7 +184,7 @@ def open_study(
     (each with its own ``seed_offset``) propose different configurations. The start-up design
     (:func:`startup_design`, ``gp`` and ``tpe``) depends on ``seed`` alone: every worker and
     every resumption holds the same one, and its rows go to trials by number
-    (:class:`autotune.samplers.DesignSampler`). The metric is modelled on
+    (:class:`autotune.study.DesignSampler`). The metric is modelled on
     ``space.metric_knobs()``.
 
     Raises:
@@ -248,7 +248,7 @@ def startup_design(
     config: RunConfig, space: SearchSpace, caps: DeviceCapabilities, n_queued: int = 1
 ) -> list[dict[str, Any]]:
     """The study's start-up trials after the queued ones: a covering design of the space
-    (:func:`autotune.samplers.covering_design`, seeded with ``config.seed``) whose rows the
+    (:func:`autotune.study.covering_design`, seeded with ``config.seed``) whose rows the
     device's feasibility rules accept (:func:`autotune.hardware.trial_infeasibility_reason`,
     memory estimate included).
 
@@ -257,7 +257,7 @@ def startup_design(
         space: the space restricted to what the device can run (screened precisions out).
         caps: the device's capabilities.
         n_queued: trials queued before the design (the baseline and warm starts); they count
-            towards :data:`autotune.samplers.GP_STARTUP_TRIALS`.
+            towards :data:`autotune.study.GP_STARTUP_TRIALS`.
 
     Returns:
         ``max(GP_STARTUP_TRIALS - n_queued, most levels of a knob)`` rows (fewer if a row
@@ -337,7 +337,7 @@ class TrialObjective:
         space: the space restricted to what the device can run.
         caps: the device's capabilities.
         run_trial: runs a :class:`TrialConfig` with a timeout and returns its measurement
-            (``autotune.runner.run_trial``; tests inject fakes).
+            (``autotune.study.run_trial``; tests inject fakes).
         n_trials: the study's target; a trial beyond it (several workers asked at once) is not
             run but stopped as :class:`SurplusTrial`.
 
@@ -553,7 +553,7 @@ class TrialObjective:
     def _record_sampler_time(self, trial: optuna.Trial) -> None:
         """Store the seconds the sampler spent proposing this trial's parameters as the user
         attribute ``sampler_s`` (relative and independent sampling; measured by
-        :class:`autotune.samplers.OneThreadSampler`, absent with another sampler)."""
+        :class:`autotune.study.OneThreadSampler`, absent with another sampler)."""
         sampler = trial.study.sampler
         if isinstance(sampler, OneThreadSampler):
             trial.set_user_attr("sampler_s", sampler.fit_s - self._sampler_s_seen)

@@ -689,7 +689,7 @@ def _metric_fit_on(mask: np.ndarray, objective_index: int) -> Iterator[None]:
     constraints' GPs; the call count tells them apart. The ignored knobs keep the
     lengthscales their prior gives them (finite: the acquisition's optimizer scales its steps
     by the GPs' mean lengthscales), which no prediction reads. The global is restored after
-    the block (the study process samples one trial at a time). tests/test_samplers.py checks
+    the block (the study process samples one trial at a time). tests/study/test_samplers.py checks
     these private names.
     """
     real = _gp_sampler_module.gp
@@ -723,7 +723,7 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     on the knobs that change it.
 
     The one place autotune reaches into GPSampler's internals (Optuna 5.0.0, pinned
-    ``optuna>=5.0,<5.1``; tests/test_samplers.py fails loudly if a private name changes):
+    ``optuna>=5.0,<5.1``; tests/study/test_samplers.py fails loudly if a private name changes):
 
     - ``_n_preliminary_samples``, ``_n_local_search``, ``_n_qmc_samples_ehvi`` are set to
       :data:`LEAN_PRELIMINARY_SAMPLES`, :data:`LEAN_LOCAL_SEARCHES`,

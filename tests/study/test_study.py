@@ -1,5 +1,5 @@
 """The Optuna side: storage, samplers, the study record and the trial objective
-(autotune/study.py). Trials are run by FakeRunTrial; no child process is started."""
+(autotune/study/_study.py). Trials are run by FakeRunTrial; no child process is started."""
 
 from __future__ import annotations
 
@@ -24,19 +24,17 @@ from autotune.objectives import (
     study_objectives,
     study_target,
 )
-from autotune.samplers import (
+from autotune.storage import open_storage
+from autotune.study import (
     GP_STARTUP_TRIALS,
     DesignSampler,
     LeanGPSampler,
     OneThreadSampler,
+    TrialObjective,
     WarpedSampler,
+    count_finished,
     covering_design,
     design_levels,
-)
-from autotune.storage import open_storage
-from autotune.study import (
-    TrialObjective,
-    count_finished,
     knob_trial_config,
     open_study,
     startup_design,
@@ -44,7 +42,7 @@ from autotune.study import (
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 from tests.storage.studies import DEFAULT_PARAMS
 
-from .conftest import MINIMAL_SPACE
+from ..conftest import MINIMAL_SPACE
 
 #: GPU memory that refuses about half the rows of cnn_small's unrepaired design (8x8 digits).
 TIGHT_MEMORY_BYTES = 16 << 20
