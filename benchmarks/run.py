@@ -244,8 +244,8 @@ def dataset_overrides(dataset: str, mnist_root: Path) -> list[str]:
 def run_real(args: argparse.Namespace, budget: Budget, storage: str) -> RealResults:
     import _real
 
-    from autotune.data import load_dataset
     from autotune.hardware import resolve_device
+    from autotune.workloads.builtin.data import load_dataset
 
     device = resolve_device(args.device)
     skipped: list[str] = []

@@ -26,8 +26,8 @@ from autotune.measure import (
     plan_windows,
     summarize_windows,
 )
-from autotune.models import count_parameters
 from autotune.trial._setup import HostAgreement, Training
+from autotune.workloads.builtin.networks import count_parameters
 
 #: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
 _MAX_EXTENSION_STEPS = 100_000

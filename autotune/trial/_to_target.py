@@ -29,9 +29,9 @@ import torch
 import torch.distributed as dist
 
 from autotune.measure import Measurement, WindowClock, summarize_windows
-from autotune.models import count_parameters
 from autotune.trial._setup import HostAgreement, Training
 from autotune.trial._throughput import train_for_throughput
+from autotune.workloads.builtin.networks import count_parameters
 
 
 def _met(metric: float, target: float, maximize: bool) -> bool:

@@ -10,11 +10,11 @@ import math
 import pytest
 
 from autotune.config import DataSettings, ReusedMetric
-from autotune.data import load_dataset
 from autotune.measure import plan_windows
 from autotune.study import run_trial
 from autotune.testing import make_trial_config
 from autotune.trial._throughput import _ThroughputFloor, train_for_throughput
+from autotune.workloads.builtin.data import load_dataset
 from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Data sets and the IDX reader (autotune/data.py)."""
+"""Data sets and the IDX reader (autotune/workloads/builtin/data.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-import autotune.data
+import autotune.workloads.builtin.data
 from autotune.config import DataSettings
-from autotune.data import SHIPPED_MNIST_DIR, SHIPPED_MNIST_SHA256, load_dataset, read_idx
 from autotune.exceptions import DataError
+from autotune.workloads.builtin.data import (
+    SHIPPED_MNIST_DIR,
+    SHIPPED_MNIST_SHA256,
+    load_dataset,
+    read_idx,
+)
 
 #: Label counts of the MNIST test set (from its README).
 MNIST_TEST_LABEL_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
@@ -272,7 +277,10 @@ def test_fashion_mnist_needs_a_root() -> None:
 
 
 def test_shipped_mnist_files_are_in_the_package() -> None:
-    assert Path(autotune.data.__file__).parent / "datasets" / "mnist" == SHIPPED_MNIST_DIR
+    assert (
+        Path(autotune.workloads.builtin.data.__file__).parent / "datasets" / "mnist"
+        == SHIPPED_MNIST_DIR
+    )
     for name in SHIPPED_MNIST_SHA256:
         assert (SHIPPED_MNIST_DIR / name).is_file(), name
     assert "CC BY-SA 3.0" in (SHIPPED_MNIST_DIR / "README.md").read_text(encoding="utf-8")
@@ -310,7 +318,7 @@ def test_shipped_mnist_with_another_sha256_is_refused(
     blob = bytearray(labels.read_bytes())
     blob[-9] ^= 0xFF  # a damaged byte (gzip's CRC would catch it later, the digest first)
     labels.write_bytes(bytes(blob))
-    monkeypatch.setattr(autotune.data, "SHIPPED_MNIST_DIR", tmp_path)
+    monkeypatch.setattr(autotune.workloads.builtin.data, "SHIPPED_MNIST_DIR", tmp_path)
 
     with pytest.raises(DataError) as err:
         load_dataset(DataSettings(name="mnist"))
@@ -325,7 +333,7 @@ def test_shipped_mnist_with_another_sha256_is_refused(
 def test_shipped_mnist_file_missing_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(autotune.data, "SHIPPED_MNIST_DIR", tmp_path)
+    monkeypatch.setattr(autotune.workloads.builtin.data, "SHIPPED_MNIST_DIR", tmp_path)
 
     with pytest.raises(DataError) as err:
         load_dataset(DataSettings(name="mnist"))

@@ -1,5 +1,5 @@
 """Data sets: ``digits`` (bundled with scikit-learn), ``mnist`` (the 10,000-image MNIST test
-set shipped in ``autotune/datasets/mnist``, or the IDX files under a directory the user names),
+set shipped in ``autotune/workloads/builtin/datasets/mnist``, or the IDX files under a directory the user names),
 ``fashion_mnist`` (IDX files under a directory the user names), and ``synthetic`` (random
 tensors, throughput probes only).
 

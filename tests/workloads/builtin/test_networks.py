@@ -1,4 +1,4 @@
-"""Parametric model families (autotune/models.py)."""
+"""Parametric model families (autotune/workloads/builtin/networks.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from autotune.models import MLP, ConvNet, build_model, count_parameters
+from autotune.workloads.builtin.networks import MLP, ConvNet, build_model, count_parameters
 
 
 @pytest.mark.parametrize("family", ["cnn", "mlp"])

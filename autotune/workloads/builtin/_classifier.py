@@ -10,8 +10,8 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from autotune.config import BUILTIN_FAMILIES, DataSettings
-from autotune.data import Dataset, load_dataset
-from autotune.models import build_model
+from autotune.workloads.builtin.data import Dataset, load_dataset
+from autotune.workloads.builtin.networks import build_model
 
 __all__ = ["ImageClassifier"]
 
@@ -20,7 +20,7 @@ class ImageClassifier:
     """A built-in model family on a built-in data set, as a workload.
 
     Knobs: ``depth`` (conv blocks of the ``cnn``, hidden layers of the ``mlp``) and
-    ``width`` (base channels, hidden units); see :mod:`autotune.models`. Loss: cross-entropy;
+    ``width`` (base channels, hidden units); see :mod:`autotune.workloads.builtin.networks`. Loss: cross-entropy;
     metric: top-1 validation accuracy (the defaults).
 
     Args:

@@ -1,5 +1,5 @@
 """The built-in workloads: cnn and mlp on the built-in data sets, through the same protocol as a
-user's workload (autotune/workloads/builtin.py)."""
+user's workload (autotune/workloads/builtin/_classifier.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from autotune.config import BUILTIN_WORKLOAD_REF, DataSettings, load_space
 from autotune.exceptions import DataError
-from autotune.models import ConvNet, build_model, count_parameters
 from autotune.workloads import Workload, check_workload, load_workload
 from autotune.workloads.builtin import ImageClassifier
+from autotune.workloads.builtin.networks import ConvNet, build_model, count_parameters
 
 
 @pytest.mark.parametrize("family", ["cnn", "mlp"])
