@@ -1,7 +1,7 @@
 """NVML (nvidia-ml-py's ``pynvml``): which GPUs the machine has, and what they drew in a window.
 
 Every function takes the NVML module as an argument (``None``: import ``pynvml``), so the
-``mock`` device and tests pass a :class:`autotune.simulated.SimulatedNvml` instead. NVML never
+``mock`` device and tests pass a :class:`autotune.hardware.simulated.SimulatedNvml` instead. NVML never
 creates a CUDA context, so the study process may call it freely; it does not know about
 ``CUDA_VISIBLE_DEVICES``, which :func:`visible_nvml_indices` applies.
 

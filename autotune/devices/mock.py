@@ -8,7 +8,7 @@ from model capacity and the number of optimizer steps, weighted by the learning-
 measurement it returns has ``simulated=True``.
 
 The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
-:mod:`autotune.simulated`, which the study side reads through a simulated NVML as it reads a
+:mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it reads a
 real machine.
 """
 
@@ -27,6 +27,7 @@ import numpy as np
 from autotune.config import DataSettings, TrainSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
+from autotune.hardware.simulated import MockProfile, get_profile
 from autotune.measure import (
     Measurement,
     ThroughputStats,
@@ -35,7 +36,6 @@ from autotune.measure import (
     plan_windows,
     summarize_windows,
 )
-from autotune.simulated import MockProfile, get_profile
 
 __all__ = ["simulate"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.exceptions import ConfigError
+from autotune.hardware.simulated import get_profile
 from autotune.nvml import GpuInfo, read_nvml, visible_nvml_indices
-from autotune.simulated import get_profile
 
 if TYPE_CHECKING:
     import optuna
@@ -188,7 +188,7 @@ def detect_fingerprint(
         kind: ``cpu``, ``cuda`` or ``mock``; ``auto`` is ``cuda`` when NVML lists a GPU CUDA
             can see, else ``cpu``.
         mock_profile: the mock profile (``kind="mock"`` only).
-        nvml: the ``pynvml`` module or a stand-in (:class:`autotune.simulated.SimulatedNvml`);
+        nvml: the ``pynvml`` module or a stand-in (:class:`autotune.hardware.simulated.SimulatedNvml`);
             None imports ``pynvml``. Without NVML (no driver) there are no GPUs.
 
     Raises:

@@ -1,5 +1,5 @@
 """A fake NVML (the ``pynvml`` module of nvidia-ml-py) for tests: the mock device's simulated
-NVML (:mod:`autotune.simulated`) under the names tests use, and named machines.
+NVML (:mod:`autotune.hardware.simulated`) under the names tests use, and named machines.
 
 :class:`FakeNvml` answers the calls autotune makes, with the same names, arguments, units and
 errors as ``pynvml`` (memory in bytes, power in milliwatts, energy in millijoules since the
@@ -8,7 +8,7 @@ driver loaded, utilization in percent). A test passes it where autotune would im
 integrates power over an injectable clock.
 
 Machines (:data:`FAKE_MACHINES`): the GPUs of the ``mock`` device's profiles
-(:data:`autotune.simulated.PROFILES`, where the datasheet sources are), so tests and the
+(:data:`autotune.hardware.simulated.PROFILES`, where the datasheet sources are), so tests and the
 simulation see the same hardware:
 
 - ``h100x8``: 8 x "NVIDIA H100 80GB HBM3" (SXM5), 81,559 MiB, compute capability 9.0, 700 W.
@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from autotune.simulated import PROFILES, SimulatedGpu, SimulatedNvml
+from autotune.hardware.simulated import PROFILES, SimulatedGpu, SimulatedNvml
 
 __all__ = ["FAKE_MACHINES", "FakeGpu", "FakeNvml", "fake_machine"]
 
-#: One GPU of a fake machine (:class:`autotune.simulated.SimulatedGpu`).
+#: One GPU of a fake machine (:class:`autotune.hardware.simulated.SimulatedGpu`).
 FakeGpu = SimulatedGpu
-#: Stands in for the ``pynvml`` module (:class:`autotune.simulated.SimulatedNvml`).
+#: Stands in for the ``pynvml`` module (:class:`autotune.hardware.simulated.SimulatedNvml`).
 FakeNvml = SimulatedNvml
 
 

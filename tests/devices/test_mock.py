@@ -11,8 +11,8 @@ import pytest
 from autotune.config import ReusedMetric
 from autotune.devices.mock import _stopped_too_slow, simulate
 from autotune.hardware import detect_capabilities
+from autotune.hardware.simulated import DEFAULT_PROFILE
 from autotune.measure import plan_windows
-from autotune.simulated import DEFAULT_PROFILE
 from autotune.testing import make_trial_config
 
 

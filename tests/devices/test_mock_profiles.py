@@ -1,5 +1,5 @@
 """Mock profiles: simulated H100/A100/V100/T4 machines and a CPU, seen through their simulated
-NVML (autotune/simulated.py, autotune/hardware.py, autotune/devices/mock.py)."""
+NVML (autotune/hardware/simulated.py, autotune/hardware.py, autotune/devices/mock.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from autotune.devices.mock import simulate
 from autotune.exceptions import ConfigError
 from autotune.flops import published_peak
 from autotune.hardware import detect_capabilities, restrict_space, trial_infeasibility_reason
+from autotune.hardware.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.nvml import read_nvml
-from autotune.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.testing import make_trial_config, simulate_trial
 from autotune.testing.fake_nvml import FAKE_MACHINES
 

@@ -19,7 +19,7 @@ from autotune.hardware import (
     study_precision_screen,
 )
 from autotune.hardware._screen import RECORD_KEY
-from autotune.simulated import PROFILE_NAMES
+from autotune.hardware.simulated import PROFILE_NAMES
 from autotune.testing import FakeGpu, FakeNvml, fake_machine, make_capabilities
 
 _G = 1e9
