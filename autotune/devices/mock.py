@@ -294,7 +294,7 @@ def simulate(
     steps = max(1, config.train.epochs * (n_train // global_batch))
     if config.train.max_steps is not None:
         steps = min(steps, config.train.max_steps)
-    # The windows a real loop of `steps` steps would time (autotune.trial), each the sum of
+    # The windows a real loop of `steps` steps would time (autotune.training), each the sum of
     # its simulated steps; a trial reusing another's metric runs only its warm-up and one
     # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
     steps_per_epoch = max(1, n_train // global_batch)
@@ -445,7 +445,7 @@ def _simulate_reused(
     extra: dict[str, float | bool],
 ) -> Measurement:
     """A SIMULATED trial that reuses another trial's metric (``config.reuse``), as
-    ``autotune.trial`` runs one: its cost (``train_s``) is the compilation plus the steps of
+    ``autotune.training`` runs one: its cost (``train_s``) is the compilation plus the steps of
     ``plan`` (warm-up and windows) only, plus one timed evaluation in a time-to-accuracy
     study, whose time to accuracy is the source's steps and evaluations at this
     configuration's modelled step and evaluation seconds (the target missed past
@@ -485,7 +485,7 @@ def _simulate_reused(
 
 
 #: Host seconds of steps a real trial needs before it stops early below its floor
-#: (``autotune.trial._throughput._ThroughputFloor``'s default).
+#: (``autotune.training._throughput._ThroughputFloor``'s default).
 _MIN_EVIDENCE_S = 2.0
 
 
@@ -496,7 +496,7 @@ def _stopped_too_slow(
     first_window_s: np.ndarray,
     samples_per_step: int,
 ) -> tuple[int, int, float] | None:
-    """Where a real trial stops below its floor (autotune.trial._throughput), as
+    """Where a real trial stops below its floor (autotune.training._throughput), as
     ``(steps taken, steps timed, their seconds)``; None when it does not.
 
     Before the first window's end (DDP ranks too: they agree each step): once the steps
@@ -543,7 +543,7 @@ def _simulate_to_target(
     extra: dict[str, float | bool],
 ) -> Measurement:
     """A SIMULATED time-to-accuracy run (``objective=time_to_accuracy``): the modelled
-    accuracy after each evaluation's step count, on the clock of ``autotune.trial._to_target``
+    accuracy after each evaluation's step count, on the clock of ``autotune.training._to_target``
     (compilation, then steps of ``step_s`` seconds, then ``eval_s`` seconds per evaluation;
     evaluations as ``train.eval_every_steps`` / ``eval_every_s`` / once per epoch ask), until
     the accuracy meets ``train.target`` or the schedule (``steps``) or ``train.max_time_s``

@@ -42,7 +42,7 @@ from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
 from autotune.measure import Measurement
 from autotune.study._interrupts import sigint_deferred
-from autotune.trial._child import rank_entry
+from autotune.training._child import rank_entry
 
 __all__ = [
     "COMPILE_CACHE_VARIABLES",
@@ -62,7 +62,7 @@ _WAKE_S = 1.0
 #: Modules the forkserver imports once, so that no trial pays for them: torch and our trial
 #: code; torch._dynamo, which optimizers import lazily (2.6 s and ~80 MB of Python objects
 #: that would otherwise count as the trial's time and peak memory); scikit-learn's datasets.
-_PRELOAD = ["autotune.trial", "torch._dynamo", "sklearn.datasets"]
+_PRELOAD = ["autotune.training", "torch._dynamo", "sklearn.datasets"]
 
 
 def _context() -> Any:

@@ -470,7 +470,7 @@ class TrialObjective:
         such trial that completed without failure (in a time-to-accuracy study, one that
         reached the target) and did not itself reuse a metric. Its validation metric and
         training loss, and its steps and evaluations to the target, go with the trial, which
-        then runs only its warm-up and timed windows (:mod:`autotune.trial`). The baseline
+        then runs only its warm-up and timed windows (:mod:`autotune.training`). The baseline
         trial always trains in full (it is what every speedup is measured against), and so
         does every verification run (its configuration is rebuilt from the stored knobs,
         without ``reuse``)."""

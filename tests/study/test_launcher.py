@@ -25,7 +25,7 @@ from autotune.study import (
     trial_environment,
 )
 from autotune.testing import make_trial_config
-from autotune.trial._child import apply_environment
+from autotune.training._child import apply_environment
 
 
 def _trial_children() -> list[str]:

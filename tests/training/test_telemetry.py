@@ -1,4 +1,4 @@
-"""GPU telemetry inside the fixed-budget loop (autotune/trial/_throughput.py): NVML that fails
+"""GPU telemetry inside the fixed-budget loop (autotune/training/_throughput.py): NVML that fails
 past ``nvmlInit`` leaves the GPU figures missing, says why, and the trial goes on. The loop
 runs in this process on a CPU backend whose meter reads a fake NVML."""
 
@@ -11,10 +11,10 @@ from autotune.measure import Measurement
 from autotune.nvml import GpuWindowMeter
 from autotune.testing import make_trial_config
 from autotune.testing.fake_nvml import fake_machine
-from autotune.trial._setup import prepare_training
-from autotune.trial._throughput import train_for_throughput
+from autotune.training._setup import prepare_training
+from autotune.training._throughput import train_for_throughput
 from autotune.workloads import load_workload
-from tests.trial.loops import CountingCpuBackend, check
+from tests.training.loops import CountingCpuBackend, check
 
 
 class _MeteredCpuBackend(CountingCpuBackend):

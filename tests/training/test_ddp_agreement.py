@@ -1,5 +1,5 @@
-"""Collectives under DDP agree (autotune/trial/_throughput.py, _to_target.py): two gloo ranks
-on this CPU, each a spawned process that runs the loop as :func:`autotune.trial.run_rank`
+"""Collectives under DDP agree (autotune/training/_throughput.py, _to_target.py): two gloo ranks
+on this CPU, each a spawned process that runs the loop as :func:`autotune.training.run_rank`
 does, with clocks the test skews. A rank left alone in a collective would hang; each rank
 also has a gloo timeout and the test a deadline, so a mismatch fails instead."""
 
@@ -33,8 +33,8 @@ def _rank_main(
 
         from autotune.devices.cpu import CpuBackend
         from autotune.measure import WindowClock
-        from autotune.trial import _throughput, _to_target
-        from autotune.trial._setup import prepare_training
+        from autotune.training import _throughput, _to_target
+        from autotune.training._setup import prepare_training
         from autotune.workloads import load_workload
 
         def skewed() -> float:

@@ -29,8 +29,8 @@ import torch
 import torch.distributed as dist
 
 from autotune.measure import Measurement, WindowClock, summarize_windows
-from autotune.trial._setup import HostAgreement, Training
-from autotune.trial._throughput import train_for_throughput
+from autotune.training._setup import HostAgreement, Training
+from autotune.training._throughput import train_for_throughput
 from autotune.workloads.builtin.networks import count_parameters
 
 
@@ -165,7 +165,7 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
 def _reused_to_target(t: Training, rank: int, world_size: int, target: float) -> Measurement:
     """A time-to-accuracy trial that reuses the steps to the target of a trial with the same
     math key (``t.config.reuse``): the warm-up and timed windows of a reused throughput run
-    (:func:`~autotune.trial._throughput.train_for_throughput`), then one timed evaluation,
+    (:func:`~autotune.training._throughput.train_for_throughput`), then one timed evaluation,
     and the time to accuracy on this configuration's own clock:
 
         ``compile_s + reuse.steps * step_time_s + reuse.evaluations * one evaluation's s``

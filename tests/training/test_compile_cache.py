@@ -1,6 +1,6 @@
 """torch.compile's caches: a study's own directory (``measure.compile_cache``,
 autotune/study/_launcher.py) reaches the trial process, and each compiled trial records whether it
-compiled cold or warm (autotune/trial/__init__.py)."""
+compiled cold or warm (autotune/training/__init__.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from autotune.study import run_trial, study_compile_cache
 from autotune.testing import make_trial_config
-from autotune.trial import compile_cache_figures
-from tests.trial.loops import TIMEOUT_S
+from autotune.training import compile_cache_figures
+from tests.training.loops import TIMEOUT_S
 
 
 def _counters(**inductor: int) -> dict[str, collections.Counter[str]]:

@@ -1,4 +1,4 @@
-"""objective=time_to_accuracy (autotune/trial/_to_target.py): train until the validation
+"""objective=time_to_accuracy (autotune/training/_to_target.py): train until the validation
 metric meets the target, evaluating on the configured cadence, up to max_time_s; under DDP
 every rank stops together."""
 
@@ -9,8 +9,8 @@ import pytest
 from autotune.config import ReusedMetric, TrialConfig
 from autotune.study import run_trial
 from autotune.testing import make_trial_config
-from autotune.trial._to_target import train_to_target
-from tests.trial.loops import TIMEOUT_S, counted_training, expected_steps, train_here
+from autotune.training._to_target import train_to_target
+from tests.training.loops import TIMEOUT_S, counted_training, expected_steps, train_here
 
 pytestmark = pytest.mark.slow
 

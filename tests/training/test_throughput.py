@@ -1,4 +1,4 @@
-"""The fixed-budget loop (autotune/trial/_throughput.py): one real trial per knob, each in
+"""The fixed-budget loop (autotune/training/_throughput.py): one real trial per knob, each in
 child processes through autotune/study/_launcher.py, and the loop's device synchronizations in this
 process. Every trial is one epoch of digits with a tiny model: seconds each, except
 torch.compile (20-30 s cold on two cores)."""
@@ -13,9 +13,9 @@ from autotune.config import DataSettings, ReusedMetric
 from autotune.measure import plan_windows
 from autotune.study import run_trial
 from autotune.testing import make_trial_config
-from autotune.trial._throughput import _ThroughputFloor, train_for_throughput
+from autotune.training._throughput import _ThroughputFloor, train_for_throughput
 from autotune.workloads.builtin.data import load_dataset
-from tests.trial.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here
+from tests.training.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here
 
 pytestmark = pytest.mark.slow
 

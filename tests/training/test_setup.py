@@ -1,4 +1,4 @@
-"""What both loops share (autotune/trial/_setup.py): the peak learning rate scaled with the
+"""What both loops share (autotune/training/_setup.py): the peak learning rate scaled with the
 global batch, and the learning-rate schedule (linear warm-up, then constant or cosine)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from torch.utils.data import TensorDataset
 from autotune.config import TrainSettings, TrialConfig
 from autotune.devices.cpu import CpuBackend
 from autotune.testing import make_trial_config
-from autotune.trial._setup import Training, make_loader, make_lr_schedule, prepare_training
+from autotune.training._setup import Training, make_loader, make_lr_schedule, prepare_training
 from autotune.workloads import load_workload
-from tests.trial.loops import train_here
+from tests.training.loops import train_here
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""A trial on the fake CUDA path (autotune/trial/__init__.py with the CUDA backend's memory
+"""A trial on the fake CUDA path (autotune/training/__init__.py with the CUDA backend's memory
 readings faked, the model trained on the CPU): the peak-memory objective counts the memory
 NVML sees outside the allocator, and the trial records NVML's figures or why they are
 missing."""
@@ -11,7 +11,7 @@ import pynvml
 import pytest
 import torch
 
-import autotune.trial
+import autotune.training
 from autotune.devices.cuda import ALLOCATOR_PEAK, PEAK_PLUS_CONTEXT, CudaBackend
 from autotune.measure import Measurement
 from autotune.objectives import objective_values
@@ -54,8 +54,8 @@ def _run(monkeypatch: pytest.MonkeyPatch, nvml: FakeNvml) -> Measurement:
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: _RESERVED_BYTES)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     backend = _CpuTrainedCudaBackend(nvml=nvml)
-    monkeypatch.setattr(autotune.trial, "make_backend", lambda kind: backend)
-    m = autotune.trial.run_rank(make_trial_config(family="mlp", width=16))
+    monkeypatch.setattr(autotune.training, "make_backend", lambda kind: backend)
+    m = autotune.training.run_rank(make_trial_config(family="mlp", width=16))
     assert m is not None
     return m
 

@@ -63,7 +63,7 @@ def rank_entry(
     os.dup2(log_fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study process decides on Ctrl-C
     apply_environment(env)
-    from autotune.trial import run_rank
+    from autotune.training import run_rank
 
     try:
         result = run_rank(config, rank, world_size, init_file)

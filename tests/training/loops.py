@@ -1,4 +1,4 @@
-"""What the tests of :mod:`autotune.trial` share: the digits budget's step count, the checks
+"""What the tests of :mod:`autotune.training` share: the digits budget's step count, the checks
 every real trial passes, and the loops run in this process on a CPU backend that counts its
 device synchronizations."""
 
@@ -11,9 +11,9 @@ import torch
 from autotune.config import TrialConfig
 from autotune.devices.cpu import CpuBackend
 from autotune.measure import Measurement
-from autotune.trial._setup import Training, prepare_training
-from autotune.trial._throughput import train_for_throughput
-from autotune.trial._to_target import train_to_target
+from autotune.training._setup import Training, prepare_training
+from autotune.training._throughput import train_for_throughput
+from autotune.training._to_target import train_to_target
 from autotune.workloads import load_workload
 from autotune.workloads.builtin.networks import count_parameters
 

@@ -1,11 +1,11 @@
-"""A rank's child-process body (autotune/trial/_child.py): how its failure is classified."""
+"""A rank's child-process body (autotune/training/_child.py): how its failure is classified."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from autotune.trial._child import failure_kind
+from autotune.training._child import failure_kind
 
 # --------------------------------------------------------------------------------------------
 # failure_kind

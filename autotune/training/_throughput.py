@@ -26,7 +26,7 @@ from autotune.measure import (
     plan_windows,
     summarize_windows,
 )
-from autotune.trial._setup import HostAgreement, Training
+from autotune.training._setup import HostAgreement, Training
 from autotune.workloads.builtin.networks import count_parameters
 
 #: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
@@ -247,7 +247,7 @@ class _ThroughputFloor:
     ``min_evidence_s``, not its warm-up plus a window (a quick run's fp16 trial on a CPU
     without fp16 units took 45 s to reach its first window's end; a 2-rank one, deciding
     only at that end, 165 s). DDP ranks take rank 0's decision each step through
-    :class:`~autotune.trial._setup.HostAgreement` (a host all-reduce of one flag, tens of
+    :class:`~autotune.training._setup.HostAgreement` (a host all-reduce of one flag, tens of
     microseconds, no device sync), only until the first window's end; at that end, rank 0
     also decides on the window's throughput.
 

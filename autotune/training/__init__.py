@@ -32,9 +32,9 @@ from autotune.config import TrialConfig
 from autotune.devices import Backend, make_backend
 from autotune.devices.cuda import combine_rank_memory
 from autotune.measure import Measurement
-from autotune.trial._setup import prepare_training
-from autotune.trial._throughput import train_for_throughput
-from autotune.trial._to_target import train_to_target
+from autotune.training._setup import prepare_training
+from autotune.training._throughput import train_for_throughput
+from autotune.training._to_target import train_to_target
 from autotune.workloads import load_workload
 
 __all__ = ["run_rank"]
@@ -153,7 +153,7 @@ def compile_cache_figures(
 def _train(
     config: TrialConfig, backend: Backend, rank: int, world_size: int, rank_pids: tuple[int, ...]
 ) -> Measurement:
-    """The objective's loop on a fresh :class:`~autotune.trial._setup.Training`, which is
+    """The objective's loop on a fresh :class:`~autotune.training._setup.Training`, which is
     freed on return (with its model, DDP wrapper and optimizer)."""
     workload = load_workload(config.workload)
     training = prepare_training(config, backend, workload, rank, world_size)
