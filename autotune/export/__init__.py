@@ -15,7 +15,7 @@ recommendation, the same one the report and the dashboard show
 (:attr:`autotune.report.ReportData.verification`); the Pareto table is single-trial figures.
 
 Every function checks its input before it writes anything: an unknown study raises
-:class:`~autotune.storage.StudyNotFoundError`, a study without a recommendation raises
+:class:`~autotune.exceptions.StudyNotFoundError`, a study without a recommendation raises
 :class:`~autotune.exceptions.VerificationError`, and no file is created.
 """
 

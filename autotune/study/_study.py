@@ -36,7 +36,7 @@ from autotune.config import (
     display_url,
     math_key,
 )
-from autotune.exceptions import ConfigError, StorageError, TrialError
+from autotune.exceptions import ConfigError, StorageError, SurplusTrial, TrialError
 from autotune.hardware import (
     DeviceCapabilities,
     PrecisionScreen,
@@ -93,10 +93,6 @@ RunTrialFn = Callable[[TrialConfig, float], Measurement]
 #: A time-to-accuracy study without a cadence of its own evaluates every this share of the
 #: baseline's time to the target (:meth:`TrialObjective._warm_baseline`).
 EVAL_EVERY_SHARE = 0.1
-
-
-class SurplusTrial(Exception):
-    """A trial asked for after the study's target was claimed by other workers; not run."""
 
 
 def check_warm_start(config: RunConfig) -> None:
