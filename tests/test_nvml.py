@@ -13,7 +13,7 @@ from autotune.nvml import (
     read_process_memory,
     visible_nvml_indices,
 )
-from autotune.testing.fake_nvml import FAKE_MACHINES, FakeNvml, fake_machine
+from autotune.testing.machines import FAKE_MACHINES, FakeNvml, fake_machine
 
 _MIB = 1 << 20
 

@@ -14,7 +14,7 @@ clock.
 
 This module sits below :mod:`autotune.hardware` (which fingerprints the simulated machines)
 and :mod:`autotune.devices.mock` (which simulates trials on them). Tests use the same simulated
-NVML as a fake of real machines (:mod:`autotune.testing.fake_nvml`).
+NVML as a fake of real machines (:mod:`autotune.testing.machines`).
 """
 
 from __future__ import annotations
@@ -369,7 +369,7 @@ _CPU_PROFILE = MockProfile(
 #: T4 16 GB, 70 W, PCIe 3.0 x16. All-reduce bandwidth is half the bidirectional link figure;
 #: idle powers are typical ``nvidia-smi`` readings (assumed). Compute capabilities: NVIDIA's
 #: CUDA GPUs table. Peaks: :data:`autotune.flops.PUBLISHED_PEAKS`. The fake machines of the
-#: tests (:data:`autotune.testing.fake_nvml.FAKE_MACHINES`) are these GPUs.
+#: tests (:data:`autotune.testing.machines.FAKE_MACHINES`) are these GPUs.
 PROFILES: dict[str, MockProfile] = {
     "default": DEFAULT_PROFILE,
     "h100": _gpu_profile("NVIDIA H100 80GB HBM3", 81559, (9, 0), 700.0, 70.0, 8, 450e9),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from autotune.testing._builders import make_capabilities, make_measurement, make_trial_config
 from autotune.testing._clock import FakeClock
 from autotune.testing._run_trial import FakeRunTrial, simulate_trial
-from autotune.testing.fake_nvml import FakeGpu, FakeNvml, fake_machine
+from autotune.testing.machines import FakeGpu, FakeNvml, fake_machine
 
 __all__ = [
     "FakeClock",

@@ -17,7 +17,7 @@ from autotune.devices.cuda import (
     CudaBackend,
     combine_rank_memory,
 )
-from autotune.testing.fake_nvml import FakeNvml, fake_machine
+from autotune.testing.machines import FakeNvml, fake_machine
 
 _MIB = 1 << 20
 

@@ -22,7 +22,7 @@ from autotune.hardware import detect_capabilities, restrict_space, trial_infeasi
 from autotune.hardware.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.nvml import read_nvml
 from autotune.testing import make_trial_config, simulate_trial
-from autotune.testing.fake_nvml import FAKE_MACHINES
+from autotune.testing.machines import FAKE_MACHINES
 
 _MIB = 1 << 20
 

@@ -15,7 +15,7 @@ from autotune.hardware import (
     detect_fingerprint,
     resolve_device,
 )
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import fake_machine
 
 _MIB = 1 << 20
 

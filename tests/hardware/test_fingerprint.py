@@ -26,7 +26,7 @@ from autotune.hardware import (
     physical_cpu_cores,
 )
 from autotune.testing import simulate_trial
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import fake_machine
 
 
 def _cuda(machine: str = "h100x8", **changes: Any) -> MachineFingerprint:

@@ -12,7 +12,7 @@ from autotune.hardware import (
     worker_share,
 )
 from autotune.testing import make_capabilities
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import fake_machine
 
 
 @pytest.fixture

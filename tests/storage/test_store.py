@@ -28,7 +28,7 @@ from autotune.storage import (
     trial_record,
 )
 from autotune.testing import make_capabilities
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import fake_machine
 from tests.storage.studies import make_trial, sqlite_url
 
 HARDWARE = HardwareFingerprint(

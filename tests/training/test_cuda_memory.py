@@ -16,7 +16,7 @@ from autotune.devices.cuda import ALLOCATOR_PEAK, PEAK_PLUS_CONTEXT, CudaBackend
 from autotune.measure import Measurement
 from autotune.objectives import objective_values
 from autotune.testing import make_trial_config
-from autotune.testing.fake_nvml import FakeNvml, fake_machine
+from autotune.testing.machines import FakeNvml, fake_machine
 
 _MIB = 1 << 20
 _PEAK_BYTES = 40 * _MIB  # the fake allocator's peak

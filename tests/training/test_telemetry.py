@@ -10,7 +10,7 @@ import torch
 from autotune.measure import Measurement
 from autotune.nvml import GpuWindowMeter
 from autotune.testing import make_trial_config
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import fake_machine
 from autotune.training._setup import prepare_training
 from autotune.training._throughput import train_for_throughput
 from autotune.workloads import load_workload
