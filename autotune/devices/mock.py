@@ -27,7 +27,7 @@ import numpy as np
 from autotune.config import DataSettings, TrainSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
-from autotune.hardware.simulated import MockProfile, get_profile
+from autotune.hardware.simulated import SimulatedMachine, get_profile
 from autotune.measure import (
     Measurement,
     ThroughputStats,
@@ -192,7 +192,7 @@ class _NoiseFree:
 
 
 def simulate(
-    config: TrialConfig, profile: MockProfile | None = None, *, noise: bool = True
+    config: TrialConfig, profile: SimulatedMachine | None = None, *, noise: bool = True
 ) -> Measurement:
     """Simulate one trial on a mock device.
 

@@ -74,7 +74,7 @@ class MachineFingerprint:
 
     Attributes:
         device_kind: the device a study runs on: ``cpu``, ``cuda`` or ``mock``.
-        simulated: True for the mock device (its GPUs come from a fake NVML).
+        simulated: True for the mock device (its GPUs come from a simulated NVML).
         mock_profile: the mock profile's name, None on real devices.
         gpus: the GPUs CUDA uses (NVML's view, ``CUDA_VISIBLE_DEVICES`` applied), in CUDA order.
         driver_version: NVIDIA driver, None without NVML.

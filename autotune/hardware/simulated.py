@@ -1,9 +1,9 @@
 """The mock device's simulated machines, and the simulated NVML they are read through.
 
-A :class:`MockProfile` (``mock.profile=NAME``) describes a machine that is not there: its GPUs
-(or none: a CPU), their memory and compute capability, and the rates the mock cost model
+A :class:`SimulatedMachine` (``mock.profile=NAME``) describes a machine that is not there: its
+GPUs (or none: a CPU), their memory and compute capability, and the rates the mock cost model
 (:func:`autotune.devices.mock.simulate`) uses. The study side sees a profile exactly as it sees
-a real machine: through NVML. :meth:`MockProfile.nvml` is a :class:`SimulatedNvml`, which
+a real machine: through NVML. :meth:`SimulatedMachine.nvml` is a :class:`SimulatedNvml`, which
 answers the calls autotune makes with the same names, arguments, units and errors as
 ``pynvml`` (the module of nvidia-ml-py): memory in bytes, power in milliwatts, energy in
 millijoules since the driver loaded, utilization in percent. Its load is set by the caller
@@ -12,9 +12,9 @@ millijoules since the driver loaded, utilization in percent. Its load is set by 
 clock.
 :func:`autotune.hardware.detect_capabilities` reads a profile's machine through it.
 
-This module sits below :mod:`autotune.hardware` (which fingerprints the simulated machines)
-and :mod:`autotune.devices.mock` (which simulates trials on them). Tests use the same simulated
-NVML as a fake of real machines (:mod:`autotune.testing.machines`).
+The rest of :mod:`autotune.hardware` fingerprints the simulated machines and
+:mod:`autotune.devices.mock` simulates trials on them. Tests stand the same simulated machines
+in for real ones (:mod:`autotune.testing.machines`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ __all__ = [
     "DEFAULT_PROFILE",
     "PROFILES",
     "PROFILE_NAMES",
-    "MockProfile",
     "SimulatedGpu",
+    "SimulatedMachine",
     "SimulatedNvml",
     "get_profile",
 ]
@@ -239,7 +239,7 @@ class SimulatedNvml:
 
 
 @dataclass(frozen=True)
-class MockProfile:
+class SimulatedMachine:
     """A simulated machine: its GPUs (or none: a CPU) and the rates the cost model uses.
 
     The feasibility rules and the study's hardware fingerprint see it through its simulated
@@ -312,11 +312,11 @@ def _gpu_profile(
     idle_power_w: float,
     count: int,
     allreduce_bytes_per_s: float,
-) -> MockProfile:
+) -> SimulatedMachine:
     """A profile of ``count`` real GPUs of one model, with NVIDIA's published dense peaks."""
     peak = published_peak(gpu_name)
     assert peak is not None, gpu_name
-    return MockProfile(
+    return SimulatedMachine(
         name=f"{count} x {gpu_name} (simulated)",
         memory_bytes=memory_mib * MIB,
         count=count,
@@ -333,7 +333,7 @@ def _gpu_profile(
 #: A deliberately small simulated GPU (A100 rates, 64 MiB), so that memory limits show up in
 #: the small demo spaces. Rates: NVIDIA A100 datasheet dense peaks (fp32 19.5, tf32 156,
 #: fp16/bf16 312 TFLOP/s).
-DEFAULT_PROFILE = MockProfile(
+DEFAULT_PROFILE = SimulatedMachine(
     name="mock GPU (simulated; A100 rates, 64 MiB)",
     memory_bytes=64 * MIB,
     count=4,
@@ -347,7 +347,7 @@ DEFAULT_PROFILE = MockProfile(
 #: 16 x 2.0e9 x 64 fp32 FLOP/cycle = 2.05 TFLOP/s (per-core FMA throughput from the Intel 64
 #: and IA-32 Architectures Optimization Reference Manual); bf16 at twice that (AVX512_BF16
 #: dot products); fp16 at the fp32 rate (converted; no native fp16 FMA). 64 GiB RAM.
-_CPU_PROFILE = MockProfile(
+_CPU_PROFILE = SimulatedMachine(
     name="16-core AVX-512 CPU, 64 GiB (simulated)",
     memory_bytes=64 * _GIB,
     count=16,
@@ -368,9 +368,9 @@ _CPU_PROFILE = MockProfile(
 #: NVLink 4 900 GB/s; A100 SXM4 80 GB, 400 W, NVLink 3 600 GB/s; V100 SXM2 32 GB, 300 W;
 #: T4 16 GB, 70 W, PCIe 3.0 x16. All-reduce bandwidth is half the bidirectional link figure;
 #: idle powers are typical ``nvidia-smi`` readings (assumed). Compute capabilities: NVIDIA's
-#: CUDA GPUs table. Peaks: :data:`autotune.flops.PUBLISHED_PEAKS`. The fake machines of the
-#: tests (:data:`autotune.testing.machines.FAKE_MACHINES`) are these GPUs.
-PROFILES: dict[str, MockProfile] = {
+#: CUDA GPUs table. Peaks: :data:`autotune.flops.PUBLISHED_PEAKS`. The simulated machines of
+#: the tests (:data:`autotune.testing.machines.SIMULATED_MACHINES`) are these GPUs.
+PROFILES: dict[str, SimulatedMachine] = {
     "default": DEFAULT_PROFILE,
     "h100": _gpu_profile("NVIDIA H100 80GB HBM3", 81559, (9, 0), 700.0, 70.0, 8, 450e9),
     "a100": _gpu_profile("NVIDIA A100-SXM4-80GB", 81920, (8, 0), 400.0, 55.0, 4, 300e9),
@@ -381,7 +381,7 @@ PROFILES: dict[str, MockProfile] = {
 PROFILE_NAMES = tuple(PROFILES)
 
 
-def get_profile(name: str) -> MockProfile:
+def get_profile(name: str) -> SimulatedMachine:
     """The mock profile called ``name`` (``mock.profile=NAME``).
 
     Raises:

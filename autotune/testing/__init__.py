@@ -16,16 +16,14 @@ from __future__ import annotations
 from autotune.testing._builders import make_capabilities, make_measurement, make_trial_config
 from autotune.testing._clock import FakeClock
 from autotune.testing._run_trial import FakeRunTrial, simulate_trial
-from autotune.testing.machines import FakeGpu, FakeNvml, fake_machine
+from autotune.testing.machines import simulated_machine
 
 __all__ = [
     "FakeClock",
-    "FakeGpu",
-    "FakeNvml",
     "FakeRunTrial",
-    "fake_machine",
     "make_capabilities",
     "make_measurement",
     "make_trial_config",
     "simulate_trial",
+    "simulated_machine",
 ]

@@ -22,7 +22,7 @@ from autotune.hardware import detect_capabilities, restrict_space, trial_infeasi
 from autotune.hardware.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.nvml import read_nvml
 from autotune.testing import make_trial_config, simulate_trial
-from autotune.testing.machines import FAKE_MACHINES
+from autotune.testing.machines import SIMULATED_MACHINES
 
 _MIB = 1 << 20
 
@@ -41,7 +41,7 @@ def test_profile_names_match_the_config_choices() -> None:
 )
 def test_gpu_profiles_are_the_fake_nvml_machines(profile: str, machine: str) -> None:
     caps = detect_capabilities("mock", mock_profile=profile)
-    gpus = FAKE_MACHINES[machine]
+    gpus = SIMULATED_MACHINES[machine]
 
     assert caps.kind == "mock"
     assert caps.simulated is True

@@ -13,10 +13,11 @@ import torch
 
 import autotune.training
 from autotune.devices.cuda import ALLOCATOR_PEAK, PEAK_PLUS_CONTEXT, CudaBackend
+from autotune.hardware.simulated import SimulatedNvml
 from autotune.measure import Measurement
 from autotune.objectives import objective_values
 from autotune.testing import make_trial_config
-from autotune.testing.machines import FakeNvml, fake_machine
+from autotune.testing.machines import simulated_machine
 
 _MIB = 1 << 20
 _PEAK_BYTES = 40 * _MIB  # the fake allocator's peak
@@ -48,7 +49,7 @@ class _CpuTrainedCudaBackend(CudaBackend):
         return None
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, nvml: FakeNvml) -> Measurement:
+def _run(monkeypatch: pytest.MonkeyPatch, nvml: SimulatedNvml) -> Measurement:
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: _PEAK_BYTES)
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: _RESERVED_BYTES)
@@ -61,7 +62,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, nvml: FakeNvml) -> Measurement:
 
 
 def test_the_memory_objective_counts_the_cuda_context(monkeypatch: pytest.MonkeyPatch) -> None:
-    nvml = fake_machine("a100x4")
+    nvml = simulated_machine("a100x4")
     nvml.set_process(0, os.getpid(), _RESERVED_BYTES + 480 * _MIB)  # + context, NCCL buffers
 
     m = _run(monkeypatch, nvml)
@@ -80,7 +81,7 @@ def test_the_memory_objective_counts_the_cuda_context(monkeypatch: pytest.Monkey
 def test_an_nvml_error_leaves_the_allocator_peak_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    nvml = fake_machine(
+    nvml = simulated_machine(
         "a100x4", failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_GPU_IS_LOST}
     )
     nvml.set_process(0, os.getpid(), _RESERVED_BYTES + 480 * _MIB)

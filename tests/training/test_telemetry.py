@@ -10,7 +10,7 @@ import torch
 from autotune.measure import Measurement
 from autotune.nvml import GpuWindowMeter
 from autotune.testing import make_trial_config
-from autotune.testing.machines import fake_machine
+from autotune.testing.machines import simulated_machine
 from autotune.training._setup import prepare_training
 from autotune.training._throughput import train_for_throughput
 from autotune.workloads import load_workload
@@ -22,7 +22,7 @@ class _MeteredCpuBackend(CountingCpuBackend):
 
     def __init__(self, failing: dict[str, int]) -> None:
         super().__init__()
-        self._nvml = fake_machine("a100x4", failing=failing)
+        self._nvml = simulated_machine("a100x4", failing=failing)
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
         return GpuWindowMeter.for_cuda_ranks(world_size, self._nvml)
