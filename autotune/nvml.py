@@ -156,7 +156,7 @@ def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
 def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str]) -> list[int]:
     """NVML indices of the GPUs CUDA sees, in CUDA index order.
 
-    CUDA's order is NVML's (PCI bus order) because the runner starts every trial's ranks with
+    CUDA's order is NVML's (PCI bus order) because the launcher starts every trial's ranks with
     ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.study.trial_environment`); under CUDA's
     default ``FASTEST_FIRST`` an unset variable would not mean ``range(len(uuids))``.
 

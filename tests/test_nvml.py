@@ -58,7 +58,7 @@ def test_reads_every_gpu_of_an_h100_machine() -> None:
         ("t4", 1, "Tesla T4", (7, 5)),
     ],
 )
-def test_reads_the_other_fake_machines(
+def test_reads_the_other_simulated_machines(
     machine: str, count: int, name: str, cc: tuple[int, int]
 ) -> None:
     info = read_nvml(simulated_machine(machine))

@@ -12,7 +12,7 @@ the study process, the ranks with the forkserver, their DataLoader workers with 
 A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`` set to
 ``oom``, ``error``, ``crash`` or ``timeout`` and the last lines of the trial's output.
 
-The ranks' CUDA environment is set by the runner, in each rank before CUDA initializes
+The ranks' CUDA environment is set by the launcher, in each rank before CUDA initializes
 (:func:`trial_environment`): ``CUDA_VISIBLE_DEVICES`` as the study process has it when the
 trial starts (not as the forkserver inherited it when it started: a worker that owns part of
 the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; and

@@ -57,7 +57,7 @@ def run_rank(
     Raises:
         torch.OutOfMemoryError, MemoryError: the device ran out of memory.
         ValueError: the batch is larger than the training split.
-        Exception: whatever the workload raises (the runner records it as ``failure=error``).
+        Exception: whatever the workload raises (the launcher records it as ``failure=error``).
     """
     if config.device == "mock":
         from autotune.devices.mock import simulate

@@ -39,7 +39,7 @@ def test_profile_names_match_the_config_choices() -> None:
     ("profile", "machine"),
     [("h100", "h100x8"), ("a100", "a100x4"), ("v100", "v100x1"), ("t4", "t4")],
 )
-def test_gpu_profiles_are_the_fake_nvml_machines(profile: str, machine: str) -> None:
+def test_gpu_profiles_are_the_simulated_machines(profile: str, machine: str) -> None:
     caps = detect_capabilities("mock", mock_profile=profile)
     gpus = SIMULATED_MACHINES[machine]
 

@@ -150,7 +150,7 @@ def test_a_gpu_without_fast_fp16_loses_fp16() -> None:
     ) in removed
 
 
-def test_a_t4_through_fake_nvml_keeps_fp16_and_the_rules_drop_bf16_and_tf32(
+def test_a_t4_through_simulated_nvml_keeps_fp16_and_the_rules_drop_bf16_and_tf32(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
