@@ -1,9 +1,9 @@
 """NVML (nvidia-ml-py's ``pynvml``): which GPUs the machine has, and what they drew in a window.
 
 Every function takes the NVML module as an argument (``None``: import ``pynvml``), so the
-``mock`` device and tests pass a :class:`autotune.hardware.simulated.SimulatedNvml` instead. NVML never
-creates a CUDA context, so the study process may call it freely; it does not know about
-``CUDA_VISIBLE_DEVICES``, which :func:`visible_nvml_indices` applies.
+``mock`` device and tests pass a :class:`autotune.hardware.simulated.SimulatedNvml` instead.
+NVML never creates a CUDA context, so the study process may call it freely; it does not know
+about ``CUDA_VISIBLE_DEVICES``, which :func:`visible_nvml_indices` applies.
 
 Units follow NVML's and are converted at the edge: memory in bytes, power in watts (NVML:
 milliwatts), energy in joules (NVML: millijoules), utilization in percent.

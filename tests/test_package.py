@@ -89,9 +89,9 @@ def test_every_package_is_listed_for_the_wheel() -> None:
 
 
 def test_shipped_data_is_listed_for_the_wheel() -> None:
-    """Every file under autotune/workloads/builtin/datasets (the MNIST test set and its license) matches a
-    package-data pattern; one that does not works in an editable install and is absent from
-    a wheel."""
+    """Every file under autotune/workloads/builtin/datasets (the MNIST test set and its
+    license) matches a package-data pattern; one that does not works in an editable install
+    and is absent from a wheel."""
     import tomllib
 
     pyproject = tomllib.loads((_PACKAGE_ROOT / "pyproject.toml").read_text())

@@ -8,8 +8,8 @@ from model capacity and the number of optimizer steps, weighted by the learning-
 measurement it returns has ``simulated=True``.
 
 The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
-:mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it reads a
-real machine.
+:mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it
+reads a real machine.
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def simulate(
     if m.data.name == "synthetic":
         n_train = int(m.data.synthetic_samples * (1 - m.data.val_fraction))
     elif m.data.name == "mnist" and m.data.root is None:
-        # The shipped MNIST test set (autotune.workloads.builtin.data): 10,000 images less the validation split.
+        # The shipped MNIST test set (workloads.builtin.data): 10,000 images less the validation split.
         n_train = _SHIPPED_MNIST_SAMPLES - round(_SHIPPED_MNIST_SAMPLES * m.data.val_fraction)
     fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count

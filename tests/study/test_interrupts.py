@@ -1,6 +1,6 @@
-"""Ctrl-C held back outside the places that can take it (autotune/study/_interrupts.py), and the hang it
-prevents: a Ctrl-C just after Optuna started a trial's heartbeat thread (not a daemon) left
-that thread running, and interpreter exit waited for it forever."""
+"""Ctrl-C held back outside the places that can take it (autotune/study/_interrupts.py), and
+the hang it prevents: a Ctrl-C just after Optuna started a trial's heartbeat thread (not a
+daemon) left that thread running, and interpreter exit waited for it forever."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Trials in child processes: results, timeouts and failure classification (autotune/study/_launcher.py).
+"""Trials in child processes: results, timeouts and failure classification
+(autotune/study/_launcher.py).
 
 Failures are provoked through the mock device's ``mock_fault`` (an exception, a MemoryError,
 death by SIGSEGV, a hang) and through real CPU trials that cannot run.

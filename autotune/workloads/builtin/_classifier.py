@@ -20,8 +20,8 @@ class ImageClassifier:
     """A built-in model family on a built-in data set, as a workload.
 
     Knobs: ``depth`` (conv blocks of the ``cnn``, hidden layers of the ``mlp``) and
-    ``width`` (base channels, hidden units); see :mod:`autotune.workloads.builtin.networks`. Loss: cross-entropy;
-    metric: top-1 validation accuracy (the defaults).
+    ``width`` (base channels, hidden units); see :mod:`autotune.workloads.builtin.networks`.
+    Loss: cross-entropy; metric: top-1 validation accuracy (the defaults).
 
     Args:
         family: ``cnn`` or ``mlp``.

@@ -1,7 +1,7 @@
 """Data sets: ``digits`` (bundled with scikit-learn), ``mnist`` (the 10,000-image MNIST test
-set shipped in ``autotune/workloads/builtin/datasets/mnist``, or the IDX files under a directory the user names),
-``fashion_mnist`` (IDX files under a directory the user names), and ``synthetic`` (random
-tensors, throughput probes only).
+set shipped in ``autotune/workloads/builtin/datasets/mnist``, or the IDX files under a
+directory the user names), ``fashion_mnist`` (IDX files under a directory the user names), and
+``synthetic`` (random tensors, throughput probes only).
 
 Nothing is downloaded. Every data set is split into train and validation with a fixed seed, so
 all trials of a study see the same split and their accuracies are comparable.
