@@ -44,12 +44,12 @@ if _TYPE_CHECKING:
         DataError,
         DeviceUnavailableError,
         StorageError,
+        StudyNotFoundError,
         TrialError,
         VerificationError,
         WorkloadError,
     )
     from autotune.measure import Measurement
-    from autotune.storage import StudyNotFoundError
     from autotune.verification import CandidateVerdict, VerificationSummary
     from autotune.workloads import Workload
 
@@ -98,7 +98,7 @@ _SOURCES = {
     "RunConfig": "autotune.config",
     "SearchSpace": "autotune.config",
     "StorageError": "autotune.exceptions",
-    "StudyNotFoundError": "autotune.storage",
+    "StudyNotFoundError": "autotune.exceptions",
     "StudyProgress": "autotune.api",
     "StudyResult": "autotune.api",
     "TrialConfig": "autotune.config",

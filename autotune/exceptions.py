@@ -9,10 +9,14 @@
     │                             built with the space's knobs
     ├── DataError                 a data set that is missing or corrupt (CLI exit code 2)
     ├── StorageError              the study database cannot be reached or used (CLI exit code 2)
+    │   └── StudyNotFoundError    no study of that name in the database
     ├── VerificationError         a study cannot be verified (no measured baseline, no stored
     │                             configuration) (CLI exit code 2)
     └── TrialError                a trial could not produce a measurement (recorded, not raised
                                   out of a study)
+
+    SurplusTrial                  not an error: a trial the study no longer needs stops
+                                  without running (inside the study; not exported)
 
 Every message is one line that names the file or key and the rule that was broken.
 """
@@ -25,6 +29,7 @@ __all__ = [
     "DataError",
     "DeviceUnavailableError",
     "StorageError",
+    "StudyNotFoundError",
     "TrialError",
     "VerificationError",
     "WorkloadError",
@@ -57,6 +62,10 @@ class StorageError(AutotuneError):
     """The study storage URL is malformed or the database cannot be reached."""
 
 
+class StudyNotFoundError(StorageError):
+    """No study of that name exists in the storage (CLI exit code 2)."""
+
+
 class VerificationError(AutotuneError):
     """A study cannot be verified: no measured baseline, or a finalist without its stored
     configuration; the message says which trial and why."""
@@ -74,3 +83,7 @@ class TrialError(AutotuneError):
         super().__init__(f"{failure}: {detail.strip().splitlines()[-1] if detail.strip() else ''}")
         self.failure = failure
         self.detail = detail
+
+
+class SurplusTrial(Exception):
+    """A trial asked for after the study's target was claimed by other workers; not run."""

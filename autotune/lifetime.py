@@ -3,7 +3,7 @@
 A trial's processes form a chain, each tied to the one before it (Linux; elsewhere these
 functions do nothing):
 
-- the study process starts a forkserver (:mod:`autotune.runner`), which exits when every
+- the study process starts a forkserver (:mod:`autotune.study._launcher`), which exits when every
   holder of the write end of its "alive" pipe has exited. multiprocessing hands that pipe to
   every process the forkserver starts, so each rank closes its copy
   (:func:`release_forkserver`): the forkserver then exits as soon as the study does, even

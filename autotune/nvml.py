@@ -1,9 +1,9 @@
 """NVML (nvidia-ml-py's ``pynvml``): which GPUs the machine has, and what they drew in a window.
 
 Every function takes the NVML module as an argument (``None``: import ``pynvml``), so the
-``mock`` device and tests pass a :class:`autotune.simulated.SimulatedNvml` instead. NVML never
-creates a CUDA context, so the study process may call it freely; it does not know about
-``CUDA_VISIBLE_DEVICES``, which :func:`visible_nvml_indices` applies.
+``mock`` device and tests pass a :class:`autotune.hardware.simulated.SimulatedNvml` instead.
+NVML never creates a CUDA context, so the study process may call it freely; it does not know
+about ``CUDA_VISIBLE_DEVICES``, which :func:`visible_nvml_indices` applies.
 
 Units follow NVML's and are converted at the edge: memory in bytes, power in watts (NVML:
 milliwatts), energy in joules (NVML: millijoules), utilization in percent.
@@ -156,8 +156,8 @@ def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
 def visible_nvml_indices(cuda_visible_devices: str | None, uuids: Sequence[str]) -> list[int]:
     """NVML indices of the GPUs CUDA sees, in CUDA index order.
 
-    CUDA's order is NVML's (PCI bus order) because the runner starts every trial's ranks with
-    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.runner.trial_environment`); under CUDA's
+    CUDA's order is NVML's (PCI bus order) because the launcher starts every trial's ranks with
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (:func:`autotune.study.trial_environment`); under CUDA's
     default ``FASTEST_FIRST`` an unset variable would not mean ``range(len(uuids))``.
 
     Follows CUDA's rules for ``CUDA_VISIBLE_DEVICES``: unset means every GPU; entries are

@@ -170,7 +170,7 @@ def objective_values(
 
     A time-to-accuracy trial that did not reach its target has no time to accuracy: its first
     value is then the seconds it trained (a lower bound); the study also marks it infeasible
-    and the sampler models it at the worst measured time (:mod:`autotune.samplers`).
+    and the sampler models it at the worst measured time (:mod:`autotune.study._samplers`).
     """
     if mode == "time_to_accuracy":
         seconds = measurement.time_to_accuracy_s

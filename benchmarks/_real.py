@@ -1,4 +1,4 @@
-"""Tables 1, 3 and 4: real CPU (or CUDA) measurements through ``autotune.runner.run_trial``.
+"""Tables 1, 3 and 4: real CPU (or CUDA) measurements through ``autotune.study.run_trial``.
 
 - Table 1 runs (or reuses) a real ``space=cnn_small`` study through ``autotune.api.run_study``
   (search and verification), takes the study's verified recommendation as the tuned
@@ -36,8 +36,8 @@ from autotune.hardware import (
     trial_infeasibility_reason,
 )
 from autotune.measure import Measurement
-from autotune.runner import run_trial
 from autotune.storage import ResultsStore
+from autotune.study import run_trial
 from autotune.verification import VerificationSummary, load_verification
 
 __all__ = [

@@ -28,8 +28,8 @@ from autotune.config import SearchSpace, TrialConfig, load_run_config
 from autotune.exceptions import TrialError
 from autotune.hardware import DeviceCapabilities
 from autotune.measure import Measurement
-from autotune.runner import run_trial
 from autotune.storage import ResultsStore
+from autotune.study import run_trial
 from autotune.verification import (
     VerificationSummary,
     load_verification,

@@ -181,7 +181,7 @@ def _trial_row(space: Any, caps: Any, knobs: dict[str, Any], timeout_s: float) -
     from autotune.exceptions import TrialError
     from autotune.flops import mfu_figures
     from autotune.hardware import trial_infeasibility_reason
-    from autotune.runner import run_trial
+    from autotune.study import run_trial
 
     config = TrialConfig.from_knobs(
         knobs, space, device=caps.kind, seed=0, train=trial_train_settings(space)

@@ -244,8 +244,8 @@ def dataset_overrides(dataset: str, mnist_root: Path) -> list[str]:
 def run_real(args: argparse.Namespace, budget: Budget, storage: str) -> RealResults:
     import _real
 
-    from autotune.data import load_dataset
     from autotune.hardware import resolve_device
+    from autotune.workloads.builtin.data import load_dataset
 
     device = resolve_device(args.device)
     skipped: list[str] = []
@@ -340,7 +340,7 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
         f"Three configurations of the `cnn_small` model family, measured in one run, "
         f"interleaved (defaults, expert, tuned, defaults, expert, tuned, ...), "
         f"{budget.repeats} round(s); round *r* trains all three with seed *r*. Each "
-        "measurement is a full trial through `autotune.runner.run_trial` (the space's "
+        "measurement is a full trial through `autotune.study.run_trial` (the space's "
         f"{real.study_config.space.train.epochs} epochs"
         + (
             f", at most {real.study_config.space.train.max_steps} steps"

@@ -476,7 +476,7 @@ def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
             "train.warmup_steps=2",
             "measure.windows=3",
             # Every trial trains to the end: this checks the workload, and a precision this
-            # CPU emulates would otherwise stop as too_slow (tested in tests/test_study.py).
+            # CPU emulates would otherwise stop as too_slow (tested in tests/study/test_study.py).
             "trial.min_throughput_vs_baseline=0",
         ]
     )
@@ -521,7 +521,7 @@ def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
             "train.warmup_steps=2",
             "measure.windows=3",
             # Every trial trains to the end: this checks the workload, and a precision this
-            # CPU emulates would otherwise stop as too_slow (tested in tests/test_study.py).
+            # CPU emulates would otherwise stop as too_slow (tested in tests/study/test_study.py).
             "trial.min_throughput_vs_baseline=0",
         ]
     )

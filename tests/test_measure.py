@@ -254,7 +254,7 @@ def test_a_reused_plan_times_one_epoch_after_the_same_warm_up() -> None:
 
 @pytest.mark.parametrize("compiled", [False, True])
 def test_a_timed_loop_syncs_only_at_the_window_edges(compiled: bool) -> None:
-    # The loop of autotune.trial on a fake clock: 100 steps, the first 5 warm-up at 1 s each
+    # The loop of autotune.training on a fake clock: 100 steps, the first 5 warm-up at 1 s each
     # (the first at 10 s when compiling), then 0.1 s each; 10 samples per step.
     plan = plan_windows(100, warmup_steps=5, windows=5, min_window_steps=2, compiled=compiled)
     fake = FakeClock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pynvml
 import pytest
 
+from autotune.hardware.simulated import SimulatedNvml
 from autotune.nvml import (
     GpuWindowMeter,
     ProcessMemory,
@@ -13,7 +14,7 @@ from autotune.nvml import (
     read_process_memory,
     visible_nvml_indices,
 )
-from autotune.testing.fake_nvml import FAKE_MACHINES, FakeNvml, fake_machine
+from autotune.testing.machines import SIMULATED_MACHINES, simulated_machine
 
 _MIB = 1 << 20
 
@@ -33,7 +34,7 @@ class _Clock:
 
 
 def test_reads_every_gpu_of_an_h100_machine() -> None:
-    info = read_nvml(fake_machine("h100x8"))
+    info = read_nvml(simulated_machine("h100x8"))
 
     assert info is not None
     assert len(info.gpus) == 8
@@ -57,17 +58,17 @@ def test_reads_every_gpu_of_an_h100_machine() -> None:
         ("t4", 1, "Tesla T4", (7, 5)),
     ],
 )
-def test_reads_the_other_fake_machines(
+def test_reads_the_other_simulated_machines(
     machine: str, count: int, name: str, cc: tuple[int, int]
 ) -> None:
-    info = read_nvml(fake_machine(machine))
+    info = read_nvml(simulated_machine(machine))
 
     assert info is not None
     assert [(g.name, g.compute_capability) for g in info.gpus] == [(name, cc)] * count
 
 
 def test_no_driver_means_no_nvml() -> None:
-    assert read_nvml(fake_machine("none")) is None
+    assert read_nvml(simulated_machine("none")) is None
 
 
 def test_this_machine_without_a_gpu_reads_none_or_real_gpus() -> None:
@@ -77,7 +78,9 @@ def test_this_machine_without_a_gpu_reads_none_or_real_gpus() -> None:
 
 
 def test_a_missing_power_limit_is_none() -> None:
-    nvml = FakeNvml(FAKE_MACHINES["t4"], unsupported=["nvmlDeviceGetPowerManagementLimit"])
+    nvml = SimulatedNvml(
+        SIMULATED_MACHINES["t4"], unsupported=["nvmlDeviceGetPowerManagementLimit"]
+    )
 
     info = read_nvml(nvml)
 
@@ -85,7 +88,7 @@ def test_a_missing_power_limit_is_none() -> None:
 
 
 def test_session_shuts_nvml_down() -> None:
-    nvml = fake_machine("t4")
+    nvml = simulated_machine("t4")
 
     with nvml_session(nvml) as m:
         assert m is nvml
@@ -95,7 +98,7 @@ def test_session_shuts_nvml_down() -> None:
 
 
 def test_gpu_info_round_trips_through_a_dict() -> None:
-    info = read_nvml(fake_machine("v100x1"))
+    info = read_nvml(simulated_machine("v100x1"))
     assert info is not None
 
     gpu = info.gpus[0]
@@ -140,7 +143,7 @@ def test_ambiguous_uuid_prefix_ends_the_list() -> None:
 
 def test_meter_reads_power_utilization_and_the_energy_counter() -> None:
     clock = _Clock()
-    nvml = FakeNvml(FAKE_MACHINES["a100x4"], clock=clock)
+    nvml = SimulatedNvml(SIMULATED_MACHINES["a100x4"], clock=clock)
     nvml.set_load(0, 80.0, power_w=300.0)
     nvml.set_load(1, 60.0, power_w=200.0)
     meter = GpuWindowMeter([0, 1], nvml, interval_s=3600.0, clock=clock)
@@ -160,8 +163,8 @@ def test_meter_reads_power_utilization_and_the_energy_counter() -> None:
 
 def test_meter_without_an_energy_counter_integrates_power() -> None:
     clock = _Clock()
-    nvml = FakeNvml(
-        FAKE_MACHINES["t4"], clock=clock, unsupported=["nvmlDeviceGetTotalEnergyConsumption"]
+    nvml = SimulatedNvml(
+        SIMULATED_MACHINES["t4"], clock=clock, unsupported=["nvmlDeviceGetTotalEnergyConsumption"]
     )
     nvml.set_load(0, 100.0)  # full load: the power limit, 70 W
     meter = GpuWindowMeter([0], nvml, interval_s=3600.0, clock=clock)
@@ -177,7 +180,7 @@ def test_meter_without_an_energy_counter_integrates_power() -> None:
 
 
 def test_meter_samples_in_the_background() -> None:
-    nvml = fake_machine("t4")
+    nvml = simulated_machine("t4")
     nvml.set_load(0, 50.0)
     meter = GpuWindowMeter([0], nvml, interval_s=0.005)
 
@@ -194,7 +197,7 @@ def test_meter_samples_in_the_background() -> None:
 
 
 def test_meter_leaves_nvml_shut_down() -> None:
-    nvml = fake_machine("t4")
+    nvml = simulated_machine("t4")
     meter = GpuWindowMeter([0], nvml, interval_s=3600.0)
 
     meter.start()
@@ -205,14 +208,14 @@ def test_meter_leaves_nvml_shut_down() -> None:
 
 
 def test_meter_without_nvml_reads_nothing() -> None:
-    meter = GpuWindowMeter([0], fake_machine("none"))
+    meter = GpuWindowMeter([0], simulated_machine("none"))
 
     assert meter.start() is False
     assert meter.stop() is None
 
 
 def test_meter_for_cuda_ranks_maps_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    nvml = fake_machine("h100x8")
+    nvml = simulated_machine("h100x8")
     info = read_nvml(nvml)
     assert info is not None
     uuid_of_5 = info.gpus[5].uuid
@@ -228,7 +231,7 @@ def test_meter_for_cuda_ranks_maps_visible_devices(monkeypatch: pytest.MonkeyPat
 
 
 def test_meter_for_cuda_ranks_without_nvml() -> None:
-    assert GpuWindowMeter.for_cuda_ranks(1, fake_machine("none")) is None
+    assert GpuWindowMeter.for_cuda_ranks(1, simulated_machine("none")) is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,7 +239,7 @@ def test_meter_for_cuda_ranks_without_nvml() -> None:
 
 
 def test_meter_for_cuda_ranks_when_a_handle_call_raises() -> None:
-    nvml = fake_machine(
+    nvml = simulated_machine(
         "a100x4", failing={"nvmlDeviceGetHandleByIndex": pynvml.NVML_ERROR_NO_PERMISSION}
     )
 
@@ -251,7 +254,7 @@ def test_meter_for_cuda_ranks_when_a_handle_call_raises() -> None:
 
 
 def test_meter_start_when_a_handle_call_raises() -> None:
-    nvml = fake_machine(
+    nvml = simulated_machine(
         "a100x4", failing={"nvmlDeviceGetHandleByIndex": pynvml.NVML_ERROR_GPU_IS_LOST}
     )
     meter = GpuWindowMeter([0, 1], nvml, interval_s=3600.0)
@@ -269,7 +272,7 @@ def test_meter_start_when_a_handle_call_raises() -> None:
 
 def test_meter_without_any_power_or_energy_reading_is_missing_not_zero() -> None:
     clock = _Clock()
-    nvml = fake_machine(
+    nvml = simulated_machine(
         "a100x4",
         clock=clock,
         failing={
@@ -293,7 +296,7 @@ def test_meter_without_any_power_or_energy_reading_is_missing_not_zero() -> None
 
 def test_meter_with_energy_counters_but_no_power_samples() -> None:
     clock = _Clock()
-    nvml = fake_machine(
+    nvml = simulated_machine(
         "a100x4", clock=clock, failing={"nvmlDeviceGetPowerUsage": pynvml.NVML_ERROR_UNKNOWN}
     )
     nvml.set_load(0, 80.0, power_w=300.0)
@@ -315,7 +318,7 @@ def test_meter_with_energy_counters_but_no_power_samples() -> None:
 
 def test_process_memory_is_the_entry_of_the_process_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    nvml = fake_machine("a100x4")
+    nvml = simulated_machine("a100x4")
     nvml.set_process(1, 4242, 900 * _MIB)  # this process, on CUDA device 1
     nvml.set_process(1, 777, 5000 * _MIB)  # another process on the same GPU
     nvml.set_process(0, 4242, 123 * _MIB)  # this process on another GPU
@@ -330,7 +333,7 @@ def test_process_memory_is_the_entry_of_the_process_id(monkeypatch: pytest.Monke
 def test_process_memory_maps_the_cuda_device_through_visible_devices(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    nvml = fake_machine("h100x8")
+    nvml = simulated_machine("h100x8")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,3")
     nvml.set_process(3, 99, 512 * _MIB)
     nvml.set_process(1, 99, 1 * _MIB)  # CUDA device 1 is NVML's 3, not its 1
@@ -343,7 +346,7 @@ def test_process_memory_maps_the_cuda_device_through_visible_devices(
 
 def test_process_memory_of_a_process_nvml_does_not_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    nvml = fake_machine("t4")
+    nvml = simulated_machine("t4")
     nvml.set_process(0, 1, 300 * _MIB)  # a host pid: the container's own is not listed
 
     reading = read_process_memory(0, 4242, nvml)
@@ -358,7 +361,7 @@ def test_process_memory_of_a_process_nvml_does_not_list(monkeypatch: pytest.Monk
 
 def test_process_memory_missing_when_nvml_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    nvml = fake_machine(
+    nvml = simulated_machine(
         "a100x4",
         failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_NO_PERMISSION},
     )
@@ -379,7 +382,7 @@ def test_process_memory_missing_when_nvml_does_not_report_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    nvml = fake_machine("t4")
+    nvml = simulated_machine("t4")
     nvml.set_process(0, 4242, None)  # usedGpuMemory not available (Windows WDDM)
 
     reading = read_process_memory(0, 4242, nvml)
@@ -390,7 +393,7 @@ def test_process_memory_missing_when_nvml_does_not_report_it(
 
 
 def test_process_memory_without_nvml() -> None:
-    reading = read_process_memory(0, 4242, fake_machine("none"))
+    reading = read_process_memory(0, 4242, simulated_machine("none"))
 
     assert reading.used_bytes is None
     assert reading.error == "NVML is unavailable (no NVIDIA driver or library)"

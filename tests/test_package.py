@@ -89,14 +89,14 @@ def test_every_package_is_listed_for_the_wheel() -> None:
 
 
 def test_shipped_data_is_listed_for_the_wheel() -> None:
-    """Every file under autotune/datasets (the MNIST test set and its license) matches a
-    package-data pattern; one that does not works in an editable install and is absent from
-    a wheel."""
+    """Every file under autotune/workloads/builtin/datasets (the MNIST test set and its
+    license) matches a package-data pattern; one that does not works in an editable install
+    and is absent from a wheel."""
     import tomllib
 
     pyproject = tomllib.loads((_PACKAGE_ROOT / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["autotune"]
-    package = _PACKAGE_ROOT / "autotune"
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["autotune.workloads.builtin"]
+    package = _PACKAGE_ROOT / "autotune" / "workloads" / "builtin"
     shipped = [p for p in (package / "datasets").rglob("*") if p.is_file()]
     assert shipped
     for path in shipped:

@@ -20,9 +20,7 @@ from autotune.baseline import enqueue_baseline
 from autotune.config import RunConfig
 from autotune.exceptions import AutotuneError, ConfigError, VerificationError
 from autotune.hardware import DeviceCapabilities
-from autotune.interrupts import sigint_allowed, sigint_deferred
 from autotune.objectives import objectives_of_study
-from autotune.runner import run_trial, study_compile_cache, trial_devices
 from autotune.storage import FINISHED_STATES, open_results_for_run, open_storage
 from autotune.study import (
     RunTrialFn,
@@ -30,6 +28,11 @@ from autotune.study import (
     TrialObjective,
     count_finished,
     open_study,
+    run_trial,
+    sigint_allowed,
+    sigint_deferred,
+    study_compile_cache,
+    trial_devices,
 )
 from autotune.verification import VerificationSummary
 
@@ -225,7 +228,7 @@ def run_study(
     # Ctrl-C raises only inside the objective (or while waiting); elsewhere it is held back
     # until the next such point. Raised anywhere in Optuna's loop, it could land between the
     # start of a trial's heartbeat thread (not a daemon) and the block that stops it: the
-    # thread would beat forever and interpreter exit would wait for it (see interrupts.py).
+    # thread would beat forever and interpreter exit would wait for it (see study/_interrupts.py).
     with sigint_deferred():
         try:
             if worker_index == 0:

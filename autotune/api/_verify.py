@@ -13,7 +13,6 @@ from autotune.config import DEFAULT_STORAGE_URL, Constraints, TrialConfig, Verif
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
-from autotune.runner import run_trial, study_compile_cache
 from autotune.storage import (
     FINISHED_STATES,
     ResultsStore,
@@ -22,7 +21,7 @@ from autotune.storage import (
     VerificationRun,
     load_existing_study,
 )
-from autotune.study import RunTrialFn
+from autotune.study import RunTrialFn, run_trial, study_compile_cache
 from autotune.verification import (
     VerificationSummary,
     race_survivor,

@@ -308,7 +308,7 @@ class TrialSettings(Strict):
 
 #: What ``mock.fault`` makes the trials it names do on purpose (:class:`MockSettings`).
 MockFault = Literal["none", "oom", "error", "crash", "hang"]
-#: Simulated machines of the mock device (autotune.simulated.PROFILE_NAMES).
+#: Simulated machines of the mock device (autotune.hardware.simulated.PROFILE_NAMES).
 MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]
 
 

@@ -103,7 +103,7 @@ class CudaBackend:
 
     kind = "cuda"
     ddp_backend = "nccl"
-    pin_memory = True  # with DataLoader workers (autotune.trial._setup)
+    pin_memory = True  # with DataLoader workers (autotune.training._setup)
 
     def __init__(self, nvml: Any | None = None) -> None:
         self._device = torch.device("cuda", 0)

@@ -8,8 +8,8 @@ from model capacity and the number of optimizer steps, weighted by the learning-
 measurement it returns has ``simulated=True``.
 
 The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
-:mod:`autotune.simulated`, which the study side reads through a simulated NVML as it reads a
-real machine.
+:mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it
+reads a real machine.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 from autotune.config import DataSettings, TrainSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
+from autotune.hardware.simulated import SimulatedMachine, get_profile
 from autotune.measure import (
     Measurement,
     ThroughputStats,
@@ -35,7 +36,6 @@ from autotune.measure import (
     plan_windows,
     summarize_windows,
 )
-from autotune.simulated import MockProfile, get_profile
 
 __all__ = ["simulate"]
 
@@ -192,7 +192,7 @@ class _NoiseFree:
 
 
 def simulate(
-    config: TrialConfig, profile: MockProfile | None = None, *, noise: bool = True
+    config: TrialConfig, profile: SimulatedMachine | None = None, *, noise: bool = True
 ) -> Measurement:
     """Simulate one trial on a mock device.
 
@@ -227,7 +227,7 @@ def simulate(
     if m.data.name == "synthetic":
         n_train = int(m.data.synthetic_samples * (1 - m.data.val_fraction))
     elif m.data.name == "mnist" and m.data.root is None:
-        # The shipped MNIST test set (autotune.data): 10,000 images less the validation split.
+        # The shipped MNIST test set (workloads.builtin.data): 10,000 images less the validation split.
         n_train = _SHIPPED_MNIST_SAMPLES - round(_SHIPPED_MNIST_SAMPLES * m.data.val_fraction)
     fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count
@@ -294,7 +294,7 @@ def simulate(
     steps = max(1, config.train.epochs * (n_train // global_batch))
     if config.train.max_steps is not None:
         steps = min(steps, config.train.max_steps)
-    # The windows a real loop of `steps` steps would time (autotune.trial), each the sum of
+    # The windows a real loop of `steps` steps would time (autotune.training), each the sum of
     # its simulated steps; a trial reusing another's metric runs only its warm-up and one
     # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
     steps_per_epoch = max(1, n_train // global_batch)
@@ -445,7 +445,7 @@ def _simulate_reused(
     extra: dict[str, float | bool],
 ) -> Measurement:
     """A SIMULATED trial that reuses another trial's metric (``config.reuse``), as
-    ``autotune.trial`` runs one: its cost (``train_s``) is the compilation plus the steps of
+    ``autotune.training`` runs one: its cost (``train_s``) is the compilation plus the steps of
     ``plan`` (warm-up and windows) only, plus one timed evaluation in a time-to-accuracy
     study, whose time to accuracy is the source's steps and evaluations at this
     configuration's modelled step and evaluation seconds (the target missed past
@@ -485,7 +485,7 @@ def _simulate_reused(
 
 
 #: Host seconds of steps a real trial needs before it stops early below its floor
-#: (``autotune.trial._throughput._ThroughputFloor``'s default).
+#: (``autotune.training._throughput._ThroughputFloor``'s default).
 _MIN_EVIDENCE_S = 2.0
 
 
@@ -496,7 +496,7 @@ def _stopped_too_slow(
     first_window_s: np.ndarray,
     samples_per_step: int,
 ) -> tuple[int, int, float] | None:
-    """Where a real trial stops below its floor (autotune.trial._throughput), as
+    """Where a real trial stops below its floor (autotune.training._throughput), as
     ``(steps taken, steps timed, their seconds)``; None when it does not.
 
     Before the first window's end (DDP ranks too: they agree each step): once the steps
@@ -543,7 +543,7 @@ def _simulate_to_target(
     extra: dict[str, float | bool],
 ) -> Measurement:
     """A SIMULATED time-to-accuracy run (``objective=time_to_accuracy``): the modelled
-    accuracy after each evaluation's step count, on the clock of ``autotune.trial._to_target``
+    accuracy after each evaluation's step count, on the clock of ``autotune.training._to_target``
     (compilation, then steps of ``step_s`` seconds, then ``eval_s`` seconds per evaluation;
     evaluations as ``train.eval_every_steps`` / ``eval_every_s`` / once per epoch ask), until
     the accuracy meets ``train.target`` or the schedule (``steps``) or ``train.max_time_s``

@@ -8,14 +8,14 @@ as CSV (``autotune export``), and the list of studies in a database (``autotune 
     _snippet   pytorch_settings, pytorch_snippet: a configuration in PyTorch terms
     _yaml      export_choice, export_best_yaml: the recommendation (or --trial N) as YAML
     _csv       trial_records, export_csv: one row per finished trial
-    _studies   list_studies: one line per study
+    _listing   list_studies: one line per study (ls)
 
 What ``best``, ``best --export`` and ``ls`` claim is the newest finished verification's
 recommendation, the same one the report and the dashboard show
 (:attr:`autotune.report.ReportData.verification`); the Pareto table is single-trial figures.
 
 Every function checks its input before it writes anything: an unknown study raises
-:class:`~autotune.storage.StudyNotFoundError`, a study without a recommendation raises
+:class:`~autotune.exceptions.StudyNotFoundError`, a study without a recommendation raises
 :class:`~autotune.exceptions.VerificationError`, and no file is created.
 """
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from autotune.export._best import OBJECTIVE_CHOICES, BestConfigs, best_configurations, sort_pareto
 from autotune.export._csv import export_csv, trial_records
+from autotune.export._listing import StudySummary, list_studies
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
-from autotune.export._studies import StudySummary, list_studies
 from autotune.export._yaml import export_best_yaml, export_choice
 
 __all__ = [

@@ -93,8 +93,8 @@ def _profile_cached(spec_json: str, knobs_json: str, precision: str) -> ModelPro
     from torch.utils.data import default_collate
 
     from autotune.config import WorkloadSpec
-    from autotune.models import count_parameters
     from autotune.workloads import load_workload
+    from autotune.workloads.builtin.networks import count_parameters
 
     workload = load_workload(WorkloadSpec.model_validate_json(spec_json))
     train, _ = workload.datasets()

@@ -5,7 +5,7 @@ trial must pass.
   probed here and nowhere else; the study's record of it (:func:`check_study_hardware`).
 - :mod:`._capabilities`: :class:`DeviceCapabilities`, the facts the feasibility rules read,
   plus the peak FLOP/s MFU is measured against. The mock device's simulated machines
-  (:mod:`autotune.simulated`) are read the same way, through their simulated NVML.
+  (:mod:`autotune.hardware.simulated`) are read the same way, through their simulated NVML.
 - :mod:`._memory`: :func:`estimate_memory` predicts a trial's peak memory;
   :data:`MEMORY_ESTIMATE_TOLERANCE` is its accuracy.
 - :mod:`._feasibility`: the feasibility rules, the one place that decides whether a

@@ -17,7 +17,7 @@ from autotune.hardware._fingerprint import (
     _simulated_fingerprint,
     detect_fingerprint,
 )
-from autotune.simulated import get_profile
+from autotune.hardware.simulated import get_profile
 
 __all__ = [
     "DeviceCapabilities",

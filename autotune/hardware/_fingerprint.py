@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autotune.exceptions import ConfigError
+from autotune.hardware.simulated import get_profile
 from autotune.nvml import GpuInfo, read_nvml, visible_nvml_indices
-from autotune.simulated import get_profile
 
 if TYPE_CHECKING:
     import optuna
@@ -74,7 +74,7 @@ class MachineFingerprint:
 
     Attributes:
         device_kind: the device a study runs on: ``cpu``, ``cuda`` or ``mock``.
-        simulated: True for the mock device (its GPUs come from a fake NVML).
+        simulated: True for the mock device (its GPUs come from a simulated NVML).
         mock_profile: the mock profile's name, None on real devices.
         gpus: the GPUs CUDA uses (NVML's view, ``CUDA_VISIBLE_DEVICES`` applied), in CUDA order.
         driver_version: NVIDIA driver, None without NVML.
@@ -188,8 +188,8 @@ def detect_fingerprint(
         kind: ``cpu``, ``cuda`` or ``mock``; ``auto`` is ``cuda`` when NVML lists a GPU CUDA
             can see, else ``cpu``.
         mock_profile: the mock profile (``kind="mock"`` only).
-        nvml: the ``pynvml`` module or a stand-in (:class:`autotune.simulated.SimulatedNvml`);
-            None imports ``pynvml``. Without NVML (no driver) there are no GPUs.
+        nvml: the ``pynvml`` module or a stand-in
+            (:class:`autotune.hardware.simulated.SimulatedNvml`); None imports ``pynvml``. Without NVML (no driver) there are no GPUs.
 
     Raises:
         ConfigError: an unknown mock profile.

@@ -16,6 +16,7 @@ its model's row in one place, :mod:`autotune.storage._rows`.
 
 from __future__ import annotations
 
+from autotune.exceptions import StudyNotFoundError
 from autotune.storage._callback import ResultsCallback, open_results_for_run
 from autotune.storage._fingerprint import hardware_fingerprint
 from autotune.storage._migrate import (
@@ -32,7 +33,6 @@ from autotune.storage._optuna import (
     study_exists,
 )
 from autotune.storage._read import (
-    StudyNotFoundError,
     load_existing_study,
     open_existing_storage,
     study_names,

@@ -7,15 +7,11 @@ from optuna.storages import RDBStorage
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.config import display_url
-from autotune.exceptions import StorageError
+from autotune.exceptions import StorageError, StudyNotFoundError
 from autotune.storage._session import sqlite_path
 from autotune.storage._url import error_reason, validate_storage_url
 
-__all__ = ["StudyNotFoundError", "load_existing_study", "open_existing_storage", "study_names"]
-
-
-class StudyNotFoundError(StorageError):
-    """No study of that name exists in the storage (CLI exit code 2)."""
+__all__ = ["load_existing_study", "open_existing_storage", "study_names"]
 
 
 def open_existing_storage(url: str) -> RDBStorage:

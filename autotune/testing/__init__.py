@@ -2,7 +2,7 @@
 
 Nothing here trains or measures. The fakes are injected, never patched in:
 
-- :class:`FakeRunTrial` stands in for :func:`autotune.runner.run_trial` (pass it as
+- :class:`FakeRunTrial` stands in for :func:`autotune.study.run_trial` (pass it as
   ``run_trial_fn=`` of :func:`autotune.api.run_study`): canned measurements or failures first,
   then the mock device's cost model, in this process.
 - :class:`FakeClock` is a scripted clock and counted device sync for
@@ -16,16 +16,14 @@ from __future__ import annotations
 from autotune.testing._builders import make_capabilities, make_measurement, make_trial_config
 from autotune.testing._clock import FakeClock
 from autotune.testing._run_trial import FakeRunTrial, simulate_trial
-from autotune.testing.fake_nvml import FakeGpu, FakeNvml, fake_machine
+from autotune.testing.machines import simulated_machine
 
 __all__ = [
     "FakeClock",
-    "FakeGpu",
-    "FakeNvml",
     "FakeRunTrial",
-    "fake_machine",
     "make_capabilities",
     "make_measurement",
     "make_trial_config",
     "simulate_trial",
+    "simulated_machine",
 ]

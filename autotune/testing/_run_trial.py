@@ -1,4 +1,4 @@
-"""Stand-ins for :func:`autotune.runner.run_trial` that run in this process, in milliseconds."""
+"""Stand-ins for :func:`autotune.study.run_trial` that run in this process, in milliseconds."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ __all__ = ["FakeRunTrial", "simulate_trial"]
 
 
 def simulate_trial(config: TrialConfig, timeout_s: float) -> Measurement:
-    """What :func:`autotune.runner.run_trial` returns for a ``mock`` trial, without a child
+    """What :func:`autotune.study.run_trial` returns for a ``mock`` trial, without a child
     process: the mock cost model, with its ``MemoryError`` reported as ``TrialError("oom")``.
 
     Args:

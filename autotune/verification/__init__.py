@@ -45,9 +45,10 @@ the results tables (:mod:`autotune.storage`), and every output (terminal, report
 The package by job: :mod:`._metric` (the metric, its tolerance and the screen's width),
 :mod:`._finalists` (the screen, the closest trial, the seeds), :mod:`._speedup` (the paired
 speedup's and differences' confidence intervals), :mod:`._verdict` (one configuration's
-verified figures and the run's limits), :mod:`._to_target` (the verdicts and headline of a
-time-to-accuracy verification), :mod:`._summary` (the race, the confirmation's verdicts, the
-endings and the recommendation) and :mod:`._load` (the verdict of a stored study).
+verified figures and the run's limits), :mod:`._throughput` (the verdicts of a throughput
+verification), :mod:`._to_target` (the verdicts and headline of a time-to-accuracy
+verification), :mod:`._summary` (the race's survivor, the summary, the endings and the
+recommendation) and :mod:`._load` (the verdict of a stored study).
 """
 
 from __future__ import annotations

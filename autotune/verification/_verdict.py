@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from autotune.config import format_knob_value
+from autotune.objectives import Objective
 from autotune.storage.records import VerificationPlan, VerificationRecord
 from autotune.units import MIB
 
@@ -21,6 +22,7 @@ __all__ = [
     "constraint_violation",
     "invalid_figure",
     "measured_rows",
+    "metric_versus",
     "rounds_text",
 ]
 
@@ -205,3 +207,10 @@ class CandidateVerdict:
             f"{name} {format_knob_value(old)}->{format_knob_value(new)}"
             for name, old, new in self.changed
         )
+
+
+def metric_versus(metric: Objective, value: float, baseline_value: float) -> str:
+    """A value against the baseline's: ``98.42 % vs 98.50 %`` (accuracy), ``1.234 vs 1.240``."""
+    if metric.is_accuracy:
+        return f"{100 * value:.2f} % vs {100 * baseline_value:.2f} %"
+    return f"{metric.format(value, 1)} vs {metric.format(baseline_value, 1)}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from autotune.api import run_study
 from autotune.config import TrialConfig
 from autotune.measure import Measurement
-from autotune.runner import _STUDY_CACHE_DIR, study_compile_cache_dir
+from autotune.study._launcher import _STUDY_CACHE_DIR, study_compile_cache_dir
 from autotune.testing import FakeRunTrial, simulate_trial
 from tests.studies.runs import mock_run_config
 

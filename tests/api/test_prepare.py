@@ -307,10 +307,12 @@ def test_a_space_of_the_slow_precision_alone_keeps_it_and_says_so(sqlite_url: st
 
 def _a100x4(monkeypatch: pytest.MonkeyPatch) -> DeviceCapabilities:
     from autotune.hardware import capabilities_from_fingerprint, detect_fingerprint
-    from autotune.testing.fake_nvml import fake_machine
+    from autotune.testing.machines import simulated_machine
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    return capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=fake_machine("a100x4")))
+    return capabilities_from_fingerprint(
+        detect_fingerprint("cuda", nvml=simulated_machine("a100x4"))
+    )
 
 
 def test_a_cuda_worker_runs_its_trials_on_its_own_gpus(

@@ -123,7 +123,7 @@ def test_rank_threads(default: int, world_size: int, workers: int, threads: int 
 
 
 def test_a_loader_pins_memory_only_with_workers() -> None:
-    from autotune.trial._setup import make_loader
+    from autotune.training._setup import make_loader
 
     data = torch.utils.data.TensorDataset(torch.zeros(8, 1, 4, 4), torch.zeros(8))
     backend = CudaBackend()  # pin_memory: with workers

@@ -17,7 +17,8 @@ from autotune.devices.cuda import (
     CudaBackend,
     combine_rank_memory,
 )
-from autotune.testing.fake_nvml import FakeNvml, fake_machine
+from autotune.hardware.simulated import SimulatedNvml
+from autotune.testing.machines import simulated_machine
 
 _MIB = 1 << 20
 
@@ -34,8 +35,8 @@ def fake_allocator(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return readings
 
 
-def _nvml_with_this_process(used_bytes: int, **kwargs: object) -> FakeNvml:
-    nvml = fake_machine("a100x4", **kwargs)  # type: ignore[arg-type]
+def _nvml_with_this_process(used_bytes: int, **kwargs: object) -> SimulatedNvml:
+    nvml = simulated_machine("a100x4", **kwargs)  # type: ignore[arg-type]
     nvml.set_process(0, os.getpid(), used_bytes)
     nvml.set_process(0, os.getpid() + 1, 40_000 * _MIB)  # another process: not ours
     return nvml
@@ -75,7 +76,7 @@ def test_peak_memory_is_the_allocators_when_nvml_fails(fake_allocator: dict[str,
 
 
 def test_peak_memory_when_this_process_is_not_listed(fake_allocator: dict[str, int]) -> None:
-    nvml = fake_machine("a100x4")
+    nvml = simulated_machine("a100x4")
     nvml.set_process(0, os.getpid() + 1, 900 * _MIB)
     backend = CudaBackend(nvml=nvml)
 

@@ -11,8 +11,8 @@ import pytest
 from autotune.config import ReusedMetric
 from autotune.devices.mock import _stopped_too_slow, simulate
 from autotune.hardware import detect_capabilities
+from autotune.hardware.simulated import DEFAULT_PROFILE
 from autotune.measure import plan_windows
-from autotune.simulated import DEFAULT_PROFILE
 from autotune.testing import make_trial_config
 
 
@@ -138,7 +138,7 @@ def test_profile_capabilities() -> None:
 
 
 def test_timed_steps_follow_the_window_plan() -> None:
-    # One epoch of digits at batch 64: 22 steps, 5 warm-up, 5 windows of 3 (as autotune.trial).
+    # One epoch of digits at batch 64: 22 steps, 5 warm-up, 5 windows of 3 (as autotune.training).
     m = simulate(_mock(batch_size=64))
 
     assert m.steps == 22

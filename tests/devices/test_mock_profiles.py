@@ -1,5 +1,5 @@
 """Mock profiles: simulated H100/A100/V100/T4 machines and a CPU, seen through their simulated
-NVML (autotune/simulated.py, autotune/hardware.py, autotune/devices/mock.py)."""
+NVML (autotune/hardware/simulated.py, autotune/hardware.py, autotune/devices/mock.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from autotune.devices.mock import simulate
 from autotune.exceptions import ConfigError
 from autotune.flops import published_peak
 from autotune.hardware import detect_capabilities, restrict_space, trial_infeasibility_reason
+from autotune.hardware.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.nvml import read_nvml
-from autotune.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_profile
 from autotune.testing import make_trial_config, simulate_trial
-from autotune.testing.fake_nvml import FAKE_MACHINES
+from autotune.testing.machines import SIMULATED_MACHINES
 
 _MIB = 1 << 20
 
@@ -39,9 +39,9 @@ def test_profile_names_match_the_config_choices() -> None:
     ("profile", "machine"),
     [("h100", "h100x8"), ("a100", "a100x4"), ("v100", "v100x1"), ("t4", "t4")],
 )
-def test_gpu_profiles_are_the_fake_nvml_machines(profile: str, machine: str) -> None:
+def test_gpu_profiles_are_the_simulated_machines(profile: str, machine: str) -> None:
     caps = detect_capabilities("mock", mock_profile=profile)
-    gpus = FAKE_MACHINES[machine]
+    gpus = SIMULATED_MACHINES[machine]
 
     assert caps.kind == "mock"
     assert caps.simulated is True

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from autotune.flops import count_training_flops
-from autotune.models import build_model
+from autotune.workloads.builtin.networks import build_model
 
 from .hand_count import cnn_flops_per_sample
 

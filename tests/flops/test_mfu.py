@@ -11,8 +11,8 @@ import torch
 from autotune.api._mfu import with_mfu
 from autotune.console import describe_peaks
 from autotune.flops import mfu_figures, trial_extras
-from autotune.models import build_model
 from autotune.testing import make_capabilities, make_measurement, make_trial_config
+from autotune.workloads.builtin.networks import build_model
 
 from .hand_count import cnn_flops_per_sample
 

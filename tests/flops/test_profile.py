@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from autotune.flops import profile_model
-from autotune.models import build_model, count_parameters
 from autotune.testing import make_trial_config
+from autotune.workloads.builtin.networks import build_model, count_parameters
 
 
 def test_profile_model_counts_what_backward_keeps() -> None:

@@ -15,7 +15,7 @@ from autotune.hardware import (
     detect_fingerprint,
     resolve_device,
 )
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import simulated_machine
 
 _MIB = 1 << 20
 
@@ -29,7 +29,9 @@ def test_capabilities_of_a_fake_v100_come_from_nvml_and_the_peak_table(
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
-    caps = capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=fake_machine("v100x1")))
+    caps = capabilities_from_fingerprint(
+        detect_fingerprint("cuda", nvml=simulated_machine("v100x1"))
+    )
 
     assert caps.kind == "cuda"
     assert caps.name == "Tesla V100-SXM2-32GB"

@@ -1,5 +1,5 @@
 """Hardware fingerprints, the per-study record and its mismatch check, warm start, and the
-``autotune hardware`` command (autotune/hardware/_fingerprint.py, autotune/study.py,
+``autotune hardware`` command (autotune/hardware/_fingerprint.py, autotune/study/_study.py,
 autotune/cli.py)."""
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from autotune.hardware import (
     physical_cpu_cores,
 )
 from autotune.testing import simulate_trial
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import simulated_machine
 
 
 def _cuda(machine: str = "h100x8", **changes: Any) -> MachineFingerprint:
-    fp = detect_fingerprint("cuda", nvml=fake_machine(machine))
+    fp = detect_fingerprint("cuda", nvml=simulated_machine(machine))
     return dataclasses.replace(fp, **changes)
 
 
@@ -66,7 +66,7 @@ def test_fingerprint_lists_only_the_gpus_cuda_sees(monkeypatch: pytest.MonkeyPat
 
 
 def test_without_nvml_the_fingerprint_has_only_the_cpu() -> None:
-    fp = detect_fingerprint("auto", nvml=fake_machine("none"))
+    fp = detect_fingerprint("auto", nvml=simulated_machine("none"))
 
     assert fp.device_kind == "cpu"
     assert fp.gpus == ()
@@ -77,7 +77,7 @@ def test_without_nvml_the_fingerprint_has_only_the_cpu() -> None:
 def test_auto_is_cuda_when_nvml_lists_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 
-    assert detect_fingerprint("auto", nvml=fake_machine("t4")).device_kind == "cuda"
+    assert detect_fingerprint("auto", nvml=simulated_machine("t4")).device_kind == "cuda"
 
 
 def test_fingerprint_round_trips_through_json() -> None:

@@ -259,7 +259,7 @@ def test_restrict_removes_integer_model_knob_values_of_any_workload(tmp_path: Pa
 def test_estimate_is_within_tolerance_of_a_real_cpu_trial(
     depth: int, width: int, batch_size: int, precision: str
 ) -> None:
-    from autotune.runner import run_trial
+    from autotune.study import run_trial
 
     config = make_trial_config(
         depth=depth, width=width, batch_size=batch_size, precision=precision, train={"epochs": 1}

@@ -19,8 +19,8 @@ from autotune.hardware import (
     study_precision_screen,
 )
 from autotune.hardware._screen import RECORD_KEY
-from autotune.simulated import PROFILE_NAMES
-from autotune.testing import FakeGpu, FakeNvml, fake_machine, make_capabilities
+from autotune.hardware.simulated import PROFILE_NAMES, SimulatedGpu, SimulatedNvml
+from autotune.testing import make_capabilities, simulated_machine
 
 _G = 1e9
 
@@ -150,11 +150,11 @@ def test_a_gpu_without_fast_fp16_loses_fp16() -> None:
     ) in removed
 
 
-def test_a_t4_through_fake_nvml_keeps_fp16_and_the_rules_drop_bf16_and_tf32(
+def test_a_t4_through_simulated_nvml_keeps_fp16_and_the_rules_drop_bf16_and_tf32(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    caps = capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=fake_machine("t4")))
+    caps = capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=simulated_machine("t4")))
 
     screen = screen_precisions(_space(), caps, 0.1)
 
@@ -167,7 +167,7 @@ def test_a_gpu_missing_from_the_published_table_is_not_screened(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    nvml = FakeNvml((FakeGpu("NVIDIA GeForce GTX 1080", 8192 << 20, (6, 1), 180.0),))
+    nvml = SimulatedNvml((SimulatedGpu("NVIDIA GeForce GTX 1080", 8192 << 20, (6, 1), 180.0),))
     caps = capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=nvml))
 
     screen = screen_precisions(_space(), caps, 0.1)

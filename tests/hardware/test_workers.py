@@ -12,13 +12,15 @@ from autotune.hardware import (
     worker_share,
 )
 from autotune.testing import make_capabilities
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import simulated_machine
 
 
 @pytest.fixture
 def a100x4(monkeypatch: pytest.MonkeyPatch) -> DeviceCapabilities:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    return capabilities_from_fingerprint(detect_fingerprint("cuda", nvml=fake_machine("a100x4")))
+    return capabilities_from_fingerprint(
+        detect_fingerprint("cuda", nvml=simulated_machine("a100x4"))
+    )
 
 
 def test_workers_own_disjoint_gpus_named_by_uuid(a100x4: DeviceCapabilities) -> None:

@@ -28,7 +28,7 @@ from autotune.storage import (
     trial_record,
 )
 from autotune.testing import make_capabilities
-from autotune.testing.fake_nvml import fake_machine
+from autotune.testing.machines import simulated_machine
 from tests.studies.mock import make_trial, sqlite_url
 
 HARDWARE = HardwareFingerprint(
@@ -213,7 +213,7 @@ def test_hardware_fingerprint_is_read_from_the_machine_fingerprint_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    machine = detect_fingerprint("cuda", nvml=fake_machine("h100x8"))
+    machine = detect_fingerprint("cuda", nvml=simulated_machine("h100x8"))
     caps = capabilities_from_fingerprint(machine)
     fp = hardware_fingerprint(caps, machine)
     assert fp == hardware_fingerprint(caps, machine.to_dict())

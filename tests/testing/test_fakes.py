@@ -27,7 +27,7 @@ def test_all_is_the_sorted_public_names() -> None:
         for name, value in vars(autotune.testing).items()
         if not name.startswith("_")
         and name != "annotations"
-        and not isinstance(value, types.ModuleType)  # submodules (fake_nvml) are not names
+        and not isinstance(value, types.ModuleType)  # submodules (machines) are not names
     )
     assert autotune.testing.__all__ == public
 

@@ -14,7 +14,7 @@ import torch
 from autotune.cli import main
 from autotune.config import ModelSpace, TrialConfig, WorkloadSpec, load_space
 from autotune.exceptions import WorkloadError
-from autotune.trial import run_rank
+from autotune.training import run_rank
 from autotune.workloads import (
     LoadedWorkload,
     Workload,

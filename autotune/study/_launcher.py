@@ -1,0 +1,330 @@
+"""Run one trial in child processes, with a wall-clock timeout, and classify its failure.
+
+Each trial runs in fresh processes (one per DDP rank) forked from a forkserver that has
+already imported torch, so a trial pays no import cost, never shares the study's process,
+and returns every byte of memory (and any CUDA context) when it exits. The study process
+never initializes CUDA.
+
+Nothing a trial starts outlives the study, even after ``kill -9``: the forkserver exits with
+the study process, the ranks with the forkserver, their DataLoader workers with them
+(:mod:`autotune.lifetime` says how).
+
+A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`` set to
+``oom``, ``error``, ``crash`` or ``timeout`` and the last lines of the trial's output.
+
+The ranks' CUDA environment is set by the launcher, in each rank before CUDA initializes
+(:func:`trial_environment`): ``CUDA_VISIBLE_DEVICES`` as the study process has it when the
+trial starts (not as the forkserver inherited it when it started: a worker that owns part of
+the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; and
+where torch.compile keeps its caches (``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR``), as
+``measure.compile_cache`` asks: the study's own directory (:func:`study_compile_cache`), an
+empty one per trial, or the environment's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import getpass
+import hashlib
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import signal
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from autotune.config import CompileCache, TrialConfig, display_url
+from autotune.exceptions import TrialError
+from autotune.measure import Measurement
+from autotune.study._interrupts import sigint_deferred
+from autotune.training._child import rank_entry
+
+__all__ = [
+    "COMPILE_CACHE_VARIABLES",
+    "compile_cache_environment",
+    "run_trial",
+    "study_compile_cache",
+    "study_compile_cache_dir",
+    "trial_devices",
+    "trial_environment",
+]
+
+_TAIL_LINES = 20
+#: Longest uninterrupted wait for a rank, in seconds (see :func:`_wait`).
+_WAKE_S = 1.0
+
+
+#: Modules the forkserver imports once, so that no trial pays for them: torch and our trial
+#: code; torch._dynamo, which optimizers import lazily (2.6 s and ~80 MB of Python objects
+#: that would otherwise count as the trial's time and peak memory); scikit-learn's datasets.
+_PRELOAD = ["autotune.training", "torch._dynamo", "sklearn.datasets"]
+
+
+def _context() -> Any:
+    """A forkserver context whose server preloads :data:`_PRELOAD` (``spawn`` elsewhere).
+
+    Preloading is a speed-up only: the preload list is fixed when the server first starts.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # pragma: no cover
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+#: The variables that place torch.compile's on-disk caches: Inductor's (generated code,
+#: the FX graph and AOTAutograd caches, Dynamo's profiles; default /tmp/torchinductor_$USER)
+#: and Triton's (compiled GPU kernels; default under Inductor's).
+COMPILE_CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+
+#: The study whose trials this process runs now: its compile cache directory (None: none).
+_STUDY_CACHE_DIR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "autotune_study_compile_cache", default=None
+)
+
+
+def study_compile_cache_dir(storage: str, study_name: str) -> Path:
+    """The directory of a study's compile caches: under the system's temporary directory,
+    per user, named by the study and a hash of its storage URL (as every output shows it,
+    the password masked) and name, so that two studies never share one and a resumed study,
+    or another worker of it on this machine, finds its own.
+
+    ``<tmp>/autotune-<user>/compile-cache/<study>-<12 hex digits>``; nothing is created.
+    """
+    key = hashlib.sha256(f"{display_url(storage)}\0{study_name}".encode()).hexdigest()[:12]
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study_name)[:48] or "study"
+    return Path(tempfile.gettempdir()) / f"autotune-{_user()}" / "compile-cache" / f"{slug}-{key}"
+
+
+def _user() -> str:
+    try:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", getpass.getuser())
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return str(os.getuid())
+
+
+@contextmanager
+def study_compile_cache(storage: str, study_name: str) -> Iterator[Path]:
+    """Inside the block, trials started by :func:`run_trial` in this process whose
+    ``measure.compile_cache`` is ``study`` keep their compile caches in
+    :func:`study_compile_cache_dir` (yielded). Outside any such block (a trial run on its
+    own), ``study`` leaves the caches where the environment puts them."""
+    directory = study_compile_cache_dir(storage, study_name)
+    token = _STUDY_CACHE_DIR.set(str(directory))
+    try:
+        yield directory
+    finally:
+        _STUDY_CACHE_DIR.reset(token)
+
+
+def compile_cache_environment(
+    environ: Mapping[str, str], mode: CompileCache, trial_dir: Path, study_dir: str | None
+) -> dict[str, str | None]:
+    """``TORCHINDUCTOR_CACHE_DIR`` and ``TRITON_CACHE_DIR`` of a trial's ranks (None: unset).
+
+    Inductor's and Triton's caches persist on disk (by default under
+    /tmp/torchinductor_$USER): a trial whose graphs some earlier process compiled, in this
+    study or any other, compiles warm, in a fraction of the seconds, so that compile time
+    (and a time to accuracy, which includes it) depended on what ran on the machine before.
+
+    Args:
+        environ: the study process's environment.
+        mode: ``measure.compile_cache``: ``study`` puts both in ``study_dir`` (the
+            environment's when None: no study around the trial); ``trial`` in
+            ``trial_dir``, which exists for this trial alone and starts empty; ``shared``
+            keeps the environment's.
+        trial_dir: a directory of this trial's (its runner's temporary directory).
+        study_dir: the study's cache directory (:func:`study_compile_cache`), or None.
+    """
+    root = {"study": study_dir, "trial": str(trial_dir), "shared": None}[mode]
+    if root is None:
+        return {name: environ.get(name) for name in COMPILE_CACHE_VARIABLES}
+    return {"TORCHINDUCTOR_CACHE_DIR": root, "TRITON_CACHE_DIR": str(Path(root) / "triton")}
+
+
+def trial_environment(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """The CUDA environment of a trial's ranks, given the study process's (None: unset).
+
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID``: CUDA numbers devices fastest first by default
+    (``FASTEST_FIRST``; CUDA C Programming Guide, "CUDA Environment Variables"), while NVML
+    numbers them in PCI bus order (NVML API reference, ``nvmlDeviceGetHandleByIndex``;
+    ``nvidia-smi`` shows the same order). On a machine with unlike GPUs the two orders differ,
+    and the rank on ``cuda:i`` would read another GPU's power, energy and UUID from NVML index
+    ``i`` (:func:`autotune.nvml.visible_nvml_indices`, :class:`autotune.nvml.GpuWindowMeter`).
+    PCI bus order makes CUDA's indices NVML's, before and after ``CUDA_VISIBLE_DEVICES``
+    (which is applied to that order). It is set for the trials whatever the user set: the
+    telemetry's mapping depends on it.
+
+    ``CUDA_VISIBLE_DEVICES``: the study process's value now, which a worker owning part of the
+    machine's GPUs set (:func:`trial_devices`).
+
+    Args:
+        environ: the study process's environment (``os.environ``).
+    """
+    return {
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
+
+@contextmanager
+def trial_devices(cuda_visible_devices: str | None) -> Iterator[None]:
+    """Inside the block, trials started by :func:`run_trial` see only these CUDA devices
+    (``CUDA_VISIBLE_DEVICES``); None changes nothing. The study process's variable is
+    restored after the block (the study process itself never initializes CUDA)."""
+    if cuda_visible_devices is None:
+        yield
+        return
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-_TAIL_LINES:])
+
+
+def _stop(procs: list[Any], grace_s: float) -> None:
+    """Let ranks that already reported exit on their own (their DataLoader workers and
+    semaphores are cleaned up that way), then kill whatever is left."""
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join(timeout=10)
+
+
+def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
+    """Run one trial in ``config.gpu_count`` child processes and wait for its measurement.
+
+    Args:
+        config: the trial to run.
+        timeout_s: wall-clock limit for the whole trial (compile included), in seconds.
+
+    Returns:
+        The measurement rank 0 returned.
+
+    Raises:
+        TrialError: ``oom`` / ``error`` (an exception in a rank; detail is its traceback),
+            ``crash`` (a rank died, e.g. by a signal, without reporting), or ``timeout``.
+        KeyboardInterrupt: re-raised after the children are killed.
+    """
+    ctx = _context()
+    world_size = config.gpu_count if config.device != "mock" else 1
+    with tempfile.TemporaryDirectory(prefix="autotune-trial-") as tmp:
+        logs = [Path(tmp) / f"rank{rank}.log" for rank in range(world_size)]
+        procs: list[Any] = []
+        readers: list[Any] = []
+        # Ctrl-C while a rank starts would leave a child no one kills (and interpreter exit
+        # would wait for it): hold it back until every rank is tracked, then raise it.
+        grace_s = 0.0
+        try:
+            with sigint_deferred():
+                _start_ranks(ctx, config, world_size, Path(tmp), logs, procs, readers)
+            result = _wait(procs, readers, logs, timeout_s)
+            grace_s = 10.0
+            return result
+        finally:
+            _stop(procs, grace_s)
+
+
+def _start_ranks(
+    ctx: Any,
+    config: TrialConfig,
+    world_size: int,
+    tmp: Path,
+    logs: list[Path],
+    procs: list[Any],
+    readers: list[Any],
+) -> None:
+    """Start one process per rank, appending each to ``procs`` and its pipe to ``readers``."""
+    env = {
+        **trial_environment(os.environ),
+        **compile_cache_environment(
+            os.environ,
+            config.measure.compile_cache,
+            tmp / "compile-cache",
+            _STUDY_CACHE_DIR.get(),
+        ),
+    }
+    for rank in range(world_size):
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=rank_entry,
+            args=(
+                config,
+                rank,
+                world_size,
+                str(tmp / "dist_init"),
+                str(logs[rank]),
+                writer,
+                env,
+            ),
+            name=f"autotune-trial-rank{rank}",
+        )
+        proc.start()
+        writer.close()
+        procs.append(proc)
+        readers.append(reader)
+
+
+def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: float) -> Measurement:
+    """Wait for every rank's outcome, a death, or the deadline; the first failure wins."""
+    deadline = time.monotonic() + timeout_s
+    outcomes: dict[int, tuple[str, Any]] = {}
+    pending = dict(enumerate(readers))
+    while pending:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TrialError(
+                "timeout",
+                f"no result after the {timeout_s:g} s limit (trial.timeout_s)\n{_tail(logs[0])}",
+            )
+        # Wake at least once a second: a SIGINT the kernel handed to another thread (Optuna's
+        # heartbeat, the progress display) does not interrupt this wait, and its Python
+        # handler (KeyboardInterrupt) runs only when this, the main thread, runs again.
+        ready = multiprocessing.connection.wait(
+            list(pending.values()) + [procs[r].sentinel for r in pending],
+            timeout=min(remaining, _WAKE_S),
+        )
+        for rank, reader in list(pending.items()):
+            if reader in ready or procs[rank].sentinel in ready:
+                try:
+                    outcomes[rank] = reader.recv()
+                except (EOFError, OSError):
+                    procs[rank].join(timeout=5)
+                    code = procs[rank].exitcode
+                    how = (
+                        f"killed by signal {signal.Signals(-code).name}"
+                        if code is not None and code < 0
+                        else f"exited with code {code}"
+                    )
+                    outcomes[rank] = (
+                        "crash",
+                        f"rank {rank} {how} without a result\n{_tail(logs[rank])}",
+                    )
+                del pending[rank]
+                status, payload = outcomes[rank]
+                if status != "ok":
+                    raise TrialError(status, payload)
+    result = outcomes[0][1]
+    assert isinstance(result, Measurement)
+    return result

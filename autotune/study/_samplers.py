@@ -1,0 +1,938 @@
+"""Samplers as the study process runs them: on one torch thread, and (the GP) seeing the
+study on the scales its knobs and figures live on.
+
+Optuna's GPSampler fits its Gaussian process with torch; on a small machine torch's default
+of one thread per core oversubscribes the CPU and slows the fit several times (Optuna PR
+#6753 reports 6-12x faster GP fitting with one torch thread). The study process trains
+nothing (trials run in child processes with their own threads), so it can give the sampler
+one thread; :class:`OneThreadSampler` does so around every call and restores the count after.
+
+Optuna's GPSampler standardizes each objective (z-scores) and models it as it comes; it has
+no output warping. Throughput and peak memory span orders of magnitude (tens to tens of
+thousands of samples/s), and a few fast or large configurations would stretch their scale
+until the GP sees every other configuration as alike. Practitioners judge both as ratios
+("2x faster", "half the memory"), so :class:`WarpedSampler` lets the wrapped sampler model
+their logarithms, and numeric choices (batch size, width) by their rank (output and input
+warping, after Snoek et al., "Input Warping for Bayesian Optimization of Non-stationary
+Functions", ICML 2014, in their simplest form). A trial that
+failed (no measurement) carries placeholder values (zero throughput, zero accuracy); the
+wrapped sampler sees the median of the values measured so far on each objective instead, so
+the placeholders do not squash the measured values' scale, while Optuna's constraints (the
+``failed`` constraint) still mark the trial infeasible. The study itself stores the raw
+figures, so optuna-dashboard, ``optuna.load_study`` and every report read samples/s and
+bytes, and studies written before this change open as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import optuna
+import torch
+from optuna._gp import gp as optuna_gp
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+from optuna.samplers import BaseSampler
+from optuna.samplers._gp import sampler as _gp_sampler_module
+from optuna.study import StudyDirection
+from optuna.trial import TrialState
+from scipy.stats import qmc
+
+from autotune.baseline import BASELINE_ATTR
+from autotune.config import SPEED_KNOBS, CategoricalParam, FloatParam, ModelKnob
+from autotune.exceptions import ConfigError
+from autotune.objectives import metric_objective, objectives_of_study
+
+if TYPE_CHECKING:
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial
+
+__all__ = [
+    "GP_STARTUP_TRIALS",
+    "LEAN_LOCAL_SEARCHES",
+    "LEAN_PRELIMINARY_SAMPLES",
+    "LEAN_QMC_SAMPLES_EHVI",
+    "LOG_SCALE_OBJECTIVES",
+    "MAX_REFUSED_PROPOSALS",
+    "NSGA2_POPULATION",
+    "STARTUP_DESIGN_SAMPLERS",
+    "WARM_START_ATTR",
+    "DesignSampler",
+    "LeanGPSampler",
+    "OneThreadSampler",
+    "WarpedSampler",
+    "covering_design",
+    "design_levels",
+    "make_sampler",
+    "modelled_values",
+    "one_torch_thread",
+]
+
+#: NSGA-II population: small enough that a 50-trial study runs several generations.
+NSGA2_POPULATION = 10
+#: Trials in the study (the baseline and warm-start trials count) before GPSampler and
+#: TPESampler model it; until then they sample at random. Chosen from Table 2
+#: (docs/benchmarks.md).
+GP_STARTUP_TRIALS = 10
+
+#: Objectives the wrapped sampler of :class:`WarpedSampler` models as logarithms.
+LOG_SCALE_OBJECTIVES = ("throughput_sps", "time_to_accuracy_s", "peak_memory_bytes")
+
+#: The most proposals :class:`WarpedSampler` refuses for one trial (the feasibility rules
+#: refuse them) before it hands one on; each costs one more fit and acquisition.
+MAX_REFUSED_PROPOSALS = 5
+
+T = TypeVar("T")
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(1)``; the previous count is restored."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class _DelegatingSampler(BaseSampler):
+    """A sampler that hands every call to ``self.sampler``, unchanged; subclasses change
+    only the calls they need to (Optuna's public ``BaseSampler`` interface)."""
+
+    def __init__(self, sampler: BaseSampler) -> None:
+        self.sampler = sampler
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return self.sampler.infer_relative_search_space(study, trial)
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        return self.sampler.sample_relative(study, trial, search_space)
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        return self.sampler.sample_independent(study, trial, param_name, param_distribution)
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        self.sampler.before_trial(study, trial)
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        self.sampler.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.sampler.reseed_rng()
+
+
+class OneThreadSampler(_DelegatingSampler):
+    """Wrap a sampler so that each of its calls runs on one torch thread.
+
+    Only Optuna's public ``BaseSampler`` interface is used: every method delegates to the
+    wrapped sampler, unchanged but for the thread count.
+
+    Args:
+        sampler: the sampler to wrap (``GPSampler``, ``TPESampler``, ...).
+
+    Attributes:
+        sampler: the wrapped sampler.
+        fit_s: wall seconds spent in ``infer_relative_search_space``, ``sample_relative`` and
+            ``sample_independent`` so far in this process (the sampler's cost per trial).
+    """
+
+    def __init__(self, sampler: BaseSampler) -> None:
+        super().__init__(sampler)
+        self.fit_s = 0.0
+
+    def _timed(self, call: Callable[[], T]) -> T:
+        started = time.perf_counter()
+        with one_torch_thread():
+            try:
+                return call()
+            finally:
+                self.fit_s += time.perf_counter() - started
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        return self._timed(lambda: self.sampler.infer_relative_search_space(study, trial))
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        return self._timed(lambda: self.sampler.sample_relative(study, trial, search_space))
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        return self._timed(
+            lambda: self.sampler.sample_independent(study, trial, param_name, param_distribution)
+        )
+
+
+def _is_failed(trial: FrozenTrial) -> bool:
+    """True for a trial without a measurement: its values are placeholders."""
+    return "failure" in trial.user_attrs or trial.constraints.get("failed", 0.0) > 0
+
+
+def _missed_target(trial: FrozenTrial) -> bool:
+    """True for a time-to-accuracy trial that missed its target: its time is only a lower
+    bound (the time limit it was stopped at)."""
+    return trial.user_attrs.get("target_reached") is False
+
+
+def _worst(values: Sequence[float], direction: StudyDirection) -> float:
+    return min(values) if direction == StudyDirection.MAXIMIZE else max(values)
+
+
+def modelled_values(
+    study: Study, log_scale: Collection[str] = LOG_SCALE_OBJECTIVES
+) -> dict[int, list[float]]:
+    """The objective values a model of ``study`` should fit, by trial number (COMPLETE trials).
+
+    Objectives named in ``log_scale`` (matched against the study's objective names, see
+    :func:`autotune.objectives.objectives_of_study`) become natural logarithms (values below
+    1 are read as 1: bytes and samples/s are never fractions that matter). A failed trial's
+    values (no measurement) are replaced by the median modelled value of the measured trials
+    on each objective (a trial stopped as ``too_slow`` keeps the throughput and memory it
+    measured; only its metric is imputed), and a time-to-accuracy trial that missed its
+    target reads as the worst (its time is a lower bound); both are left as they are while no
+    trial has a measurement.
+
+    The median, not the worst: a failure at the worst value taught the GP that a whole region
+    was bad after one failure there (a failing level such as bf16, or two DataLoader workers,
+    was never tried again, whatever it was combined with), while the ``failed`` constraint
+    already tells the sampler where trials fail (issue 24).
+    """
+    names = [o.name for o in objectives_of_study(study)]
+    log_axes = [i for i, name in enumerate(names) if name in log_scale]
+    modelled: dict[int, list[float]] = {}
+    failed: list[int] = []
+    missed: list[int] = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if trial.values is None:
+            continue
+        values = list(trial.values)
+        for i in log_axes:
+            values[i] = math.log(max(values[i], 1.0))
+        modelled[trial.number] = values
+        if _is_failed(trial):
+            failed.append(trial.number)
+        elif _missed_target(trial):
+            missed.append(trial.number)
+    measured = [v for number, v in modelled.items() if number not in failed + missed]
+    if not measured:
+        return modelled
+    axes = range(len(study.directions))
+    median = [statistics.median(v[i] for v in measured) for i in axes]
+    worst = [_worst([v[i] for v in measured], study.directions[i]) for i in axes]
+    trials = {t.number: t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))}
+    for number in failed:
+        kept = _measured_axes(trials[number], names)
+        modelled[number] = [v if i in kept else median[i] for i, v in enumerate(modelled[number])]
+    for number in missed:
+        modelled[number] = list(worst)
+    return modelled
+
+
+def _measured_axes(trial: FrozenTrial, names: Sequence[str]) -> set[int]:
+    """The objectives a failed trial did measure: throughput and memory of a trial stopped
+    as ``too_slow`` after its first window (its metric was never evaluated); none for any
+    other failure."""
+    if trial.user_attrs.get("failure") != "too_slow":
+        return set()
+    return {i for i, name in enumerate(names) if name in ("throughput_sps", "peak_memory_bytes")}
+
+
+def _is_ordinal(distribution: BaseDistribution) -> bool:
+    """A categorical knob whose choices are all numbers (batch size, width, workers)."""
+    return isinstance(distribution, CategoricalDistribution) and all(
+        isinstance(c, (int, float)) and not isinstance(c, bool) for c in distribution.choices
+    )
+
+
+def _rank_distribution(distribution: CategoricalDistribution) -> IntDistribution:
+    return IntDistribution(0, len(distribution.choices) - 1)
+
+
+def _sorted_choices(distribution: CategoricalDistribution) -> list[float]:
+    """An ordinal knob's choices in increasing order (:func:`_is_ordinal` holds)."""
+    return sorted(float(c) for c in distribution.choices if isinstance(c, (int, float)))
+
+
+def _choice_at(distribution: CategoricalDistribution, rank: int) -> Any:
+    """The choice of rank ``rank`` among the sorted choices, as the knob holds it (64, not
+    64.0)."""
+    value = _sorted_choices(distribution)[rank]
+    return next(c for c in distribution.choices if c == value)
+
+
+class WarpedSampler(_DelegatingSampler):
+    """Wrap a sampler that models objective values over its parameters (``GPSampler``) so
+    that it models them on the scales the knobs and figures live on.
+
+    - Output warping: throughput, time to accuracy and peak memory as logarithms, failed
+      trials (and time-to-accuracy trials that missed the target) at the median of the
+      measured values (:func:`modelled_values`; the module docstring says why).
+    - Input warping: a categorical knob whose choices are all numbers (batch size 16..256,
+      width 8..64, DataLoader workers 0..2) is modelled as the rank of its value among the
+      sorted choices, an integer. Optuna models a categorical knob with a Hamming kernel (any
+      two choices equally unlike); batch 64 is nearer 128 than 16, and a rank on geometric
+      choices is their logarithm.
+
+    Relative sampling sees a copy of the study in an in-memory storage whose trials carry the
+    warped values and ranks; the wrapped sampler's proposal is mapped back to the knobs'
+    values. Every other call, and the study itself, are left as they are: the study stores
+    the raw figures and the knobs' real values. Only public Optuna APIs build the copy
+    (``create_study``, ``add_trials``, ``FrozenTrial``'s setters). A sampler that only ranks
+    values (TPE, NSGA-II) gains little from output warping.
+
+    Known constraints: with ``feasible`` (the study's feasibility rules, which refuse a
+    configuration before it runs), a relative proposal the rules refuse is not handed to
+    the study: it is added to the copy as a failed trial (the ``failed`` constraint set, the
+    median values above) and the wrapped sampler asked again, up to ``max_refused`` times;
+    the last proposal is returned even if refused (the study then records it as refused, as
+    before). The rules are known before a trial runs, so a trial spent on a configuration
+    they refuse is wasted (on Table 2's mock space, 6 of seed 5's first 50 trials were such
+    proposals before this). Constraints known in advance can be checked before an
+    evaluation instead of modelled from failures (the distinction of Gelbart, Snoek and
+    Adams, "Bayesian Optimization with Unknown Constraints", UAI 2014). The copy
+    is rebuilt for every trial, so the refused points are not stored: the study holds only
+    trials that ran or were refused as proposed.
+
+    Args:
+        sampler: the sampler to wrap.
+        log_scale: names of the objectives modelled as logarithms.
+        ordinal: model numeric categorical knobs by rank (input warping).
+        feasible: whether a proposal (every searched knob's value, by parameter name)
+            passes the feasibility rules; None: every proposal is handed on.
+        max_refused: the most proposals refused for one trial before one is handed on.
+
+    Attributes:
+        sampler: the wrapped sampler.
+        feasible: the ``feasible`` given.
+        refused_proposals: the proposals refused so far (by this sampler instance).
+    """
+
+    def __init__(
+        self,
+        sampler: BaseSampler,
+        log_scale: Collection[str] = LOG_SCALE_OBJECTIVES,
+        ordinal: bool = True,
+        feasible: Callable[[Mapping[str, Any]], bool] | None = None,
+        max_refused: int = MAX_REFUSED_PROPOSALS,
+    ) -> None:
+        super().__init__(sampler)
+        self._log_scale = tuple(log_scale)
+        self._ordinal = ordinal
+        self.feasible = feasible
+        self._max_refused = max_refused
+        self.refused_proposals = 0
+
+    def _view(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        ordinal: dict[str, CategoricalDistribution],
+    ) -> tuple[Study, FrozenTrial]:
+        """An in-memory copy of ``study`` with modelled values and ranked ``ordinal`` knobs,
+        and ``trial``'s copy in it.
+
+        Every trial is copied, in number order, so numbers match (the storage numbers trials
+        as it receives them). A knob is ranked in a trial only where the trial's distribution
+        is the one searched (a warm-start trial over other choices keeps its own).
+        """
+        modelled = modelled_values(study, self._log_scale)
+        view = optuna.create_study(
+            storage=optuna.storages.InMemoryStorage(),
+            directions=study.directions,
+            sampler=optuna.samplers.RandomSampler(),  # never asked: the view runs no trial
+        )
+        if study.metric_names is not None:  # which objective is the metric (LeanGPSampler)
+            with warnings.catch_warnings():  # set_metric_names is "experimental" since 3.2
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                view.set_metric_names(study.metric_names)
+        copies = []
+        for original in study.get_trials(deepcopy=False):
+            duplicate = copy.copy(original)
+            if original.number in modelled:
+                duplicate.values = modelled[original.number]
+            params, distributions = dict(original.params), dict(original.distributions)
+            for name, distribution in ordinal.items():
+                if distributions.get(name) == distribution:
+                    params[name] = _sorted_choices(distribution).index(params[name])
+                    distributions[name] = _rank_distribution(distribution)
+            duplicate.params, duplicate.distributions = params, distributions
+            copies.append(duplicate)
+        view.add_trials(copies)
+        return view, view.get_trials(deepcopy=False)[trial.number]
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        if not search_space:
+            return {}
+        ordinal = {
+            name: d
+            for name, d in search_space.items()
+            if self._ordinal and isinstance(d, CategoricalDistribution) and _is_ordinal(d)
+        }
+        view, view_trial = self._view(study, trial, ordinal)
+        view_space = {
+            name: _rank_distribution(ordinal[name]) if name in ordinal else d
+            for name, d in search_space.items()
+        }
+        for attempt in range(self._max_refused + 1):
+            proposal = self.sampler.sample_relative(view, view_trial, view_space)
+            params = {
+                name: _choice_at(ordinal[name], int(v)) if name in ordinal else v
+                for name, v in proposal.items()
+            }
+            if (
+                self.feasible is None
+                or attempt == self._max_refused
+                or set(params) != set(search_space)  # the start-up phase: nothing proposed
+                or self.feasible(params)
+                or not _add_refused(view, proposal, view_space)
+            ):
+                return params
+            self.refused_proposals += 1
+        raise AssertionError("unreachable: the last attempt returns")
+
+
+def _add_refused(
+    view: Study, params: dict[str, Any], distributions: dict[str, BaseDistribution]
+) -> bool:
+    """Add a proposal the feasibility rules refuse to ``view`` (a :class:`WarpedSampler`
+    copy, values already modelled) as a failed trial: the median modelled values of the
+    measured trials, the ``failed`` constraint 1 and every other constraint 0. Returns False
+    (nothing added) when the copy's trials carry no ``failed`` constraint or no measured
+    trial gives a median."""
+    completed = view.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    keys = list(completed[0].constraints) if completed else []
+    measured = [t.values for t in completed if t.values is not None and not _is_failed(t)]
+    if "failed" not in keys or not measured:
+        return False
+    median = [statistics.median(v[i] for v in measured) for i in range(len(view.directions))]
+    view.add_trial(
+        optuna.trial.create_trial(
+            params=params,
+            distributions=distributions,
+            values=median,
+            constraints={key: 1.0 if key == "failed" else 0.0 for key in keys},
+            user_attrs={"failure": "infeasible"},
+        )
+    )
+    return True
+
+
+#: The samplers whose start-up trials come from :func:`covering_design` (those with a random
+#: start-up phase of :data:`GP_STARTUP_TRIALS`); NSGA-II breeds from its own first population
+#: and ``random`` stays the random reference of Table 2.
+STARTUP_DESIGN_SAMPLERS = ("gp", "tpe")
+#: The user attribute of a trial queued from another study's Pareto front (``warm_start=``).
+WARM_START_ATTR = "warm_start_from"
+#: Acquisition effort of :class:`LeanGPSampler` (Optuna 5.0.0's defaults: 2048, 10, 128), the
+#: settings issue 24's exploratory run chose: the acquisition surface of 8 mostly categorical
+#: knobs is coarse, so 256 quasi-random starting points and 3 local searches find its maximum,
+#: and 32 quasi-Monte Carlo samples estimate an expected hypervolume improvement of 3
+#: objectives well enough to rank candidates. On the mock space of Table 2, with the machine
+#: quiet, the sampler's median seconds at trials 45-50 went from 1.04 s (seeds 0-2, Optuna's
+#: defaults) to 0.16 s (seeds 0-9) with the other changes of issue 24; the GP fits (3
+#: objectives and the ``failed`` constraint) are then about half of what is left.
+LEAN_PRELIMINARY_SAMPLES = 256
+LEAN_LOCAL_SEARCHES = 3
+LEAN_QMC_SAMPLES_EHVI = 32
+
+
+def design_levels(
+    knobs: Mapping[str, ModelKnob | CategoricalParam[Any]], n_rows: int
+) -> dict[str, list[Any]]:
+    """The levels a start-up design covers, by knob: a discrete knob's values, and for a
+    real range (:class:`~autotune.config.FloatParam`) the centres of ``n_rows`` equal strata
+    (on a log scale for ``log: true``; rounded to ``step`` if it has one, duplicates
+    dropped)."""
+    levels: dict[str, list[Any]] = {}
+    for name, knob in knobs.items():
+        if not isinstance(knob, FloatParam):
+            levels[name] = list(knob.values())
+            continue
+        centres = [(i + 0.5) / n_rows for i in range(n_rows)]
+        if knob.log:
+            lo, hi = math.log(knob.low), math.log(knob.high)
+            values = [math.exp(lo + u * (hi - lo)) for u in centres]
+        else:
+            values = [knob.low + u * (knob.high - knob.low) for u in centres]
+        if knob.step is not None:
+            step = knob.step
+            values = [
+                min(knob.low + round((v - knob.low) / step) * step, knob.high) for v in values
+            ]
+        levels[name] = list(dict.fromkeys(values))
+    return levels
+
+
+def covering_design(
+    levels: Mapping[str, Sequence[Any]],
+    n_rows: int,
+    seed: int,
+    feasible: Callable[[dict[str, Any]], bool] = lambda row: True,
+    preferred: Callable[[dict[str, Any]], bool] | None = None,
+) -> list[dict[str, Any]]:
+    """A start-up design of ``n_rows`` rows over ``levels`` in which every level of every knob
+    appears at least once (when ``n_rows`` is at least the most levels any knob has), and
+    every row is ``feasible`` and, where the coverage allows, ``preferred``.
+
+    The construction is scipy's Latin hypercube (``scipy.stats.qmc.LatinHypercube``,
+    ``scramble=False``: each of the ``n_rows`` points sits at the centre of its stratum on
+    every axis; ``optimization="random-cd"``: columns permuted to lower the centred
+    discrepancy, so pairs of knobs are spread too), each axis cut into as many equal
+    intervals as the knob has levels. An interval of width ``1/L >= 1/n_rows`` always holds
+    a stratum centre, so every level appears, about ``n_rows / L`` times each. An orthogonal
+    array (``strength=2``) would also balance pairs, but needs ``n_rows = p**2`` (p prime) and
+    at most ``p + 1`` knobs: 9 rows allow 4 knobs, and a space has 8.
+
+    A row the rules refuse is repaired by swapping one knob's level with another row (a swap
+    keeps every column's levels, hence the coverage) when both rows are then feasible, or,
+    failing that, replaced by a feasible random row that keeps the levels only it held (or
+    else restores the most levels lost); a row no candidate can replace is dropped. Last, a
+    level still missing goes into a row where it fits and whose own level another row also
+    holds. A level no feasible row can hold stays missing.
+
+    With ``preferred`` (a stricter test, e.g. "fits in memory with a margin"), the repairs
+    and the filling above read a row as feasible only when it is also preferred; a row no
+    repair makes preferred is repaired to be feasible only, and a level no preferred row
+    can hold then goes into a row that is only feasible (the same filling), so the coverage
+    never depends on the stricter test.
+
+    Args:
+        levels: the levels of each knob (:func:`design_levels`), in a fixed order.
+        n_rows: the rows wanted (>= 1).
+        seed: the design's seed; the same seed gives the same design.
+        feasible: whether a row (knob values by name) can run (the feasibility rules).
+        preferred: whether a feasible row is also one the design would rather have; None:
+            every feasible row is.
+
+    Returns:
+        Up to ``n_rows`` rows, each a value per knob of ``levels``; empty when no knob has
+        more than one level.
+    """
+    names = [name for name, values in levels.items() if len(values) > 1]
+    fixed = {name: values[0] for name, values in levels.items() if len(values) == 1}
+    if not names or n_rows < 1:
+        return []
+    rng = np.random.default_rng(seed)
+    points = qmc.LatinHypercube(
+        len(names), scramble=False, optimization="random-cd", rng=rng
+    ).random(n_rows)  # (n_rows, len(names)), stratum centres
+    counts = np.array([len(levels[name]) for name in names])
+    index = np.minimum((points * counts).astype(int), counts - 1)  # (n_rows, len(names))
+
+    def row_of(indices: np.ndarray) -> dict[str, Any]:
+        chosen = {name: levels[name][int(i)] for name, i in zip(names, indices, strict=True)}
+        return {name: chosen.get(name, fixed.get(name)) for name in levels}
+
+    known: dict[tuple[int, ...], bool] = {}
+    known_preferred: dict[tuple[int, ...], bool] = {}
+
+    def ok(indices: np.ndarray) -> bool:
+        key = tuple(int(i) for i in indices)
+        if key not in known:
+            known[key] = feasible(row_of(indices))
+        return known[key]
+
+    def ok_preferred(indices: np.ndarray) -> bool:
+        if preferred is None or not ok(indices):
+            return ok(indices)
+        key = tuple(int(i) for i in indices)
+        if key not in known_preferred:
+            known_preferred[key] = preferred(row_of(indices))
+        return known_preferred[key]
+
+    for r in range(n_rows):
+        for test in (ok_preferred, ok) if preferred is not None else (ok,):
+            if test(index[r]) or _swap_repair(index, r, test, rng):
+                break
+            if _replace(index, r, counts, test, rng):
+                break
+    _fill_uncovered(index, counts, ok_preferred)
+    if preferred is not None:
+        _fill_uncovered(index, counts, ok)  # levels no preferred row can hold
+    return [row_of(index[r]) for r in range(n_rows) if ok(index[r])]
+
+
+def _swap_repair(
+    index: np.ndarray, r: int, ok: Callable[[np.ndarray], bool], rng: np.random.Generator
+) -> bool:
+    """Make row ``r`` feasible by swapping one knob's level with another row, in place; a
+    swap is kept when row ``r`` is then feasible and the other row is too (or was not
+    before). Returns whether a swap was kept."""
+    n_rows, n_knobs = index.shape
+    for c in rng.permutation(n_knobs):
+        for s in rng.permutation(n_rows):
+            if s == r or index[s, c] == index[r, c]:
+                continue
+            other_was_ok = ok(index[s])
+            index[[r, s], c] = index[[s, r], c]
+            if ok(index[r]) and (ok(index[s]) or not other_was_ok):
+                return True
+            index[[r, s], c] = index[[s, r], c]
+    return False
+
+
+def _unique_columns(index: np.ndarray, r: int) -> np.ndarray:
+    """The knobs (columns) whose level in row ``r`` no other row holds."""
+    others = np.delete(index, r, axis=0)
+    return np.array([not np.any(others[:, c] == index[r, c]) for c in range(index.shape[1])])
+
+
+def _replace(
+    index: np.ndarray,
+    r: int,
+    counts: np.ndarray,
+    ok: Callable[[np.ndarray], bool],
+    rng: np.random.Generator,
+    candidates: int = 256,
+) -> bool:
+    """Replace row ``r`` in place by a feasible random row: first one that keeps the levels
+    only row ``r`` holds (its other knobs drawn at random), else the one that covers the most
+    (knob, level) pairs the other rows lack; leave it (infeasible, then dropped) if no
+    candidate is feasible. Returns whether it was replaced."""
+    unique = _unique_columns(index, r)
+    for _ in range(candidates):
+        candidate = np.where(unique, index[r], rng.integers(0, counts))
+        if ok(candidate):
+            index[r] = candidate
+            return True
+    others = np.delete(index, r, axis=0)
+    best, best_gain = None, -1
+    for _ in range(candidates):
+        candidate = rng.integers(0, counts)
+        if not ok(candidate):
+            continue
+        gain = sum(int(not np.any(others[:, c] == candidate[c])) for c in range(index.shape[1]))
+        if gain > best_gain:
+            best, best_gain = candidate, gain
+    if best is None:
+        return False
+    index[r] = best
+    return True
+
+
+def _fill_uncovered(
+    index: np.ndarray, counts: np.ndarray, ok: Callable[[np.ndarray], bool]
+) -> None:
+    """Put each level no feasible row holds into a feasible row, in place, where that row's
+    level of the knob is held by another row too and the row stays feasible."""
+    rows = [r for r in range(len(index)) if ok(index[r])]
+    for c, count in enumerate(counts):
+        for level in range(count):
+            if any(index[r, c] == level for r in rows):
+                continue
+            for r in rows:
+                if np.sum(index[rows, c] == index[r, c]) < 2:
+                    continue  # the row's level would be lost
+                before = index[r, c]
+                index[r, c] = level
+                if ok(index[r]):
+                    break
+                index[r, c] = before
+
+
+def _is_queued(trial: FrozenTrial) -> bool:
+    """A trial whose configuration was queued, not proposed: the baseline or a warm start."""
+    return bool(trial.user_attrs.get(BASELINE_ATTR)) or WARM_START_ATTR in trial.user_attrs
+
+
+def _contains(distribution: BaseDistribution, value: Any) -> bool:
+    if isinstance(distribution, CategoricalDistribution):
+        return value in distribution.choices
+    low, high = getattr(distribution, "low", None), getattr(distribution, "high", None)
+    return low is not None and high is not None and low <= value <= high
+
+
+def _params_key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+class DesignSampler(_DelegatingSampler):
+    """Propose the rows of a start-up design (:func:`covering_design`) before the wrapped
+    sampler proposes anything.
+
+    The trials the study proposes (every trial but the queued ones: the baseline and warm
+    starts, see :func:`_is_queued`) take the design's rows in trial-number order: the trial
+    with ``k`` proposed trials numbered below it gets row ``k`` while ``k`` is below the
+    design's length. The storage numbers trials atomically, so many workers sharing one study
+    each get different rows, and a resumed study goes on where it stopped (it never restarts
+    its design). A row whose trial was interrupted (FAIL, the row's values set) is proposed
+    again once by the first trial after the design, so the design's coverage survives a
+    Ctrl-C. Later trials, and every knob a row does not name, go to the wrapped sampler.
+
+    Only Optuna's public sampler interface is used: during the design the relative search
+    space is empty, so Optuna asks :meth:`sample_independent` for each knob, which answers
+    from the row.
+
+    Args:
+        sampler: the sampler for every trial after the design.
+        design: the rows, each a value per knob (Optuna parameter name).
+
+    Attributes:
+        sampler: the wrapped sampler.
+        design: the rows.
+    """
+
+    def __init__(self, sampler: BaseSampler, design: Sequence[Mapping[str, Any]]) -> None:
+        super().__init__(sampler)
+        self.design = [dict(row) for row in design]
+        self._rows: dict[tuple[int, int], dict[str, Any] | None] = {}
+
+    def row(self, study: Study, trial: FrozenTrial) -> dict[str, Any] | None:
+        """The design row for ``trial``, or None when the wrapped sampler proposes it."""
+        key = (id(study), trial.number)
+        if key not in self._rows:
+            self._rows[key] = self._find_row(study, trial)
+        return self._rows[key]
+
+    def _find_row(self, study: Study, trial: FrozenTrial) -> dict[str, Any] | None:
+        if not self.design or _is_queued(trial):
+            return None
+        trials = study.get_trials(deepcopy=False)
+        proposed = [t for t in trials if t.number < trial.number and not _is_queued(t)]
+        if len(proposed) < len(self.design):
+            return self.design[len(proposed)]
+        tried = {_params_key(t.params) for t in trials if t.state != TrialState.FAIL}
+        for row, t in zip(self.design, proposed, strict=False):
+            key = _params_key(row)
+            if t.state == TrialState.FAIL and _params_key(t.params) == key and key not in tried:
+                return row
+        return None
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        if self.row(study, trial) is not None:
+            return {}
+        return self.sampler.infer_relative_search_space(study, trial)
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        row = self.row(study, trial)
+        if row is not None and param_name in row and _contains(param_distribution, row[param_name]):
+            return row[param_name]
+        return self.sampler.sample_independent(study, trial, param_name, param_distribution)
+
+
+class _InputMaskedGPRegressor(optuna_gp.GPRegressor):
+    """A fitted GP that reads its inputs with some knobs held at 0: its kernel, hence its
+    posterior at any point, does not depend on them. Made from a GP fitted on inputs already
+    0 on those knobs (:func:`_metric_fit_on`), so its training kernel matrix and cached
+    Cholesky factor stay exact."""
+
+    _keep: torch.Tensor  # (n_knobs,): 1.0 for a knob the GP sees, 0.0 for one it ignores
+
+    def kernel(self, X1: torch.Tensor | None = None, X2: torch.Tensor | None = None) -> Any:
+        return super().kernel(
+            None if X1 is None else X1 * self._keep, None if X2 is None else X2 * self._keep
+        )
+
+
+@contextmanager
+def _metric_fit_on(mask: np.ndarray, objective_index: int) -> Iterator[None]:
+    """While the block runs, GPSampler's GP of objective ``objective_index`` is fitted with
+    the knobs where ``mask`` is True held at 0, and reads every later input the same way
+    (:class:`_InputMaskedGPRegressor`): it models that objective on the other knobs only.
+
+    Optuna 5.0.0's ``GPSampler._sample_relative_impl`` fits one GP per objective, in order,
+    through the module global ``optuna.samplers._gp.sampler.gp.fit_kernel_params``, then the
+    constraints' GPs; the call count tells them apart. The ignored knobs keep the
+    lengthscales their prior gives them (finite: the acquisition's optimizer scales its steps
+    by the GPs' mean lengthscales), which no prediction reads. The global is restored after
+    the block (the study process samples one trial at a time). tests/study/test_samplers.py checks
+    these private names.
+    """
+    real = _gp_sampler_module.gp
+    calls = itertools.count()
+    keep = torch.from_numpy((~mask).astype(np.float64))
+
+    class _MaskedFit:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def fit_kernel_params(self, **kwargs: Any) -> Any:
+            if next(calls) != objective_index:
+                return real.fit_kernel_params(**kwargs)
+            X = np.array(kwargs["X"], dtype=float, copy=True)  # (n_trials, n_knobs), normalized
+            X[:, mask] = 0.0
+            fitted = real.fit_kernel_params(**{**kwargs, "X": X})
+            gpr = _InputMaskedGPRegressor.__new__(_InputMaskedGPRegressor)
+            gpr.__dict__.update(vars(fitted))  # the fitted GP, as it is, reading masked inputs
+            gpr._keep = keep
+            return gpr
+
+    _gp_sampler_module.gp = _MaskedFit()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _gp_sampler_module.gp = real
+
+
+class LeanGPSampler(optuna.samplers.GPSampler):
+    """Optuna's GPSampler with less acquisition effort, and the validation metric modelled
+    on the knobs that change it.
+
+    The one place autotune reaches into GPSampler's internals (Optuna 5.0.0, pinned
+    ``optuna>=5.0,<5.1``; tests/study/test_samplers.py fails loudly if a private name changes):
+
+    - ``_n_preliminary_samples``, ``_n_local_search``, ``_n_qmc_samples_ehvi`` are set to
+      :data:`LEAN_PRELIMINARY_SAMPLES`, :data:`LEAN_LOCAL_SEARCHES`,
+      :data:`LEAN_QMC_SAMPLES_EHVI`.
+    - ``_sample_relative_impl`` fits the metric's GP with the knobs outside ``metric_knobs``
+      held constant and ignored (:func:`_metric_fit_on`): memory format, compile mode and
+      DataLoader workers change how fast a trial trains, not what it learns, so the metric's
+      GP no longer spends its few trials learning that they do not matter (and no longer
+      reads the measurement noise of two such trials as their effect). Throughput, memory
+      and the constraints see every knob. Only in a throughput study (the metric is an
+      objective), with the objectives named (``study.metric_names``, or none for autotune's
+      default three).
+
+    Args:
+        seed: the sampler's seed.
+        n_startup_trials: COMPLETE trials before the GP models the study.
+        metric_knobs: the knobs the metric's GP sees (Optuna parameter names); None: every
+            knob but :data:`autotune.config.SPEED_KNOBS`.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int | None = None,
+        n_startup_trials: int = GP_STARTUP_TRIALS,
+        metric_knobs: Collection[str] | None = None,
+    ) -> None:
+        super().__init__(seed=seed, n_startup_trials=n_startup_trials)
+        self._n_preliminary_samples = LEAN_PRELIMINARY_SAMPLES
+        self._n_local_search = LEAN_LOCAL_SEARCHES
+        self._n_qmc_samples_ehvi = LEAN_QMC_SAMPLES_EHVI
+        self.metric_knobs = None if metric_knobs is None else frozenset(metric_knobs)
+
+    def metric_mask(
+        self, study: Study, search_space: Mapping[str, BaseDistribution]
+    ) -> tuple[int, np.ndarray] | None:
+        """``(objective index, mask)``: the metric's position among ``study``'s objectives and,
+        per knob of ``search_space`` in order, whether its GP ignores it; None when it sees
+        every knob (no metric objective, or every searched knob changes the metric)."""
+        objectives = objectives_of_study(study)
+        if len(objectives) != len(study.directions):
+            return None
+        metric = metric_objective(objectives)
+        if metric is None:
+            return None
+        mask = np.array(
+            [
+                name not in self.metric_knobs
+                if self.metric_knobs is not None
+                else name in SPEED_KNOBS
+                for name in search_space
+            ],
+            dtype=bool,
+        )
+        return (objectives.index(metric), mask) if mask.any() else None
+
+    def _sample_relative_impl(
+        self,
+        study: Study,
+        completed_trials: list[FrozenTrial],
+        running_trials: list[FrozenTrial],
+        search_space: dict[str, BaseDistribution],
+    ) -> dict[str, Any]:
+        found = self.metric_mask(study, search_space)
+        if found is None:
+            return super()._sample_relative_impl(
+                study, completed_trials, running_trials, search_space
+            )
+        index, mask = found
+        with _metric_fit_on(mask, index):
+            return super()._sample_relative_impl(
+                study, completed_trials, running_trials, search_space
+            )
+
+
+def make_sampler(
+    name: str,
+    seed: int,
+    *,
+    design: Sequence[Mapping[str, Any]] | None = None,
+    metric_knobs: Collection[str] | None = None,
+    feasible: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> OneThreadSampler:
+    """The sampler for ``sampler=NAME``, seeded, on one torch thread while it samples
+    (:class:`OneThreadSampler`). ``gp`` is a :class:`LeanGPSampler` that models the study
+    through :class:`WarpedSampler`. With a ``design`` (:func:`covering_design`), the
+    samplers of :data:`STARTUP_DESIGN_SAMPLERS` propose its rows first
+    (:class:`DesignSampler`); the others ignore it. The wrapped Optuna sampler is
+    ``.sampler``, below the design and warping wrappers where there are any.
+
+    Args:
+        name: ``gp``, ``tpe``, ``nsga2`` or ``random``.
+        seed: the sampler's seed.
+        design: the start-up rows, each a value per knob.
+        metric_knobs: the knobs the metric's model sees (``gp``; None: its default).
+        feasible: the feasibility rules on a proposal (``gp``: a proposal they refuse is
+            asked again, see :class:`WarpedSampler`; None: none is refused).
+
+    Raises:
+        ConfigError: for an unknown sampler name.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler: BaseSampler
+        if name == "nsga2":
+            sampler = optuna.samplers.NSGAIISampler(population_size=NSGA2_POPULATION, seed=seed)
+        elif name == "tpe":
+            sampler = optuna.samplers.TPESampler(
+                seed=seed, multivariate=True, n_startup_trials=GP_STARTUP_TRIALS
+            )
+        elif name == "gp":
+            sampler = WarpedSampler(
+                LeanGPSampler(
+                    seed=seed, n_startup_trials=GP_STARTUP_TRIALS, metric_knobs=metric_knobs
+                ),
+                feasible=feasible,
+            )
+        elif name == "random":
+            sampler = optuna.samplers.RandomSampler(seed=seed)
+        else:
+            raise ConfigError(f"sampler={name}: unknown sampler (known: nsga2, tpe, gp, random)")
+    if design and name in STARTUP_DESIGN_SAMPLERS:
+        sampler = DesignSampler(sampler, design)
+    return OneThreadSampler(sampler)

@@ -1,0 +1,74 @@
+"""The body of a rank's child process: what runs between the fork and :func:`run_rank`.
+
+The study process starts each rank with :func:`rank_entry` as its target
+(:mod:`autotune.study._launcher`); the rank unpickles it from here, so a trial process imports only
+the trial side (this package, preloaded by the forkserver), never the study's modules.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from autotune.config import TrialConfig
+from autotune.lifetime import die_with_parent, release_forkserver
+
+__all__ = ["apply_environment", "failure_kind", "rank_entry"]
+
+
+def failure_kind(exc: BaseException) -> str:
+    """``oom`` for out-of-memory errors of torch, CUDA or the host allocator, else ``error``."""
+    if isinstance(exc, MemoryError):
+        return "oom"
+    name = type(exc).__name__
+    text = str(exc).lower()
+    if name == "OutOfMemoryError" or "out of memory" in text or "can't allocate memory" in text:
+        return "oom"
+    return "error"
+
+
+def apply_environment(env: Mapping[str, str | None]) -> None:
+    """Set each variable of ``env`` in this process's environment; None unsets it."""
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def rank_entry(
+    config: TrialConfig,
+    rank: int,
+    world_size: int,
+    init_file: str,
+    log_path: str,
+    conn: Any,
+    env: Mapping[str, str | None],
+) -> None:
+    """Child-process body: set the CUDA environment (before anything initializes CUDA; the
+    forkserver never does), route output to a log, run the rank, send the outcome."""
+    # Killed when the forkserver exits, which it does with the study: armed first, while this
+    # rank's copy of the forkserver's "alive" pipe keeps the forkserver alive, then released
+    # (a rank that kept it kept the forkserver, and itself, alive after kill -9 of the study).
+    die_with_parent()
+    release_forkserver()
+    try:
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # the study was interrupted while this rank started; nothing to report to
+        os._exit(1)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study process decides on Ctrl-C
+    apply_environment(env)
+    from autotune.training import run_rank
+
+    try:
+        result = run_rank(config, rank, world_size, init_file)
+        conn.send(("ok", result))
+    except BaseException as exc:  # report everything; the parent classifies it
+        conn.send((failure_kind(exc), traceback.format_exc()))
+    finally:
+        conn.close()

@@ -1,0 +1,187 @@
+"""The verdicts of a throughput verification (``objective=throughput``).
+
+In the race a finalist passes when it measured in every race round, kept the run's limits,
+its metric pooled over the rounds passed the screen against the baseline's pooled metric,
+and it beat the baseline (speedup above 1.0). In the confirmation the survivor is recommended
+when every round measured it, the run's limits hold on the verified figures, the mean of its
+paired metric difference (its metric minus the same round's baseline's) is within the
+tolerance, and the 95 % confidence interval of its paired speedup lies above 1.0 (finite).
+Where that difference's interval reaches past the tolerance, the claim says "accuracy
+unresolved at n=..." instead of "the same accuracy".
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autotune.objectives import Objective
+from autotune.storage.records import VerificationPlan, VerificationRecord
+from autotune.verification._metric import (
+    DEFAULT_SCREEN_Z,
+    metric_allowance,
+    passes_screen,
+    tolerance_text,
+    within_tolerance,
+)
+from autotune.verification._speedup import mean_difference_ci95, speedup_ci95
+from autotune.verification._verdict import (
+    CandidateVerdict,
+    Stage,
+    changed_knobs,
+    constraint_violation,
+    measured_rows,
+    metric_versus,
+    rounds_text,
+)
+
+__all__ = ["throughput_verdict"]
+
+
+def _pooled(rows: Sequence[VerificationRecord]) -> tuple[float | None, int | None]:
+    """A configuration's metric pooled over rounds: for counts (every row with its
+    ``val_samples``) the correct predictions over the samples, else the mean; and the
+    samples behind it (None when unknown)."""
+    values = [(r.val_metric, r.val_samples) for r in rows if r.val_metric is not None]
+    if not values:
+        return None, None
+    if all(n for _, n in values):
+        total = sum(int(n or 0) for _, n in values)
+        correct = sum(round(v * int(n or 0)) for v, n in values)
+        return correct / total, total
+    return statistics.fmean(v for v, _ in values), None
+
+
+def throughput_verdict(
+    number: int,
+    rows: Sequence[VerificationRecord],
+    base_rows: Sequence[VerificationRecord],
+    params: Mapping[str, Any],
+    base_params: Mapping[str, Any],
+    plan: VerificationPlan,
+    complete: bool,
+    metric: Objective,
+    stage: Stage,
+) -> CandidateVerdict:
+    """One configuration's verdict in one stage of a throughput verification: ``rows`` and
+    ``base_rows`` are its and the baseline's rows of that stage, ``complete`` says every run
+    of the stage has one."""
+    is_base = number == plan.baseline_trial
+    measured, failures = measured_rows(rows, False)
+    base_by_round = {r.round_index: r for r in measured_rows(base_rows, False)[0]}
+    paired = [(r, base_by_round[r.round_index]) for r in measured if r.round_index in base_by_round]
+    ratios = [float(r.throughput_sps or 0) / float(b.throughput_sps or 1) for r, b in paired]
+    speedup, ci = speedup_ci95(ratios) if ratios and not is_base else (None, None)
+    metrics = [r.val_metric for r in measured if r.val_metric is not None]
+    metric_mean = statistics.fmean(metrics) if metrics else None
+    diffs = [
+        r.val_metric - b.val_metric
+        for r, b in paired
+        if r.val_metric is not None and b.val_metric is not None
+    ]
+    diff_mean, diff_ci = mean_difference_ci95(diffs) if diffs and not is_base else (None, None)
+    base_values = [b.val_metric for b in base_by_round.values() if b.val_metric is not None]
+    base_mean = statistics.fmean(base_values) if base_values else None
+    allowance = (
+        metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
+        if base_mean is not None
+        else None
+    )
+    maximize = metric.direction == "maximize"
+    samples = [r.val_samples for r in measured if r.val_samples]
+    rounds = plan.race_rounds if stage == "race" else plan.rounds
+    resolved: bool | None = None
+    if diff_ci is not None and allowance is not None and stage == "confirm":
+        resolved = diff_ci[0] >= -allowance if maximize else diff_ci[1] <= allowance
+    violation = constraint_violation(measured, metric_mean, plan)
+    same = "accuracy" if metric.is_accuracy else metric.name
+    if is_base:
+        qualifies, verdict = False, "the baseline"
+    elif not complete:
+        qualifies, verdict = False, "verification incomplete"
+    elif failures:
+        qualifies, verdict = False, f"failed ({'; '.join(failures)})"
+    elif len(ratios) < rounds:
+        unpaired = [r for r in measured if r.round_index not in base_by_round]
+        qualifies, verdict = False, f"the baseline failed in round {rounds_text(unpaired)}"
+    elif violation is not None:
+        qualifies, verdict = False, violation
+    elif stage == "race":
+        qualifies, verdict = _race_rules(measured, base_by_round, plan, metric, speedup)
+    elif (
+        diff_mean is None
+        or base_mean is None
+        or not within_tolerance(
+            metric, base_mean + diff_mean, base_mean, plan.accuracy_tolerance_pt
+        )
+    ):
+        tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
+        qualifies, verdict = (
+            False,
+            f"{same} worse than the baseline's by more than {tolerance} "
+            f"(paired mean over {rounds} rounds)",
+        )
+    elif ci is None or not all(math.isfinite(x) for x in ci) or not ci[0] > 1.0:
+        qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
+    elif resolved is False:
+        at_n = f" at n={min(samples):,}" if samples else ""
+        qualifies, verdict = True, f"verified faster; {same} unresolved{at_n}"
+    else:
+        qualifies, verdict = True, f"verified faster at the same {same}"
+    return CandidateVerdict(
+        trial_number=number,
+        is_baseline=is_base,
+        params=dict(params),
+        changed=() if is_base else changed_knobs(params, base_params),
+        rounds_measured=len(measured),
+        failures=failures,
+        throughput_median_sps=(
+            statistics.median([float(r.throughput_sps or 0) for r in measured])
+            if measured
+            else None
+        ),
+        speedup=speedup,
+        speedup_ci95=ci,
+        val_metric_mean=metric_mean,
+        val_metric_min=min(metrics) if metrics else None,
+        val_metric_max=max(metrics) if metrics else None,
+        peak_memory_max_bytes=max(
+            (r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None),
+            default=None,
+        ),
+        qualifies=qualifies,
+        verdict=verdict,
+        stage=stage,
+        metric_diff_mean=diff_mean,
+        metric_diff_ci95=diff_ci,
+        accuracy_resolved=resolved,
+        val_samples=min(samples) if samples else None,
+    )
+
+
+def _race_rules(
+    rows: Sequence[VerificationRecord],
+    base_by_round: Mapping[int, VerificationRecord],
+    plan: VerificationPlan,
+    metric: Objective,
+    speedup: float | None,
+) -> tuple[bool, str]:
+    """The race's rules for a measured, paired candidate: its pooled metric through the
+    screen against the baseline's pooled metric, and a speedup above 1.0."""
+    value, samples = _pooled(rows)
+    base_value, base_samples = _pooled(list(base_by_round.values()))
+    z = plan.screen_z if plan.screen_z is not None else DEFAULT_SCREEN_Z
+    if value is None or base_value is None:
+        return False, "no metric measured"
+    if not passes_screen(
+        metric, value, samples, base_value, base_samples, plan.accuracy_tolerance_pt, z
+    ):
+        return (
+            False,
+            f"pooled {metric.name} failed the screen ({metric_versus(metric, value, base_value)})",
+        )
+    if speedup is None or not speedup > 1.0:
+        return False, f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
+    return True, "passed the race"

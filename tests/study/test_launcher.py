@@ -1,0 +1,228 @@
+"""Trials in child processes: results, timeouts and failure classification
+(autotune/study/_launcher.py).
+
+Failures are provoked through the mock device's ``mock_fault`` (an exception, a MemoryError,
+death by SIGSEGV, a hang) and through real CPU trials that cannot run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from autotune.devices.mock import simulate
+from autotune.exceptions import TrialError
+from autotune.study import (
+    compile_cache_environment,
+    run_trial,
+    study_compile_cache,
+    study_compile_cache_dir,
+    trial_devices,
+    trial_environment,
+)
+from autotune.testing import make_trial_config
+from autotune.training._child import apply_environment
+
+
+def _trial_children() -> list[str]:
+    return [
+        p.name for p in multiprocessing.active_children() if p.name.startswith("autotune-trial")
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# run_trial on the mock device (a child process; the simulation itself takes milliseconds)
+
+
+@pytest.mark.slow
+def test_mock_trial_returns_the_childs_measurement() -> None:
+    config = make_trial_config(device="mock", width=16)
+
+    measurement = run_trial(config, timeout_s=60)
+
+    assert measurement == simulate(config)
+    assert measurement.simulated is True
+    assert _trial_children() == []
+
+
+@pytest.mark.slow
+def test_exception_in_a_rank_is_an_error_with_its_traceback() -> None:
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="error"), timeout_s=60)
+
+    assert err.value.failure == "error"
+    assert err.value.detail.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: simulated error (mock.fault=error)" in err.value.detail
+    assert str(err.value) == "error: RuntimeError: simulated error (mock.fault=error)"
+
+
+@pytest.mark.slow
+def test_memory_error_in_a_rank_is_oom() -> None:
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="oom"), timeout_s=60)
+
+    assert err.value.failure == "oom"
+    assert "MemoryError" in err.value.detail
+
+
+@pytest.mark.slow
+def test_modelled_out_of_memory_is_oom() -> None:
+    config = make_trial_config(device="mock", depth=3, width=64, batch_size=4096)
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=60)
+
+    assert err.value.failure == "oom"
+    assert "simulated CUDA out of memory" in err.value.detail
+
+
+@pytest.mark.slow
+def test_rank_killed_by_a_signal_is_a_crash() -> None:
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="crash"), timeout_s=60)
+
+    assert err.value.failure == "crash"
+    assert err.value.detail.startswith("rank 0 killed by signal SIGSEGV without a result")
+
+
+@pytest.mark.slow
+def test_hanging_rank_times_out_and_is_killed() -> None:
+    started = time.monotonic()
+
+    with pytest.raises(TrialError) as err:
+        run_trial(make_trial_config(device="mock", mock_fault="hang"), timeout_s=1.0)
+
+    assert err.value.failure == "timeout"
+    assert err.value.detail.startswith("no result after the 1 s limit (trial.timeout_s)")
+    assert time.monotonic() - started < 20
+    assert _trial_children() == []
+
+
+# --------------------------------------------------------------------------------------------
+# run_trial on the CPU: trials that cannot run
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpu_count", [1, 2])
+def test_batch_larger_than_the_data_is_an_error(gpu_count: int) -> None:
+    config = make_trial_config(batch_size=2048, gpu_count=gpu_count)
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "error"
+    assert str(err.value) == (
+        f"error: ValueError: batch_size=2048 x gpu_count={gpu_count} is larger than the "
+        "1438 training samples"
+    )
+    assert "Traceback" in err.value.detail
+    assert _trial_children() == []
+
+
+@pytest.mark.slow
+def test_missing_data_in_the_child_is_an_error(tmp_path: object) -> None:
+    config = make_trial_config(data={"name": "mnist", "root": f"{tmp_path}/nowhere"})
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "error"
+    assert "DataError" in err.value.detail
+    assert f"data.root={tmp_path}/nowhere: no such directory" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# The ranks' CUDA environment
+
+
+def test_trials_number_cuda_devices_in_pci_bus_order_as_nvml_does() -> None:
+    # CUDA's default order is FASTEST_FIRST, NVML's the PCI bus: the rank on cuda:i must read
+    # NVML index i, whatever the user's environment says.
+    env = trial_environment({"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
+
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert env["CUDA_VISIBLE_DEVICES"] is None  # unset in the study process: unset in the ranks
+
+
+def test_trials_see_the_devices_the_study_process_names_when_they_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+
+    with trial_devices("GPU-b,GPU-c"):
+        inside = trial_environment(os.environ)
+    with trial_devices(None):
+        unchanged = trial_environment(os.environ)
+
+    assert inside["CUDA_VISIBLE_DEVICES"] == "GPU-b,GPU-c"
+    assert unchanged["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+
+
+def test_a_rank_applies_the_trial_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # as the forkserver inherited it
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+
+    apply_environment(trial_environment({}))  # the study process has none set now
+
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+    assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+# --------------------------------------------------------------------------------------------
+# Where torch.compile's caches live (measure.compile_cache)
+
+_USER_CACHE = {"TORCHINDUCTOR_CACHE_DIR": "/home/me/inductor"}  # the study process's
+
+
+def test_a_study_scoped_cache_is_the_studys_own_directory() -> None:
+    env = compile_cache_environment(_USER_CACHE, "study", Path("/t/trial"), "/t/study-dir")
+
+    assert env == {
+        "TORCHINDUCTOR_CACHE_DIR": "/t/study-dir",
+        "TRITON_CACHE_DIR": "/t/study-dir/triton",
+    }
+
+
+def test_a_trial_scoped_cache_is_the_trials_own_directory() -> None:
+    env = compile_cache_environment(_USER_CACHE, "trial", Path("/t/trial"), "/t/study-dir")
+
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": "/t/trial", "TRITON_CACHE_DIR": "/t/trial/triton"}
+
+
+@pytest.mark.parametrize(("mode", "study_dir"), [("shared", "/t/study-dir"), ("study", None)])
+def test_a_shared_cache_or_no_study_keeps_the_environments(
+    mode: str, study_dir: str | None
+) -> None:
+    env = compile_cache_environment(_USER_CACHE, mode, Path("/t/trial"), study_dir)  # type: ignore[arg-type]
+
+    # As the study process has them now (unset: unset in the ranks, Inductor's default).
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": "/home/me/inductor", "TRITON_CACHE_DIR": None}
+
+
+def test_each_study_has_its_own_cache_directory() -> None:
+    url = "postgresql+psycopg://me:secret@db/autotune"
+    one = study_compile_cache_dir(url, "cnn_small")
+
+    assert one == study_compile_cache_dir(url, "cnn_small")  # a resumed study finds its own
+    assert one.parent.parent == Path(tempfile.gettempdir()) / one.parent.parent.name
+    assert one.parent.parent.name.startswith("autotune-")
+    assert one.name.startswith("cnn_small-")
+    assert one != study_compile_cache_dir(url, "cnn_small_2")
+    assert one != study_compile_cache_dir("sqlite:///storage/autotune.db", "cnn_small")
+    assert "secret" not in str(one)
+    assert study_compile_cache_dir(url, "a/../b c").name.startswith("a_.._b_c-")
+
+
+def test_the_study_cache_reaches_the_trials_started_inside_its_block() -> None:
+    from autotune.study._launcher import _STUDY_CACHE_DIR
+
+    assert _STUDY_CACHE_DIR.get() is None
+    with study_compile_cache("sqlite:///x.db", "s") as directory:
+        assert _STUDY_CACHE_DIR.get() == str(directory)
+    assert _STUDY_CACHE_DIR.get() is None

@@ -1,0 +1,695 @@
+"""The study process's samplers run on one torch thread and give the count back."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import math
+import statistics
+from typing import Any
+
+import numpy as np
+import optuna
+import pytest
+import torch
+
+from autotune.exceptions import ConfigError
+from autotune.study import (
+    LEAN_LOCAL_SEARCHES,
+    LEAN_PRELIMINARY_SAMPLES,
+    LEAN_QMC_SAMPLES_EHVI,
+    STARTUP_DESIGN_SAMPLERS,
+    DesignSampler,
+    LeanGPSampler,
+    OneThreadSampler,
+    WarpedSampler,
+    covering_design,
+    design_levels,
+    make_sampler,
+    modelled_values,
+    one_torch_thread,
+)
+
+
+def test_one_torch_thread_restores_the_count() -> None:
+    before = torch.get_num_threads()
+    with one_torch_thread():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+class _RecordingSampler(optuna.samplers.RandomSampler):
+    """A random sampler that notes the torch thread count at each call."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.threads: list[int] = []
+
+    def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+        self.threads.append(torch.get_num_threads())
+        return super().sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):  # type: ignore[no-untyped-def]
+        self.threads.append(torch.get_num_threads())
+        return super().sample_independent(study, trial, param_name, param_distribution)
+
+
+def test_the_wrapped_sampler_samples_on_one_thread_and_the_study_runs_as_before() -> None:
+    inner = _RecordingSampler()
+    sampler = OneThreadSampler(inner)
+    study = optuna.create_study(sampler=sampler)
+    before = torch.get_num_threads()
+    study.optimize(lambda t: t.suggest_float("x", 0, 1) + t.suggest_int("n", 1, 4), n_trials=5)
+    assert len(study.trials) == 5
+    assert inner.threads and set(inner.threads) == {1}
+    assert torch.get_num_threads() == before
+    assert sampler.fit_s > 0
+
+
+def test_the_wrapper_proposes_what_the_wrapped_sampler_proposes() -> None:
+    def objective(trial: optuna.Trial) -> float:
+        return trial.suggest_float("x", -1, 1) ** 2
+
+    plain = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=3))
+    wrapped = optuna.create_study(sampler=OneThreadSampler(optuna.samplers.TPESampler(seed=3)))
+    plain.optimize(objective, n_trials=15)
+    wrapped.optimize(objective, n_trials=15)
+    assert [t.params for t in plain.trials] == [t.params for t in wrapped.trials]
+
+
+def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
+    from autotune.config import load_run_config
+    from autotune.hardware import detect_capabilities
+    from autotune.study import TrialObjective
+    from autotune.testing import make_measurement
+
+    config = load_run_config(["device=mock", "verify.rounds=0"])
+    caps = detect_capabilities("mock")
+    objective = TrialObjective(
+        config, config.space, caps, lambda trial_config, timeout_s: make_measurement()
+    )
+    sampler = make_sampler("tpe", seed=0)
+    study = optuna.create_study(directions=["maximize", "maximize", "minimize"], sampler=sampler)
+    study.optimize(objective, n_trials=4)
+    seconds = [t.user_attrs["sampler_s"] for t in study.trials]
+    assert all(s >= 0 for s in seconds)
+    assert sum(seconds) == pytest.approx(sampler.fit_s)
+
+
+def _three_objective_study(sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:
+    return optuna.create_study(
+        directions=["maximize", "maximize", "minimize"],
+        sampler=sampler,
+    )
+
+
+def _add(
+    study: optuna.Study, values: tuple[float, float, float], failed: bool = False, x: float = 0.5
+) -> None:
+    trial = optuna.trial.create_trial(
+        params={"x": x},
+        distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+        values=list(values),
+        user_attrs={"failure": "oom"} if failed else {},
+        system_attrs={"constraints": [1.0 if failed else 0.0]},
+    )
+    study.add_trial(trial)
+
+
+def test_modelled_values_take_logs_and_impute_failures_at_the_median() -> None:
+
+    study = _three_objective_study()
+    _add(study, (1000.0, 0.9, 2.0**20))
+    _add(study, (10.0, 0.95, 2.0**30))
+    _add(study, (0.0, 0.0, 2.0**34), failed=True)  # out of memory: placeholder values
+    _add(study, (100.0, 0.7, 2.0**25))
+    modelled = modelled_values(study)
+    assert modelled[0] == pytest.approx([math.log(1000.0), 0.9, math.log(2.0**20)])
+    assert modelled[1] == pytest.approx([math.log(10.0), 0.95, math.log(2.0**30)])
+    # The failed trial reads as the median measured value of each objective (not as zeros,
+    # and not as the worst: one failure must not condemn its whole region).
+    assert modelled[2] == pytest.approx([math.log(100.0), 0.9, math.log(2.0**25)])
+    # The study itself keeps the raw figures.
+    assert study.trials[0].values == [1000.0, 0.9, 2.0**20]
+
+
+def test_a_too_slow_trial_keeps_its_throughput_and_memory_and_only_its_metric_is_imputed() -> None:
+    study = _three_objective_study()
+    _add(study, (1000.0, 0.9, 2.0**20))
+    _add(study, (100.0, 0.7, 2.0**25))
+    _add(study, (10.0, 0.95, 2.0**30))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params={"x": 0.5},
+            distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+            values=[3.0, 0.0, 2.0**22],  # stopped after its first window: 3 samples/s
+            user_attrs={"failure": "too_slow"},
+            system_attrs={"constraints": [1.0]},
+        )
+    )
+    assert modelled_values(study)[3] == pytest.approx([math.log(3.0), 0.9, math.log(2.0**22)])
+
+
+def test_modelled_values_leave_failures_alone_while_nothing_is_measured() -> None:
+
+    study = _three_objective_study()
+    _add(study, (0.0, 0.0, 2.0**34), failed=True)
+    assert modelled_values(study)[0] == pytest.approx([0.0, 0.0, 34 * math.log(2)])
+
+
+def test_modelled_values_read_a_missed_target_as_the_slowest_time_to_accuracy() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    for seconds, memory, reached in (
+        (4.0, 2.0**20, True),
+        (9.0, 2.0**21, True),
+        (2.0, 2.0**19, False),
+    ):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": 0.5},
+                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+                values=[seconds, memory],
+                user_attrs={"target_reached": reached},
+            )
+        )
+
+    modelled = modelled_values(study)
+
+    assert modelled[0] == pytest.approx([math.log(4.0), math.log(2.0**20)])
+    # 2 s without reaching the target is a lower bound, not a fast trial: the worst measured.
+    assert modelled[2] == pytest.approx([math.log(9.0), math.log(2.0**21)])
+
+
+class _ValueRecordingSampler(optuna.samplers.RandomSampler):
+    """Notes the values of the COMPLETE trials in the study each relative call sees."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.seen: list[list[list[float]]] = []
+
+    def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+        return {"x": optuna.distributions.FloatDistribution(0, 1)}
+
+    def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        self.seen.append([list(t.values) for t in done])
+        assert study.get_trials(deepcopy=False)[trial.number].state.name == "RUNNING"
+        return {"x": 0.25}
+
+
+def test_the_log_scale_sampler_shows_the_wrapped_sampler_log_values_and_stores_raw_ones() -> None:
+
+    inner = _ValueRecordingSampler()
+    study = _three_objective_study(WarpedSampler(inner))
+    _add(study, (100.0, 0.9, 1000.0))
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1) * 10 + 1, 0.5, 2000.0), n_trials=2)
+    assert [t.params["x"] for t in study.trials[1:]] == [0.25, 0.25]  # the relative proposal
+    assert inner.seen[0] == [pytest.approx([math.log(100.0), 0.9, math.log(1000.0)])]
+    assert inner.seen[1][1] == pytest.approx([math.log(3.5), 0.5, math.log(2000.0)])
+    assert study.trials[1].values == [3.5, 0.5, 2000.0]  # raw figures in the study
+
+
+def test_gp_behind_both_wrappers_samples_a_constrained_three_objective_study() -> None:
+
+    def objective(trial: optuna.Trial) -> tuple[float, float, float]:
+        x = trial.suggest_float("x", 0, 1)
+        width = trial.suggest_categorical("width", [8, 16, 32])
+        failed = x > 0.9
+        trial.set_constraint("failed", 1.0 if failed else 0.0)
+        if failed:
+            trial.set_user_attr("failure", "oom")
+            return 0.0, 0.0, 1e9
+        return 1e4 * x / width, 1 - x / 2, 1e6 * width
+
+    gp = optuna.samplers.GPSampler(seed=0, n_startup_trials=4)
+    study = _three_objective_study(OneThreadSampler(WarpedSampler(gp)))
+    study.optimize(objective, n_trials=8)
+    assert len(study.trials) == 8
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+
+
+def test_numeric_choices_reach_the_wrapped_sampler_as_ranks_and_come_back_as_values() -> None:
+
+    seen: list[tuple[dict, dict]] = []
+
+    class _Inner(optuna.samplers.RandomSampler):
+        def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+            done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+            seen.append((dict(search_space), done[0].params))
+            return {"batch_size": 3, "precision": "bf16"}
+
+        def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+            return optuna.search_space.intersection_search_space(study.get_trials())
+
+    def objective(trial: optuna.Trial) -> tuple[float, float, float]:
+        trial.suggest_categorical("batch_size", [256, 16, 64, 32])
+        trial.suggest_categorical("precision", ["fp32", "bf16"])
+        return 1.0, 0.5, 1.0
+
+    study = _three_objective_study(WarpedSampler(_Inner()))
+    study.enqueue_trial({"batch_size": 64, "precision": "fp32"})
+    study.optimize(objective, n_trials=2)
+    space, first_params = seen[0]
+    assert space["batch_size"] == optuna.distributions.IntDistribution(0, 3)
+    assert isinstance(space["precision"], optuna.distributions.CategoricalDistribution)
+    assert first_params == {"batch_size": 2, "precision": "fp32"}  # 64 is the 3rd of 16..256
+    assert study.trials[1].params == {"batch_size": 256, "precision": "bf16"}
+
+
+class _ScriptedSampler(optuna.samplers.RandomSampler):
+    """Proposes ``proposals`` in turn (relative sampling), recording the COMPLETE trials of
+    the study it was asked with."""
+
+    def __init__(self, proposals: list[dict[str, Any]]) -> None:
+        super().__init__(seed=0)
+        self.proposals = proposals
+        self.seen: list[list[optuna.trial.FrozenTrial]] = []
+
+    def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+        return optuna.search_space.intersection_search_space(study.get_trials())
+
+    def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+        if not search_space:
+            return {}
+        self.seen.append(
+            study.get_trials(deepcopy=True, states=(optuna.trial.TrialState.COMPLETE,))
+        )
+        return self.proposals[min(len(self.seen), len(self.proposals)) - 1]
+
+
+def _width_objective(trial: optuna.Trial) -> tuple[float, float, float]:
+    width = trial.suggest_categorical("width", [8, 16, 32, 64])
+    trial.suggest_categorical("precision", ["fp32", "bf16"])
+    trial.set_constraint("failed", 0.0)
+    return 1000.0 / width, 0.9, 1e6 * width
+
+
+def test_a_proposal_the_rules_refuse_is_asked_again_and_the_model_learns_it_failed() -> None:
+    inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}, {"width": 1, "precision": "fp32"}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: knobs["width"] < 64)
+    study = _three_objective_study(sampler)
+    for width in (8, 32):
+        study.enqueue_trial({"width": width, "precision": "fp32"})
+    study.optimize(_width_objective, n_trials=3)
+
+    assert study.trials[2].params == {"width": 16, "precision": "fp32"}  # the second proposal
+    assert sampler.refused_proposals == 1
+    first, second = inner.seen
+    assert len(first) == 2 and len(second) == 3
+    refused = second[2]  # the refused proposal, as the model saw it: a failed trial
+    assert refused.params == {"width": 3, "precision": "bf16"}  # width as its rank
+    assert refused.constraints == {"failed": 1.0}
+    measured = [t.values for t in first]
+    assert refused.values == pytest.approx(
+        [statistics.median(v[i] for v in measured) for i in range(3)]
+    )
+    assert len(study.trials) == 3  # the refused proposal never became a trial
+
+
+def test_after_max_refused_proposals_the_last_one_is_handed_on() -> None:
+    inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: False, max_refused=2)
+    study = _three_objective_study(sampler)
+    study.enqueue_trial({"width": 8, "precision": "fp32"})
+    study.optimize(_width_objective, n_trials=2)
+
+    assert len(inner.seen) == 3  # asked, refused twice, then handed on
+    assert sampler.refused_proposals == 2
+    assert study.trials[1].params == {"width": 64, "precision": "bf16"}
+
+
+def test_nothing_is_refused_without_a_failed_constraint_to_teach_the_model() -> None:
+    def objective(trial: optuna.Trial) -> tuple[float, float, float]:
+        trial.suggest_categorical("width", [8, 16, 32, 64])
+        trial.suggest_categorical("precision", ["fp32", "bf16"])
+        return 1.0, 0.9, 1.0
+
+    inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: False)
+    study = _three_objective_study(sampler)
+    study.enqueue_trial({"width": 8, "precision": "fp32"})
+    study.optimize(objective, n_trials=2)
+
+    assert len(inner.seen) == 1 and sampler.refused_proposals == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("nsga2", optuna.samplers.NSGAIISampler),
+        ("tpe", optuna.samplers.TPESampler),
+        ("gp", optuna.samplers.GPSampler),
+        ("random", optuna.samplers.RandomSampler),
+    ],
+)
+def test_make_sampler(name: str, cls: type) -> None:
+    sampler = make_sampler(name, seed=0)
+    assert isinstance(sampler, OneThreadSampler)
+    inner = (
+        sampler.sampler.sampler if isinstance(sampler.sampler, WarpedSampler) else sampler.sampler
+    )
+    assert isinstance(inner, cls)
+    assert isinstance(sampler.sampler, WarpedSampler) == (name == "gp")
+    assert isinstance(inner, LeanGPSampler) == (name == "gp")
+
+
+@pytest.mark.parametrize("name", ["nsga2", "tpe", "gp", "random"])
+def test_only_samplers_with_a_random_start_up_take_the_design(name: str) -> None:
+    sampler = make_sampler(name, seed=0, design=[{"x": 1}])
+    assert isinstance(sampler.sampler, DesignSampler) == (name in STARTUP_DESIGN_SAMPLERS)
+    assert set(STARTUP_DESIGN_SAMPLERS) == {"gp", "tpe"}
+
+
+def test_unknown_sampler() -> None:
+    with pytest.raises(ConfigError, match=r"^sampler=cmaes: unknown sampler"):
+        make_sampler("cmaes", seed=0)
+
+
+def test_a_failure_among_time_to_accuracy_trials_is_the_median_and_a_miss_the_worst() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    for seconds, memory, attrs in (
+        (4.0, 2.0**20, {"target_reached": True}),
+        (8.0, 2.0**22, {"target_reached": True}),
+        (16.0, 2.0**21, {"target_reached": True}),
+        (2.0, 2.0**19, {"target_reached": False}),
+        (0.0, 0.0, {"failure": "oom"}),
+    ):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"x": 0.5},
+                distributions={"x": optuna.distributions.FloatDistribution(0, 1)},
+                values=[seconds, memory],
+                user_attrs=attrs,
+            )
+        )
+
+    modelled = modelled_values(study)
+
+    assert modelled[3] == pytest.approx([math.log(16.0), math.log(2.0**22)])  # the worst
+    assert modelled[4] == pytest.approx([math.log(8.0), math.log(2.0**21)])  # the median
+
+
+# --------------------------------------------------------------------------------------------
+# the start-up design
+
+LEVELS: dict[str, list[Any]] = {
+    "depth": [2, 3, 4],
+    "width": [8, 16, 32, 64],
+    "batch_size": [16, 32, 64, 128, 256],
+    "precision": ["fp32", "fp16", "bf16"],
+    "memory_format": ["contiguous", "channels_last"],
+    "compile_mode": ["none", "default", "max-autotune"],
+    "num_workers": [0, 1, 2],
+    "gpu_count": [1],
+}
+
+
+def _uncovered(rows: list[dict[str, Any]], levels: dict[str, list[Any]]) -> set[tuple[str, Any]]:
+    return {(k, v) for k, values in levels.items() for v in values} - {
+        (k, row[k]) for row in rows for k in levels
+    }
+
+
+@pytest.mark.parametrize("n_rows", [5, 9, 12])
+def test_the_design_covers_every_level_of_every_knob(n_rows: int) -> None:
+    rows = covering_design(LEVELS, n_rows, seed=3)
+
+    assert len(rows) == n_rows
+    assert _uncovered(rows, LEVELS) == set()
+    assert all(list(row) == list(LEVELS) for row in rows)  # every knob, in order
+    # Latin: a knob with as many levels as rows takes each level once.
+    assert sorted(row["batch_size"] for row in covering_design(LEVELS, 5, seed=3)) == [
+        16,
+        32,
+        64,
+        128,
+        256,
+    ]
+
+
+def test_the_design_is_deterministic_for_a_seed() -> None:
+    assert covering_design(LEVELS, 9, seed=7) == covering_design(LEVELS, 9, seed=7)
+    assert covering_design(LEVELS, 9, seed=7) != covering_design(LEVELS, 9, seed=8)
+
+
+def test_refused_rows_are_replaced_by_feasible_ones_and_the_coverage_holds() -> None:
+    def feasible(row: dict[str, Any]) -> bool:
+        fits = row["width"] * row["batch_size"] <= 64 * 32  # big models at big batches do not
+        bf16_ok = row["num_workers"] == 0 and row["width"] <= 16  # bf16: a narrow corner only
+        return fits and (row["precision"] != "bf16" or bf16_ok)
+
+    for seed in range(10):
+        refused = [r for r in covering_design(LEVELS, 9, seed) if not feasible(r)]
+        rows = covering_design(LEVELS, 9, seed, feasible)
+        assert all(feasible(r) for r in rows)
+        assert len(rows) == 9
+        assert _uncovered(rows, LEVELS) == set(), (seed, refused)
+
+
+def test_preferred_rows_are_chosen_where_the_coverage_allows_and_never_cost_a_level() -> None:
+    def preferred(row: dict[str, Any]) -> bool:  # e.g. "fits in memory with a margin"
+        return row["width"] * row["batch_size"] <= 32 * 32
+
+    for seed in range(10):
+        plain = covering_design(LEVELS, 9, seed)
+        rows = covering_design(LEVELS, 9, seed, preferred=preferred)
+        assert len(rows) == 9
+        assert _uncovered(rows, LEVELS) == set(), seed
+        # width 64 (or batch 256) fits no preferred row, so it goes in a row that is only
+        # feasible; every other row is preferred.
+        assert sum(not preferred(r) for r in rows) < sum(not preferred(r) for r in plain), seed
+        assert sum(not preferred(r) for r in rows) <= 2, (seed, rows)
+
+
+def test_a_row_nothing_can_repair_is_dropped() -> None:
+    rows = covering_design({"a": [1, 2, 3], "b": ["x", "y"]}, 3, seed=0, feasible=lambda r: False)
+    assert rows == []
+
+
+def test_a_real_range_is_cut_into_strata() -> None:
+    from autotune.config import FloatParam, IntParam
+
+    levels = design_levels(
+        {
+            "dropout": FloatParam(low=0.0, high=0.4),
+            "lr_mult": FloatParam(low=1.0e-2, high=1.0, log=True),
+            "depth": IntParam(low=1, high=3),
+        },
+        4,
+    )
+    assert levels["dropout"] == pytest.approx([0.05, 0.15, 0.25, 0.35])
+    assert levels["lr_mult"] == pytest.approx([10 ** (-2 + (i + 0.5) / 2) for i in range(4)])
+    assert levels["depth"] == [1, 2, 3]
+
+
+DESIGN = [{"x": i, "kind": "ab"[i % 2]} for i in range(4)]
+
+
+def _design_objective(trial: optuna.Trial) -> float:
+    return trial.suggest_int("x", 0, 9) + len(trial.suggest_categorical("kind", ["a", "b"]))
+
+
+def test_proposed_trials_take_the_design_rows_in_order_after_the_queued_ones() -> None:
+    study = optuna.create_study(sampler=DesignSampler(optuna.samplers.RandomSampler(0), DESIGN))
+    study.enqueue_trial({"x": 9, "kind": "b"}, user_attrs={"baseline": True})
+    study.optimize(_design_objective, n_trials=7)
+
+    params = [t.params for t in study.trials]
+    assert params[0] == {"x": 9, "kind": "b"}  # the baseline, queued
+    assert params[1:5] == DESIGN
+    assert params[5:] != DESIGN[:2]  # then the wrapped sampler
+
+
+def test_a_resumed_study_goes_on_with_its_design_and_interrupted_rows_come_back(
+    tmp_path: Any,
+) -> None:
+    storage = f"sqlite:///{tmp_path / 'd.db'}"
+
+    def run(n_trials: int, interrupt_at: int | None = None) -> optuna.Study:
+        study = optuna.load_study(
+            study_name="s",
+            storage=storage,
+            sampler=DesignSampler(optuna.samplers.RandomSampler(1), DESIGN),
+        )
+
+        def objective(trial: optuna.Trial) -> float:
+            value = _design_objective(trial)
+            if trial.number == interrupt_at:
+                raise KeyboardInterrupt  # Ctrl-C: the trial ends as FAIL
+            return value
+
+        with contextlib.suppress(KeyboardInterrupt):
+            study.optimize(objective, n_trials=n_trials)
+        return study
+
+    optuna.create_study(study_name="s", storage=storage)
+    run(2)  # rows 0 and 1
+    run(5, interrupt_at=2)  # row 2 interrupted: the study stops there
+    study = run(3)  # a new process: rows 3, then 2 again, then the wrapped sampler
+
+    params = [t.params for t in study.trials]
+    states = [t.state for t in study.trials]
+    assert params[:4] == DESIGN
+    assert states[2] == optuna.trial.TrialState.FAIL
+    assert params[4] == DESIGN[2]  # the interrupted row, once more
+    assert params[5] not in DESIGN[2:]
+
+
+def test_many_workers_take_different_rows() -> None:
+    workers = [DesignSampler(optuna.samplers.RandomSampler(i), DESIGN) for i in range(2)]
+    study = optuna.create_study(sampler=workers[0])
+    first = study.ask()  # worker 0 asks; worker 1 asks before worker 0 has sampled anything
+    study.sampler = workers[1]
+    second = study.ask()
+
+    assert second.suggest_int("x", 0, 9) == DESIGN[1]["x"]
+    study.sampler = workers[0]
+    assert first.suggest_int("x", 0, 9) == DESIGN[0]["x"]
+
+
+# --------------------------------------------------------------------------------------------
+# LeanGPSampler: Optuna's private names, the metric's inputs, the acquisition effort
+
+
+def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
+    """Fails loudly when an Optuna upgrade moves what :class:`LeanGPSampler` reaches into
+    (pyproject.toml pins optuna>=5.0,<5.1): read the new GPSampler before moving the pin."""
+    from optuna._gp import gp as optuna_gp
+    from optuna.samplers._gp import sampler as gp_sampler_module
+
+    version = tuple(int(p) for p in optuna.__version__.split(".")[:2])
+    assert (5, 0) <= version < (5, 1), f"optuna {optuna.__version__}: check LeanGPSampler"
+    plain = optuna.samplers.GPSampler(seed=0)
+    assert (
+        plain._n_preliminary_samples,
+        plain._n_local_search,
+        plain._n_qmc_samples_ehvi,
+    ) == (2048, 10, 128)
+    assert plain._gprs_cache_list is None
+    assert list(inspect.signature(plain._sample_relative_impl).parameters) == [
+        "study",
+        "completed_trials",
+        "running_trials",
+        "search_space",
+    ]
+    assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+    fit = inspect.signature(optuna_gp.fit_kernel_params).parameters
+    assert {"X", "Y", "gpr_cache"} <= set(fit)
+    source = inspect.getsource(optuna.samplers.GPSampler._sample_relative_impl)
+    # One GP per objective, fitted in order before the constraints' GPs, through the module.
+    assert source.index("for i in range(n_objectives)") < source.index("gp.fit_kernel_params(")
+    assert source.index("gp.fit_kernel_params(") < source.index("_get_constraints_acqf_args(")
+    assert "self._gprs_cache_list = gprs_list" in source
+    # The metric's GP reads its inputs through kernel(X1, X2), which posterior calls.
+    assert list(inspect.signature(optuna_gp.GPRegressor.kernel).parameters) == ["self", "X1", "X2"]
+    assert "self.kernel(" in inspect.getsource(optuna_gp.GPRegressor.posterior)
+    assert "self._gpr.kernel(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
+
+    lean = LeanGPSampler(seed=0)
+    assert (lean._n_preliminary_samples, lean._n_local_search, lean._n_qmc_samples_ehvi) == (
+        LEAN_PRELIMINARY_SAMPLES,
+        LEAN_LOCAL_SEARCHES,
+        LEAN_QMC_SAMPLES_EHVI,
+    )
+    assert (LEAN_PRELIMINARY_SAMPLES, LEAN_LOCAL_SEARCHES, LEAN_QMC_SAMPLES_EHVI) == (256, 3, 32)
+
+
+SPACE = {
+    "width": optuna.distributions.CategoricalDistribution([8, 16, 32]),
+    "compile_mode": optuna.distributions.CategoricalDistribution(["none", "default"]),
+    "num_workers": optuna.distributions.IntDistribution(0, 2),
+}
+
+
+def _knob_study(n: int, seed: int = 0) -> optuna.Study:
+    """A study whose accuracy depends on width only; throughput on every knob."""
+    study = _three_objective_study()
+    rng = np.random.default_rng(seed)
+    for width, mode, workers in itertools.islice(
+        itertools.cycle(itertools.product([8, 16, 32], ["none", "default"], [0, 1, 2])), n
+    ):
+        noise = float(rng.normal(0, 0.01))
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"width": width, "compile_mode": mode, "num_workers": workers},
+                distributions=SPACE,
+                values=[
+                    100.0 * width * (2 if mode == "default" else 1) / (1 + workers),
+                    0.5 + width / 100 + noise,
+                    1e6 * width,
+                ],
+            )
+        )
+    return study
+
+
+@pytest.mark.parametrize(
+    ("metric_knobs", "ignored"),
+    [(None, ["compile_mode", "num_workers"]), (["width", "num_workers"], ["compile_mode"])],
+)
+def test_the_metric_gp_sees_only_the_metric_knobs(
+    metric_knobs: list[str] | None, ignored: list[str]
+) -> None:
+    study = _knob_study(12)
+    sampler = LeanGPSampler(seed=0, n_startup_trials=4, metric_knobs=metric_knobs)
+    trial = study.ask()
+    sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE)
+
+    throughput_gp, metric_gp, memory_gp = sampler._gprs_cache_list or []
+    names = list(SPACE)
+    # The metric's GP was fitted on inputs constant on the ignored knobs; the others on all.
+    seen = metric_gp._X_train.numpy()
+    assert [names[i] for i in range(len(names)) if np.ptp(seen[:, i]) == 0] == ignored
+    assert all(np.ptp(throughput_gp._X_train.numpy(), axis=0) > 0)
+    assert all(np.ptp(memory_gp._X_train.numpy(), axis=0) > 0)
+    assert np.isfinite(metric_gp.length_scales).all()  # the acquisition's optimizer reads them
+    # The metric's prediction does not move with an ignored knob; throughput's does.
+    x = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.float64)
+    if ignored == ["compile_mode"]:
+        x[1, 2] = 0.0
+    metric_mean, metric_var = metric_gp.posterior(x)
+    throughput_mean, _ = throughput_gp.posterior(x)
+    assert metric_mean[0].item() == pytest.approx(metric_mean[1].item())
+    assert metric_var[0].item() == pytest.approx(metric_var[1].item())
+    assert throughput_mean[0].item() != pytest.approx(throughput_mean[1].item())
+    # The module global is Optuna's own again.
+    from optuna._gp import gp as optuna_gp
+    from optuna.samplers._gp import sampler as gp_sampler_module
+
+    assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+
+
+def test_a_time_to_accuracy_study_models_every_objective_on_every_knob() -> None:
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    assert LeanGPSampler(seed=0).metric_mask(study, SPACE) is None
+    three = _three_objective_study()
+    index, mask = LeanGPSampler(seed=0).metric_mask(three, SPACE) or (None, None)
+    assert index == 1
+    assert list(mask) == [False, True, True]
+
+
+def test_the_metric_names_reach_the_gp_through_the_warped_view() -> None:
+    seen: list[Any] = []
+
+    class _Inner(optuna.samplers.RandomSampler):
+        def sample_relative(self, study, trial, search_space):  # type: ignore[no-untyped-def]
+            seen.append(study.metric_names)
+            return {}
+
+        def infer_relative_search_space(self, study, trial):  # type: ignore[no-untyped-def]
+            return {"x": optuna.distributions.FloatDistribution(0, 1)}
+
+    study = optuna.create_study(
+        directions=["minimize", "minimize"], sampler=WarpedSampler(_Inner())
+    )
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+    assert seen == [["time_to_accuracy_s", "peak_memory_bytes"]]

@@ -1,0 +1,33 @@
+"""A rank's child-process body (autotune/training/_child.py): how its failure is classified."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autotune.training._child import failure_kind
+
+# --------------------------------------------------------------------------------------------
+# failure_kind
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        MemoryError("simulated"),
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"),
+        RuntimeError(
+            "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"
+        ),
+    ],
+)
+def test_out_of_memory_kinds(exc: BaseException) -> None:
+    assert failure_kind(exc) == "oom"
+
+
+@pytest.mark.parametrize(
+    "exc", [ValueError("batch too large"), RuntimeError("shape mismatch"), KeyboardInterrupt()]
+)
+def test_other_exceptions_are_errors(exc: BaseException) -> None:
+    assert failure_kind(exc) == "error"
