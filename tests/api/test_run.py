@@ -176,7 +176,8 @@ def test_infeasible_configurations_are_never_launched(
 
 
 def test_only_infeasible_choices_are_refused(sqlite_url: str) -> None:
-    config = mock_run_config(sqlite_url)
+    # The random sampler proposes what the rules refuse; the GP asks again instead (below).
+    config = mock_run_config(sqlite_url, "sampler=random")
     caps = make_capabilities("cpu", count=2)
     fake = FakeRunTrial()
 
@@ -193,6 +194,21 @@ def test_only_infeasible_choices_are_refused(sqlite_url: str) -> None:
     for t in complete:
         assert t.params["precision"] != "tf32"
         assert t.params["compile_mode"] != "reduce-overhead"
+
+
+def test_the_gp_spends_fewer_trials_than_random_on_what_the_rules_refuse(
+    tmp_path: Path,
+) -> None:
+    caps = make_capabilities("cpu", count=2)  # no tf32, no reduce-overhead on a CPU
+    refused = {}
+    for sampler in ("random", "gp"):
+        config = mock_run_config(f"sqlite:///{tmp_path / sampler}.db", f"sampler={sampler}")
+        run_study(config, 20, run_trial_fn=FakeRunTrial(), prepared=_prepared(config, caps))
+        trials = load_study(config).trials
+        refused[sampler] = sum(t.user_attrs.get("failure") == "infeasible" for t in trials)
+
+    assert refused["random"] >= 3, refused  # a quarter of each of two knobs' choices refused
+    assert refused["gp"] < refused["random"], refused
 
 
 def test_reopening_with_another_space_is_refused_and_adds_nothing(sqlite_url: str) -> None:
