@@ -304,7 +304,7 @@ def study_sampler(
     caps: DeviceCapabilities,
     seed: int,
     n_queued: int = 1,
-) -> optuna.samplers.BaseSampler:
+) -> OneThreadSampler:
     """The sampler a study of ``config`` runs (:func:`autotune.study.make_sampler`): the
     start-up design of :func:`startup_design` for the samplers that take one, the metric
     modelled on ``space.metric_knobs()``, and proposals checked against
