@@ -17,9 +17,10 @@ from autotune.config import load_run_config
 from autotune.console import _fmt_best, _trial_line, print_header, print_result
 from autotune.objectives import study_objectives
 from autotune.testing import make_capabilities
+from autotune.units import MIB
 from tests.studies.mock import run_mock_study, sqlite_url
 from tests.studies.runs import mock_run_config
-from tests.studies.tta import MIB, TtaStudy, tta_trial
+from tests.studies.tta import TtaStudy, tta_trial
 
 SECRET = "S3cret"
 #: What the study's storage is said to be: a PostgreSQL URL with a password.

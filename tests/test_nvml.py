@@ -15,8 +15,7 @@ from autotune.nvml import (
     visible_nvml_indices,
 )
 from autotune.testing.machines import SIMULATED_MACHINES, simulated_machine
-
-_MIB = 1 << 20
+from autotune.units import MIB
 
 
 class _Clock:
@@ -41,7 +40,7 @@ def test_reads_every_gpu_of_an_h100_machine() -> None:
     assert [g.index for g in info.gpus] == list(range(8))
     gpu = info.gpus[0]
     assert gpu.name == "NVIDIA H100 80GB HBM3"
-    assert gpu.memory_bytes == 81559 * _MIB
+    assert gpu.memory_bytes == 81559 * MIB
     assert gpu.compute_capability == (9, 0)
     assert gpu.power_limit_w == 700.0
     assert gpu.uuid.startswith("GPU-")
@@ -319,13 +318,13 @@ def test_meter_with_energy_counters_but_no_power_samples() -> None:
 def test_process_memory_is_the_entry_of_the_process_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     nvml = simulated_machine("a100x4")
-    nvml.set_process(1, 4242, 900 * _MIB)  # this process, on CUDA device 1
-    nvml.set_process(1, 777, 5000 * _MIB)  # another process on the same GPU
-    nvml.set_process(0, 4242, 123 * _MIB)  # this process on another GPU
+    nvml.set_process(1, 4242, 900 * MIB)  # this process, on CUDA device 1
+    nvml.set_process(1, 777, 5000 * MIB)  # another process on the same GPU
+    nvml.set_process(0, 4242, 123 * MIB)  # this process on another GPU
 
     reading = read_process_memory(1, 4242, nvml)
 
-    assert reading == ProcessMemory(900 * _MIB, None, 1)
+    assert reading == ProcessMemory(900 * MIB, None, 1)
     with pytest.raises(pynvml.NVMLError_Uninitialized):  # shut down again
         nvml.nvmlDeviceGetCount()
 
@@ -335,10 +334,10 @@ def test_process_memory_maps_the_cuda_device_through_visible_devices(
 ) -> None:
     nvml = simulated_machine("h100x8")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,3")
-    nvml.set_process(3, 99, 512 * _MIB)
-    nvml.set_process(1, 99, 1 * _MIB)  # CUDA device 1 is NVML's 3, not its 1
+    nvml.set_process(3, 99, 512 * MIB)
+    nvml.set_process(1, 99, 1 * MIB)  # CUDA device 1 is NVML's 3, not its 1
 
-    assert read_process_memory(1, 99, nvml) == ProcessMemory(512 * _MIB, None, 3)
+    assert read_process_memory(1, 99, nvml) == ProcessMemory(512 * MIB, None, 3)
     unmapped = read_process_memory(2, 99, nvml)
     assert unmapped.used_bytes is None and unmapped.error is not None
     assert unmapped.error.startswith("NVML maps no GPU to CUDA device 2")
@@ -347,7 +346,7 @@ def test_process_memory_maps_the_cuda_device_through_visible_devices(
 def test_process_memory_of_a_process_nvml_does_not_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     nvml = simulated_machine("t4")
-    nvml.set_process(0, 1, 300 * _MIB)  # a host pid: the container's own is not listed
+    nvml.set_process(0, 1, 300 * MIB)  # a host pid: the container's own is not listed
 
     reading = read_process_memory(0, 4242, nvml)
 
@@ -365,7 +364,7 @@ def test_process_memory_missing_when_nvml_fails(monkeypatch: pytest.MonkeyPatch)
         "a100x4",
         failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_NO_PERMISSION},
     )
-    nvml.set_process(0, 4242, 900 * _MIB)
+    nvml.set_process(0, 4242, 900 * MIB)
 
     reading = read_process_memory(0, 4242, nvml)  # never raises
 

@@ -206,6 +206,12 @@ def _missed_target(trial: FrozenTrial) -> bool:
     return trial.user_attrs.get("target_reached") is False
 
 
+def _is_measured(trial: FrozenTrial) -> bool:
+    """True for a trial whose values are all measurements: it neither failed nor missed its
+    time-to-accuracy target (the trials a median of measured values is taken over)."""
+    return not _is_failed(trial) and not _missed_target(trial)
+
+
 def _worst(values: Sequence[float], direction: StudyDirection) -> float:
     return min(values) if direction == StudyDirection.MAXIMIZE else max(values)
 
@@ -430,12 +436,13 @@ def _add_refused(
 ) -> bool:
     """Add a proposal the feasibility rules refuse to ``view`` (a :class:`WarpedSampler`
     copy, values already modelled) as a failed trial: the median modelled values of the
-    measured trials, the ``failed`` constraint 1 and every other constraint 0. Returns False
-    (nothing added) when the copy's trials carry no ``failed`` constraint or no measured
-    trial gives a median."""
+    measured trials (those :func:`modelled_values` takes its median over: neither failed nor
+    a missed time-to-accuracy target), the ``failed`` constraint 1 and every other
+    constraint 0. Returns False (nothing added) when the copy's trials carry no ``failed``
+    constraint or no measured trial gives a median."""
     completed = view.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     keys = list(completed[0].constraints) if completed else []
-    measured = [t.values for t in completed if t.values is not None and not _is_failed(t)]
+    measured = [t.values for t in completed if t.values is not None and _is_measured(t)]
     if "failed" not in keys or not measured:
         return False
     median = [statistics.median(v[i] for v in measured) for i in range(len(view.directions))]

@@ -19,15 +19,14 @@ from autotune.devices.cuda import (
 )
 from autotune.hardware.simulated import SimulatedNvml
 from autotune.testing.machines import simulated_machine
-
-_MIB = 1 << 20
+from autotune.units import MIB
 
 
 @pytest.fixture
 def fake_allocator(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """torch.cuda's synchronize and memory readings without a GPU: the allocator's peak and
     reserved bytes are the fixture's values."""
-    readings = {"peak": 200 * _MIB, "reserved": 256 * _MIB}
+    readings = {"peak": 200 * MIB, "reserved": 256 * MIB}
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: readings["peak"])
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: readings["reserved"])
@@ -38,7 +37,7 @@ def fake_allocator(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def _nvml_with_this_process(used_bytes: int, **kwargs: object) -> SimulatedNvml:
     nvml = simulated_machine("a100x4", **kwargs)  # type: ignore[arg-type]
     nvml.set_process(0, os.getpid(), used_bytes)
-    nvml.set_process(0, os.getpid() + 1, 40_000 * _MIB)  # another process: not ours
+    nvml.set_process(0, os.getpid() + 1, 40_000 * MIB)  # another process: not ours
     return nvml
 
 
@@ -46,28 +45,28 @@ def test_peak_memory_counts_the_memory_outside_the_allocator(
     fake_allocator: dict[str, int],
 ) -> None:
     # NVML: 256 MiB reserved by the allocator + 500 MiB of context and NCCL buffers.
-    backend = CudaBackend(nvml=_nvml_with_this_process(756 * _MIB))
+    backend = CudaBackend(nvml=_nvml_with_this_process(756 * MIB))
 
     peak = backend.peak_memory_bytes()
 
-    assert peak == (200 + 500) * _MIB  # the allocator's peak + what it never sees
+    assert peak == (200 + 500) * MIB  # the allocator's peak + what it never sees
     assert backend.memory_kind == PEAK_PLUS_CONTEXT
     assert backend.memory_figures() == {
-        "process_memory_bytes": 756 * _MIB,
-        "gpu_context_bytes": 500 * _MIB,
+        "process_memory_bytes": 756 * MIB,
+        "gpu_context_bytes": 500 * MIB,
     }
 
 
 def test_peak_memory_is_the_allocators_when_nvml_fails(fake_allocator: dict[str, int]) -> None:
     nvml = _nvml_with_this_process(
-        756 * _MIB,
+        756 * MIB,
         failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_NO_PERMISSION},
     )
     backend = CudaBackend(nvml=nvml)
 
     peak = backend.peak_memory_bytes()  # does not raise: the trial goes on
 
-    assert peak == 200 * _MIB
+    assert peak == 200 * MIB
     assert backend.memory_kind == ALLOCATOR_PEAK
     assert backend.memory_figures() == {
         "process_memory_error": "listing the GPU's processes through NVML failed: "
@@ -77,38 +76,38 @@ def test_peak_memory_is_the_allocators_when_nvml_fails(fake_allocator: dict[str,
 
 def test_peak_memory_when_this_process_is_not_listed(fake_allocator: dict[str, int]) -> None:
     nvml = simulated_machine("a100x4")
-    nvml.set_process(0, os.getpid() + 1, 900 * _MIB)
+    nvml.set_process(0, os.getpid() + 1, 900 * MIB)
     backend = CudaBackend(nvml=nvml)
 
-    assert backend.peak_memory_bytes() == 200 * _MIB
+    assert backend.peak_memory_bytes() == 200 * MIB
     assert backend.memory_kind == ALLOCATOR_PEAK
     assert f"process {os.getpid()} is not among" in backend.memory_figures()["process_memory_error"]
 
 
 def test_nvml_below_the_reserved_bytes_adds_nothing(fake_allocator: dict[str, int]) -> None:
-    fake_allocator["reserved"] = 800 * _MIB  # readings a moment apart: never a negative context
-    backend = CudaBackend(nvml=_nvml_with_this_process(756 * _MIB))
+    fake_allocator["reserved"] = 800 * MIB  # readings a moment apart: never a negative context
+    backend = CudaBackend(nvml=_nvml_with_this_process(756 * MIB))
 
-    assert backend.peak_memory_bytes() == 200 * _MIB
+    assert backend.peak_memory_bytes() == 200 * MIB
     assert backend.memory_figures()["gpu_context_bytes"] == 0
 
 
 def test_ranks_process_memory_is_summed_and_its_most_kept() -> None:
     ranks = [
-        {"process_memory_bytes": 700 * _MIB, "gpu_context_bytes": 500 * _MIB},
-        {"process_memory_bytes": 900 * _MIB, "gpu_context_bytes": 520 * _MIB},
+        {"process_memory_bytes": 700 * MIB, "gpu_context_bytes": 500 * MIB},
+        {"process_memory_bytes": 900 * MIB, "gpu_context_bytes": 520 * MIB},
     ]
 
     assert combine_rank_memory(ranks) == {
-        "process_memory_bytes": 1600 * _MIB,
-        "process_memory_max_bytes": 900 * _MIB,
-        "gpu_context_bytes": 520 * _MIB,
+        "process_memory_bytes": 1600 * MIB,
+        "process_memory_max_bytes": 900 * MIB,
+        "gpu_context_bytes": 520 * MIB,
     }
 
 
 def test_a_rank_without_nvml_figure_leaves_the_trials_missing_with_the_reason() -> None:
     ranks = [
-        {"process_memory_bytes": 700 * _MIB, "gpu_context_bytes": 500 * _MIB},
+        {"process_memory_bytes": 700 * MIB, "gpu_context_bytes": 500 * MIB},
         {"process_memory_error": "NVML is unavailable (no NVIDIA driver or library)"},
     ]
 
@@ -129,7 +128,7 @@ def test_a_real_gpus_peak_counts_its_cuda_context() -> None:
     backend = CudaBackend()
     backend.setup(rank=0, world_size=1, precision="fp32")
     backend.reset_peak_memory()
-    block = torch.ones(4 * _MIB, dtype=torch.uint8, device="cuda")
+    block = torch.ones(4 * MIB, dtype=torch.uint8, device="cuda")
 
     peak = backend.peak_memory_bytes()
 
@@ -138,7 +137,7 @@ def test_a_real_gpus_peak_counts_its_cuda_context() -> None:
         pytest.skip(f"NVML gives no memory of this process: {figures['process_memory_error']}")
     assert backend.memory_kind == PEAK_PLUS_CONTEXT
     # The CUDA context alone is hundreds of MiB (more than 50 on any GPU torch supports).
-    assert figures["gpu_context_bytes"] > 50 * _MIB
+    assert figures["gpu_context_bytes"] > 50 * MIB
     assert peak == torch.cuda.max_memory_allocated() + figures["gpu_context_bytes"]
     assert figures["process_memory_bytes"] >= torch.cuda.memory_reserved()
     del block

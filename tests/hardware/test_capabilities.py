@@ -16,9 +16,7 @@ from autotune.hardware import (
     resolve_device,
 )
 from autotune.testing.machines import simulated_machine
-
-_MIB = 1 << 20
-
+from autotune.units import MIB
 
 # --------------------------------------------------------------------------------------------
 # Capabilities from a fingerprint
@@ -36,7 +34,7 @@ def test_capabilities_of_a_fake_v100_come_from_nvml_and_the_peak_table(
     assert caps.kind == "cuda"
     assert caps.name == "Tesla V100-SXM2-32GB"
     assert caps.count == 1
-    assert caps.memory_bytes == 32768 * _MIB
+    assert caps.memory_bytes == 32768 * MIB
     assert caps.compute_capability == (7, 0)
     assert caps.peak_flops_per_s == {"fp32": 15.7e12, "fp16": 125e12}
     assert "V100" in caps.peak_flops_source and "datasheet" in caps.peak_flops_source

@@ -23,8 +23,8 @@ from autotune.hardware import (
 from autotune.hardware._feasibility import _memory_reason as memory_reason
 from autotune.hardware._feasibility import _smallest_trial
 from autotune.testing import make_capabilities, make_trial_config
+from autotune.units import MIB
 
-_MIB = 1 << 20
 _PROFILE = ModelProfile(
     parameters=1000,
     activation_bytes_per_sample=500.0,
@@ -103,8 +103,8 @@ def test_trial_estimate_uses_the_devices_runtime() -> None:
 
     assert cpu.runtime_bytes == CPU_RUNTIME_BYTES
     assert gpu.runtime_bytes == CUDA_RUNTIME_BYTES
-    assert mock.runtime_bytes == 4 * _MIB
-    assert cpu.activations_bytes == gpu.activations_bytes > 10 * _MIB
+    assert mock.runtime_bytes == 4 * MIB
+    assert cpu.activations_bytes == gpu.activations_bytes > 10 * MIB
 
 
 def test_trial_estimate_follows_the_data_sets_image_size(mnist_dir: Path) -> None:
@@ -138,7 +138,7 @@ def test_memory_rule_without_a_known_memory_allows_everything() -> None:
 
 
 def test_trial_rule_checks_memory_after_the_knob_rules() -> None:
-    tiny = make_capabilities("cuda", memory_bytes=2 * _MIB)
+    tiny = make_capabilities("cuda", memory_bytes=2 * MIB)
     config = make_trial_config(device="cuda", depth=3, width=64, batch_size=256)
 
     reason = trial_infeasibility_reason(config, tiny)
@@ -195,7 +195,7 @@ def test_restrict_refuses_a_space_where_nothing_fits() -> None:
     space = load_space("cnn_small")
 
     with pytest.raises(ConfigError, match=r"^space cnn_small: depth: no choice fits in the memory"):
-        restrict_space(space, make_capabilities("cuda", memory_bytes=1 * _MIB, count=2))
+        restrict_space(space, make_capabilities("cuda", memory_bytes=1 * MIB, count=2))
 
 
 _WIDE = """\

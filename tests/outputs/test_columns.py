@@ -20,10 +20,11 @@ from autotune.report import (
     pareto_table,
     render_report,
 )
+from autotune.units import MIB
 from tests.rendered import rendered_text
 from tests.studies.mock import make_trial
 from tests.studies.summaries import verification_summary
-from tests.studies.tta import MIB, TARGET, hand_trials
+from tests.studies.tta import TARGET, hand_trials
 
 TTA = study_objectives(mode="time_to_accuracy")
 

@@ -26,10 +26,9 @@ from autotune.report import (
     verify_command,
 )
 from autotune.storage import ResultsStore
+from autotune.units import MIB
 from autotune.verification import load_verification
 from tests.studies.mock import DemoStudy, make_trial
-
-MIB = 1 << 20
 
 
 def _trials() -> list[optuna.trial.FrozenTrial]:

@@ -27,9 +27,10 @@ from autotune.report import (
     trial_mode,
 )
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
+from autotune.units import MIB
 from tests.rendered import rendered_text
 from tests.studies.mock import make_trial
-from tests.studies.tta import MIB, TARGET, TtaStudy, hand_trials, tta_trial
+from tests.studies.tta import TARGET, TtaStudy, hand_trials, tta_trial
 
 TTA = study_objectives(mode="time_to_accuracy")
 

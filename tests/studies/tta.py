@@ -11,9 +11,9 @@ import pytest
 from optuna.trial import FrozenTrial
 
 from autotune.api import StudyResult
+from autotune.units import MIB
 from tests.studies.mock import make_trial, run_mock_study, sqlite_url
 
-MIB = 1 << 20
 #: The target of the hand-built trials and of the mock study (top-1 accuracy).
 TARGET = 0.95
 

@@ -309,6 +309,34 @@ def test_a_proposal_the_rules_refuse_is_asked_again_and_the_model_learns_it_fail
     assert len(study.trials) == 3  # the refused proposal never became a trial
 
 
+def test_a_refused_proposal_takes_the_median_of_the_measured_trials_only() -> None:
+    """A time-to-accuracy trial that missed its target is a lower bound (modelled as the
+    worst), not a measurement: the refused point's median leaves it out, as
+    ``modelled_values``' median of failures does."""
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        width = trial.suggest_categorical("width", [8, 16, 32, 64])
+        trial.set_constraint("failed", 0.0)
+        trial.set_user_attr("target_reached", width != 32)
+        return 10.0 * width, 1e6 * width
+
+    inner = _ScriptedSampler([{"width": 3}, {"width": 1}])
+    sampler = WarpedSampler(inner, feasible=lambda knobs: knobs["width"] < 64)
+    study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
+    with pytest.warns(optuna.exceptions.ExperimentalWarning):
+        study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
+    for width in (8, 16, 32):  # 32 misses its target: modelled as the worst, width 16
+        study.enqueue_trial({"width": width})
+    study.optimize(objective, n_trials=4)
+
+    refused = inner.seen[1][3]
+    assert refused.constraints == {"failed": 1.0}
+    # the median of widths 8 and 16 alone; with the missed target it would be width 16's
+    assert refused.values == pytest.approx(
+        [(math.log(80.0) + math.log(160.0)) / 2, (math.log(8e6) + math.log(16e6)) / 2]
+    )
+
+
 def test_after_max_refused_proposals_the_last_one_is_handed_on() -> None:
     inner = _ScriptedSampler([{"width": 3, "precision": "bf16"}])
     sampler = WarpedSampler(inner, feasible=lambda knobs: False, max_refused=2)

@@ -18,10 +18,10 @@ from autotune.measure import Measurement
 from autotune.objectives import objective_values
 from autotune.testing import make_trial_config
 from autotune.testing.machines import simulated_machine
+from autotune.units import MIB
 
-_MIB = 1 << 20
-_PEAK_BYTES = 40 * _MIB  # the fake allocator's peak
-_RESERVED_BYTES = 64 * _MIB  # and reserved bytes
+_PEAK_BYTES = 40 * MIB  # the fake allocator's peak
+_RESERVED_BYTES = 64 * MIB  # and reserved bytes
 
 
 class _CpuTrainedCudaBackend(CudaBackend):
@@ -63,19 +63,19 @@ def _run(monkeypatch: pytest.MonkeyPatch, nvml: SimulatedNvml) -> Measurement:
 
 def test_the_memory_objective_counts_the_cuda_context(monkeypatch: pytest.MonkeyPatch) -> None:
     nvml = simulated_machine("a100x4")
-    nvml.set_process(0, os.getpid(), _RESERVED_BYTES + 480 * _MIB)  # + context, NCCL buffers
+    nvml.set_process(0, os.getpid(), _RESERVED_BYTES + 480 * MIB)  # + context, NCCL buffers
 
     m = _run(monkeypatch, nvml)
 
-    assert m.peak_memory_bytes == _PEAK_BYTES + 480 * _MIB  # was the allocator's 40 MiB
-    assert objective_values(m)[2] == _PEAK_BYTES + 480 * _MIB
+    assert m.peak_memory_bytes == _PEAK_BYTES + 480 * MIB  # was the allocator's 40 MiB
+    assert objective_values(m)[2] == _PEAK_BYTES + 480 * MIB
     assert m.memory_kind == PEAK_PLUS_CONTEXT
-    assert m.extra["process_memory_bytes"] == _RESERVED_BYTES + 480 * _MIB
-    assert m.extra["process_memory_max_bytes"] == _RESERVED_BYTES + 480 * _MIB
-    assert m.extra["gpu_context_bytes"] == 480 * _MIB
+    assert m.extra["process_memory_bytes"] == _RESERVED_BYTES + 480 * MIB
+    assert m.extra["process_memory_max_bytes"] == _RESERVED_BYTES + 480 * MIB
+    assert m.extra["gpu_context_bytes"] == 480 * MIB
     assert "process_memory_error" not in m.extra
     attrs = m.as_user_attrs()
-    assert attrs["process_memory_bytes"] == _RESERVED_BYTES + 480 * _MIB
+    assert attrs["process_memory_bytes"] == _RESERVED_BYTES + 480 * MIB
 
 
 def test_an_nvml_error_leaves_the_allocator_peak_and_says_why(
@@ -84,7 +84,7 @@ def test_an_nvml_error_leaves_the_allocator_peak_and_says_why(
     nvml = simulated_machine(
         "a100x4", failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_GPU_IS_LOST}
     )
-    nvml.set_process(0, os.getpid(), _RESERVED_BYTES + 480 * _MIB)
+    nvml.set_process(0, os.getpid(), _RESERVED_BYTES + 480 * MIB)
 
     m = _run(monkeypatch, nvml)  # the trial goes on
 

@@ -12,9 +12,9 @@ import pytest
 
 from autotune.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.storage.records import rotated
+from autotune.units import MIB
 from autotune.verification import race_survivor, summarize_verification
 
-MIB = 1 << 20
 #: Two race rounds (seeds 10, 11), then three confirmation rounds (seeds 20, 21, 22).
 PLAN = VerificationPlan(0, (1, 2, 3), (20, 21, 22), 0.5, race_seeds=(10, 11), screen_z=1.645)
 PARAMS = {n: {"batch_size": 2**n * 64} for n in range(4)}

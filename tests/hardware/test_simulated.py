@@ -23,8 +23,7 @@ from autotune.hardware.simulated import DEFAULT_PROFILE, PROFILE_NAMES, get_prof
 from autotune.nvml import read_nvml
 from autotune.testing import make_trial_config, simulate_trial
 from autotune.testing.machines import SIMULATED_MACHINES
-
-_MIB = 1 << 20
+from autotune.units import MIB
 
 
 def _mock(profile: str, **overrides: object):
@@ -60,7 +59,7 @@ def test_profiles_are_read_through_their_simulated_nvml() -> None:
 
     assert info is not None
     assert [g.name for g in info.gpus] == ["NVIDIA H100 80GB HBM3"] * 8
-    assert info.gpus[0].memory_bytes == 81559 * _MIB
+    assert info.gpus[0].memory_bytes == 81559 * MIB
 
 
 def test_cpu_profile_has_no_gpu() -> None:
@@ -77,7 +76,7 @@ def test_cpu_profile_has_no_gpu() -> None:
 
 def test_default_profile_is_a_small_gpu() -> None:
     assert get_profile("default") is DEFAULT_PROFILE
-    assert DEFAULT_PROFILE.memory_bytes == 64 * _MIB
+    assert DEFAULT_PROFILE.memory_bytes == 64 * MIB
     assert detect_capabilities("mock").fingerprint.mock_profile == "default"  # type: ignore[union-attr]
 
 
