@@ -21,6 +21,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    # Markdown: a docstring's wrapped lines print as one paragraph ("rich" keeps the breaks)
+    rich_markup_mode="markdown",
 )
 
 

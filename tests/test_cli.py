@@ -216,6 +216,19 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "KEY=VALUE" in out
 
 
+def test_help_joins_the_lines_a_docstring_wraps(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command's summary is its docstring's first paragraph as prose: the docstring's line
+    breaks (wrapped at 100 columns in the source) are not printed as line breaks."""
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["--help"]) == 0
+
+    out = " ".join(capsys.readouterr().out.split())  # the box's borders and padding aside
+    assert "in interleaved rounds of fresh processes, each round with its own seed" in out
+    assert "print the verified verdict it shows" in out
+
+
 def test_no_arguments_shows_usage_without_an_empty_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
