@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from autotune.exceptions import DeviceUnavailableError
+
 __all__ = [
     "GpuInfo",
     "GpuWindowMeter",
@@ -122,32 +124,58 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _required(nvml: Any, fn: Callable[..., Any], *args: Any, gpu: int | None = None) -> Any:
+    """``fn(*args)``, a reading the machine's description cannot do without (of GPU ``gpu``,
+    NVML's index, where it is a GPU's).
+
+    Raises:
+        DeviceUnavailableError: NVML answered ``nvmlInit`` but failed this reading (a GPU
+            lost or in a bad state, no permission inside a container): one line naming the
+            function, the GPU and NVML's error.
+    """
+    try:
+        return fn(*args)
+    except nvml.NVMLError as e:
+        of_gpu = f" for GPU {gpu}" if gpu is not None else ""
+        raise DeviceUnavailableError(
+            f"NVML started but {getattr(fn, '__name__', fn)} failed{of_gpu}: {type(e).__name__}: {e} "
+            "(nvidia-smi shows what the driver reports)"
+        ) from None
+
+
 def read_nvml(nvml: Any | None = None) -> NvmlInfo | None:
     """Ask NVML for the driver and every GPU; None when NVML is unavailable.
 
     Args:
         nvml: the ``pynvml`` module or a fake with the same functions; None imports ``pynvml``.
+
+    Raises:
+        DeviceUnavailableError: NVML started but a required reading (the GPU count, a GPU's
+            handle, name, UUID, memory or compute capability, the driver version) failed;
+            the power limit and the CUDA driver version are optional (None when unread).
     """
     with nvml_session(nvml) as m:
         if m is None:
             return None
         gpus = []
-        for index in range(m.nvmlDeviceGetCount()):
-            h = m.nvmlDeviceGetHandleByIndex(index)
+        for index in range(_required(m, m.nvmlDeviceGetCount)):
+            h = _required(m, m.nvmlDeviceGetHandleByIndex, index, gpu=index)
             limit_mw = _optional(m, m.nvmlDeviceGetPowerManagementLimit, h)
             gpus.append(
                 GpuInfo(
                     index=index,
-                    name=_text(m.nvmlDeviceGetName(h)),
-                    uuid=_text(m.nvmlDeviceGetUUID(h)),
-                    memory_bytes=int(m.nvmlDeviceGetMemoryInfo(h).total),
-                    compute_capability=tuple(m.nvmlDeviceGetCudaComputeCapability(h)),
+                    name=_text(_required(m, m.nvmlDeviceGetName, h, gpu=index)),
+                    uuid=_text(_required(m, m.nvmlDeviceGetUUID, h, gpu=index)),
+                    memory_bytes=int(_required(m, m.nvmlDeviceGetMemoryInfo, h, gpu=index).total),
+                    compute_capability=tuple(
+                        _required(m, m.nvmlDeviceGetCudaComputeCapability, h, gpu=index)
+                    ),
                     power_limit_w=limit_mw / 1e3 if limit_mw is not None else None,
                 )
             )
         cuda = _optional(m, m.nvmlSystemGetCudaDriverVersion)
         return NvmlInfo(
-            driver_version=_text(m.nvmlSystemGetDriverVersion()),
+            driver_version=_text(_required(m, m.nvmlSystemGetDriverVersion)),
             cuda_driver_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None,
             gpus=tuple(gpus),
         )
@@ -368,7 +396,9 @@ class GpuWindowMeter:
         """
         try:
             info = read_nvml(nvml)
-        except Exception as e:  # NVMLError past nvmlInit, or a pynvml without the function
+        except DeviceUnavailableError as e:  # a required reading failed past nvmlInit
+            return cls.unavailable(str(e))
+        except Exception as e:  # a pynvml without the function
             return cls.unavailable(f"reading the GPUs through NVML failed: {_describe(e)}")
         if info is None:
             return None

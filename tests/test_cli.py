@@ -168,6 +168,24 @@ def _assert_one_line_error(code: int, capsys: pytest.CaptureFixture[str], fragme
     assert fragment in err
 
 
+def test_hardware_with_a_gpu_nvml_cannot_read_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pynvml
+
+    from autotune import nvml
+    from autotune.testing.machines import simulated_machine
+
+    lost = simulated_machine("h100x8", failing={"nvmlDeviceGetUUID": pynvml.NVML_ERROR_GPU_IS_LOST})
+    monkeypatch.setattr(nvml, "_load", lambda module: lost if module is None else module)
+
+    code = main(["hardware"])
+
+    _assert_one_line_error(
+        code, capsys, "NVML started but nvmlDeviceGetUUID failed for GPU 0: NVMLError_GpuIsLost"
+    )
+
+
 def test_mysql_url_without_its_driver_names_the_package_to_install(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pynvml
 import pytest
 
+from autotune.exceptions import DeviceUnavailableError
 from autotune.hardware.simulated import SimulatedNvml
 from autotune.nvml import (
     GpuWindowMeter,
@@ -68,6 +69,48 @@ def test_reads_the_other_simulated_machines(
 
 def test_no_driver_means_no_nvml() -> None:
     assert read_nvml(simulated_machine("none")) is None
+
+
+@pytest.mark.parametrize(
+    ("function", "error", "message"),
+    [
+        (
+            "nvmlDeviceGetMemoryInfo",
+            pynvml.NVML_ERROR_GPU_IS_LOST,
+            "NVML started but nvmlDeviceGetMemoryInfo failed for GPU 0: "
+            "NVMLError_GpuIsLost: GPU is lost (nvidia-smi shows what the driver reports)",
+        ),
+        (
+            "nvmlDeviceGetCount",
+            pynvml.NVML_ERROR_NO_PERMISSION,
+            "NVML started but nvmlDeviceGetCount failed: NVMLError_NoPermission",
+        ),
+    ],
+)
+def test_a_required_reading_that_fails_after_nvml_init_is_one_clear_error(
+    function: str, error: int, message: str
+) -> None:
+    """Before, NVML's own exception reached the user as a traceback from ``autotune run``
+    and ``autotune hardware``."""
+    nvml = simulated_machine("a100x4", failing={function: error})
+
+    with pytest.raises(DeviceUnavailableError) as raised:
+        read_nvml(nvml)
+
+    assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
+    with pytest.raises(pynvml.NVMLError_Uninitialized):  # NVML shut down all the same
+        nvml.nvmlSystemGetDriverVersion()
+
+
+def test_an_optional_reading_that_fails_is_none() -> None:
+    nvml = simulated_machine(
+        "a100x4", failing={"nvmlSystemGetCudaDriverVersion": pynvml.NVML_ERROR_NOT_SUPPORTED}
+    )
+
+    info = read_nvml(nvml)
+
+    assert info is not None and info.cuda_driver_version is None and len(info.gpus) == 4
 
 
 def test_this_machine_without_a_gpu_reads_none_or_real_gpus() -> None:
@@ -248,7 +291,8 @@ def test_meter_for_cuda_ranks_when_a_handle_call_raises() -> None:
     assert meter.start() is False
     assert meter.stop() is None
     assert meter.error == (
-        "reading the GPUs through NVML failed: NVMLError_NoPermission: Insufficient Permissions"
+        "NVML started but nvmlDeviceGetHandleByIndex failed for GPU 0: NVMLError_NoPermission: "
+        "Insufficient Permissions (nvidia-smi shows what the driver reports)"
     )
 
 

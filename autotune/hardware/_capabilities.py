@@ -158,6 +158,8 @@ def detect_capabilities(
 
     Raises:
         ConfigError: an unknown mock profile, or a mock profile given for a real device.
+        DeviceUnavailableError: ``cuda`` where NVML starts but cannot read a GPU
+            (:func:`detect_fingerprint`).
     """
     if kind == "mock":
         return _simulated_capabilities(mock_profile)

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autotune.exceptions import ConfigError
+from autotune.exceptions import ConfigError, DeviceUnavailableError
 from autotune.hardware.simulated import get_profile
 from autotune.nvml import GpuInfo, read_nvml, visible_nvml_indices
 
@@ -193,12 +193,20 @@ def detect_fingerprint(
 
     Raises:
         ConfigError: an unknown mock profile.
+        DeviceUnavailableError: ``auto`` or ``cuda`` where NVML starts but cannot read a GPU
+            (:func:`autotune.nvml.read_nvml`); for ``cpu`` such a machine reads as one
+            without GPUs (a study on the CPU does not need them).
     """
     if kind == "mock":
         return _simulated_fingerprint(mock_profile)
     import torch
 
-    info = read_nvml(nvml)
+    try:
+        info = read_nvml(nvml)
+    except DeviceUnavailableError:
+        if kind != "cpu":
+            raise
+        info = None
     gpus: tuple[GpuInfo, ...] = ()
     if info is not None:
         order = visible_nvml_indices(

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import pynvml
 import pytest
 import torch
 
 from autotune.api import run_study
 from autotune.cli import main
 from autotune.config import RunConfig, load_run_config
-from autotune.exceptions import ConfigError
+from autotune.exceptions import ConfigError, DeviceUnavailableError
 from autotune.hardware import (
     MachineFingerprint,
     check_study_hardware,
@@ -72,6 +73,22 @@ def test_without_nvml_the_fingerprint_has_only_the_cpu() -> None:
     assert fp.gpus == ()
     assert fp.driver_version is None
     assert fp.cpu_model != ""
+
+
+@pytest.mark.parametrize("kind", ["auto", "cuda"])
+def test_a_gpu_nvml_cannot_read_stops_a_gpu_study_with_one_line(kind: str) -> None:
+    lost = simulated_machine("t4", failing={"nvmlDeviceGetName": pynvml.NVML_ERROR_GPU_IS_LOST})
+
+    with pytest.raises(DeviceUnavailableError, match="nvmlDeviceGetName failed for GPU 0"):
+        detect_fingerprint(kind, nvml=lost)
+
+
+def test_a_cpu_study_reads_a_gpu_nvml_cannot_read_as_no_gpu() -> None:
+    lost = simulated_machine("t4", failing={"nvmlDeviceGetName": pynvml.NVML_ERROR_GPU_IS_LOST})
+
+    fp = detect_fingerprint("cpu", nvml=lost)
+
+    assert fp.device_kind == "cpu" and fp.gpus == () and fp.driver_version is None
 
 
 def test_auto_is_cuda_when_nvml_lists_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
