@@ -136,9 +136,10 @@ def _required(nvml: Any, fn: Callable[..., Any], *args: Any, gpu: int | None = N
     try:
         return fn(*args)
     except nvml.NVMLError as e:
+        name = getattr(fn, "__name__", repr(fn))
         of_gpu = f" for GPU {gpu}" if gpu is not None else ""
         raise DeviceUnavailableError(
-            f"NVML started but {getattr(fn, '__name__', fn)} failed{of_gpu}: {type(e).__name__}: {e} "
+            f"NVML started but {name} failed{of_gpu}: {type(e).__name__}: {e} "
             "(nvidia-smi shows what the driver reports)"
         ) from None
 
