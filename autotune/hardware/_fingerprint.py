@@ -189,7 +189,8 @@ def detect_fingerprint(
             can see, else ``cpu``.
         mock_profile: the mock profile (``kind="mock"`` only).
         nvml: the ``pynvml`` module or a stand-in
-            (:class:`autotune.hardware.simulated.SimulatedNvml`); None imports ``pynvml``. Without NVML (no driver) there are no GPUs.
+            (:class:`autotune.hardware.simulated.SimulatedNvml`); None imports ``pynvml``.
+            Without NVML (no driver) there are no GPUs.
 
     Raises:
         ConfigError: an unknown mock profile.
