@@ -42,7 +42,8 @@ def test_a_failing_nvml_handle_leaves_gpu_figures_missing_with_the_reason() -> N
     m = _train(backend)
 
     assert m.extra["gpu_telemetry_error"] == (
-        "reading the GPUs through NVML failed: NVMLError_NoPermission: Insufficient Permissions"
+        "NVML started but nvmlDeviceGetHandleByIndex failed for GPU 0: NVMLError_NoPermission: "
+        "Insufficient Permissions (nvidia-smi shows what the driver reports)"
     )
     assert "gpu_power_w" not in m.extra
     assert "energy_j_per_sample" not in m.extra
