@@ -13,6 +13,7 @@ from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.api import StudyResult, run_study
+from autotune.baseline import COMMON_BATCH_SIZE, PYTORCH_DEFAULTS
 from autotune.config import TrialConfig, load_run_config
 from autotune.exceptions import TrialError
 from autotune.measure import Measurement
@@ -77,16 +78,7 @@ _DISTRIBUTIONS = {
 }
 #: The knob values of a trial built by :func:`make_trial` where it names none (cnn_small's
 #: middle model at batch 64, PyTorch's defaults otherwise).
-DEFAULT_PARAMS = {
-    "depth": 2,
-    "width": 16,
-    "batch_size": 64,
-    "precision": "fp32",
-    "memory_format": "contiguous",
-    "compile_mode": "none",
-    "num_workers": 0,
-    "gpu_count": 1,
-}
+DEFAULT_PARAMS = {"depth": 2, "width": 16, "batch_size": COMMON_BATCH_SIZE, **PYTORCH_DEFAULTS}
 
 
 def make_trial(
