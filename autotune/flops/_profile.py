@@ -101,13 +101,17 @@ def _profile_cached(spec_json: str, knobs_json: str, precision: str) -> ModelPro
     # Batches of 2 and 4 (not 1: BatchNorm refuses one sample on a 1x1 map in training).
     items = [train[i % len(train)] for i in range(4)]  # type: ignore[arg-type]
     autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
-    torch.manual_seed(0)
-    model = workload.build_model(json.loads(knobs_json))
-    model.train()
-    saved = []
-    for batch in (2, 4):
-        x, y = default_collate(items[:batch])
-        saved.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
+    # Grad mode on whatever the caller's (a sampler may call this under torch.no_grad(), where
+    # autograd saves nothing and every activation would read 0 bytes, cached for the process),
+    # and the caller's random state left as it was (the seed makes the traced model the same).
+    with torch.enable_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = workload.build_model(json.loads(knobs_json))
+        model.train()
+        saved = []
+        for batch in (2, 4):
+            x, y = default_collate(items[:batch])
+            saved.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
     per_sample = max(0.0, (saved[1] - saved[0]) / 2)
     x, y = default_collate(items[:1])
     return ModelProfile(
