@@ -27,6 +27,7 @@ from autotune.measure import Measurement
 __all__ = [
     "METRIC_INDEX",
     "OBJECTIVES",
+    "PEAK_MEMORY",
     "TIME_TO_ACCURACY",
     "Objective",
     "ObjectiveMode",
@@ -84,15 +85,14 @@ def study_objectives(
     """
     if metric_direction not in ("maximize", "minimize"):
         raise ValueError(f"metric_direction must be maximize or minimize, got {metric_direction!r}")
-    memory = Objective("peak_memory_bytes", "minimize", "peak memory (bytes)")
     if mode == "time_to_accuracy":
-        return (TIME_TO_ACCURACY, memory)
+        return (TIME_TO_ACCURACY, PEAK_MEMORY)
     if mode != "throughput":
         raise ValueError(f"objective must be throughput or time_to_accuracy, got {mode!r}")
     return (
         Objective("throughput_sps", "maximize", "throughput (samples/s)"),
         _metric(metric_name, metric_direction),
-        memory,
+        PEAK_MEMORY,
     )
 
 
@@ -101,6 +101,8 @@ def _metric(name: str, direction: str) -> Objective:
     return Objective(name, "maximize" if direction == "maximize" else "minimize", label)
 
 
+#: The last objective of every study: the trial's peak memory (bytes).
+PEAK_MEMORY = Objective("peak_memory_bytes", "minimize", "peak memory (bytes)")
 #: The first objective of a time-to-accuracy study: wall seconds to the quality target.
 TIME_TO_ACCURACY = Objective("time_to_accuracy_s", "minimize", "time to target (s)")
 

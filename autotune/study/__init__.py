@@ -3,7 +3,7 @@ it starts, and where Ctrl-C may land.
 
 - :mod:`._study`: opening the study (resume, warm start, the study record, the start-up
   design's feasible rows: :func:`startup_design`; the sampler a study runs:
-  :func:`study_sampler`) and the Optuna objective
+  :func:`study_sampler`; what is known of a configuration before it runs: :func:`prior_mean`) and the Optuna objective
   (:class:`TrialObjective`: retries, constraints, surplus).
 - :mod:`._samplers`: :func:`make_sampler` and the samplers it builds.
 - :mod:`._launcher`: :func:`run_trial`, one trial in child processes (forkserver, one per DDP
@@ -34,11 +34,13 @@ from autotune.study._samplers import (
     LOG_SCALE_OBJECTIVES,
     MAX_REFUSED_PROPOSALS,
     NSGA2_POPULATION,
+    PRIOR_SLOPE_BOUNDS,
     STARTUP_DESIGN_SAMPLERS,
     WARM_START_ATTR,
     DesignSampler,
     LeanGPSampler,
     OneThreadSampler,
+    PriorMean,
     WarpedSampler,
     covering_design,
     design_levels,
@@ -58,6 +60,7 @@ from autotune.study._study import (
     feasibility_test,
     knob_trial_config,
     open_study,
+    prior_mean,
     startup_design,
     study_sampler,
 )
@@ -73,12 +76,14 @@ __all__ = [
     "MAX_REFUSED_PROPOSALS",
     "METRIC_FROM_TRIAL_ATTR",
     "NSGA2_POPULATION",
+    "PRIOR_SLOPE_BOUNDS",
     "STARTUP_DESIGN_SAMPLERS",
     "STUDY_RECORD_ATTR",
     "WARM_START_ATTR",
     "DesignSampler",
     "LeanGPSampler",
     "OneThreadSampler",
+    "PriorMean",
     "RunTrialFn",
     "SurplusTrial",
     "TrialObjective",
@@ -94,6 +99,7 @@ __all__ = [
     "modelled_values",
     "one_torch_thread",
     "open_study",
+    "prior_mean",
     "run_trial",
     "sigint_allowed",
     "sigint_deferred",

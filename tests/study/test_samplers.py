@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import itertools
 import math
@@ -19,6 +20,7 @@ from autotune.study import (
     LEAN_LOCAL_SEARCHES,
     LEAN_PRELIMINARY_SAMPLES,
     LEAN_QMC_SAMPLES_EHVI,
+    PRIOR_SLOPE_BOUNDS,
     STARTUP_DESIGN_SAMPLERS,
     DesignSampler,
     LeanGPSampler,
@@ -617,6 +619,28 @@ def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
     assert list(inspect.signature(optuna_gp.GPRegressor.kernel).parameters) == ["self", "X1", "X2"]
     assert "self.kernel(" in inspect.getsource(optuna_gp.GPRegressor.posterior)
     assert "self._gpr.kernel(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
+    # A prior mean rides on posterior (every acquisition reads the mean there) and on
+    # append_running_data (the Kriging believer's values of running trials).
+    assert list(inspect.signature(optuna_gp.GPRegressor.posterior).parameters) == [
+        "self",
+        "x",
+        "joint",
+    ]
+    assert list(inspect.signature(optuna_gp.GPRegressor.append_running_data).parameters) == [
+        "self",
+        "X_running",
+        "y_running",
+    ]
+    acqf_source = inspect.getsource(importlib.import_module("optuna._gp.acqf"))
+    assert ".posterior(" in acqf_source and "append_running_data(" in acqf_source
+    assert "self._gpr.posterior(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
+    # Normalized inputs decode to parameters through the GP's search space; standardized as
+    # (sign * values - mean) / std with the population std (ddof 0).
+    from optuna._gp import search_space as gp_search_space
+
+    assert callable(gp_search_space.SearchSpace.get_unnormalized_param)
+    standardized, _, stds = gp_sampler_module._standardize_values(np.array([[1.0], [3.0]]))
+    assert list(standardized[:, 0]) == [-1.0, 1.0] and stds[0] == 1.0
 
     lean = LeanGPSampler(seed=0)
     assert (lean._n_preliminary_samples, lean._n_local_search, lean._n_qmc_samples_ehvi) == (
@@ -690,6 +714,147 @@ def test_the_metric_gp_sees_only_the_metric_knobs(
     from optuna.samplers._gp import sampler as gp_sampler_module
 
     assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+
+
+# --------------------------------------------------------------------------------------------
+# LeanGPSampler: prior means
+
+
+def _fit_change(values: np.ndarray, prior: np.ndarray, measured: np.ndarray | None = None) -> Any:
+    """A _FitChange of a minimized objective whose prior at row i is ``prior[i]``, and the
+    standardized values Optuna would fit for ``values`` (sign -1, ddof-0 std)."""
+    from autotune.study._samplers import _FitChange
+
+    class _Prior:
+        def __call__(self, X: np.ndarray, objective: str) -> np.ndarray:
+            return prior[X[:, 0].astype(int)]
+
+    Y = -(values - values.mean()) / values.std()
+    change = _FitChange(
+        prior=_Prior(),  # type: ignore[arg-type]
+        objective="peak_memory_bytes",
+        direction_sign=-1.0,
+        value_std=float(values.std()),
+        measured=measured,
+    )
+    return change, Y
+
+
+def test_the_prior_mean_is_the_least_squares_line_of_the_values_on_the_prior() -> None:
+    h = np.array([1.0, 2.0, 3.0, 5.0, 8.0])
+    X = np.arange(len(h), dtype=float)[:, None]
+    change, Y = _fit_change(1.5 * h + 10.0, h)
+    mean = change.prior_mean(X, Y)
+    assert mean is not None
+    np.testing.assert_allclose(mean(X), Y)  # the line explains every value: residuals 0
+    # A value that falls as the prior rises gets the bound's slope, 0: the prior drops out.
+    change, Y = _fit_change(-h, h)
+    assert PRIOR_SLOPE_BOUNDS[0] == 0.0
+    np.testing.assert_allclose(change.prior_mean(X, Y)(X), 0.0)
+    # Steeper than the upper bound: held to it (2 on the modelled scale).
+    change, Y = _fit_change(5.0 * h, h)
+    slope = np.polyfit(h, change.prior_mean(X, Y)(X), 1)[0] * -change.value_std
+    assert slope == pytest.approx(PRIOR_SLOPE_BOUNDS[1])
+
+
+def test_imputed_values_and_unknown_rows_are_left_out_of_the_prior_mean() -> None:
+    h = np.array([1.0, 2.0, 3.0, 9.0])
+    X = np.arange(len(h), dtype=float)[:, None]
+    values = np.array([2.0, 4.0, 6.0, 4.0])  # the last row failed: imputed at the median
+    change, Y = _fit_change(values, h, measured=np.array([True, True, True, False]))
+    mean = change.prior_mean(X, Y)
+    assert mean is not None
+    # Fitted on the measured rows alone: slope 2, centred on their mean prior (2).
+    np.testing.assert_allclose(mean(X[:3]) * -change.value_std, [-2.0, 0.0, 2.0])
+    # A row the prior does not know is left out of the fit, and gets no prior (the centre).
+    change, Y = _fit_change(values, np.array([1.0, 2.0, math.nan, 9.0]), measured=None)
+    mean = change.prior_mean(X, Y)
+    assert mean is not None and mean(X)[2] == 0.0
+    change, Y = _fit_change(
+        values, np.array([1.0, math.nan, math.nan, 9.0]), measured=np.array([1, 1, 1, 0]) > 0
+    )
+    assert change.prior_mean(X, Y) is None  # fewer than 2 measured rows with a prior
+    change, Y = _fit_change(values, np.full(4, 3.0))
+    assert change.prior_mean(X, Y) is None  # the same prior everywhere says nothing
+
+
+def _memory_study() -> optuna.Study:
+    """A study over widths 8-32 whose peak memory is 1 MB x width, exactly."""
+    study = _three_objective_study()
+    for width, mode, workers in itertools.product([8, 16, 32], ["none", "default"], [0, 1]):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"width": width, "compile_mode": mode, "num_workers": workers},
+                distributions=SPACE_64,
+                values=[100.0 * width / (1 + workers), 0.5 + width / 100, 1e6 * width],
+            )
+        )
+    return study
+
+
+SPACE_64 = {**SPACE, "width": optuna.distributions.CategoricalDistribution([8, 16, 32, 64])}
+
+
+def _normalized(params: dict[str, Any]) -> torch.Tensor:
+    from optuna._gp import search_space as gp_search_space
+
+    trial = optuna.trial.create_trial(params=params, distributions=SPACE_64, values=[0, 0, 0])
+    row = gp_search_space.SearchSpace(SPACE_64).get_normalized_params([trial])
+    return torch.from_numpy(row)
+
+
+def test_the_memory_gp_predicts_an_untried_width_from_its_prior_mean() -> None:
+    study = _memory_study()
+    asked: list[dict[str, Any]] = []
+
+    def estimate(knobs: Any) -> dict[str, float]:
+        asked.append(dict(knobs))
+        return {"peak_memory_bytes": 1e6 * knobs["width"]}
+
+    predictions = {}
+    for prior in (None, estimate):
+        sampler = LeanGPSampler(seed=0, n_startup_trials=4, prior_mean=prior)
+        trial = study.ask()
+        sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE_64)
+        memory_gp = (sampler._gprs_cache_list or [])[2]
+        mean, _ = memory_gp.posterior(
+            _normalized({"width": 64, "compile_mode": "none", "num_workers": 0})
+        )
+        predictions[prior is not None] = mean.item()
+    values = np.array([1e6 * w for w in [8, 16, 32] for _ in range(4)])
+    truth = -(64e6 - values.mean()) / values.std()  # width 64, standardized as Optuna does
+    assert predictions[True] == pytest.approx(truth, rel=0.05)
+    assert abs(predictions[False] - truth) > 1.0  # a zero-mean GP stays near what it saw
+    assert {a["width"] for a in asked} >= {8, 16, 32, 64}  # trials and candidates priced
+
+
+def test_the_warped_view_passes_the_prior_on_its_scales() -> None:
+    study = _memory_study()
+    seen: list[tuple[dict[str, Any], dict[str, float]]] = []
+
+    def estimate(knobs: Any) -> dict[str, float]:
+        return {"peak_memory_bytes": 1e6 * knobs["width"]}
+
+    lean = LeanGPSampler(seed=0, n_startup_trials=4)
+    original = lean.fit_changes
+
+    def fit_changes(view, completed, space):  # type: ignore[no-untyped-def]
+        assert lean.prior_mean is not None
+        for t in completed[:2]:
+            seen.append((dict(t.params), dict(lean.prior_mean(t.params))))
+        return original(view, completed, space)
+
+    lean.fit_changes = fit_changes  # type: ignore[method-assign]
+    sampler = WarpedSampler(lean, prior_mean=estimate)
+    trial = study.ask()
+    sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE_64)
+    # The GP sees width as its rank (8 -> 0) and memory as its logarithm.
+    assert seen[0] == (
+        {"width": 0, "compile_mode": "none", "num_workers": 0},
+        {"peak_memory_bytes": pytest.approx(math.log(8e6))},
+    )
+    assert lean.prior_mean is None  # restored after the call
+    assert (lean._gprs_cache_list or [])[2]._prior is not None
 
 
 def test_a_time_to_accuracy_study_models_every_objective_on_every_knob() -> None:

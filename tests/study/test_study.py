@@ -16,6 +16,7 @@ from autotune.config import RunConfig, SearchSpace, load_run_config, load_space
 from autotune.exceptions import ConfigError, TrialError
 from autotune.hardware import (
     DeviceCapabilities,
+    estimate_trial_memory,
     fits_memory_with_margin,
     restrict_space,
     trial_infeasibility_reason,
@@ -43,6 +44,7 @@ from autotune.study import (
     feasibility_test,
     knob_trial_config,
     open_study,
+    prior_mean,
     startup_design,
     study_sampler,
 )
@@ -212,6 +214,26 @@ def test_the_gp_checks_its_proposals_against_the_same_rules_as_the_design() -> N
     assert isinstance(warped, WarpedSampler)
     assert warped.feasible is not None
     assert warped.feasible(largest) is False
+
+
+def test_the_gp_prior_of_peak_memory_is_the_memory_estimate() -> None:
+    config = _run_config()
+    caps = make_capabilities("cuda", count=2, memory_bytes=TIGHT_MEMORY_BYTES)
+    space, _ = restrict_space(config.space, caps)
+    knobs = space.knobs()
+    smallest = {name: knob.values()[0] for name, knob in knobs.items()}
+    largest = {name: knob.values()[-1] for name, knob in knobs.items()}
+    prior = prior_mean(config, space, caps)
+    for row in (smallest, largest):  # infeasible configurations too: the GP prices candidates
+        estimate = estimate_trial_memory(knob_trial_config(config, space, caps, row), caps)
+        assert prior(row) == {"peak_memory_bytes": float(estimate.total_bytes)}
+    assert prior(dict(reversed(list(largest.items())))) == prior(largest)  # order-free
+    assert prior({**smallest, "batch_size": -1}) == {}  # no trial configuration holds it
+    sampler = study_sampler(config.model_copy(update={"sampler": "gp"}), space, caps, seed=0)
+    warped = sampler.sampler.sampler  # OneThreadSampler > DesignSampler > WarpedSampler
+    assert isinstance(warped, WarpedSampler)
+    assert warped.prior_mean is not None
+    assert warped.prior_mean(largest) == prior(largest)
 
 
 def test_the_design_runs_after_the_baseline_and_a_resumed_study_goes_on_with_it(
