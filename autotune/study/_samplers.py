@@ -432,7 +432,7 @@ class WarpedSampler(_DelegatingSampler):
             for name, d in search_space.items()
         }
         for attempt in range(self._max_refused + 1):
-            if isinstance(self.sampler, LeanGPSampler):
+            if isinstance(self.sampler, LeanGPSampler) and self.prior_mean is not None:
                 with self.sampler.using_prior_mean(self._view_prior(ordinal)):
                     proposal = self.sampler.sample_relative(view, view_trial, view_space)
             else:
@@ -452,13 +452,12 @@ class WarpedSampler(_DelegatingSampler):
             self.refused_proposals += 1
         raise AssertionError("unreachable: the last attempt returns")
 
-    def _view_prior(self, ordinal: Mapping[str, CategoricalDistribution]) -> PriorMean | None:
-        """:attr:`prior_mean` on the copy's scales: ranked knobs read back as their values,
-        and the objectives of ``log_scale`` as logarithms (values below 1 read as 1, as
-        :func:`modelled_values` reads them)."""
+    def _view_prior(self, ordinal: Mapping[str, CategoricalDistribution]) -> PriorMean:
+        """:attr:`prior_mean` (set) on the copy's scales: ranked knobs read back as their
+        values, and the objectives of ``log_scale`` as logarithms (values below 1 read as 1,
+        as :func:`modelled_values` reads them)."""
         prior_mean = self.prior_mean
-        if prior_mean is None:
-            return None
+        assert prior_mean is not None, "only called with a prior mean"
         log_scale = frozenset(self._log_scale)
 
         def view_prior(params: Mapping[str, Any]) -> dict[str, float]:
