@@ -33,6 +33,7 @@ import time
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -828,6 +829,7 @@ class _RowPrior:
         return out
 
 
+@dataclass
 class _FitChange:
     """How one objective's GP departs from Optuna's: inputs held at 0 on masked knobs (the
     GP ignores them), and a prior mean ``slope * (prior(x) - centre)`` in the standardized
@@ -843,21 +845,12 @@ class _FitChange:
             measurement, not imputed (:func:`modelled_values`); None: every row is.
     """
 
-    def __init__(
-        self,
-        mask: np.ndarray | None = None,
-        prior: _RowPrior | None = None,
-        objective: str = "",
-        direction_sign: float = 1.0,
-        value_std: float = 1.0,
-        measured: np.ndarray | None = None,
-    ) -> None:
-        self.mask = mask
-        self.prior = prior
-        self.objective = objective
-        self.direction_sign = direction_sign
-        self.value_std = value_std
-        self.measured = measured
+    mask: np.ndarray | None = None
+    prior: _RowPrior | None = None
+    objective: str = ""
+    direction_sign: float = 1.0
+    value_std: float = 1.0
+    measured: np.ndarray | None = None
 
     def prior_mean(self, X: np.ndarray, Y: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
         """The prior mean for training inputs ``X`` ``(n, d)`` and standardized values ``Y``

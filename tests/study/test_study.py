@@ -192,13 +192,22 @@ def test_the_design_prefers_rows_that_fit_in_memory_even_if_the_estimate_is_too_
             assert set(row.items()) - _covered(margin_rows), row
 
 
-def test_the_gp_checks_its_proposals_against_the_same_rules_as_the_design() -> None:
+def _tight_gpus() -> tuple[
+    RunConfig, DeviceCapabilities, SearchSpace, dict[str, Any], dict[str, Any]
+]:
+    """Two GPUs of :data:`TIGHT_MEMORY_BYTES`, the space restricted to them, and its
+    smallest and largest configurations (every knob at its first, or last, value)."""
     config = _run_config()
     caps = make_capabilities("cuda", count=2, memory_bytes=TIGHT_MEMORY_BYTES)
     space, _ = restrict_space(config.space, caps)
     knobs = space.knobs()
     smallest = {name: knob.values()[0] for name, knob in knobs.items()}
     largest = {name: knob.values()[-1] for name, knob in knobs.items()}
+    return config, caps, space, smallest, largest
+
+
+def test_the_gp_checks_its_proposals_against_the_same_rules_as_the_design() -> None:
+    config, caps, space, smallest, largest = _tight_gpus()
     feasible = feasibility_test(config, space, caps)
 
     def rules_accept(row: dict[str, Any]) -> bool:
@@ -217,12 +226,7 @@ def test_the_gp_checks_its_proposals_against_the_same_rules_as_the_design() -> N
 
 
 def test_the_gp_prior_of_peak_memory_is_the_memory_estimate() -> None:
-    config = _run_config()
-    caps = make_capabilities("cuda", count=2, memory_bytes=TIGHT_MEMORY_BYTES)
-    space, _ = restrict_space(config.space, caps)
-    knobs = space.knobs()
-    smallest = {name: knob.values()[0] for name, knob in knobs.items()}
-    largest = {name: knob.values()[-1] for name, knob in knobs.items()}
+    config, caps, space, smallest, largest = _tight_gpus()
     prior = prior_mean(config, space, caps)
     for row in (smallest, largest):  # infeasible configurations too: the GP prices candidates
         estimate = estimate_trial_memory(knob_trial_config(config, space, caps, row), caps)
