@@ -51,6 +51,7 @@ from autotune.study._samplers import (
 from autotune.study._study import (
     MATH_KEY_ATTR,
     METRIC_FROM_TRIAL_ATTR,
+    PRIOR_PROFILE_BUDGET_S,
     STUDY_RECORD_ATTR,
     RunTrialFn,
     SurplusTrial,
@@ -76,6 +77,7 @@ __all__ = [
     "MAX_REFUSED_PROPOSALS",
     "METRIC_FROM_TRIAL_ATTR",
     "NSGA2_POPULATION",
+    "PRIOR_PROFILE_BUDGET_S",
     "PRIOR_SLOPE_BOUNDS",
     "STARTUP_DESIGN_SAMPLERS",
     "STUDY_RECORD_ATTR",

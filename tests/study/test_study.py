@@ -240,6 +240,24 @@ def test_the_gp_prior_of_peak_memory_is_the_memory_estimate() -> None:
     assert warped.prior_mean(largest) == prior(largest)
 
 
+def test_the_memory_prior_stops_tracing_new_models_at_its_budget() -> None:
+    config, caps, space, smallest, _ = _tight_gpus()
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.5  # each trace reads the clock twice: 0.5 s a model
+        return now[0]
+
+    prior = prior_mean(config, space, caps, profile_budget_s=1.0, clock=clock)
+    widths = space.knobs()["width"].values()
+    assert len(widths) >= 3
+    first, second, third = ({**smallest, "width": w} for w in widths[:3])
+    assert "peak_memory_bytes" in prior(first)
+    assert "peak_memory_bytes" in prior(second)  # 1.0 s spent: the budget
+    assert prior(third) == {}  # a model not traced yet: no prior
+    assert "peak_memory_bytes" in prior({**first, "batch_size": smallest["batch_size"] * 2})
+
+
 def test_the_design_runs_after_the_baseline_and_a_resumed_study_goes_on_with_it(
     sqlite_url: str,
 ) -> None:
