@@ -376,6 +376,7 @@ class WarpedSampler(_DelegatingSampler):
         self._ordinal = ordinal
         self.feasible = feasible
         self.prior_mean = prior_mean
+        self._view_priors: dict[tuple[Any, ...], PriorMean] = {}
         self._max_refused = max_refused
         self.refused_proposals = 0
 
@@ -456,9 +457,18 @@ class WarpedSampler(_DelegatingSampler):
     def _view_prior(self, ordinal: Mapping[str, CategoricalDistribution]) -> PriorMean:
         """:attr:`prior_mean` (set) on the copy's scales: ranked knobs read back as their
         values, and the objectives of ``log_scale`` as logarithms (values below 1 read as 1,
-        as :func:`modelled_values` reads them)."""
+        as :func:`modelled_values` reads them). The same function for the same ranked knobs,
+        so the GP's cache of priced rows lasts from one proposal to the next."""
         prior_mean = self.prior_mean
         assert prior_mean is not None, "only called with a prior mean"
+        key = (prior_mean, tuple(sorted(ordinal.items())))
+        if key not in self._view_priors:
+            self._view_priors = {key: self._make_view_prior(prior_mean, dict(ordinal))}
+        return self._view_priors[key]
+
+    def _make_view_prior(
+        self, prior_mean: PriorMean, ordinal: Mapping[str, CategoricalDistribution]
+    ) -> PriorMean:
         log_scale = frozenset(self._log_scale)
 
         def view_prior(params: Mapping[str, Any]) -> dict[str, float]:
@@ -807,12 +817,17 @@ class DesignSampler(_DelegatingSampler):
 PRIOR_SLOPE_BOUNDS = (0.0, 2.0)
 
 
+#: Rows a :class:`_RowPrior` keeps (then it starts again): every configuration of a discrete
+#: space of this size, and a bound on memory where a real-valued knob makes every row new.
+_ROW_PRIOR_CACHE_ROWS = 1 << 16
+
+
 class _RowPrior:
     """A prior mean (:data:`PriorMean`, on the values the GP models) read at normalized GP
     inputs: ``(n, d)`` rows -> ``(n,)`` prior values of one objective, NaN where the prior
     has none. Rows are decoded through Optuna's search space (``get_unnormalized_param``) and
-    cached by their bytes, so each configuration is priced once per proposal, whichever
-    objectives read it."""
+    cached by their bytes (up to :data:`_ROW_PRIOR_CACHE_ROWS`), so each configuration is
+    decoded and priced once, whichever objectives and proposals read it."""
 
     def __init__(self, space: gp_search_space.SearchSpace, prior_mean: PriorMean) -> None:
         self._space = space
@@ -824,6 +839,8 @@ class _RowPrior:
         for r, row in enumerate(np.asarray(X, dtype=np.float64)):
             key = row.tobytes()
             if key not in self._cache:
+                if len(self._cache) >= _ROW_PRIOR_CACHE_ROWS:
+                    self._cache.clear()
                 self._cache[key] = self._prior_mean(self._space.get_unnormalized_param(row))
             out[r] = float(self._cache[key].get(objective, math.nan))
         return out
@@ -1025,6 +1042,8 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._n_qmc_samples_ehvi = LEAN_QMC_SAMPLES_EHVI
         self.metric_knobs = None if metric_knobs is None else frozenset(metric_knobs)
         self.prior_mean = prior_mean
+        # The last (prior, search space) and its rows, kept between proposals.
+        self._row_prior: tuple[Any, _RowPrior] | None = None
 
     @contextmanager
     def using_prior_mean(self, prior_mean: PriorMean | None) -> Iterator[None]:
@@ -1078,7 +1097,11 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         if self.prior_mean is None or len(objectives) != len(study.directions):
             return changes
         named = {name for t in completed_trials for name in self.prior_mean(t.params)}
-        prior = _RowPrior(gp_search_space.SearchSpace(search_space), self.prior_mean)
+        key = (self.prior_mean, tuple(search_space.items()))
+        if self._row_prior is None or self._row_prior[0] != key:
+            space = gp_search_space.SearchSpace(search_space)
+            self._row_prior = (key, _RowPrior(space, self.prior_mean))
+        prior = self._row_prior[1]
         values = np.array([t.values for t in completed_trials], dtype=float)
         measured = np.array([_is_measured(t) for t in completed_trials], dtype=bool)
         for index, objective in enumerate(objectives):

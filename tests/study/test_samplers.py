@@ -828,6 +828,26 @@ def test_the_memory_gp_predicts_an_untried_width_from_its_prior_mean() -> None:
     assert {a["width"] for a in asked} >= {8, 16, 32, 64}  # trials and candidates priced
 
 
+def test_priced_rows_are_kept_from_one_proposal_to_the_next() -> None:
+    study = _memory_study()
+
+    def estimate(knobs: Any) -> dict[str, float]:
+        return {"peak_memory_bytes": 1e6 * knobs["width"]}
+
+    lean = LeanGPSampler(seed=0, n_startup_trials=4)
+    sampler = WarpedSampler(lean, prior_mean=estimate)
+    kept = []
+    for _ in range(2):
+        trial = study.ask()
+        sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE_64)
+        kept.append(lean._row_prior)
+    assert kept[0] is not None and kept[0] is kept[1]  # same prior, same space: same rows
+    sampler.prior_mean = lambda knobs: {"peak_memory_bytes": 2e6 * knobs["width"]}
+    trial = study.ask()
+    sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE_64)
+    assert lean._row_prior is not kept[0]  # another prior: priced again
+
+
 def test_the_warped_view_passes_the_prior_on_its_scales() -> None:
     study = _memory_study()
     seen: list[tuple[dict[str, Any], dict[str, float]]] = []
