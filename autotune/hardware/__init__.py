@@ -26,6 +26,7 @@ from autotune.hardware._capabilities import (
     resolve_device,
 )
 from autotune.hardware._feasibility import (
+    estimate_trial_memory_or_none,
     fits_memory_with_margin,
     infeasibility_reason,
     restrict_space,
@@ -73,6 +74,7 @@ __all__ = [
     "detect_fingerprint",
     "estimate_memory",
     "estimate_trial_memory",
+    "estimate_trial_memory_or_none",
     "fingerprint_mismatch",
     "fits_memory_with_margin",
     "infeasibility_reason",

@@ -30,7 +30,12 @@ from autotune.hardware._memory import (
 )
 from autotune.units import MIB
 
-__all__ = ["infeasibility_reason", "restrict_space", "trial_infeasibility_reason"]
+__all__ = [
+    "estimate_trial_memory_or_none",
+    "infeasibility_reason",
+    "restrict_space",
+    "trial_infeasibility_reason",
+]
 
 
 def _precision_reason(precision: str, caps: DeviceCapabilities) -> str | None:
@@ -90,10 +95,13 @@ def infeasibility_reason(knobs: Mapping[str, Any], caps: DeviceCapabilities) -> 
     )
 
 
-def _estimate_or_none(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEstimate | None:
+def estimate_trial_memory_or_none(
+    config: TrialConfig, caps: DeviceCapabilities
+) -> MemoryEstimate | None:
     """:func:`estimate_trial_memory`, or None when the workload raises while its model is
-    built or traced: the memory rule then lets the configuration through, and the trial
-    itself fails with the workload's error (recorded as ``failure=error``)."""
+    built or traced: the memory rules then let the configuration through (and the study's
+    memory prior gives it none, :func:`autotune.study.prior_mean`), and the trial itself
+    fails with the workload's error (recorded as ``failure=error``)."""
     try:
         return estimate_trial_memory(config, caps)
     except Exception:  # the workload's own error; its trial reports it
@@ -113,7 +121,7 @@ def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) ->
         batch_reason = global_batch_reason(total, config.batch_size, config.gpu_count)
         if batch_reason is not None:
             return batch_reason
-    estimate = _estimate_or_none(config, caps)
+    estimate = estimate_trial_memory_or_none(config, caps)
     return None if estimate is None else _memory_reason(estimate, caps)
 
 
@@ -130,7 +138,7 @@ def fits_memory_with_margin(config: TrialConfig, caps: DeviceCapabilities) -> bo
     """
     if caps.memory_bytes is None:
         return True
-    estimate = _estimate_or_none(config, caps)
+    estimate = estimate_trial_memory_or_none(config, caps)
     if estimate is None:
         return True
     return estimate.total_bytes * (1 + MEMORY_ESTIMATE_TOLERANCE) <= caps.memory_bytes
@@ -169,14 +177,16 @@ def _memory_restricted(
     }
     sized["batch_size"] = space.batch_size
     largest = _smallest_trial(space, caps, **{name: p.largest() for name, p in sized.items()})
-    estimate = _estimate_or_none(largest, caps)
+    estimate = estimate_trial_memory_or_none(largest, caps)
     if estimate is not None and _memory_reason(estimate, caps) is None:
         return space  # the largest model at the largest batch fits: nothing to remove
     kept: dict[str, list[int]] = {}
     for name, param in sized.items():
         kept[name] = []
         for value in param.values():
-            estimate = _estimate_or_none(_smallest_trial(space, caps, **{name: value}), caps)
+            estimate = estimate_trial_memory_or_none(
+                _smallest_trial(space, caps, **{name: value}), caps
+            )
             reason = None if estimate is None else _memory_reason(estimate, caps)
             if reason is None:
                 kept[name].append(value)

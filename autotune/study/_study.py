@@ -43,7 +43,7 @@ from autotune.hardware import (
     DeviceCapabilities,
     PrecisionScreen,
     check_study_hardware,
-    estimate_trial_memory,
+    estimate_trial_memory_or_none,
     fits_memory_with_margin,
     trial_infeasibility_reason,
 )
@@ -354,15 +354,11 @@ def prior_mean(
         if model not in traced and spent_s[0] >= profile_budget_s:
             return {}
         started = clock()
-        try:
-            estimate = estimate_trial_memory(trial, caps)
-        except Exception:  # the workload's own error; its trial reports it
-            return {}
-        finally:
-            if model not in traced:
-                spent_s[0] += clock() - started
-                traced.add(model)
-        return {PEAK_MEMORY.name: float(estimate.total_bytes)}
+        estimate = estimate_trial_memory_or_none(trial, caps)  # None: the workload raised
+        if model not in traced:
+            spent_s[0] += clock() - started
+            traced.add(model)
+        return {} if estimate is None else {PEAK_MEMORY.name: float(estimate.total_bytes)}
 
     def prior(knobs: Mapping[str, Any]) -> dict[str, float]:
         return known(tuple(sorted(knobs.items())))
