@@ -253,9 +253,9 @@ def startup_design(
     memory estimate included) and, wherever the coverage allows, fit in memory even if the
     estimate is its tolerance too low (:func:`autotune.hardware.fits_memory_with_margin`): a
     start-up trial that runs out of memory teaches the model only where trials fail. (On the
-    mock space of Table 2, seeds 0-9, the rules alone let 1-5 of the 9 rows run out of
-    memory on every seed, and the design's hypervolume at 10 trials rose from 0.355 to 0.465
-    with the margin.)
+    mock space of Table 2, seeds 0-9, the rules alone let 1-5 of the 9 rows a design then
+    had run out of memory on every seed, and the design's hypervolume at 10 trials rose from
+    0.355 to 0.465 with the margin.)
 
     Args:
         config: the run (its seed, device settings and objective).

@@ -279,6 +279,31 @@ def test_the_design_runs_after_the_baseline_and_a_resumed_study_goes_on_with_it(
     assert params[1:] == design[:4]
 
 
+def test_the_gp_models_the_study_from_the_first_trial_after_the_design(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=g", "verify.rounds=0")
+    caps = make_capabilities("mock")
+    design = startup_design(config, config.space, caps)
+    modelled_at: list[int] = []
+    sample = LeanGPSampler._sample_relative_impl
+
+    def spied(self: LeanGPSampler, study: optuna.Study, completed: list[Any], *a: Any) -> Any:
+        modelled_at.append(len(completed))
+        return sample(self, study, completed, *a)
+
+    monkeypatch.setattr(LeanGPSampler, "_sample_relative_impl", spied)
+    study = open_study(config, config.space, caps, open_storage(sqlite_url))
+    enqueue_baseline(study, config.space)
+    study.optimize(_objective(FakeRunTrial(), config=config), n_trials=len(design) + 2)
+
+    most_levels = max(len(k.values()) for k in config.space.knobs().values())
+    assert len(design) == most_levels == GP_STARTUP_TRIALS - 1  # the smallest covering design
+    params = [t.params for t in sorted(study.trials, key=lambda t: t.number)]
+    assert params[1 : len(design) + 1] == design
+    assert modelled_at == [GP_STARTUP_TRIALS]  # no trial between the design and the GP
+
+
 def test_reopening_with_another_space_is_refused(sqlite_url: str) -> None:
     config = _run_config(f"storage={sqlite_url}", "study=s1")
     caps = make_capabilities("mock")
