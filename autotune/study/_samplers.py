@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import optuna
 import torch
+from optuna._gp import acqf as acqf_module
 from optuna._gp import gp as optuna_gp
 from optuna._gp import search_space as gp_search_space
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
@@ -524,6 +525,10 @@ def _add_refused(
 STARTUP_DESIGN_SAMPLERS = ("gp", "tpe")
 #: The user attribute of a trial queued from another study's Pareto front (``warm_start=``).
 WARM_START_ATTR = "warm_start_from"
+#: What :class:`LeanGPSampler` subtracts from the log acquisition of a configuration the study
+#: has already tried (or is trying): far below any untried one's (Optuna's LogEHVI lies within
+#: tens of units of 0), so a repeat wins only once every candidate is one.
+REPEAT_LOG_PENALTY = 1e4
 #: Acquisition effort of :class:`LeanGPSampler` (Optuna 5.0.0's defaults: 2048, 10, 128), the
 #: settings issue 24's exploratory run chose: the acquisition surface of 8 mostly categorical
 #: knobs is coarse, so 256 quasi-random starting points and 3 local searches find its maximum,
@@ -987,6 +992,30 @@ def _fits_changed(changes: Mapping[int, _FitChange]) -> Iterator[None]:
         _gp_sampler_module.gp = real
 
 
+class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
+    """An acquisition function less :data:`REPEAT_LOG_PENALTY` at the configurations the
+    study has tried or is trying (``tried``: their normalized parameters, ``(n, d)``).
+
+    Optuna's GPSampler does not exclude evaluated points: its GP models noise, so re-measuring
+    the best point keeps a little expected improvement, and in a small discrete space (a dozen
+    configurations) it proposed one configuration five times in a row while others were
+    untried. A study measures each configuration once (verification re-measures the
+    finalists in fresh processes), so a repeat is a trial wasted. Discrete knobs are matched
+    exactly (the optimizer evaluates the same normalized grid ``get_normalized_params``
+    gives); a real-valued knob never repeats exactly, so it is not penalized."""
+
+    def __init__(self, acqf: acqf_module.BaseAcquisitionFunc, tried: np.ndarray) -> None:
+        self._acqf = acqf
+        self._tried = torch.from_numpy(tried)
+        super().__init__(acqf.length_scales, acqf.search_space)
+
+    def eval_acqf(self, x: torch.Tensor) -> torch.Tensor:
+        value = self._acqf.eval_acqf(x)
+        distance = torch.abs(x[..., None, :] - self._tried).amax(dim=-1)  # (..., n)
+        repeat = (distance < 1e-9).any(dim=-1)
+        return torch.where(repeat, value - REPEAT_LOG_PENALTY, value)
+
+
 class LeanGPSampler(optuna.samplers.GPSampler):
     """Optuna's GPSampler with less acquisition effort, the validation metric modelled on the
     knobs that change it, and prior means from what is known before a trial runs.
@@ -1051,6 +1080,8 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self.prior_mean = prior_mean
         # The last (prior, search space) and its rows, kept between proposals.
         self._row_prior: tuple[Any, _RowPrior] | None = None
+        # The normalized configurations of the trials the proposal being made must not repeat.
+        self._tried: np.ndarray | None = None
 
     @contextmanager
     def using_prior_mean(self, prior_mean: PriorMean | None) -> Iterator[None]:
@@ -1123,6 +1154,13 @@ class LeanGPSampler(optuna.samplers.GPSampler):
             change.measured = measured
         return changes
 
+    def _optimize_acqf(
+        self, acqf: acqf_module.BaseAcquisitionFunc, best_params: np.ndarray | None
+    ) -> np.ndarray:
+        if self._tried is not None and len(self._tried):
+            acqf = _UntriedAcquisition(acqf, self._tried)
+        return super()._optimize_acqf(acqf, best_params)
+
     def _sample_relative_impl(
         self,
         study: Study,
@@ -1130,6 +1168,10 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         running_trials: list[FrozenTrial],
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
+        tried = completed_trials + running_trials
+        self._tried = gp_search_space.SearchSpace(search_space).get_normalized_params(
+            tried, [_gp_sampler_module._get_params(t) for t in tried]
+        )
         changes = self.fit_changes(study, completed_trials, search_space)
         if not changes:
             return super()._sample_relative_impl(

@@ -337,18 +337,20 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
     # baseline's search loss.
     base_loss = search_loss[summary.baseline.trial_number]
     assert finalists and all(search_loss[n] <= base_loss * 1.015 for n in finalists)
-    # The batch-128 trial (2x the baseline's samples/s at a val_loss 0.8 % above the
-    # baseline's) passes the screen (3 x 0.5 %) but not the 0.5 % tolerance the confirmation
-    # holds the survivor to; the race sends the fastest finalist within the tolerance
-    # instead, and it is recommended.
+    # The batch-128 trials of n_layer 1 (2x and 2.6x the baseline's samples/s at a val_loss
+    # 0.7-0.8 % above the baseline's) pass the screen (3 x 0.5 %) but not the 0.5 % tolerance
+    # the confirmation holds the survivor to; the race sends the fastest finalist within the
+    # tolerance instead, and it is recommended.
     racers = {v.trial_number: v for v in summary.race if not v.is_baseline}
-    (fast,) = [n for n in racers if study.trials[n].params["batch_size"] == 128]
-    assert racers[fast].verdict.startswith(
-        "passed the screen; not the survivor: its accuracy is outside the 0.5 % of the "
-        "baseline's val_loss tolerance"
-    )
+    fast = [n for n in racers if study.trials[n].params["batch_size"] == 128]
+    assert fast
+    for number in fast:
+        assert racers[number].verdict.startswith(
+            "passed the screen; not the survivor: its accuracy is outside the 0.5 % of the "
+            "baseline's val_loss tolerance"
+        )
     (survivor,) = summary.candidates
-    assert survivor.trial_number == summary.survivor != fast
+    assert survivor.trial_number == summary.survivor not in fast
     assert racers[summary.survivor].verdict == (
         "survivor: the fastest in the race within the 0.5 % of the baseline's val_loss tolerance"
     )

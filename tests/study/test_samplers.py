@@ -608,6 +608,13 @@ def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
         "search_space",
     ]
     assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+    # Repeats are penalized around the acquisition's optimizer, on the trials' parameters as
+    # GPSampler reads them (a running trial's from its relative-sampling attributes).
+    assert list(inspect.signature(plain._optimize_acqf).parameters) == ["acqf", "best_params"]
+    assert "self._optimize_acqf(acqf, best_params)" in inspect.getsource(
+        optuna.samplers.GPSampler._sample_relative_impl
+    )
+    assert list(inspect.signature(gp_sampler_module._get_params).parameters) == ["trial"]
     fit = inspect.signature(optuna_gp.fit_kernel_params).parameters
     assert {"X", "Y", "gpr_cache"} <= set(fit)
     source = inspect.getsource(optuna.samplers.GPSampler._sample_relative_impl)
