@@ -67,6 +67,7 @@ __all__ = [
     "MAX_REFUSED_PROPOSALS",
     "NSGA2_POPULATION",
     "PRIOR_SLOPE_BOUNDS",
+    "REPEAT_LOG_PENALTY",
     "STARTUP_DESIGN_SAMPLERS",
     "WARM_START_ATTR",
     "DesignSampler",
@@ -1018,7 +1019,8 @@ class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
 
 class LeanGPSampler(optuna.samplers.GPSampler):
     """Optuna's GPSampler with less acquisition effort, the validation metric modelled on the
-    knobs that change it, and prior means from what is known before a trial runs.
+    knobs that change it, prior means from what is known before a trial runs, and no
+    proposal that repeats a configuration tried before.
 
     The one place autotune reaches into GPSampler's internals (Optuna 5.0.0, pinned
     ``optuna>=5.0,<5.1``; tests/study/test_samplers.py fails loudly if a private name changes):
@@ -1048,6 +1050,9 @@ class LeanGPSampler(optuna.samplers.GPSampler):
       25 trials from 0.842 to 0.838. Even that is an upper bound: the mock's memory is the
       estimate times a per-configuration factor of 1.0-1.5, so the estimate nearly is its
       memory model.
+    - ``_optimize_acqf`` optimizes the acquisition less :data:`REPEAT_LOG_PENALTY` at the
+      configurations already tried or running (:class:`_UntriedAcquisition`), so a proposal
+      repeats one only when every candidate the optimizer finds is a repeat.
 
     Args:
         seed: the sampler's seed.

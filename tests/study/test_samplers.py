@@ -8,6 +8,7 @@ import inspect
 import itertools
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,14 @@ import optuna
 import pytest
 import torch
 
+from autotune.api import run_study
 from autotune.exceptions import ConfigError
 from autotune.study import (
     LEAN_LOCAL_SEARCHES,
     LEAN_PRELIMINARY_SAMPLES,
     LEAN_QMC_SAMPLES_EHVI,
     PRIOR_SLOPE_BOUNDS,
+    REPEAT_LOG_PENALTY,
     STARTUP_DESIGN_SAMPLERS,
     DesignSampler,
     LeanGPSampler,
@@ -32,6 +35,7 @@ from autotune.study import (
     modelled_values,
     one_torch_thread,
 )
+from tests.studies import loss as loss_study
 
 
 def test_one_torch_thread_restores_the_count() -> None:
@@ -913,3 +917,32 @@ def test_the_metric_names_reach_the_gp_through_the_warped_view() -> None:
         study.set_metric_names(["time_to_accuracy_s", "peak_memory_bytes"])
     study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
     assert seen == [["time_to_accuracy_s", "peak_memory_bytes"]]
+
+
+# --------------------------------------------------------------------------------------------
+# LeanGPSampler: no repeated proposals
+
+
+def _loss_study_configs(
+    directory: Path, penalty: float, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[Any, ...]]:
+    """The knob values of the 12 trials of tests/studies/loss.py's study (a space of 12
+    configurations, deterministic figures), with ``penalty`` for a repeated proposal."""
+    monkeypatch.setattr("autotune.study._samplers.REPEAT_LOG_PENALTY", penalty)
+    directory.mkdir()
+    config = loss_study.loss_config(directory, "verify.rounds=0")
+    run_study(config, loss_study.N_TRIALS, run_trial_fn=loss_study.scripted_loss)
+    study = optuna.load_study(study_name=config.study, storage=config.storage)
+    return [tuple(t.params.values()) for t in sorted(study.trials, key=lambda t: t.number)]
+
+
+def test_the_gp_proposes_untried_configurations_while_there_are_any(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repeating = _loss_study_configs(tmp_path / "plain", 0.0, monkeypatch)
+    assert len(set(repeating)) < len(repeating)  # Optuna's own acquisition re-proposes
+
+    configs = _loss_study_configs(tmp_path / "untried", REPEAT_LOG_PENALTY, monkeypatch)
+
+    assert len(configs) == loss_study.N_TRIALS == 12
+    assert len(set(configs)) == 12  # the whole space, each configuration once
