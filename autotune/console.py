@@ -124,8 +124,20 @@ def _busy_flag(trial: FrozenTrial) -> str:
     a trial flagged busy (its ``busy_machine`` attribute), else ``""``."""
     share = trial.user_attrs.get("other_cpu_share")
     if trial.user_attrs.get(BUSY_ATTR) is not True or not isinstance(share, (int, float)):
+        return _remeasured_flag(trial)
+    reruns = trial.user_attrs.get("busy_remeasures")
+    timed = f", the least busy of {reruns + 1} runs" if isinstance(reruns, int) else ""
+    return f", WARNING: {busy_text(float(share))}{timed}"
+
+
+def _remeasured_flag(trial: FrozenTrial) -> str:
+    """``, timed again: the first run was measured on a busy machine (other processes used
+    48 % of the CPUs)`` for a trial whose busy run was followed by a quiet one (its
+    ``busy_run_shares`` attribute, the full run first), else ``""``."""
+    shares = trial.user_attrs.get("busy_run_shares")
+    if not isinstance(shares, list) or not shares or not isinstance(shares[0], (int, float)):
         return ""
-    return f", WARNING: {busy_text(float(share))}"
+    return f", timed again: the first run was {busy_text(float(shares[0]))}"
 
 
 def _reused_flag(trial: FrozenTrial) -> str:

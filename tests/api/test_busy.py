@@ -17,6 +17,7 @@ from rich.console import Console
 from autotune.api import StudyProgress, VerificationProgress, run_study, verify_study
 from autotune.config import RunConfig, TrialConfig, VerifySettings, load_run_config
 from autotune.console import ProgressDisplay, print_verdict, verification_line
+from autotune.exceptions import TrialError
 from autotune.measure import Measurement
 from autotune.storage import ResultsStore
 from autotune.testing import simulate_trial
@@ -69,7 +70,7 @@ def _attempts(sqlite_url: str) -> list[tuple[int, int, int, bool | None]]:
 
 
 def test_a_busy_trial_is_flagged_in_its_attributes_results_row_and_line(sqlite_url: str) -> None:
-    config = _config(sqlite_url)
+    config = _config(sqlite_url, "trial.busy_remeasures=0")
     lines: list[StudyProgress] = []
     # Call 1 is the baseline's discarded warm-up run; trial 1 (call 3) runs on a busy machine.
     run_study(config, 3, run_trial_fn=BusyOn(busy={3}), on_trial=lines.append)
@@ -91,6 +92,128 @@ def test_a_busy_trial_is_flagged_in_its_attributes_results_row_and_line(sqlite_u
     printed = console.export_text().splitlines()
     flag = "WARNING: measured on a busy machine (other processes used 48 % of the CPUs)"
     assert [flag in line for line in printed] == [False, True, False]
+
+
+class Recording(BusyOn):
+    """A :class:`BusyOn` that keeps each call's configuration and measurement; the calls
+    numbered in ``fail`` raise ``error``, those in ``shares`` report that share of other
+    processes, and those in ``too_slow`` stop after their first window."""
+
+    def __init__(
+        self,
+        busy: Collection[int] = (),
+        fail: Collection[int] = (),
+        shares: dict[int, float] | None = None,
+        too_slow: Collection[int] = (),
+    ) -> None:
+        super().__init__(busy)
+        self.configs: list[TrialConfig] = []
+        self.measured: list[Measurement] = []
+        self._fail, self._shares, self._too_slow = set(fail), shares or {}, set(too_slow)
+
+    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
+        self.configs.append(config)
+        if self.calls + 1 in self._fail:
+            self.calls += 1
+            raise TrialError("error", "the re-run failed on purpose")
+        measured = super().__call__(config, timeout_s)
+        if self.calls in self._shares:
+            measured = dataclasses.replace(measured, other_cpu_share=self._shares[self.calls])
+        if self.calls in self._too_slow:
+            measured = dataclasses.replace(measured, too_slow=True)
+        self.measured.append(measured)
+        return measured
+
+
+def test_a_busy_trial_is_timed_again_reusing_its_own_metric(sqlite_url: str) -> None:
+    config = _config(sqlite_url)  # trial.busy_remeasures=1 by default
+    lines: list[StudyProgress] = []
+    runs = Recording(busy={3})  # call 1: the baseline's warm-up; call 3: trial 1, busy
+    run_study(config, 3, run_trial_fn=runs, on_trial=lines.append)
+
+    assert runs.calls == 5  # warm-up, trials 0-2, and trial 1 once more
+    busy_run, again = runs.configs[2], runs.configs[3]
+    assert busy_run.reuse is None
+    assert again.reuse is not None and again.reuse.from_trial == 1
+    assert again.model_copy(update={"reuse": None}) == busy_run  # the same configuration
+    full = runs.measured[2]
+    assert (again.reuse.val_metric, again.reuse.steps) == (full.val_metric, full.steps)
+    attrs = [p.last.user_attrs for p in lines]
+    assert [a["busy_machine"] for a in attrs] == [False, False, False]
+    assert attrs[1]["busy_remeasures"] == 1
+    assert attrs[1]["busy_run_shares"] == [BUSY_SHARE, 0.03]
+    assert attrs[1]["busy_remeasure_s"] == runs.measured[3].train_s < full.train_s
+    assert attrs[1]["other_cpu_share"] == 0.03  # the quiet run's figures
+    assert attrs[1]["throughput_sps"] == runs.measured[3].throughput_sps
+    # The full training's own figures stay, so a later trial can reuse this one.
+    assert (
+        attrs[1]["val_metric"],
+        attrs[1]["steps"],
+        attrs[1]["train_s"],
+        attrs[1]["peak_memory_bytes"],
+    ) == (full.val_metric, full.steps, full.train_s, full.peak_memory_bytes)
+    assert "metric_from_trial" not in attrs[1]
+    assert "busy_remeasures" not in attrs[0] and "busy_remeasures" not in attrs[2]
+    console = Console(width=300, record=True, file=io.StringIO())
+    with ProgressDisplay(console, 3, 0) as display:
+        for progress in lines:
+            display.update(progress)
+    printed = console.export_text().splitlines()
+    note = "timed again: the first run was measured on a busy machine (other processes used 48 %"
+    assert [note in line for line in printed] == [False, True, False]
+    assert not any("WARNING" in line for line in printed)
+
+
+def test_a_trial_busy_on_every_run_stays_flagged_after_its_remeasures(sqlite_url: str) -> None:
+    config = _config(sqlite_url, "trial.busy_remeasures=2")
+    lines: list[StudyProgress] = []
+    runs = Recording(busy={3, 4, 5})
+    run_study(config, 2, run_trial_fn=runs, on_trial=lines.append)
+
+    assert runs.calls == 5  # warm-up, trial 0, trial 1 and its two re-runs
+    attrs = lines[1].last.user_attrs
+    assert attrs["busy_machine"] is True
+    assert attrs["busy_remeasures"] == 2
+    assert attrs["busy_run_shares"] == [BUSY_SHARE, BUSY_SHARE, BUSY_SHARE]
+    flag = "measured on a busy machine (other processes used 48 % of the CPUs), the least busy of 3"
+    assert flag in printed_trial_line(lines[1])
+
+
+def printed_trial_line(progress: StudyProgress) -> str:
+    """The trial's line as the study prints it (not a terminal: one line per trial)."""
+    console = Console(width=400, record=True, file=io.StringIO())
+    with ProgressDisplay(console, 1, 0) as display:
+        display.update(progress)
+    return console.export_text()
+
+
+def test_the_least_busy_run_counts_and_a_too_slow_re_run_never_does(sqlite_url: str) -> None:
+    config = _config(sqlite_url, "trial.busy_remeasures=3")
+    lines: list[StudyProgress] = []
+    # Trial 1 (call 3) at 48 %; its re-runs at 60 % (busier), 20 % (stopped as too slow)
+    # and 30 %: the 30 % run counts, still flagged busy.
+    runs = Recording(shares={3: BUSY_SHARE, 4: 0.6, 5: 0.2, 6: 0.3}, too_slow={5})
+    run_study(config, 2, run_trial_fn=runs, on_trial=lines.append)
+
+    attrs = lines[1].last.user_attrs
+    assert runs.calls == 6
+    assert attrs["busy_run_shares"] == [BUSY_SHARE, 0.6, 0.2, 0.3]
+    assert attrs["other_cpu_share"] == 0.3 and attrs["busy_machine"] is True
+    assert attrs["throughput_sps"] == runs.measured[5].throughput_sps
+    assert "failure" not in attrs
+
+
+def test_a_failed_remeasure_keeps_the_busy_run_flagged(sqlite_url: str) -> None:
+    config = _config(sqlite_url)
+    lines: list[StudyProgress] = []
+    runs = Recording(busy={3}, fail={4})
+    run_study(config, 2, run_trial_fn=runs, on_trial=lines.append)
+
+    attrs = lines[1].last.user_attrs
+    assert "failure" not in attrs  # the trial stands, on its busy run
+    assert attrs["busy_machine"] is True and attrs["other_cpu_share"] == BUSY_SHARE
+    assert attrs["busy_remeasure_failure"] == "error: the re-run failed on purpose"
+    assert "busy_remeasures" not in attrs
 
 
 def test_a_higher_threshold_does_not_flag_the_same_share(sqlite_url: str) -> None:
