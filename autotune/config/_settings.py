@@ -306,9 +306,10 @@ class TrialSettings(Strict):
     min_throughput_vs_baseline: float = Field(0.1, ge=0, lt=1, allow_inf_nan=False)
     # A study trial measured on a busy machine (other processes above
     # measure.max_other_cpu_share of the CPUs) is timed again, up to this many times, until a
-    # run is not busy: the re-run takes the trial's own validation metric (its math is the
-    # same) and runs only the warm-up and the timed windows, so the sampler models the
-    # configuration's speed, not the machine's load. 0: never (the trial stays flagged).
+    # run is not busy: a re-run takes the trial's own validation metric (its math is the
+    # same) and runs only the warm-up and the timed windows, and the least busy run counts,
+    # so the sampler models the configuration's speed, not the machine's load. 0: never (the
+    # trial stays flagged).
     busy_remeasures: int = Field(1, ge=0)
 
 

@@ -637,9 +637,11 @@ class TrialObjective:
         is the least busy one (the lowest share of other processes; a re-run stopped as too
         slow, its floor passed by the full run, is never kept): its timing figures count,
         while the training's own figures (``steps``, ``train_s``, ``train_loss``,
-        ``compile_s``) stay the full run's, so a later trial can reuse this one, and so does
-        its peak memory (other processes do not change it; a run without evaluation could
-        read lower than every fully trained trial). User attributes, when a re-run was made:
+        ``compile_s``, ``val_samples``, ``extra``'s compile-cache counts) stay the full
+        run's, so a later trial can reuse this one, and so does its memory (peak, kind and
+        ``extra``'s memory figures: other processes do not change it, and a run without
+        evaluation could read lower than every fully trained trial). User attributes, when a
+        re-run was made:
         ``busy_remeasures`` (re-runs), ``busy_run_shares`` (the other processes' share of
         every run, the full run first), ``busy_remeasure_s`` (the re-runs' seconds), and
         ``busy_remeasure_failure`` when a re-run failed (the runs before it stand).
@@ -676,6 +678,11 @@ class TrialObjective:
                 break
             shares.append(again.other_cpu_share)
             if not again.too_slow and again.other_cpu_share < kept.other_cpu_share:
+                from_full = {
+                    k: v
+                    for k, v in first.extra.items()
+                    if k.startswith("compile_cache") or "memory" in k
+                }
                 kept = replace(
                     again,
                     steps=first.steps,
@@ -683,6 +690,9 @@ class TrialObjective:
                     train_loss=first.train_loss,
                     compile_s=first.compile_s,
                     peak_memory_bytes=first.peak_memory_bytes,
+                    memory_kind=first.memory_kind,
+                    val_samples=first.val_samples,
+                    extra={**again.extra, **from_full},
                 )
         if reruns:
             trial.set_user_attr("busy_remeasures", reruns)
