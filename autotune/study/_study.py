@@ -454,6 +454,24 @@ def _warm_start_trials(
     return trials
 
 
+def _reused_metric(source: int, attrs: Mapping[str, Any], tta: bool) -> ReusedMetric:
+    """What a trial takes from trial ``source``, measured in full, whose figures are
+    ``attrs`` (its user attributes, :meth:`Measurement.as_user_attrs`): its validation
+    metric, training loss and steps, and in a time-to-accuracy study (``tta``) its
+    evaluations up to the target.
+
+    Raises:
+        KeyError: ``attrs`` lacks ``val_metric`` or ``steps``.
+    """
+    return ReusedMetric(
+        from_trial=source,
+        val_metric=float(attrs["val_metric"]),
+        train_loss=float(attrs.get("train_loss", float("nan"))),
+        steps=int(attrs["steps"]),
+        evaluations=len(attrs.get("metric_curve") or []) if tta else 0,
+    )
+
+
 class TrialObjective:
     """The function Optuna calls per trial: sample, check, run in isolation, record.
 
@@ -614,14 +632,7 @@ class TrialObjective:
                 or (tta and attrs.get("target_reached") is not True)
             ):
                 continue
-            reuse = ReusedMetric(
-                from_trial=source.number,
-                val_metric=float(attrs["val_metric"]),
-                train_loss=float(attrs.get("train_loss", float("nan"))),
-                steps=int(attrs["steps"]),
-                evaluations=len(attrs.get("metric_curve") or []) if tta else 0,
-            )
-            return config.model_copy(update={"reuse": reuse})
+            return config.model_copy(update={"reuse": _reused_metric(source.number, attrs, tta)})
         return config
 
     def _remeasure_while_busy(
@@ -641,16 +652,35 @@ class TrialObjective:
         run's, so a later trial can reuse this one, and so does its memory (peak, kind and
         ``extra``'s memory figures: other processes do not change it, and a run without
         evaluation could read lower than every fully trained trial). User attributes, when a
-        re-run was made:
-        ``busy_remeasures`` (re-runs), ``busy_run_shares`` (the other processes' share of
-        every run, the full run first), ``busy_remeasure_s`` (the re-runs' seconds), and
-        ``busy_remeasure_failure`` when a re-run failed (the runs before it stand).
+        re-run was made: ``busy_remeasures`` (re-runs), ``busy_run_shares`` (the other
+        processes' share of every run, the full run first), ``busy_remeasure_s`` (the
+        re-runs' seconds); ``busy_remeasure_failure`` when a re-run failed (the runs before
+        it stand).
         """
         threshold = config.measure.max_other_cpu_share
         tta = config.objective == "time_to_accuracy"
         first = kept = measurement
         shares = [] if first.other_cpu_share is None else [first.other_cpu_share]
         reruns, spent_s = 0, 0.0
+        rerun_config: TrialConfig | None = None  # made at the first re-run
+        full_run_extra = {
+            k: v for k, v in first.extra.items() if k.startswith("compile_cache") or "memory" in k
+        }
+
+        def with_full_run(run: Measurement) -> Measurement:
+            """``run``'s timing figures with the full run's training figures and memory."""
+            return replace(
+                run,
+                steps=first.steps,
+                train_s=first.train_s,
+                train_loss=first.train_loss,
+                compile_s=first.compile_s,
+                peak_memory_bytes=first.peak_memory_bytes,
+                memory_kind=first.memory_kind,
+                val_samples=first.val_samples,
+                extra={**run.extra, **full_run_extra},
+            )
+
         while (
             reruns < self._config.trial.busy_remeasures
             and kept.other_cpu_share is not None
@@ -658,17 +688,11 @@ class TrialObjective:
             and not kept.too_slow
             and (not tta or kept.target_reached is True)
         ):
-            reuse = config.reuse or ReusedMetric(
-                from_trial=trial.number,
-                val_metric=first.val_metric,
-                train_loss=first.train_loss,
-                steps=first.steps,
-                evaluations=len(first.metric_curve) if tta else 0,
-            )
+            if rerun_config is None:  # the metric the trial reused, or its own
+                reuse = config.reuse or _reused_metric(trial.number, first.as_user_attrs(), tta)
+                rerun_config = config.model_copy(update={"reuse": reuse})
             try:
-                again = self._run_trial(
-                    config.model_copy(update={"reuse": reuse}), self._config.trial.timeout_s
-                )
+                again = self._run_trial(rerun_config, self._config.trial.timeout_s)
             except TrialError as e:
                 trial.set_user_attr("busy_remeasure_failure", f"{e.failure}: {e.detail[-500:]}")
                 break
@@ -678,22 +702,7 @@ class TrialObjective:
                 break
             shares.append(again.other_cpu_share)
             if not again.too_slow and again.other_cpu_share < kept.other_cpu_share:
-                from_full = {
-                    k: v
-                    for k, v in first.extra.items()
-                    if k.startswith("compile_cache") or "memory" in k
-                }
-                kept = replace(
-                    again,
-                    steps=first.steps,
-                    train_s=first.train_s,
-                    train_loss=first.train_loss,
-                    compile_s=first.compile_s,
-                    peak_memory_bytes=first.peak_memory_bytes,
-                    memory_kind=first.memory_kind,
-                    val_samples=first.val_samples,
-                    extra={**again.extra, **from_full},
-                )
+                kept = with_full_run(again)
         if reruns:
             trial.set_user_attr("busy_remeasures", reruns)
             trial.set_user_attr("busy_run_shares", shares)
