@@ -515,8 +515,11 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
 def section_search(
     report: Report, truth: search.GroundTruth, rows: list[search.EfficiencyRow], budget: Budget
 ) -> None:
-    from autotune.config import RunConfig
+    import _search_efficiency as search
+
+    from autotune.config import COST_AWARE_AFTER_TRIALS, RunConfig
     from autotune.hardware import detect_capabilities
+    from autotune.study import GP_STARTUP_TRIALS
 
     default_sampler = str(RunConfig.model_fields["sampler"].default)  # targets apply to it
     budgets = budget.budgets
@@ -563,18 +566,25 @@ def section_search(
         "`WarpedSampler`: it models log throughput and log memory, failed trials at the "
         "median measured values, and numeric choices (batch size, width, workers, GPUs) as "
         "ranks, and asks again (up to 5 times) when the feasibility rules refuse its proposal; "
+        f"from trial {COST_AWARE_AFTER_TRIALS + 1} on it weighs each proposal's expected "
+        "improvement against its predicted compilation seconds "
+        "(`search.cost_aware_after_trials`); "
+        f"`{search.SECONDS_REFERENCE}` is the same sampler without that weighing "
+        "(`search.cost_aware_after_trials=null`), the reference of the seconds budget below; "
         "`tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
-        "model-based samplers start with a feasible covering design of 10 trials (the "
-        "baseline counts; `autotune.study.startup_design`).",
+        f"model-based samplers start with a feasible covering design of {GP_STARTUP_TRIALS} "
+        "trials (the baseline counts; `autotune.study.startup_design`).",
         "",
         "Hypervolume (moocore's exact `hypervolume`) in a normalized space: (-log throughput, -accuracy, "
         "log peak memory), scaled so that the true front's ideal point is 0 and its nadir "
         "point is 1 on each axis; reference point 1.1 on each axis. Figures are the found "
         f"front's hypervolume over the true front's (1.0 = the true front), median over "
-        f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers). For a given seed `gp` and `tpe` run the same first 10 "
-        "trials (the baseline, then the seed's start-up design, whose rows fit in memory "
-        "with the estimate's margin where the coverage allows), so their 10-trial column is "
-        "the same; `nsga2` and `random` start with Optuna's random sampling.",
+        f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers). For a given "
+        f"seed `gp` and `tpe` run the same first {GP_STARTUP_TRIALS} trials (the baseline, "
+        "then the seed's start-up design, whose rows fit in memory with the estimate's margin "
+        f"where the coverage allows), and the two `gp` rows the same first "
+        f"{COST_AWARE_AFTER_TRIALS} (their 10- and 25-trial columns are equal); `nsga2` and "
+        "`random` start with Optuna's random sampling.",
         "",
         table(
             [
@@ -589,9 +599,11 @@ def section_search(
         "**By simulated seconds** (the mock's cost model: compilation, warm-up, training and "
         "evaluation of each trial; a trial whose math key equals a finished trial's reuses its "
         "metric and pays only its warm-up and timed windows, `search.reuse_metric`). The "
-        f"budget of a seed is the simulated seconds of the default sampler's first {last} "
-        "trials with that seed, each counted as trained in full (its cost before trials "
-        f"could reuse a metric); every sampler runs up to {math.ceil(last * 1.6)} trials and is "
+        f"budget of a seed is the simulated seconds of `{search.SECONDS_REFERENCE}`'s first "
+        f"{last} trials with that seed, each counted as trained in full (the default's cost "
+        "before trials could reuse a metric and before it weighed compilation seconds, so a "
+        "default that picks cheaper trials does not shrink its own budget); every sampler "
+        f"runs up to {math.ceil(last * 1.6)} trials and is "
         "scored on the first trials that fit in the budget. Medians over the seeds: the "
         "fraction, and in brackets the trials that fit.",
         "",

@@ -51,6 +51,7 @@ from autotune.config._run import (
     math_key,
 )
 from autotune.config._settings import (
+    COST_AWARE_AFTER_TRIALS,
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
     CompileCache,
@@ -83,6 +84,7 @@ __all__ = [
     "BUILTIN_FAMILIES",
     "BUILTIN_WORKLOAD_REF",
     "COMPILE_MODES",
+    "COST_AWARE_AFTER_TRIALS",
     "DEFAULT_LR_SCALING",
     "DEFAULT_STORAGE_URL",
     "LR_SCALING_RULES",

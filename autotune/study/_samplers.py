@@ -50,7 +50,13 @@ from optuna.trial import TrialState
 from scipy.stats import qmc
 
 from autotune.baseline import BASELINE_ATTR
-from autotune.config import SPEED_KNOBS, CategoricalParam, FloatParam, ModelKnob
+from autotune.config import (
+    COST_AWARE_AFTER_TRIALS,
+    SPEED_KNOBS,
+    CategoricalParam,
+    FloatParam,
+    ModelKnob,
+)
 from autotune.exceptions import ConfigError
 from autotune.objectives import metric_objective, objectives_of_study
 
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 __all__ = [
+    "COST_FREE_QUANTILE",
     "GP_STARTUP_TRIALS",
     "LEAN_LOCAL_SEARCHES",
     "LEAN_PRELIMINARY_SAMPLES",
@@ -541,6 +548,11 @@ REPEAT_LOG_PENALTY = 1e4
 LEAN_PRELIMINARY_SAMPLES = 256
 LEAN_LOCAL_SEARCHES = 3
 LEAN_QMC_SAMPLES_EHVI = 32
+#: The quantile of the completed trials' modelled seconds under which a proposal pays no
+#: penalty (:class:`_CompileCost`): the cheaper quarter of what the study has tried is
+#: "cheap"; above it, each doubling of the predicted seconds halves the acquisition. The 10th
+#: percentile bought mostly eager trials (0.906 within the seconds), the median less (0.933).
+COST_FREE_QUANTILE = 0.25
 
 
 def design_levels(
@@ -1017,6 +1029,113 @@ class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
         return torch.where(repeat, value - REPEAT_LOG_PENALTY, value)
 
 
+def _modelled_seconds(trials: Sequence[FrozenTrial]) -> np.ndarray:
+    """Per trial ``(n,)``: the seconds :class:`_CompileCost` models, ``compile_s`` plus the
+    median over the trials of the seconds besides compilation (``train_s - compile_s``); NaN
+    for a trial without both figures (refused before it ran, failed, or a warm-start trial
+    from a study that did not store them)."""
+    compile_s = np.array(
+        [float(t.user_attrs.get("compile_s", math.nan) or 0.0) for t in trials], dtype=float
+    )
+    train_s = np.array([float(t.user_attrs.get("train_s", math.nan)) for t in trials], dtype=float)
+    rest_s = train_s - compile_s
+    known = np.isfinite(rest_s) & np.isfinite(compile_s)
+    if not known.any():
+        return np.full(len(trials), math.nan)
+    typical_rest_s = float(np.median(np.maximum(rest_s[known], 0.0)))
+    return np.where(known, compile_s + typical_rest_s, math.nan)
+
+
+@dataclass
+class _CompileCost:
+    """What a configuration is expected to cost, as the acquisition weighs it: a GP of the
+    logarithm of :func:`_modelled_seconds` (compilation seconds plus the study's typical
+    seconds besides) over the normalized knobs, and the log seconds under which a proposal
+    pays nothing (:data:`COST_FREE_QUANTILE` of the completed trials').
+
+    Expected improvement per second (Snoek, Larochelle and Adams, "Practical Bayesian
+    Optimization of Machine Learning Algorithms", NeurIPS 2012, section 3.2) divides the
+    acquisition by the predicted seconds; on a log acquisition that is a subtraction. Only
+    the seconds above the free level count, so proposals among the cheaper configurations
+    are ranked by improvement alone. Only compilation varies: on a real device a trial's
+    seconds are mostly its training, which buys its accuracy, and weighing those would
+    steer the search from the slow, accurate end of the front; compilation buys no accuracy
+    (torch.compile changes how fast a model trains, not what it learns), and on the mock
+    space of Table 2 it was most of the budget (about 39 of the default's 50 trials compiled
+    with ``reduce-overhead`` at about 31 simulated seconds, 26 % of the seconds went to
+    ``max-autotune``). Adding the typical seconds besides compilation makes a compile cost in
+    proportion to what the study's trials cost anyway: 30 s of compilation doubles a
+    30-second trial and hardly moves a 10-minute one.
+
+    Attributes:
+        gpr: Optuna's GP fitted on the standardized log seconds.
+        mean_log_s: the log seconds' mean (the standardization's centre).
+        std_log_s: their standard deviation (its scale).
+        free_log_s: log seconds under which a proposal pays nothing.
+    """
+
+    gpr: optuna_gp.GPRegressor
+    mean_log_s: float
+    std_log_s: float
+    free_log_s: float
+
+    @classmethod
+    def fit(
+        cls,
+        sampler: optuna.samplers.GPSampler,
+        trials: Sequence[FrozenTrial],
+        normalized_params: np.ndarray,
+        is_categorical: np.ndarray,
+        previous: _CompileCost | None = None,
+    ) -> _CompileCost | None:
+        """Fit on ``trials`` (completed, ``(n, d)`` normalized parameters in the same order)
+        with the sampler's kernel prior and noise floor, starting from ``previous``' kernel
+        parameters where it has as many knobs (as Optuna starts its objectives' fits from the
+        last ones); None when fewer than 2 trials have seconds or every one cost the same
+        (nothing to weigh)."""
+        log_s = np.log(np.maximum(_modelled_seconds(trials), 1e-3))
+        known = np.isfinite(log_s)
+        if known.sum() < 2 or np.ptp(log_s[known]) == 0:
+            return None
+        y = log_s[known]
+        mean, std = float(y.mean()), float(y.std())
+        gpr = optuna_gp.fit_kernel_params(
+            X=normalized_params[known],
+            Y=(y - mean) / std,
+            is_categorical=is_categorical,
+            log_prior=sampler._log_prior,
+            minimum_noise=sampler._minimum_noise,
+            deterministic_objective=False,
+            gpr_cache=(
+                previous.gpr
+                if previous is not None
+                and len(previous.gpr.inverse_squared_lengthscales) == normalized_params.shape[1]
+                else None
+            ),
+        )
+        return cls(gpr, mean, std, float(np.quantile(y, COST_FREE_QUANTILE)))
+
+    def excess_log_s(self, x: torch.Tensor) -> torch.Tensor:
+        """Predicted log seconds above the free level (0 below it) at normalized inputs
+        ``x`` ``(..., d)`` -> ``(...)``."""
+        mean, _ = self.gpr.posterior(x)
+        return torch.clamp(mean * self.std_log_s + self.mean_log_s - self.free_log_s, min=0.0)
+
+
+class _CostAwareAcquisition(acqf_module.BaseAcquisitionFunc):
+    """A log acquisition function less the predicted log seconds above the free level
+    (:class:`_CompileCost`): improvement per second, counted from the cheap configurations'
+    seconds."""
+
+    def __init__(self, acqf: acqf_module.BaseAcquisitionFunc, cost: _CompileCost) -> None:
+        self._acqf = acqf
+        self._cost = cost
+        super().__init__(acqf.length_scales, acqf.search_space)
+
+    def eval_acqf(self, x: torch.Tensor) -> torch.Tensor:
+        return self._acqf.eval_acqf(x) - self._cost.excess_log_s(x)
+
+
 class LeanGPSampler(optuna.samplers.GPSampler):
     """Optuna's GPSampler with less acquisition effort, the validation metric modelled on the
     knobs that change it, prior means from what is known before a trial runs, and no
@@ -1076,6 +1195,7 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         n_startup_trials: int = GP_STARTUP_TRIALS,
         metric_knobs: Collection[str] | None = None,
         prior_mean: PriorMean | None = None,
+        cost_aware_after_trials: int | None = COST_AWARE_AFTER_TRIALS,
     ) -> None:
         super().__init__(seed=seed, n_startup_trials=n_startup_trials)
         self._n_preliminary_samples = LEAN_PRELIMINARY_SAMPLES
@@ -1087,6 +1207,9 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._row_prior: tuple[Any, _RowPrior] | None = None
         # The normalized configurations of the trials the proposal being made must not repeat.
         self._tried: np.ndarray | None = None
+        self.cost_aware_after_trials = cost_aware_after_trials
+        # The cost model the proposal being made weighs its acquisition by (None: none).
+        self._cost: _CompileCost | None = None
 
     @contextmanager
     def using_prior_mean(self, prior_mean: PriorMean | None) -> Iterator[None]:
@@ -1162,6 +1285,8 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     def _optimize_acqf(
         self, acqf: acqf_module.BaseAcquisitionFunc, best_params: np.ndarray | None
     ) -> np.ndarray:
+        if self._cost is not None:
+            acqf = _CostAwareAcquisition(acqf, self._cost)
         if self._tried is not None and len(self._tried):
             acqf = _UntriedAcquisition(acqf, self._tried)
         return super()._optimize_acqf(acqf, best_params)
@@ -1174,9 +1299,20 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         search_space: dict[str, BaseDistribution],
     ) -> dict[str, Any]:
         tried = completed_trials + running_trials
-        self._tried = gp_search_space.SearchSpace(search_space).get_normalized_params(
+        internal_space = gp_search_space.SearchSpace(search_space)
+        self._tried = internal_space.get_normalized_params(
             tried, [_gp_sampler_module._get_params(t) for t in tried]
         )
+        previous, self._cost = self._cost, None
+        after = self.cost_aware_after_trials
+        if after is not None and len(completed_trials) >= after:
+            self._cost = _CompileCost.fit(
+                self,
+                completed_trials,
+                self._tried[: len(completed_trials)],
+                internal_space.is_categorical,
+                previous,
+            )
         changes = self.fit_changes(study, completed_trials, search_space)
         if not changes:
             return super()._sample_relative_impl(
@@ -1196,6 +1332,7 @@ def make_sampler(
     metric_knobs: Collection[str] | None = None,
     feasible: Callable[[Mapping[str, Any]], bool] | None = None,
     prior_mean: PriorMean | None = None,
+    cost_aware_after_trials: int | None = COST_AWARE_AFTER_TRIALS,
 ) -> OneThreadSampler:
     """The sampler for ``sampler=NAME``, seeded, on one torch thread while it samples
     (:class:`OneThreadSampler`). ``gp`` is a :class:`LeanGPSampler` that models the study
@@ -1213,6 +1350,9 @@ def make_sampler(
             asked again, see :class:`WarpedSampler`; None: none is refused).
         prior_mean: what is known of a configuration's objectives before it runs (``gp``:
             its GPs' prior means, see :class:`LeanGPSampler`; None: nothing).
+        cost_aware_after_trials: completed trials after which ``gp`` weighs a proposal's
+            acquisition by its predicted compilation seconds (:class:`LeanGPSampler`); None:
+            never.
 
     Raises:
         ConfigError: for an unknown sampler name.
@@ -1229,7 +1369,10 @@ def make_sampler(
         elif name == "gp":
             sampler = WarpedSampler(
                 LeanGPSampler(
-                    seed=seed, n_startup_trials=GP_STARTUP_TRIALS, metric_knobs=metric_knobs
+                    seed=seed,
+                    n_startup_trials=GP_STARTUP_TRIALS,
+                    metric_knobs=metric_knobs,
+                    cost_aware_after_trials=cost_aware_after_trials,
                 ),
                 feasible=feasible,
                 prior_mean=prior_mean,

@@ -397,6 +397,7 @@ def study_sampler(
         metric_knobs=space.metric_knobs(),
         feasible=feasibility_test(config, space, caps),
         prior_mean=prior_mean(config, space, caps),
+        cost_aware_after_trials=space.search.cost_aware_after_trials,
     )
 
 

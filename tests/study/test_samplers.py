@@ -621,6 +621,15 @@ def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
     assert list(inspect.signature(gp_sampler_module._get_params).parameters) == ["trial"]
     fit = inspect.signature(optuna_gp.fit_kernel_params).parameters
     assert {"X", "Y", "gpr_cache"} <= set(fit)
+    # The compile-cost GP is fitted as GPSampler fits an objective's, with its kernel prior
+    # and noise floor, and weighs the acquisition through a wrapper of the same base class.
+    assert {"is_categorical", "log_prior", "minimum_noise", "deterministic_objective"} <= set(fit)
+    assert callable(plain._log_prior) and isinstance(plain._minimum_noise, float)
+    assert list(inspect.signature(optuna._gp.acqf.BaseAcquisitionFunc.__init__).parameters) == [
+        "self",
+        "length_scales",
+        "search_space",
+    ]
     source = inspect.getsource(optuna.samplers.GPSampler._sample_relative_impl)
     # One GP per objective, fitted in order before the constraints' GPs, through the module.
     assert source.index("for i in range(n_objectives)") < source.index("gp.fit_kernel_params(")
@@ -946,3 +955,136 @@ def test_the_gp_proposes_untried_configurations_while_there_are_any(
 
     assert len(configs) == loss_study.N_TRIALS == 12
     assert len(set(configs)) == 12  # the whole space, each configuration once
+
+
+# LeanGPSampler: expected improvement per second of compilation, late in the study
+
+
+def _compile_study(n_per_config: int = 2) -> optuna.Study:
+    """A study whose ``default`` compile costs 60 s and ``none`` none; every trial trains
+    for 5 s besides, and the objectives do not depend on the compile mode."""
+    study = _three_objective_study()
+    configs = itertools.product([8, 16, 32], ["none", "default"], [0, 1])
+    for width, mode, workers in [c for c in configs for _ in range(n_per_config)]:
+        compile_s = 60.0 if mode == "default" else 0.0
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"width": width, "compile_mode": mode, "num_workers": workers},
+                distributions=SPACE_64,
+                values=[100.0 * width / (1 + workers), 0.5 + width / 100, 1e6 * width],
+                user_attrs={"compile_s": compile_s, "train_s": compile_s + 5.0},
+            )
+        )
+    return study
+
+
+def test_modelled_seconds_are_compilation_plus_the_typical_seconds_besides() -> None:
+    from autotune.study._samplers import _modelled_seconds
+
+    def trial(attrs: dict[str, float]) -> optuna.trial.FrozenTrial:
+        return optuna.trial.create_trial(
+            params={}, distributions={}, values=[0, 0, 0], user_attrs=attrs
+        )
+
+    seconds = _modelled_seconds(
+        [
+            trial({"compile_s": 30.0, "train_s": 34.0}),  # 4 s besides compilation
+            trial({"compile_s": 0.0, "train_s": 6.0}),  # 6 s
+            trial({"compile_s": 10.0, "train_s": 20.0}),  # 10 s
+            trial({"train_s": 9.0}),  # no compile_s: not known
+            trial({}),  # refused before it ran
+        ]
+    )
+    assert list(seconds[:3]) == [36.0, 6.0, 16.0]  # compile_s + the median 6 s
+    assert np.isnan(seconds[3:]).all()
+
+
+def test_the_cost_model_charges_slow_compiles_and_not_the_cheap_quarter() -> None:
+    from optuna._gp import search_space as gp_search_space
+
+    from autotune.study._samplers import _CompileCost, _CostAwareAcquisition
+
+    study = _compile_study()
+    trials = study.get_trials()
+    space = gp_search_space.SearchSpace(SPACE_64)
+    cost = _CompileCost.fit(
+        LeanGPSampler(seed=0), trials, space.get_normalized_params(trials), space.is_categorical
+    )
+    assert cost is not None
+    assert cost.free_log_s == pytest.approx(math.log(5.0))  # uncompiled: half the trials
+    eager = _normalized({"width": 64, "compile_mode": "none", "num_workers": 0})
+    compiled = _normalized({"width": 64, "compile_mode": "default", "num_workers": 0})
+    assert cost.excess_log_s(eager).item() == pytest.approx(0.0, abs=0.05)
+    assert cost.excess_log_s(compiled).item() == pytest.approx(math.log(65.0 / 5.0), rel=0.05)
+
+    class Flat(optuna._gp.acqf.BaseAcquisitionFunc):
+        def eval_acqf(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(x.shape[:-1], dtype=torch.float64)
+
+    inner = Flat(torch.ones(len(SPACE_64), dtype=torch.float64), space)
+    acqf = _CostAwareAcquisition(inner, cost)
+    both = torch.cat([eager, compiled])
+    assert acqf.eval_acqf(both).tolist() == pytest.approx(
+        [-cost.excess_log_s(eager).item(), -cost.excess_log_s(compiled).item()]
+    )
+
+
+def test_a_study_with_one_cost_or_no_seconds_has_no_cost_model() -> None:
+    from optuna._gp import search_space as gp_search_space
+
+    from autotune.study._samplers import _CompileCost
+
+    space = gp_search_space.SearchSpace(SPACE_64)
+    no_seconds = _memory_study().get_trials()
+    one_cost = [
+        optuna.trial.create_trial(
+            params=t.params,
+            distributions=t.distributions,
+            values=t.values,
+            user_attrs={"compile_s": 0.0, "train_s": 5.0},
+        )
+        for t in no_seconds
+    ]
+    for trials in (no_seconds, one_cost):
+        rows = space.get_normalized_params(trials)
+        assert _CompileCost.fit(LeanGPSampler(seed=0), trials, rows, space.is_categorical) is None
+
+
+@pytest.mark.parametrize(("after", "weighed"), [(None, False), (24, True), (25, False)])
+def test_the_gp_weighs_compile_seconds_only_after_its_trials(
+    after: int | None, weighed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = _compile_study()  # 24 completed trials
+    sampler = LeanGPSampler(seed=0, n_startup_trials=4, cost_aware_after_trials=after)
+    seen: list[type] = []
+    real = optuna.samplers.GPSampler._optimize_acqf
+
+    def spy(self: Any, acqf: Any, best_params: Any) -> Any:
+        seen.append(type(acqf._acqf if hasattr(acqf, "_tried") else acqf))
+        return real(self, acqf, best_params)
+
+    monkeypatch.setattr(optuna.samplers.GPSampler, "_optimize_acqf", spy)
+    trial = study.ask()
+    proposal = sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE_64)
+    assert set(proposal) == set(SPACE_64)
+    assert (sampler._cost is not None) is weighed
+    assert (seen[0].__name__ == "_CostAwareAcquisition") is weighed
+
+
+def test_the_setting_reaches_the_study_sampler(tmp_path: Path) -> None:
+    from autotune.config import COST_AWARE_AFTER_TRIALS, load_run_config
+    from autotune.hardware import detect_capabilities, restrict_space
+    from autotune.study import study_sampler
+
+    def lean(*overrides: str) -> LeanGPSampler:
+        config = load_run_config(["space=cnn_small", "device=mock", *overrides])
+        caps = detect_capabilities("mock", mock_profile=config.mock.profile)
+        space, _ = restrict_space(config.space, caps)
+        sampler: Any = study_sampler(config, space, caps, seed=0)
+        while not isinstance(sampler, LeanGPSampler):
+            sampler = sampler.sampler
+        return sampler
+
+    assert lean().cost_aware_after_trials == COST_AWARE_AFTER_TRIALS == 25
+    assert lean("search.cost_aware_after_trials=40").cost_aware_after_trials == 40
+    assert lean("search.cost_aware_after_trials=null").cost_aware_after_trials is None
