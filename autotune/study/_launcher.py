@@ -38,6 +38,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
 from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
 from autotune.measure import Measurement
@@ -91,14 +94,38 @@ _STUDY_CACHE_DIR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 def study_compile_cache_dir(storage: str, study_name: str) -> Path:
     """The directory of a study's compile caches: under the system's temporary directory,
     per user, named by the study and a hash of its storage URL (as every output shows it,
-    the password masked) and name, so that two studies never share one and a resumed study,
-    or another worker of it on this machine, finds its own.
+    the password masked; a relative SQLite path made absolute, :func:`_absolute_sqlite`) and
+    name, so that two studies never share one and a resumed study, or another worker of it
+    on this machine, finds its own.
 
     ``<tmp>/autotune-<user>/compile-cache/<study>-<12 hex digits>``; nothing is created.
     """
-    key = hashlib.sha256(f"{display_url(storage)}\0{study_name}".encode()).hexdigest()[:12]
+    url = display_url(_absolute_sqlite(storage))
+    key = hashlib.sha256(f"{url}\0{study_name}".encode()).hexdigest()[:12]
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", study_name)[:48] or "study"
     return Path(tempfile.gettempdir()) / f"autotune-{_user()}" / "compile-cache" / f"{slug}-{key}"
+
+
+def _absolute_sqlite(storage: str) -> str:
+    """``storage`` with a relative SQLite database path made absolute against the working
+    directory (``sqlite:///storage/autotune.db`` -> ``sqlite:////work/storage/autotune.db``),
+    so that the default URL in two checkouts names two databases, and two caches; any other
+    URL (a server, an in-memory or ``file:`` database, an absolute path), or one SQLAlchemy's
+    ``make_url`` cannot read, as given."""
+    try:
+        url = make_url(storage)
+    except (ArgumentError, ValueError):
+        return storage
+    database = url.database
+    if (
+        not url.drivername.startswith("sqlite")
+        or not database
+        or database == ":memory:"
+        or database.startswith("file:")
+        or os.path.isabs(database)
+    ):
+        return storage
+    return url.set(database=os.path.abspath(database)).render_as_string(hide_password=False)
 
 
 def _user() -> str:

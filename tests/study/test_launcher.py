@@ -219,6 +219,25 @@ def test_each_study_has_its_own_cache_directory() -> None:
     assert study_compile_cache_dir(url, "a/../b c").name.startswith("a_.._b_c-")
 
 
+def test_the_default_sqlite_url_in_two_checkouts_names_two_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    relative = "sqlite:///storage/autotune.db"  # the default storage, under the working directory
+    caches = []
+    for checkout in ("one", "two"):
+        (tmp_path / checkout).mkdir()
+        monkeypatch.chdir(tmp_path / checkout)
+        caches.append(study_compile_cache_dir(relative, "cnn_small"))
+        absolute = f"sqlite:///{tmp_path / checkout / 'storage' / 'autotune.db'}"
+        assert caches[-1] == study_compile_cache_dir(absolute, "cnn_small")  # the same database
+
+    assert caches[0] != caches[1]
+    from autotune.study._launcher import _absolute_sqlite
+
+    for url in ("sqlite://", "sqlite:///:memory:", "postgresql+psycopg://db/x", "not a url"):
+        assert _absolute_sqlite(url) == url  # not a relative SQLite path: as given
+
+
 def test_the_study_cache_reaches_the_trials_started_inside_its_block() -> None:
     from autotune.study._launcher import _STUDY_CACHE_DIR
 
