@@ -228,14 +228,15 @@ class Constraints(Strict):
     min_accuracy: float | None = Field(None, ge=0, le=1)
 
 
-#: Completed trials (the baseline and start-up design count) after which :class:`LeanGPSampler`
+#: Completed trials (the baseline and start-up design count) after which the GP sampler
 #: weighs a proposal's expected improvement against its predicted compilation seconds
-#: (``search.cost_aware_after_trials``' default; ``autotune.study.LeanGPSampler``). Half of a 50-trial
-#: study: the first half is spent finding where the front is, whatever it costs to compile
-#: there; the second on the front's cheaper points first. From issue 24's sixth and seventh
-#: sessions (docs/benchmarks-notes.md): from trial 26 the median hypervolume of Table 2
-#: within the seconds of 50 cost-unaware trials rose from 0.923 to 0.941 (seeds 0-9; 0.935
-#: on seeds 10-19); from trial 21 it cost the 25-trial figure 0.02.
+#: (``search.cost_aware_after_trials``' default; ``autotune.study.LeanGPSampler``). Half of a
+#: 50-trial study: the first half is spent finding where the front is, whatever it costs to
+#: compile there; the second on the front's cheaper points first. On Table 2's mock space
+#: (docs/benchmarks.md, issue 24's seventh session) the median hypervolume within the
+#: simulated seconds of 50 trials of the sampler without it rose from 0.923 to 0.934 on seeds
+#: 0-9 and from 0.926 to 0.936 on seeds 10-19; starting at trial 21 instead cost the 25-trial
+#: figure 0.02 (sixth session).
 COST_AWARE_AFTER_TRIALS = 25
 
 

@@ -992,6 +992,7 @@ def test_modelled_seconds_are_compilation_plus_the_typical_seconds_besides() -> 
             trial({"compile_s": 0.0, "train_s": 6.0}),  # 6 s
             trial({"compile_s": 10.0, "train_s": 20.0}),  # 10 s
             trial({"train_s": 9.0}),  # no compile_s: not known
+            trial({"compile_s": None, "train_s": 9.0}),  # not a number: not known
             trial({}),  # refused before it ran
         ]
     )
