@@ -44,6 +44,7 @@ from sqlalchemy.exc import ArgumentError
 from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
 from autotune.measure import Measurement
+from autotune.storage import sqlite_path
 from autotune.study._interrupts import sigint_deferred
 from autotune.training._child import rank_entry
 
@@ -110,22 +111,16 @@ def _absolute_sqlite(storage: str) -> str:
     """``storage`` with a relative SQLite database path made absolute against the working
     directory (``sqlite:///storage/autotune.db`` -> ``sqlite:////work/storage/autotune.db``),
     so that the default URL in two checkouts names two databases, and two caches; any other
-    URL (a server, an in-memory or ``file:`` database, an absolute path), or one SQLAlchemy's
-    ``make_url`` cannot read, as given."""
+    URL (a server, an in-memory or ``file:`` database, an absolute path, by
+    :func:`autotune.storage.sqlite_path`), or one SQLAlchemy cannot read, as given."""
     try:
-        url = make_url(storage)
+        path = sqlite_path(storage)
     except (ArgumentError, ValueError):
         return storage
-    database = url.database
-    if (
-        not url.drivername.startswith("sqlite")
-        or not database
-        or database == ":memory:"
-        or database.startswith("file:")
-        or os.path.isabs(database)
-    ):
+    if path is None or path.is_absolute() or path.as_posix().startswith("file:"):
         return storage
-    return url.set(database=os.path.abspath(database)).render_as_string(hide_password=False)
+    absolute = make_url(storage).set(database=os.path.abspath(path))
+    return absolute.render_as_string(hide_password=False)
 
 
 def _user() -> str:
