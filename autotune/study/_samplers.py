@@ -1078,12 +1078,14 @@ class _CompileCost:
         mean_log_s: the log seconds' mean (the standardization's centre).
         std_log_s: their standard deviation (its scale).
         free_log_s: log seconds under which a proposal pays nothing.
+        data_key: the bytes of the rows and log seconds it was fitted on.
     """
 
     gpr: optuna_gp.GPRegressor
     mean_log_s: float
     std_log_s: float
     free_log_s: float
+    data_key: bytes = b""
 
     @classmethod
     def fit(
@@ -1097,13 +1099,18 @@ class _CompileCost:
         """Fit on ``trials`` (completed, ``(n, d)`` normalized parameters in the same order)
         with the sampler's kernel prior and noise floor, starting from ``previous``' kernel
         parameters where it has as many knobs (as Optuna starts its objectives' fits from the
-        last ones); None when fewer than 2 trials have seconds or every one cost the same
-        (nothing to weigh)."""
+        last ones), or ``previous`` itself when its rows and seconds are these (a proposal the
+        feasibility rules refused adds a failed trial without seconds, and
+        :class:`WarpedSampler` asks again); None when fewer than 2 trials have seconds or
+        every one cost the same (nothing to weigh)."""
         log_s = np.log(np.maximum(_modelled_seconds(trials), 1e-3))
         known = np.isfinite(log_s)
         if known.sum() < 2 or np.ptp(log_s[known]) == 0:
             return None
         y = log_s[known]
+        data_key = normalized_params[known].tobytes() + y.tobytes()
+        if previous is not None and previous.data_key == data_key:
+            return previous
         mean, std = float(y.mean()), float(y.std())
         gpr = optuna_gp.fit_kernel_params(
             X=normalized_params[known],
@@ -1119,7 +1126,7 @@ class _CompileCost:
                 else None
             ),
         )
-        return cls(gpr, mean, std, float(np.quantile(y, COST_FREE_QUANTILE)))
+        return cls(gpr, mean, std, float(np.quantile(y, COST_FREE_QUANTILE)), data_key)
 
     def excess_log_s(self, x: torch.Tensor) -> torch.Tensor:
         """Predicted log seconds above the free level (0 below it) at normalized inputs

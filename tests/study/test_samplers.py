@@ -1030,6 +1030,33 @@ def test_the_cost_model_charges_slow_compiles_and_not_the_cheap_quarter() -> Non
     )
 
 
+def test_the_cost_model_is_refitted_only_when_the_seconds_change() -> None:
+    from optuna._gp import search_space as gp_search_space
+
+    from autotune.study._samplers import _CompileCost
+
+    space = gp_search_space.SearchSpace(SPACE_64)
+    trials = _compile_study().get_trials()
+    refused = optuna.trial.create_trial(  # a refused proposal: a failed point, no seconds
+        params={"width": 64, "compile_mode": "none", "num_workers": 0},
+        distributions=SPACE_64,
+        values=[0.0, 0.0, 0.0],
+    )
+    sampler = LeanGPSampler(seed=0)
+
+    def fit(rows: list[Any], previous: Any = None) -> Any:
+        return _CompileCost.fit(
+            sampler, rows, space.get_normalized_params(rows), space.is_categorical, previous
+        )
+
+    first = fit(trials)
+    assert first is not None
+    assert fit([*trials, refused], first) is first  # the same seconds: the same model
+    more = fit([*trials, _compile_study(1).get_trials()[0]], first)
+    assert more is not None and more is not first
+    assert more.data_key != first.data_key
+
+
 def test_a_study_with_one_cost_or_no_seconds_has_no_cost_model() -> None:
     from optuna._gp import search_space as gp_search_space
 
