@@ -659,6 +659,11 @@ def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
     from optuna._gp import search_space as gp_search_space
 
     assert callable(gp_search_space.SearchSpace.get_unnormalized_param)
+    # Proposals run with torch functions off (GPSampler's torch.device("cpu") mode skipped).
+    assert callable(torch._C.DisableTorchFunction)
+    assert 'with torch.device("cpu"):' in inspect.getsource(
+        optuna.samplers.GPSampler.sample_relative
+    )
     standardized, _, stds = gp_sampler_module._standardize_values(np.array([[1.0], [3.0]]))
     assert list(standardized[:, 0]) == [-1.0, 1.0] and stds[0] == 1.0
 
@@ -734,6 +739,36 @@ def test_the_metric_gp_sees_only_the_metric_knobs(
     from optuna.samplers._gp import sampler as gp_sampler_module
 
     assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
+
+
+def test_the_gp_proposes_with_torch_functions_off_and_its_tensors_on_the_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GPSampler proposes under ``torch.device("cpu")``, a torch-function mode every torch
+    call would go through; LeanGPSampler turns torch functions off around its fits and
+    acquisition, and a global default device (the same kind of mode) still does not move
+    them off the CPU."""
+    enabled: list[bool] = []
+    real = optuna.samplers.GPSampler._sample_relative_impl
+
+    def recording(self: Any, *args: Any, **kwargs: Any) -> Any:
+        enabled.append(torch._C._is_torch_function_enabled())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(optuna.samplers.GPSampler, "_sample_relative_impl", recording)
+    study = _knob_study(12)
+    sampler = LeanGPSampler(seed=0, n_startup_trials=4)
+    trial = study.ask()
+    torch.set_default_device("meta")  # a tensor made there could not be computed on
+    try:
+        proposal = sampler.sample_relative(study, study._storage.get_trial(trial._trial_id), SPACE)
+    finally:
+        torch.set_default_device(None)
+
+    assert enabled == [False]
+    assert set(proposal) == set(SPACE)
+    assert all(gp._X_train.device.type == "cpu" for gp in sampler._gprs_cache_list or [])
+    assert torch._C._is_torch_function_enabled()  # restored after the proposal
 
 
 # --------------------------------------------------------------------------------------------
