@@ -1185,6 +1185,10 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     - ``_optimize_acqf`` optimizes the acquisition less :data:`REPEAT_LOG_PENALTY` at the
       configurations already tried or running (:class:`_UntriedAcquisition`), so a proposal
       repeats one only when every candidate the optimizer finds is a repeat.
+    - ``_sample_relative_impl`` runs with torch functions off (torch's private
+      ``torch._C.DisableTorchFunction``): ``GPSampler.sample_relative`` calls it under
+      ``torch.device("cpu")``, a torch-function mode every torch call would pass through in
+      Python.
 
     Args:
         seed: the sampler's seed.
