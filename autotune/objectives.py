@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from autotune.config import ObjectiveMode
 from autotune.measure import Measurement
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
 
 __all__ = [
     "METRIC_INDEX",
@@ -31,6 +34,7 @@ __all__ = [
     "TIME_TO_ACCURACY",
     "Objective",
     "ObjectiveMode",
+    "attr_float",
     "failed_values",
     "metric_objective",
     "objective_mode",
@@ -212,6 +216,13 @@ def failed_values(
     else:
         metric = float(worst_metric) if worst_metric is not None else 0.0
     return 0.0, metric, memory
+
+
+def attr_float(trial: FrozenTrial, name: str) -> float | None:
+    """A trial's numeric user attribute as a float (a figure a trial stored, such as
+    ``throughput_sps`` or ``compile_s``); None when absent or not a number (a bool is not)."""
+    value = trial.user_attrs.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def seconds_text(seconds: float | None) -> str:

@@ -22,7 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR
 from autotune.measure import BUSY_ATTR, cpu_share_text
-from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode
+from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode, attr_float
 from autotune.storage import FINISHED_STATES
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "Baseline",
     "ParetoRow",
     "TrialPoint",
-    "attr_float",
     "classify",
     "metric_curve",
     "pareto_numbers",
@@ -265,12 +264,6 @@ def times_sooner(time_s: float | None, baseline_time_s: float | None) -> float |
     if time_s is None or baseline_time_s is None or time_s <= 0:
         return None
     return baseline_time_s / time_s
-
-
-def attr_float(trial: FrozenTrial, name: str) -> float | None:
-    """A trial's numeric user attribute as a float; None when absent or not a number."""
-    value = trial.user_attrs.get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _text_attr(trial: FrozenTrial, name: str) -> str | None:

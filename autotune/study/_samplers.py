@@ -58,7 +58,7 @@ from autotune.config import (
     ModelKnob,
 )
 from autotune.exceptions import ConfigError
-from autotune.objectives import metric_objective, objectives_of_study
+from autotune.objectives import attr_float, metric_objective, objectives_of_study
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -1031,19 +1031,13 @@ class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
         return torch.where(repeat, value - REPEAT_LOG_PENALTY, value)
 
 
-def _seconds_attr(trial: FrozenTrial, name: str) -> float:
-    """A trial's user attribute ``name`` in seconds; NaN when it is missing or not a number."""
-    value = trial.user_attrs.get(name)
-    return float(value) if isinstance(value, int | float) else math.nan
-
-
 def _modelled_seconds(trials: Sequence[FrozenTrial]) -> np.ndarray:
     """Per trial ``(n,)``: the seconds :class:`_CompileCost` models, ``compile_s`` plus the
     median over the trials of the seconds besides compilation (``train_s - compile_s``); NaN
     for a trial without both figures (refused before it ran, failed, or a warm-start trial
     from a study that did not store them)."""
-    compile_s = np.array([_seconds_attr(t, "compile_s") for t in trials], dtype=float)
-    train_s = np.array([_seconds_attr(t, "train_s") for t in trials], dtype=float)
+    compile_s = np.array([attr_float(t, "compile_s") for t in trials], dtype=float)
+    train_s = np.array([attr_float(t, "train_s") for t in trials], dtype=float)
     rest_s = train_s - compile_s
     known = np.isfinite(rest_s) & np.isfinite(compile_s)
     if not known.any():
