@@ -512,6 +512,11 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
 # Table 2
 
 
+def _interval(bounds: tuple[float, float]) -> str:
+    """A median's confidence interval as Table 2 prints it: ``0.803-0.882``."""
+    return f"{bounds[0]:.3f}-{bounds[1]:.3f}"
+
+
 def section_search(
     report: Report, truth: search.GroundTruth, rows: list[search.EfficiencyRow], budget: Budget
 ) -> None:
@@ -524,6 +529,8 @@ def section_search(
     default_sampler = str(RunConfig.model_fields["sampler"].default)  # targets apply to it
     budgets = budget.budgets
     last = budgets[-1]
+    # The intervals shown: at the trial budgets the targets name, where this run has them.
+    interval_budgets = [b for b in (25, 50) if b in budgets] or [last]
     body = []
     for row in rows:
         q1, q3 = row.quartiles(last)
@@ -531,6 +538,7 @@ def section_search(
             [
                 row.sampler + (" (default)" if row.sampler == default_sampler else ""),
                 *(f"{row.median(b):.3f}" for b in budgets),
+                *(_interval(row.median_interval(b)) for b in interval_budgets),
                 f"{q1:.3f} to {q3:.3f}",
                 f"{median(row.run_seconds) / last:.2f}",
             ]
@@ -579,7 +587,11 @@ def section_search(
         "log peak memory), scaled so that the true front's ideal point is 0 and its nadir "
         "point is 1 on each axis; reference point 1.1 on each axis. Figures are the found "
         f"front's hypervolume over the true front's (1.0 = the true front), median over "
-        f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers). For a given "
+        f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers), with the "
+        "median's 95 % confidence interval over seeds (percentile bootstrap, "
+        f"`scipy.stats.bootstrap`, {search.MEDIAN_RESAMPLES:,} resamples): seed to seed the "
+        "fractions spread widely, so a median is only as exact as that interval, and a "
+        "target inside it is neither met nor missed by these seeds. For a given "
         f"seed `gp` and `tpe` run the same first {GP_STARTUP_TRIALS} trials (the baseline, "
         "then the seed's start-up design, whose rows fit in memory with the estimate's margin "
         f"where the coverage allows), and the two `gp` rows the same first "
@@ -590,6 +602,7 @@ def section_search(
             [
                 "sampler",
                 *(f"{b} trials" for b in budgets),
+                *(f"95 % CI at {b}" for b in interval_budgets),
                 f"IQR at {last}",
                 "s per trial (sampler + simulation)",
             ],
@@ -605,7 +618,8 @@ def section_search(
         "default that picks cheaper trials does not shrink its own budget); every sampler "
         f"runs up to {math.ceil(last * 1.6)} trials and is "
         "scored on the first trials that fit in the budget. Medians over the seeds: the "
-        "fraction, and in brackets the trials that fit.",
+        "fraction, and in brackets the trials that fit and the median's 95 % confidence "
+        "interval.",
         "",
         table(
             [
@@ -617,7 +631,8 @@ def section_search(
                     row.sampler + (" (default)" if row.sampler == default_sampler else ""),
                     *(
                         f"{row.median_by_seconds(m):.3f} "
-                        f"({median(row.trials_in_seconds[m]):.0f} trials)"
+                        f"({median(row.trials_in_seconds[m]):.0f} trials; 95 % CI "
+                        f"{_interval(row.median_interval_by_seconds(m))})"
                         for m in multiples
                     ),
                 ]
@@ -637,7 +652,7 @@ def section_search(
                     "2",
                     f"default sampler ({default_sampler}) at 25 trials",
                     f">= {TARGET_HV_AT_25:.2f}",
-                    f"{d25:.3f}",
+                    f"{d25:.3f} (95 % CI {_interval(default.median_interval(25))})",
                     d25 >= TARGET_HV_AT_25,
                 )
             )
@@ -648,7 +663,8 @@ def section_search(
                 f"default sampler ({default_sampler}) within the simulated seconds of 50 full "
                 "trials",
                 f">= {TARGET_HV_FRACTION:.2f}",
-                f"{within:.3f} ({median(default.trials_in_seconds[1.0]):.0f} trials)",
+                f"{within:.3f} ({median(default.trials_in_seconds[1.0]):.0f} trials; 95 % CI "
+                f"{_interval(default.median_interval_by_seconds(1.0))})",
                 within >= TARGET_HV_FRACTION,
             )
         )
