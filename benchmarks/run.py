@@ -531,6 +531,8 @@ def section_search(
     last = budgets[-1]
     # The intervals shown: at the trial budgets the targets name, where this run has them.
     interval_budgets = [b for b in (25, 50) if b in budgets] or [last]
+    level = f"{100 * search.MEDIAN_CONFIDENCE:g} %"  # the intervals' confidence: "95 %"
+    ci = f"{level} CI"
     body = []
     for row in rows:
         q1, q3 = row.quartiles(last)
@@ -588,7 +590,7 @@ def section_search(
         "point is 1 on each axis; reference point 1.1 on each axis. Figures are the found "
         f"front's hypervolume over the true front's (1.0 = the true front), median over "
         f"{budget.seeds} seeds (0..{budget.seeds - 1}, shared by all samplers), with the "
-        "median's 95 % confidence interval over seeds (percentile bootstrap, "
+        f"median's {level} confidence interval over seeds (percentile bootstrap, "
         f"`scipy.stats.bootstrap`, {search.MEDIAN_RESAMPLES:,} resamples): seed to seed the "
         "fractions spread widely, so a median is only as exact as that interval, and a "
         "target inside it is neither met nor missed by these seeds. For a given "
@@ -602,7 +604,7 @@ def section_search(
             [
                 "sampler",
                 *(f"{b} trials" for b in budgets),
-                *(f"95 % CI at {b}" for b in interval_budgets),
+                *(f"{ci} at {b}" for b in interval_budgets),
                 f"IQR at {last}",
                 "s per trial (sampler + simulation)",
             ],
@@ -618,8 +620,8 @@ def section_search(
         "default that picks cheaper trials does not shrink its own budget); every sampler "
         f"runs up to {math.ceil(last * 1.6)} trials and is "
         "scored on the first trials that fit in the budget. Medians over the seeds: the "
-        "fraction, and in brackets the trials that fit and the median's 95 % confidence "
-        "interval.",
+        "fraction, and in brackets the trials that fit and the median's "
+        f"{level} confidence interval.",
         "",
         table(
             [
@@ -631,7 +633,7 @@ def section_search(
                     row.sampler + (" (default)" if row.sampler == default_sampler else ""),
                     *(
                         f"{row.median_by_seconds(m):.3f} "
-                        f"({median(row.trials_in_seconds[m]):.0f} trials; 95 % CI "
+                        f"({median(row.trials_in_seconds[m]):.0f} trials; {ci} "
                         f"{_interval(row.median_interval_by_seconds(m))})"
                         for m in multiples
                     ),
@@ -652,7 +654,7 @@ def section_search(
                     "2",
                     f"default sampler ({default_sampler}) at 25 trials",
                     f">= {TARGET_HV_AT_25:.2f}",
-                    f"{d25:.3f} (95 % CI {_interval(default.median_interval(25))})",
+                    f"{d25:.3f} ({ci} {_interval(default.median_interval(25))})",
                     d25 >= TARGET_HV_AT_25,
                 )
             )
@@ -663,7 +665,7 @@ def section_search(
                 f"default sampler ({default_sampler}) within the simulated seconds of 50 full "
                 "trials",
                 f">= {TARGET_HV_FRACTION:.2f}",
-                f"{within:.3f} ({median(default.trials_in_seconds[1.0]):.0f} trials; 95 % CI "
+                f"{within:.3f} ({median(default.trials_in_seconds[1.0]):.0f} trials; {ci} "
                 f"{_interval(default.median_interval_by_seconds(1.0))})",
                 within >= TARGET_HV_FRACTION,
             )
