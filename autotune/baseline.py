@@ -1,12 +1,15 @@
-"""The baseline: what an untuned PyTorch training script runs, measured once per study.
+"""The baseline: what the user trains with today, measured once per study.
 
-PyTorch's defaults are fp32, contiguous tensors, eager mode (no ``torch.compile``), a
+A space's ``baseline:`` block names it (any knob, the model's included, and ``lr``); every
+knob it leaves out takes PyTorch's defaults, and a space without one is an untuned PyTorch
+training script. PyTorch's defaults are fp32, contiguous tensors, eager mode (no ``torch.compile``), a
 ``DataLoader`` with ``num_workers=0`` and one device. The model is the space's middle one (each
 integer or real model knob at its middle, a list of other choices at its first) and the batch
 size the common 64 (or the space's closest choice). The baseline is enqueued as the
 first trial of a new study, so the same machinery measures it; it counts as one of the
 study's trials and carries the user attribute ``baseline=True``. Every report compares with
-it ("3.2x faster than your defaults"). Its global batch is also the reference batch at
+it ("3.2x faster than your baseline", or "than PyTorch's defaults" when the space names none).
+Its global batch is also the reference batch at
 which ``train.lr`` holds when the learning rate is scaled with the batch
 (:func:`trial_train_settings`).
 """
@@ -21,6 +24,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import ChoiceParam, FloatParam, ModelKnob, SearchSpace, TrainSettings
+from autotune.exceptions import ConfigError
 
 __all__ = [
     "BASELINE_ATTR",
@@ -29,6 +33,7 @@ __all__ = [
     "baseline_global_batch",
     "baseline_params",
     "baseline_trial",
+    "check_baseline_runs",
     "enqueue_baseline",
     "trial_train_settings",
 ]
@@ -68,10 +73,13 @@ def _closest_batch(values: Sequence[int]) -> int:
 
 
 def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
-    """The baseline configuration's knobs within ``space``.
+    """The baseline configuration's knobs within ``space``: the space's ``baseline:`` values,
+    and PyTorch's defaults for the knobs it leaves out.
 
     Where the space does not offer a PyTorch default (say it only has ``bf16``), the first
-    choice the space offers stands in, and a note says so.
+    choice the space offers stands in, and a note says so. A ``baseline:`` value is always in
+    its knob's values (:class:`~autotune.config.SearchSpace` adds it), unless the device's
+    rules removed it, which :func:`check_baseline_runs` refuses before a study starts.
 
     Args:
         space: the search space, restricted to what the device can run.
@@ -80,19 +88,46 @@ def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
         ``(params, notes)``: Optuna parameter values by knob name, and one line per knob where
         the baseline could not use PyTorch's default.
     """
+    given = space.baseline
     params: dict[str, Any] = {
-        name: _model_default(knob) for name, knob in space.model.knobs.items()
+        name: given.get(name, _model_default(knob)) for name, knob in space.model.knobs.items()
     }
-    params["batch_size"] = _closest_batch(space.batch_size.values())
+    params["batch_size"] = given.get("batch_size", _closest_batch(space.batch_size.values()))
     notes: list[str] = []
     for name, default in PYTORCH_DEFAULTS.items():
         values: list[Any] = getattr(space, name).values()
-        if default in values:
+        if name in given:
+            params[name] = given[name]
+        elif default in values:
             params[name] = default
         else:
             params[name] = values[0]
             notes.append(f"{name}: the space has no {default}; the baseline uses {values[0]}")
     return params, notes
+
+
+def check_baseline_runs(space: SearchSpace, removed: Sequence[str]) -> None:
+    """Refuse a ``baseline:`` value the device's rules removed from the space.
+
+    Args:
+        space: the space restricted to what the device can run
+            (:func:`autotune.hardware.restrict_space`).
+        removed: the lines the restriction gave, ``"precision=tf32: <reason>"``.
+
+    Raises:
+        ConfigError: ``baseline.KEY: VALUE cannot run here (<reason>)``, for the first such
+            value.
+    """
+    knobs = space.knobs()
+    for key, value in space.baseline.items():
+        knob = knobs.get(key)
+        if knob is None or knob.contains(value):
+            continue
+        prefix = f"{key}={value}: "
+        reason = next((line[len(prefix) :] for line in removed if line.startswith(prefix)), None)
+        raise ConfigError(
+            f"baseline.{key}: {value} cannot run here ({reason or 'removed by the device rules'})"
+        )
 
 
 def baseline_global_batch(space: SearchSpace) -> int:

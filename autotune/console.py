@@ -20,7 +20,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from autotune.config import display_url
+from autotune.baseline import baseline_params
+from autotune.config import SearchSpace, display_url, format_knob_value
 from autotune.flops import flops_text
 from autotune.measure import BUSY_ATTR, busy_text
 from autotune.objectives import Objective
@@ -175,10 +176,23 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
         f"({caps.name}) · sampler {config.sampler} · seed {config.seed} · target {n_trials} trials"
     )
     console.print(f"storage {display_url(config.storage)}", highlight=False)
+    console.print(baseline_line(prepared.space), highlight=False)
+    for line in prepared.space.baseline_notes():
+        console.print(line, highlight=False)
     for line in prepared.removed_choices:
         console.print(f"[dim]skipped {line}[/]")
     for line in prepared.screen.notes() if prepared.screen is not None else []:
         console.print(f"[dim]{line}[/]", highlight=False)
+
+
+def baseline_line(space: SearchSpace) -> str:
+    """The header's baseline line: ``baseline (yours, from baseline:): depth=3 width=16
+    batch_size=64 precision=fp32 ...``, or ``baseline (PyTorch's defaults): ...``."""
+    params, _ = baseline_params(space)
+    knobs = " ".join(f"{k}={format_knob_value(v)}" for k, v in params.items())
+    lr = f" lr={format_knob_value(space.train.lr)}"
+    whose = "yours, from baseline:" if space.baseline else "PyTorch's defaults"
+    return f"baseline ({whose}): {knobs}{lr}"
 
 
 def describe_peaks(caps: DeviceCapabilities, precisions: Sequence[str]) -> str:
@@ -309,7 +323,7 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
     verdicts = summary.race if race else (summary.baseline, *summary.candidates)
     seeds = summary.race_seeds if race else summary.seeds
     what = (
-        "race (stage A: picks one survivor, claims nothing)"
+        "race (stage A: picks one survivor per answer, claims nothing)"
         if race
         else ("confirmation (stage B: the claim)" if summary.race_seeds else "rounds")
     )
@@ -328,8 +342,9 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
 
 
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
-    """The resume notes, the race's and the confirmation's tables, then the one-line verdict
-    and the commands that use it."""
+    """The resume notes, the race's and the confirmation's tables, then the verdict block
+    (:meth:`~autotune.verification.VerificationSummary.verdict_block`) and the commands that
+    use it."""
     for note in summary.notes:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
     if summary.race:
@@ -337,11 +352,16 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
     if summary.candidates:
         console.print(verification_table(summary, "confirm"))
     style = "bold green" if summary.recommended is not None else "bold"
-    console.print(f"[{style}]{summary.headline()}[/]", highlight=False, soft_wrap=True)
+    first, *rest = summary.verdict_block()
+    console.print(f"[{style}]{first}[/]", highlight=False, soft_wrap=True)
+    for line in rest:
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
     name = summary.study_name
     if summary.recommended is not None:
+        diff = study_command("best", name, storage, "--diff")
+        console.print(f"the change: {diff}", highlight=False)
         export = study_command("best", name, storage, "--export", f"{name}-best.yaml")
-        console.print(f"export it: {export}", highlight=False)
+        console.print(f"export it:  {export}", highlight=False)
     console.print(f"report:    {study_command('report', name, storage)}", highlight=False)
 
 
@@ -461,6 +481,7 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
                 f"{s.verified_speedup:.2f}x"
                 + (" sooner" if s.objective == "time_to_accuracy" else "")
                 + f" (trial {s.recommended_trial})"
+                + (f" at {s.accuracy}" if s.accuracy else "")
                 if s.verified_speedup is not None
                 else s.verification
             ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autotune.baseline import check_baseline_runs
 from autotune.config import RunConfig, SearchSpace
 from autotune.exceptions import ConfigError, WorkloadError
 from autotune.hardware import (
@@ -97,6 +98,10 @@ def prepare_run(
     space, removed = restrict_space(
         config.space, caps, screen.reasons() if screen is not None else None
     )
+    try:
+        check_baseline_runs(space, removed)
+    except ConfigError as e:
+        raise ConfigError(f"{config.space_source}: {e}") from None
     check_warm_start(config)
     return PreparedRun(
         config=config,

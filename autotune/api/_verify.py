@@ -15,6 +15,7 @@ from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_c
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.storage import (
     FINISHED_STATES,
+    Answer,
     ResultsStore,
     VerificationPlan,
     VerificationRecord,
@@ -24,7 +25,8 @@ from autotune.storage import (
 from autotune.study import RunTrialFn, run_trial, study_compile_cache
 from autotune.verification import (
     VerificationSummary,
-    race_survivor,
+    model_change_finalists,
+    race_survivors,
     round_seeds,
     select_finalists,
     study_metric,
@@ -131,6 +133,7 @@ def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
         and old.screen_z == new.screen_z
         and old.max_memory_bytes == new.max_memory_bytes
         and old.min_accuracy == new.min_accuracy
+        and old.model_changes == new.model_changes
     )
 
 
@@ -192,11 +195,12 @@ def verify_study(
 ) -> VerificationSummary:
     """Re-run a study's baseline and finalists in fresh processes: screen, race, confirm.
 
-    The screen picks the finalists (:func:`autotune.verification.select_finalists`); the race
-    re-runs the baseline and every finalist over ``settings.race_rounds`` rounds and keeps
-    one survivor (:func:`autotune.verification.race_survivor`; no race for a single
-    finalist); the confirmation re-runs the baseline and the survivor over
-    ``settings.rounds`` rounds of fresh seeds, and only it makes the claim. Within a round
+    The screen picks the finalists of each answer, same model and model change
+    (:func:`autotune.verification.select_finalists`); the race re-runs the baseline and every
+    finalist over ``settings.race_rounds`` rounds and keeps one survivor per answer
+    (:func:`autotune.verification.race_survivors`; no race when no answer has more than one
+    finalist); the confirmation re-runs the baseline and the survivors over
+    ``settings.rounds`` rounds of fresh seeds, and only it makes the claims. Within a round
     the order rotates (round r starts at position r mod (K + 1)).
 
     An interrupted verification (its last one, runs missing) is resumed from its stored plan
@@ -267,8 +271,11 @@ def verify_study(
             # Validate before writing: every configuration to run must be stored.
             configs = _trial_configs(study_name, results, {baseline, *finalists}, objective)
             number = (latest.number if latest is not None else 0) + 1
-            # One finalist needs no race: it is its own survivor.
-            race_rounds = settings.race_rounds if len(finalists) > 1 else 0
+            params_now = {t.number: t.params for t in trials}
+            model_changes = model_change_finalists(finalists, params_now, baseline)
+            # No answer with more than one finalist needs a race: each is its own survivor.
+            answers = (len(finalists) - len(model_changes), len(model_changes))
+            race_rounds = settings.race_rounds if max(answers) > 1 else 0
             seeds = round_seeds(_study_seed(study, results), number, race_rounds + settings.rounds)
             limits = _study_constraints(study)
             plan = VerificationPlan(
@@ -282,6 +289,7 @@ def verify_study(
                     int(limits.max_memory_bytes) if limits.max_memory_bytes is not None else None
                 ),
                 min_accuracy=limits.min_accuracy,
+                model_changes=model_changes,
             )
             if reuse and latest is not None and _plan_matches(latest, plan):
                 return summarize_for_study(study, latest)
@@ -299,7 +307,7 @@ def verify_study(
                 run_trial_fn,
                 timeout_s,
                 on_run,
-                lambda rows: race_survivor(plan, rows, params, metric, objective)[1],
+                lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
                 settings.busy_reruns,
             )
     return replace(summarize_for_study(study, run), notes=notes)
@@ -312,12 +320,12 @@ def _run_verification(
     run_trial_fn: RunTrialFn,
     timeout_s: float,
     on_run: Callable[[VerificationProgress], None] | None,
-    survivor_of: Callable[[list[VerificationRecord]], int | None],
+    survivors_of: Callable[[list[VerificationRecord]], Mapping[Answer, int]],
     busy_reruns: int = 0,
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up
     run, store each, then finish: the race first, then the confirmation of the race's
-    survivor (``survivor_of`` the rows so far; :func:`autotune.verification.race_survivor`).
+    survivor (``survivors_of`` the rows so far; :func:`autotune.verification.race_survivors`).
 
     A run measured on a busy machine is measured again at once (attempt 1, 2, ...: the pair
     stays close in time to the round's other runs) while fewer than ``busy_reruns`` re-runs
@@ -376,7 +384,7 @@ def _run_verification(
 
     race = plan.race_schedule()
     run_stage(race, len(plan.provisional_schedule()))
-    confirm = plan.confirm_schedule(survivor_of(list(latest.values())))
+    confirm = plan.confirm_schedule(survivors_of(list(latest.values())))
     run_stage(confirm, len(race) + len(confirm))
     return results.complete_verification(run.study_name, run.number)
 

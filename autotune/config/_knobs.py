@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from autotune.config._base import Strict
 
@@ -106,6 +106,22 @@ class IntParam(Strict):
         """Whether ``value`` is one of the knob's values."""
         return value in self.values()
 
+    def including(self, value: Any) -> IntParam:
+        """This knob with ``value`` among its values (itself when it is one already): a
+        range in steps of 1 widens to reach it, else ``value`` joins the choices (sorted).
+
+        Raises:
+            ValueError: ``value`` is not an integer.
+        """
+        if not _is_int(value):
+            raise ValueError(f"must be an integer, but got {value!r}")
+        if self.contains(value):
+            return self
+        if self.choices is None and self.step == 1 and (not self.log or value >= 1):
+            assert self.low is not None and self.high is not None
+            return IntParam(low=min(self.low, value), high=max(self.high, value), log=self.log)
+        return IntParam(choices=sorted([*self.values(), value]))
+
     def smallest(self) -> int:
         """The least value (the model's smallest size, when this is a size knob)."""
         return min(self.values())
@@ -147,6 +163,22 @@ class FloatParam(Strict):
     def contains(self, value: Any) -> bool:
         """Whether ``value`` lies in the range."""
         return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    def including(self, value: Any) -> FloatParam:
+        """This range widened to reach ``value`` (itself when it holds it already).
+
+        Raises:
+            ValueError: ``value`` is not a number, or not above 0 on a log scale.
+        """
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ValueError(f"must be a number, but got {value!r}")
+        if self.contains(value):
+            return self
+        if self.log and value <= 0:
+            raise ValueError(f"must be > 0 on this log-scale knob, but got {value!r}")
+        return self.model_copy(
+            update={"low": min(self.low, float(value)), "high": max(self.high, float(value))}
+        )
 
     def smallest(self) -> float:
         """The least value."""
@@ -230,6 +262,20 @@ class CategoricalParam(Strict, Generic[T]):
     def contains(self, value: Any) -> bool:
         """Whether ``value`` is one of the choices."""
         return value in self.choices
+
+    def including(self, value: Any) -> Self:
+        """This knob with ``value`` appended to its choices (itself when it is one already).
+
+        Raises:
+            ValueError: ``value`` is outside the knob's vocabulary (say precision ``fp8``);
+                the message lists the vocabulary.
+        """
+        if self.contains(value):
+            return self
+        try:
+            return type(self).model_validate({"choices": [*self.choices, value]})
+        except ValidationError as e:
+            raise ValueError(e.errors()[0]["msg"].removeprefix("Value error, ")) from None
 
     def restricted(self, allowed: Iterable[T]) -> CategoricalParam[T]:
         """This knob keeping only the values in ``allowed``."""

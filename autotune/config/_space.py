@@ -11,7 +11,9 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
@@ -178,6 +180,12 @@ class SearchSpace(Strict):
     to the space file; :func:`load_space` makes it absolute), with ``workload_args`` for NAME
     when it is a class or factory. Load it with :func:`load_space`; the file format is
     documented in the README.
+
+    ``baseline:`` names what the user trains with today: any knob (the model's included) and
+    ``lr``, the learning rate at the baseline's global batch. The baseline trial runs exactly
+    that, and every figure compares with it; knobs it leaves out take PyTorch's defaults
+    (:mod:`autotune.baseline`). A value outside its knob's choices is added to them
+    (:meth:`baseline_notes` says which); ``lr`` replaces ``train.lr``.
     """
 
     name: str = Field(min_length=1)
@@ -196,6 +204,55 @@ class SearchSpace(Strict):
     measure: MeasureSettings = MeasureSettings()
     constraints: Constraints = Constraints()
     search: SearchSettings = SearchSettings()
+    # What the user trains with today: knob -> value, and lr (see the class docstring).
+    baseline: dict[str, Any] = Field(default_factory=dict)
+    _baseline_added: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _baseline_in_space(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """Check each ``baseline:`` value against its knob's type, and add it to the knob's
+        values where the space lacks it (a ``lr`` becomes ``train.lr``)."""
+        space = handler(data)
+        return space._with_baseline_values() if space.baseline else space
+
+    def _with_baseline_values(self) -> SearchSpace:
+        knobs = self.knobs()
+        update: dict[str, Any] = {}
+        model_knobs = dict(self.model.knobs)
+        added: list[str] = []
+        for key, value in self.baseline.items():
+            if key == "lr":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                    raise ValueError(f"baseline.lr: must be a number > 0, but got {value!r}")
+                update["train"] = self.train.model_copy(update={"lr": float(value)})
+                continue
+            knob = knobs.get(key)
+            if knob is None:
+                raise ValueError(
+                    f"baseline.{key}: not a knob of this space (its knobs: "
+                    f"{', '.join([*knobs, 'lr'])})"
+                )
+            try:
+                widened = knob.including(value)
+            except ValueError as e:
+                raise ValueError(f"baseline.{key}: {e}") from None
+            if widened is knob:
+                continue
+            added.append(f"baseline: {key}={value} is not among the space's values; added to them")
+            if key in model_knobs:
+                model_knobs[key] = widened  # type: ignore[assignment]
+            else:
+                update[key] = widened
+        if model_knobs != self.model.knobs:
+            update["model"] = self.model.model_copy(update={"knobs": model_knobs})
+        space = self.model_copy(update=update)
+        space._baseline_added = (*self._baseline_added, *added)
+        return space
+
+    def baseline_notes(self) -> list[str]:
+        """One line per ``baseline:`` value the space's knobs lacked and now hold."""
+        return list(self._baseline_added)
 
     @model_validator(mode="after")
     def _ranges(self) -> SearchSpace:

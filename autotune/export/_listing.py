@@ -33,6 +33,9 @@ class StudySummary:
         verified_speedup: the verified recommendation's speedup over the baseline (None: not
             verified, or no recommendation).
         recommended_trial: the verified recommendation's trial number, or None.
+        accuracy: the recommendation's accuracy verdict
+            (:meth:`~autotune.verification.VerificationSummary.accuracy_text`), "" without
+            one.
         verification: the ending (:data:`autotune.verification.ENDING_WORDS`:
             ``"recommended"``, ``"verified: not faster"``, ``"nothing to verify"``,
             ``"incomplete"``) or ``"not verified"``.
@@ -63,6 +66,7 @@ class StudySummary:
     objective: str = "throughput"
     best_time_to_accuracy_s: float | None = None
     target: str = ""
+    accuracy: str = ""
 
 
 def list_studies(storage: str) -> list[StudySummary]:
@@ -135,6 +139,9 @@ def list_studies(storage: str) -> list[StudySummary]:
                     objective=data.objective_mode,
                     best_time_to_accuracy_s=min(times, default=None),
                     target=target,
+                    accuracy=(
+                        data.verification.accuracy_text() if data.verification is not None else ""
+                    ),
                 )
             )
     rdb.remove_session()

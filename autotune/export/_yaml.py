@@ -108,7 +108,7 @@ def _verification_section(summary: VerificationSummary) -> dict[str, Any]:
         "val_metric_max": rec.val_metric_max,
         "metric_difference_mean": rec.metric_diff_mean,
         "metric_difference_ci95": list(rec.metric_diff_ci95) if rec.metric_diff_ci95 else None,
-        "accuracy_resolved": rec.accuracy_resolved,
+        "non_inferior": rec.non_inferior,
         "val_samples": rec.val_samples,
         "peak_memory_max_bytes": rec.peak_memory_max_bytes,
         "baseline_trial": summary.baseline.trial_number,

@@ -42,8 +42,10 @@ from autotune.storage._store import ResultsStore
 from autotune.storage._url import error_reason, validate_storage_url
 from autotune.storage.models import TABLE_PREFIX
 from autotune.storage.records import (
+    ANSWERS,
     FINISHED_STATES,
     KNOB_COLUMNS,
+    Answer,
     HardwareFingerprint,
     StudyRecord,
     TrialRecord,
@@ -55,11 +57,13 @@ from autotune.storage.records import (
 )
 
 __all__ = [
+    "ANSWERS",
     "FINISHED_STATES",
     "KNOB_COLUMNS",
     "MIGRATIONS_DIR",
     "TABLE_PREFIX",
     "VERSION_TABLE",
+    "Answer",
     "HardwareFingerprint",
     "ResultsCallback",
     "ResultsStore",

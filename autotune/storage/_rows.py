@@ -150,8 +150,9 @@ PLAN = RowMapping(
         "candidates": "candidates_json",
         "seeds": "seeds_json",
         "race_seeds": "race_seeds_json",
+        "model_changes": "model_changes_json",
     },
-    json_fields=frozenset({"candidates", "seeds", "race_seeds"}),
+    json_fields=frozenset({"candidates", "seeds", "race_seeds", "model_changes"}),
     row_only=frozenset({"id", "study_id", "number", "rounds", "started_at", "completed_at"}),
 )
 #: A verification's run row, less its plan (:data:`PLAN`).

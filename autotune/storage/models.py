@@ -255,6 +255,9 @@ class VerificationRunModel(Base):
     screen_z: Mapped[float | None] = mapped_column(Float)
     max_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     min_accuracy: Mapped[float | None] = mapped_column(Float)
+    # The finalists of the model-change answer (the others keep the baseline's model); empty
+    # for the verifications before the two answers.
+    model_changes_json: Mapped[str] = mapped_column(Text, server_default="[]")
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
 

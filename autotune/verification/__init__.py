@@ -11,17 +11,24 @@ reaches its trials, three steps decide:
    Agresti-Caffo on the validation counts; 3 x the tolerance for a metric that is not a
    proportion). With none, the ending is "nothing to verify" and :func:`closest_trial` names
    the trial that came closest.
-2. The *race* (:func:`race_survivor`): the baseline and up to K finalists over
-   ``verify.race_rounds`` rounds of fresh processes; the survivor is the fastest that
-   measured in every round, kept the run's limits, beat the baseline, and passed the screen on
-   its pooled validation counts. The race only picks.
-3. The *confirmation*: the baseline and the survivor over ``verify.rounds`` rounds with fresh
-   seeds, alone making the claim (racing, then a confirmatory test: SMAC's intensification
-   and F-Race, so that picking the winner does not inflate the claim). Each round rotates the
-   order. The survivor is *recommended* when every round measured it, its verified figures
-   keep ``constraints.*``, its paired metric difference's mean is within the tolerance, and
-   its paired speedup's 95 % confidence interval lies above 1.0 (:func:`speedup_ci95`,
-   Kalibera & Jones); otherwise the ending is "verified: not faster".
+   The finalists are chosen for two *answers* apart (:func:`changes_model`): the
+   *same-model* answer changes only the tuner's knobs (precision, memory format, compile,
+   workers, batch size with its learning rate, GPU count); the *model-change* answer also
+   changes the model's knobs. Up to K finalists each.
+2. The *race* (:func:`race_survivors`): the baseline and every finalist over
+   ``verify.race_rounds`` rounds of fresh processes; each answer's survivor is its fastest
+   finalist that measured in every round, kept the run's limits, beat the baseline, and
+   passed the screen on its pooled validation counts. The race only picks.
+3. The *confirmation*: the baseline and the survivors over ``verify.rounds`` rounds with
+   fresh seeds, alone making the claims (racing, then a confirmatory test: SMAC's
+   intensification and F-Race, so that picking the winner does not inflate the claim). Each
+   round rotates the order. A survivor qualifies when every round measured it, its verified
+   figures keep ``constraints.*``, its paired speedup's 95 % confidence interval lies above
+   1.0 (:func:`speedup_ci95`, Kalibera & Jones), and its accuracy is shown *non-inferior*:
+   the paired metric difference's 95 % interval lies entirely above -tolerance
+   (:func:`is_non_inferior`, ICH E9). The recommendation (the headline) is the faster of the
+   answers that qualify; a survivor that is faster but not non-inferior is a *trade-off*,
+   shown in one line, never the headline. With none, the ending is "verified: not faster".
 
 In a time-to-accuracy study (``objective=time_to_accuracy``) each run trains to the study's
 target; the finalists are feasible trials that reached it sooner than the baseline; a round
@@ -55,7 +62,9 @@ from __future__ import annotations
 
 from autotune.verification._finalists import (
     SEED_STRIDE,
+    changes_model,
     closest_trial,
+    model_change_finalists,
     round_seeds,
     select_finalists,
 )
@@ -67,6 +76,7 @@ from autotune.verification._metric import (
     agresti_caffo_se,
     difference_number,
     difference_unit,
+    is_non_inferior,
     metric_allowance,
     passes_screen,
     screen_allowance,
@@ -83,36 +93,44 @@ from autotune.verification._speedup import (
     speedup_ci95,
 )
 from autotune.verification._summary import (
+    DEFAULTS_WORDS,
     ENDING_WORDS,
+    YOUR_BASELINE_WORDS,
     Ending,
     VerificationSummary,
-    race_survivor,
+    race_survivors,
     summarize_verification,
 )
-from autotune.verification._verdict import CandidateVerdict, changed_knobs
+from autotune.verification._verdict import ANSWER_WORDS, CandidateVerdict, changed_knobs
 
 __all__ = [
     "ACCURACY",
+    "ANSWER_WORDS",
+    "DEFAULTS_WORDS",
     "DEFAULT_SCREEN_Z",
     "ENDING_WORDS",
     "MLPERF_DROP_MIN_ROUNDS",
     "NON_PROPORTION_SCREEN_FACTOR",
     "SEED_STRIDE",
+    "YOUR_BASELINE_WORDS",
     "CandidateVerdict",
     "Ending",
     "VerificationSummary",
     "agresti_caffo_se",
     "changed_knobs",
+    "changes_model",
     "closest_trial",
     "difference_number",
     "difference_unit",
+    "is_non_inferior",
     "is_valid_figure",
     "load_verification",
     "mean_difference_ci95",
     "metric_allowance",
     "mlperf_time_to_accuracy_s",
+    "model_change_finalists",
     "passes_screen",
-    "race_survivor",
+    "race_survivors",
     "round_seeds",
     "screen_allowance",
     "select_finalists",

@@ -4,11 +4,13 @@ when none passed, and the training seed of each round."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from optuna.trial import FrozenTrial
 
 from autotune.baseline import baseline_trial
+from autotune.config import TUNER_KNOBS
 from autotune.exceptions import VerificationError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.storage.records import is_feasible
@@ -21,7 +23,14 @@ from autotune.verification._metric import (
 )
 from autotune.verification._speedup import is_valid_figure
 
-__all__ = ["SEED_STRIDE", "closest_trial", "round_seeds", "select_finalists"]
+__all__ = [
+    "SEED_STRIDE",
+    "changes_model",
+    "closest_trial",
+    "model_change_finalists",
+    "round_seeds",
+    "select_finalists",
+]
 
 #: Training seeds of verification ``n`` start at ``study seed + SEED_STRIDE * n``, so they never
 #: repeat the search's seed (common to every trial) nor another verification's.
@@ -127,18 +136,45 @@ def _select_tta_finalists(
     return base.number, _distinct(eligible, base, candidates)
 
 
+def changes_model(params: Mapping[str, Any], baseline_params: Mapping[str, Any]) -> bool:
+    """Whether a configuration changes the model: any knob outside the tuner's own
+    (:data:`~autotune.config.TUNER_KNOBS`: batch size, precision, memory format, compile mode,
+    workers, GPU count) differs from the baseline's. Such a configuration belongs to the
+    ``model_change`` answer; one that changes only the tuner's knobs, to ``same_model``."""
+    names = (set(params) | set(baseline_params)) - set(TUNER_KNOBS)
+    return any(params.get(name) != baseline_params.get(name) for name in names)
+
+
+def model_change_finalists(
+    finalists: Sequence[int],
+    params_by_trial: Mapping[int, Mapping[str, Any]],
+    baseline: int,
+) -> tuple[int, ...]:
+    """The finalists that change the model (:func:`changes_model`), in their order: the
+    ``model_change`` answer's (:attr:`~autotune.storage.VerificationPlan.model_changes`)."""
+    base = params_by_trial.get(baseline, {})
+    return tuple(n for n in finalists if changes_model(params_by_trial.get(n, {}), base))
+
+
 def _distinct(
     eligible: Sequence[FrozenTrial], base: FrozenTrial, candidates: int
 ) -> tuple[int, ...]:
     """The first ``candidates`` of ``eligible`` whose knobs differ from the baseline's and
-    from every earlier one's (a warm start, a retried trial)."""
-    chosen: list[FrozenTrial] = []
-    for t in eligible:
-        if t.params != base.params and all(t.params != c.params for c in chosen):
-            chosen.append(t)
-        if len(chosen) == candidates:
-            break
-    return tuple(t.number for t in chosen)
+    from every earlier one's (a warm start, a retried trial), for each answer apart: up to
+    ``candidates`` that keep the baseline's model (:func:`changes_model`), then up to
+    ``candidates`` that change it."""
+    picked: list[int] = []
+    for model_change in (False, True):
+        chosen: list[FrozenTrial] = []
+        for t in eligible:
+            if changes_model(t.params, base.params) != model_change:
+                continue
+            if t.params != base.params and all(t.params != c.params for c in chosen):
+                chosen.append(t)
+            if len(chosen) == candidates:
+                break
+        picked.extend(t.number for t in chosen)
+    return tuple(picked)
 
 
 def _passes(
@@ -180,8 +216,9 @@ def select_finalists(
     trials' ``val_samples``; for another metric, 3 x the tolerance). One search trial's
     accuracy on a few hundred validation images moves by more than the 0.5 pt tolerance from
     seed to seed alone, so a tolerance without the noise would drop candidates for their luck.
-    Finalists are the Pareto-optimal trials that pass, fastest first, then the next fastest
-    of the rest, until ``candidates`` are chosen. Trials with the same knobs as the baseline
+    Finalists are chosen for each answer apart (:func:`changes_model`): the Pareto-optimal
+    trials that pass, fastest first, then the next fastest of the rest, until ``candidates``
+    are chosen that keep the baseline's model, and as many that change it. Trials with the same knobs as the baseline
     or an earlier finalist (a warm start, a retried trial) are skipped.
 
     In a time-to-accuracy study (``objective="time_to_accuracy"``), finalists are feasible
@@ -194,7 +231,7 @@ def select_finalists(
         trials: the study's trials (any states; only finished, measured ones are considered).
         pareto_numbers: numbers of the Pareto-optimal feasible trials (Optuna's
             ``study.best_trials``).
-        candidates: how many finalists at most (K >= 1).
+        candidates: how many finalists at most for each answer (K >= 1).
         accuracy_tolerance_pt: accuracy points (0.5 = 0.005) a finalist may give up; for
             another metric, percent of the baseline's value (:func:`metric_allowance`).
         metric: the study's validation metric (default: accuracy, maximized).
@@ -204,7 +241,8 @@ def select_finalists(
             (``verify.screen_z``, default 1.645).
 
     Returns:
-        ``(baseline trial number, finalist trial numbers in run order)``; the tuple is empty
+        ``(baseline trial number, finalist trial numbers in run order)``, the same-model
+        answer's first (:func:`model_change_finalists` tells them apart); the tuple is empty
         when no trial passes the screen (:func:`closest_trial` says which came closest).
 
     Raises:
@@ -245,7 +283,7 @@ def closest_trial(
     the one whose metric fell short of the screen by the least; where none was faster, the
     fastest. None without a measured baseline or any other measured trial.
 
-    Example: ``trial 15: 1.19x the defaults' throughput in the search at 98.89 % accuracy;
+    Example: ``trial 15: 1.19x the baseline's throughput in the search at 98.89 % accuracy;
     the screen asked for at least 99.02 % (defaults 99.72 %, n=359)``.
     """
     base = baseline_trial(trials)
@@ -290,15 +328,15 @@ def closest_trial(
     n = _val_samples(base)
     at_n = f", n={n:,}" if n else ""
     head = (
-        f"trial {pick.number}: {ratio:.2f}x the defaults' throughput in the search at "
+        f"trial {pick.number}: {ratio:.2f}x the baseline's throughput in the search at "
         f"{_metric_words(metric, value)}"
     )
     if not faster:
-        return f"{head}; no trial was faster than the defaults"
+        return f"{head}; no trial was faster than the baseline"
     least = "at least" if metric.direction == "maximize" else "at most"
     return (
         f"{head}; the screen asked for {least} {_metric_words(metric, bar(pick), bare=True)} "
-        f"(defaults {_metric_words(metric, base_value, bare=True)}{at_n})"
+        f"(baseline {_metric_words(metric, base_value, bare=True)}{at_n})"
     )
 
 

@@ -10,7 +10,12 @@ from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import VerificationRun
 from autotune.verification._finalists import closest_trial
 from autotune.verification._metric import DEFAULT_SCREEN_Z, study_metric
-from autotune.verification._summary import VerificationSummary, summarize_verification
+from autotune.verification._summary import (
+    DEFAULTS_WORDS,
+    YOUR_BASELINE_WORDS,
+    VerificationSummary,
+    summarize_verification,
+)
 
 __all__ = ["load_verification", "summarize_for_study"]
 
@@ -31,8 +36,11 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
     """:func:`summarize_verification` of ``run`` with the study's knobs, simulated flag,
     validation metric (:func:`autotune.objectives.objectives_of_study`) and, in a
     time-to-accuracy study, its mode, target and the baseline trial's time to accuracy; with
-    no finalist, the search trial that came closest to the screen."""
-    simulated = bool((study.user_attrs.get("autotune") or {}).get("simulated", False))
+    no finalist, the search trial that came closest to the screen. The baseline is "your
+    baseline" where the study's space named one (``baseline:``), else "PyTorch's defaults"."""
+    recorded = study.user_attrs.get("autotune") or {}
+    simulated = bool(recorded.get("simulated", False))
+    named = bool((recorded.get("space") or {}).get("baseline"))
     trials = study.get_trials(deepcopy=False)
     metric = study_metric(study)
     params = {t.number: t.params for t in trials}
@@ -61,6 +69,7 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
         simulated=simulated,
         metric=metric,
         closest=closest,
+        baseline_words=YOUR_BASELINE_WORDS if named else DEFAULTS_WORDS,
         objective=objective,
         target=study_target(study),
         search_baseline_time_to_accuracy_s=(

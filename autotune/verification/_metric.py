@@ -19,6 +19,7 @@ __all__ = [
     "agresti_caffo_se",
     "difference_number",
     "difference_unit",
+    "is_non_inferior",
     "metric_allowance",
     "passes_screen",
     "screen_allowance",
@@ -57,6 +58,44 @@ def within_tolerance(
     if metric.direction == "maximize":
         return value >= baseline_value - allowance
     return value <= baseline_value + allowance
+
+
+def is_non_inferior(
+    metric: Objective,
+    difference_ci95: tuple[float, float] | None,
+    baseline_value: float,
+    tolerance_pt: float,
+) -> bool:
+    """Whether a paired metric difference (candidate minus baseline) is shown non-inferior:
+    its whole 95 % confidence interval lies on the better side of ``-allowance`` (a maximized
+    metric: the lower end ``>= -allowance``; a minimized one, a loss: the upper end
+    ``<= +allowance``), with :func:`metric_allowance` as the margin.
+
+    This is the non-inferiority test of clinical trials: the two-sided 95 % interval's bound
+    against the margin, a one-sided test at 2.5 % (ICH E9, "Statistical Principles for
+    Clinical Trials", 1998, section 3.3.2; S. Wellek, *Testing Statistical Hypotheses of
+    Equivalence and Noninferiority*, 2nd ed., CRC Press, 2010). A mean within the margin is
+    not enough: half of the configurations that are truly at the margin would pass.
+
+    Args:
+        metric: the study's validation metric (its direction).
+        difference_ci95: the interval of the paired difference, in the metric's units; None
+            (fewer than two paired rounds) is never non-inferior.
+        baseline_value: the baseline's mean value (the margin of a metric other than
+            accuracy is relative to it).
+        tolerance_pt: ``verify.accuracy_tolerance_pt``.
+
+    Returns:
+        True when the interval ends at the margin or on its better side; an interval that
+        ends exactly at ``-allowance`` is non-inferior.
+    """
+    if difference_ci95 is None or not all(math.isfinite(x) for x in difference_ci95):
+        return False
+    allowance = metric_allowance(metric, baseline_value, tolerance_pt)
+    low, high = difference_ci95
+    if metric.direction == "maximize":
+        return low >= -allowance
+    return high <= allowance
 
 
 #: The screen's default z: a one-sided 95 % bound (``verify.screen_z``).

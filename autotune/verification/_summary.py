@@ -33,12 +33,18 @@ passed the screen; the closest one is named).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
 from autotune.objectives import Objective, ObjectiveMode
-from autotune.storage.records import VerificationPlan, VerificationRecord, VerificationRun
+from autotune.storage.records import (
+    ANSWERS,
+    Answer,
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
+)
 from autotune.units import MIB
 from autotune.verification._metric import (
     ACCURACY,
@@ -51,18 +57,26 @@ from autotune.verification._metric import (
 from autotune.verification._throughput import throughput_verdict
 from autotune.verification._to_target import to_target_headline, to_target_verdict
 from autotune.verification._verdict import (
+    ANSWER_WORDS,
     CandidateVerdict,
     Stage,
     metric_versus,
 )
 
 __all__ = [
+    "DEFAULTS_WORDS",
     "ENDING_WORDS",
+    "YOUR_BASELINE_WORDS",
     "Ending",
     "VerificationSummary",
-    "race_survivor",
+    "race_survivors",
     "summarize_verification",
 ]
+
+#: What every output calls the baseline when the space names none (``baseline:``).
+DEFAULTS_WORDS = "PyTorch's defaults"
+#: ... and when it names one.
+YOUR_BASELINE_WORDS = "your baseline"
 
 #: How a verification ended (:attr:`VerificationSummary.ending`).
 Ending = Literal["recommended", "not_faster", "nothing_to_verify", "incomplete"]
@@ -94,10 +108,11 @@ class VerificationSummary:
         simulated: the figures come from the mock device (SIMULATED).
         baseline: the baseline's confirmed figures (stage B; in a plan without a race, its
             only stage).
-        candidates: the confirmed configurations' verdicts (the survivor; every finalist in a
-            plan without a race).
-        recommended: the fastest qualifying candidate (in a time-to-accuracy verification:
-            the one with the highest ``speedup``, i.e. verifiably soonest), or None.
+        candidates: the confirmed configurations' verdicts (each answer's survivor; every
+            finalist in a plan without a race), each with its ``answer``.
+        recommended: the headline: the faster of the two answers' confirmed candidates that
+            qualify (verifiably faster and shown non-inferior; in a time-to-accuracy
+            verification: the highest ``speedup``, i.e. verifiably soonest), or None.
         metric: the study's validation metric (name, direction, display format).
         objective: the study's mode, ``throughput`` or ``time_to_accuracy``.
         target: the quality target of a time-to-accuracy study (a value of ``metric``);
@@ -108,7 +123,9 @@ class VerificationSummary:
         finalists: the trial numbers that passed the screen and entered the race.
         race_seeds: the seed of each race round (empty: no race).
         race: the race's verdicts, the baseline's first (stage A; empty without a race).
-        survivor: the race's survivor, None when it left none (or had none to run).
+        survivors: each answer's race survivor (answers without one left out).
+        baseline_words: what the outputs call the baseline: ``your baseline`` when the space
+            named one (``baseline:``), else ``PyTorch's defaults``.
         screen_z: the screen's z (None: a verification stored before the screen).
         closest: with no finalist, the search trial that came closest to the screen, in
             words (:func:`~autotune.verification.closest_trial`).
@@ -140,7 +157,8 @@ class VerificationSummary:
     finalists: tuple[int, ...] = ()
     race_seeds: tuple[int, ...] = ()
     race: tuple[CandidateVerdict, ...] = ()
-    survivor: int | None = None
+    survivors: Mapping[Answer, int] = field(default_factory=dict)
+    baseline_words: str = DEFAULTS_WORDS
     screen_z: float | None = None
     closest: str | None = None
     notes: tuple[str, ...] = ()
@@ -207,6 +225,26 @@ class VerificationSummary:
             diff += f", 95 % CI {number(low)} to {number(high)}{unit}"
         return f"{values} ({diff}{n})"
 
+    def accuracy_text(self) -> str:
+        """The recommendation's accuracy verdict in a few words, for ``ls`` and tables: ``same
+        accuracy (non-inferior): -0.13 pt (-0.31 to +0.05)``; ``target reached in every
+        round`` (time to accuracy); ``""`` without a recommendation."""
+        rec = self.recommended
+        if rec is None:
+            return ""
+        if self.is_time_to_accuracy:
+            return "target reached in every round"
+        same = "accuracy" if self.metric.is_accuracy else self.metric.name
+        if rec.metric_diff_mean is None:
+            return f"same {same} (non-inferior)"
+        number, unit = partial(difference_number, self.metric), difference_unit(self.metric)
+        ci = (
+            f" ({number(rec.metric_diff_ci95[0])} to {number(rec.metric_diff_ci95[1])})"
+            if rec.metric_diff_ci95 is not None
+            else ""
+        )
+        return f"same {same} (non-inferior): {number(rec.metric_diff_mean)}{unit}{ci}"
+
     def busy_text(self) -> str | None:
         """What the verdict says when runs that count were measured on a busy machine (as
         pyperf warns that a result "may be unreliable"): ``2 of 14 runs were measured on a
@@ -226,11 +264,95 @@ class VerificationSummary:
             f"({share}{reruns if self.busy_reruns else ''}): the figures may be unreliable"
         )
 
+    def answer(self, answer: Answer) -> CandidateVerdict | None:
+        """The confirmed candidate of one answer (its race survivor, or in a plan without a
+        race the fastest of its finalists), or None when it has none."""
+        mine = [c for c in self.candidates if c.answer == answer]
+        return max(mine, key=lambda c: (c.qualifies, c.speedup or 0.0), default=None)
+
+    @property
+    def trade_offs(self) -> tuple[CandidateVerdict, ...]:
+        """Confirmed candidates that are verifiably faster than the recommendation (than the
+        baseline, without one) but not shown non-inferior: shown, never the headline."""
+        floor = self.recommended.speedup or 0.0 if self.recommended is not None else 0.0
+        return tuple(c for c in self.candidates if c.trade_off and (c.speedup or 0.0) > floor)
+
+    def trade_off_text(self, verdict: CandidateVerdict) -> str:
+        """One trade-off in one line: ``a model change (depth 3->2): 2.17x (1.96-2.40x) at
+        -0.44 pt (-0.68 to -0.20 pt)``."""
+        words = "a model change" if verdict.answer == "model_change" else "a system change"
+        speed = f"{verdict.speedup or 0.0:.2f}x" + (
+            f" ({verdict.speedup_ci95[0]:.2f}-{verdict.speedup_ci95[1]:.2f}x)"
+            if verdict.speedup_ci95
+            else ""
+        )
+        number, unit = partial(difference_number, self.metric), difference_unit(self.metric)
+        diff = ""
+        if verdict.metric_diff_mean is not None:
+            diff = f" at {number(verdict.metric_diff_mean)}{unit}"
+            if verdict.metric_diff_ci95 is not None:
+                low, high = verdict.metric_diff_ci95
+                diff += f" ({number(low)} to {number(high)}{unit})"
+        return f"{words} ({verdict.changes_text()}): {speed}{diff}, trial {verdict.trial_number}"
+
     def headline(self) -> str:
         """The one-line verdict: the recommendation, or which of the other endings and why;
-        followed by :meth:`busy_text` when runs were measured on a busy machine."""
+        then the faster trade-off a model change offers, where one was confirmed; followed by
+        :meth:`busy_text` when runs were measured on a busy machine."""
         busy = self.busy_text()
-        return self._headline() + (f"; WARNING: {busy}" if busy else "")
+        trade = "; ".join(self.trade_off_text(v) for v in self.trade_offs)
+        return (
+            self._headline()
+            + (f"; trade-off, not recommended: {trade}" if trade and self.complete else "")
+            + (f"; WARNING: {busy}" if busy else "")
+        )
+
+    def verdict_block(self) -> list[str]:
+        """The verdict as a short block for the terminal, one line each: change, speed,
+        accuracy, memory, then each trade-off and each answer's outcome; the one-line form
+        (:meth:`headline`) is for logs and ``ls``.
+
+        Returns:
+            ``["change    precision fp32->bf16, ...", "speed     2.17x faster ...", ...]``;
+            for the other endings, the headline as the first line and each answer's
+            outcome after it.
+        """
+        prefix = "SIMULATED (mock device): " if self.simulated else ""
+        rec = self.recommended
+        lines: list[str] = []
+        if rec is None or self.is_time_to_accuracy or not self.complete:
+            lines.append(self._headline())
+        else:
+            assert rec.speedup is not None and rec.speedup_ci95 is not None
+            low, high = rec.speedup_ci95
+            same = "accuracy" if self.metric.is_accuracy else self.metric.name
+            lines += [
+                f"{prefix}verified: {ANSWER_WORDS[rec.answer]} answer, trial {rec.trial_number}",
+                f"change    {rec.changes_text()}",
+                f"speed     {rec.speedup:.2f}x faster than {self.baseline_words} "
+                f"(95 % CI {low:.2f}-{high:.2f}x, {self.stages_text()})",
+                f"{same:<9} the same (non-inferior within {self.tolerance_text()}): "
+                f"{self.metric_difference_text(rec)}",
+            ]
+            if rec.peak_memory_max_bytes is not None:
+                base_memory = self.baseline.peak_memory_max_bytes
+                versus = (
+                    f" (baseline {base_memory / MIB:,.0f} MiB)" if base_memory is not None else ""
+                )
+                lines.append(f"memory    peak {rec.peak_memory_max_bytes / MIB:,.0f} MiB{versus}")
+        if self.complete:
+            lines += [f"trade-off {self.trade_off_text(v)}" for v in self.trade_offs]
+            for answer in ANSWERS:
+                verdict = self.answer(answer)
+                if verdict is not None and verdict is not rec and not verdict.trade_off:
+                    lines.append(
+                        f"{ANSWER_WORDS[answer]}: trial {verdict.trial_number} "
+                        f"({verdict.changes_text()}): {verdict.verdict}"
+                    )
+        busy = self.busy_text()
+        if busy:
+            lines.append(f"WARNING: {busy}")
+        return lines
 
     def _headline(self) -> str:
         prefix = "SIMULATED (mock device): " if self.simulated else ""
@@ -249,6 +371,7 @@ class VerificationSummary:
                 searched=self.search_baseline_time_to_accuracy_s,
                 stages=self.stages_text(),
                 not_faster=self._not_faster_reason(),
+                baseline_words=self.baseline_words,
             )
         rec = self.recommended
         same = "accuracy" if self.metric.is_accuracy else self.metric.name
@@ -256,13 +379,13 @@ class VerificationSummary:
             closest = f"; closest: {self.closest}" if self.closest else ""
             z = self.screen_z if self.screen_z is not None else DEFAULT_SCREEN_Z
             return (
-                f"{prefix}nothing to verify: no trial of the search was faster than your "
-                f"defaults with its {same} within {self.tolerance_text()} + {z:g} standard "
-                f"errors of theirs{closest}"
+                f"{prefix}nothing to verify: no trial of the search was faster than "
+                f"{self.baseline_words} with its {same} within {self.tolerance_text()} + "
+                f"{z:g} standard errors of theirs{closest}"
             )
         if rec is None:
             return (
-                f"{prefix}verified: not faster than your defaults at the same {same} "
+                f"{prefix}verified: not faster than {self.baseline_words} at the same {same} "
                 f"({self._not_faster_reason()})"
             )
         assert rec.speedup is not None and rec.speedup_ci95 is not None
@@ -272,39 +395,35 @@ class VerificationSummary:
             if rec.peak_memory_max_bytes is not None
             else ""
         )
-        if rec.accuracy_resolved is False:
-            at_n = f" at n={rec.val_samples:,}" if rec.val_samples else ""
-            quality = f"{same} unresolved{at_n}"
-        else:
-            quality = f"the same {same}"
         return (
-            f"{prefix}{rec.speedup:.2f}x faster than your defaults (95 % CI "
-            f"{low:.2f}-{high:.2f}x, {self.stages_text()}) at {quality}: "
-            f"{self.metric_difference_text(rec, with_n=rec.accuracy_resolved is not False)}"
-            f"{memory}: trial {rec.trial_number}, "
-            f"{rec.changes_text()}"
+            f"{prefix}{rec.speedup:.2f}x faster than {self.baseline_words} (95 % CI "
+            f"{low:.2f}-{high:.2f}x, {self.stages_text()}) at the same {same} (non-inferior "
+            f"within {self.tolerance_text()}): {self.metric_difference_text(rec)}{memory}: "
+            f"{ANSWER_WORDS[rec.answer]}, trial {rec.trial_number}, {rec.changes_text()}"
         )
 
     def _not_faster_reason(self) -> str:
         """Why a verification that re-measured finalists recommends nothing."""
         if self.candidates:
-            v = self.candidates[0] if len(self.candidates) == 1 else None
-            if v is not None and self.race_seeds:
-                ci = (
-                    f", 95 % CI {v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x"
-                    if v.speedup_ci95
-                    else ""
-                )
-                figure = f"{v.speedup:.2f}x{ci}, " if v.speedup is not None else ""
-                accuracy = (
-                    f"{self.metric_difference_text(v)}: "
-                    if not self.is_time_to_accuracy and v.metric_diff_mean is not None
-                    else ""
-                )
-                return (
-                    f"race survivor trial {v.trial_number} {self.stages_text()}: "
-                    f"{figure}{accuracy}{v.verdict}"
-                )
+            if self.race_seeds:
+                parts = []
+                for v in self.candidates:
+                    ci = (
+                        f", 95 % CI {v.speedup_ci95[0]:.2f}-{v.speedup_ci95[1]:.2f}x"
+                        if v.speedup_ci95
+                        else ""
+                    )
+                    figure = f"{v.speedup:.2f}x{ci}, " if v.speedup is not None else ""
+                    accuracy = (
+                        f"{self.metric_difference_text(v)}: "
+                        if not self.is_time_to_accuracy and v.metric_diff_mean is not None
+                        else ""
+                    )
+                    parts.append(
+                        f"race survivor trial {v.trial_number} ({ANSWER_WORDS[v.answer]}) "
+                        f"{self.stages_text()}: {figure}{accuracy}{v.verdict}"
+                    )
+                return "; ".join(parts)
             return f"{self.stages_text()}: " + "; ".join(
                 f"trial {c.trial_number} {c.verdict}" for c in self.candidates
             )
@@ -354,20 +473,22 @@ def _stage_verdict(
     return replace(verdict, busy_runs=sum(r.busy for r in rows))
 
 
-def race_survivor(
+def race_survivors(
     plan: VerificationPlan,
     rows: Sequence[VerificationRecord],
     params_by_trial: Mapping[int, Mapping[str, Any]] | None = None,
     metric: Objective = ACCURACY,
     objective: ObjectiveMode = "throughput",
-) -> tuple[tuple[CandidateVerdict, ...], int | None]:
-    """The race's verdicts and its survivor (stage A).
+) -> tuple[tuple[CandidateVerdict, ...], dict[Answer, int]]:
+    """The race's verdicts and each answer's survivor (stage A).
 
     A finalist passes the race when it measured in every race round, kept the run's limits,
     its metric pooled over the rounds passed the screen against the baseline's pooled metric
     (in a time-to-accuracy race: it reached the target in every round), and it beat the
-    baseline (speedup above 1.0; no interval: the race only ranks). The survivor is the
-    fastest that passed (ties: the lower trial number).
+    baseline (speedup above 1.0; no interval: the race only ranks). Each answer
+    (:data:`~autotune.storage.records.Answer`) keeps its own survivor: the fastest of its
+    finalists that passed (ties: the lower trial number), preferring one whose paired mean
+    accuracy is within the tolerance.
 
     Args:
         plan: the verification's plan.
@@ -377,24 +498,26 @@ def race_survivor(
         objective: the study's mode.
 
     Returns:
-        ``(verdicts, survivor)``: the baseline's verdict first, then each finalist's; the
-        survivor's trial number, or None while the race is incomplete, without a race, or
-        when no finalist passed.
+        ``(verdicts, survivors)``: the baseline's verdict first, then each finalist's; the
+        survivor's trial number by answer, without the answers that have none (and empty
+        while the race is incomplete, or without a race).
     """
     if not plan.race_seeds or not plan.candidates:
-        return (), None
+        return (), {}
     race_rows = [r for r in rows if plan.is_race_round(r.round_index)]
     complete = set(plan.race_schedule()) <= {(r.round_index, r.trial_number) for r in race_rows}
     by_trial = _by_trial(race_rows)
     base_rows = by_trial.get(plan.baseline_trial, [])
     params = params_by_trial or {}
     verdicts = [
-        _stage_verdict(
-            n, by_trial.get(n, []), base_rows, params, plan, complete, metric, objective, "race"
+        replace(
+            _stage_verdict(
+                n, by_trial.get(n, []), base_rows, params, plan, complete, metric, objective, "race"
+            ),
+            answer=plan.answer_of(n),
         )
         for n in (plan.baseline_trial, *plan.candidates)
     ]
-    passed = [v for v in verdicts if v.qualifies]
     base_mean = verdicts[0].val_metric_mean
 
     def within(v: CandidateVerdict) -> bool:
@@ -406,33 +529,44 @@ def race_survivor(
             metric, base_mean + v.metric_diff_mean, base_mean, plan.accuracy_tolerance_pt
         )
 
-    # The screen keeps a finalist whose accuracy may be within the tolerance (not to drop it
-    # for its luck); the one survivor sent to the confirmation is the fastest whose measured
-    # accuracy is within it, when there is one, since the confirmation holds it to the
-    # tolerance: on digits a 1.54x finalist at -1.25 pt passed the screen and failed its
-    # confirmation, where a 1.24x one at +0.00 pt was left behind.
-    pool = [v for v in passed if within(v)] or passed
-    best = max(pool, key=lambda v: (v.speedup or 0.0, -v.trial_number), default=None)
-    if best is None:
-        return tuple(verdicts), None
     tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
-    skipped = any(v not in pool for v in passed)
-
-    def label(v: CandidateVerdict) -> str:
-        if v is best:
-            return "survivor: the fastest in the race" + (
-                f" within the {tolerance} tolerance" if skipped else ""
-            )
-        if v not in pool:
-            return (
-                f"passed the screen; not the survivor: its accuracy is outside the {tolerance} "
-                f"tolerance (mean difference {difference_number(metric, v.metric_diff_mean or 0.0)}"
-                f"{difference_unit(metric)})"
-            )
-        return f"passed, slower than trial {best.trial_number} in the race"
-
-    labelled = tuple(replace(v, verdict=label(v)) if v.qualifies else v for v in verdicts)
-    return labelled, best.trial_number
+    labels: dict[int, str] = {}
+    survivors: dict[Answer, int] = {}
+    for answer in ANSWERS:
+        passed = [v for v in verdicts[1:] if v.qualifies and v.answer == answer]
+        # The screen keeps a finalist whose accuracy may be within the tolerance (not to drop
+        # it for its luck); the survivor sent to the confirmation is the fastest whose
+        # measured accuracy is within it, when there is one, since the confirmation holds it
+        # to the tolerance: on digits a 1.54x finalist at -1.25 pt passed the screen and
+        # failed its confirmation, where a 1.24x one at +0.00 pt was left behind.
+        pool = [v for v in passed if within(v)] or passed
+        best = max(pool, key=lambda v: (v.speedup or 0.0, -v.trial_number), default=None)
+        if best is None:
+            continue
+        survivors[answer] = best.trial_number
+        skipped = any(v not in pool for v in passed)
+        words = ANSWER_WORDS[answer]
+        for v in passed:
+            if v is best:
+                labels[v.trial_number] = f"survivor ({words}): the fastest in the race" + (
+                    f" within the {tolerance} tolerance" if skipped else ""
+                )
+            elif v not in pool:
+                labels[v.trial_number] = (
+                    f"passed the screen; not the survivor: its accuracy is outside the "
+                    f"{tolerance} tolerance (mean difference "
+                    f"{difference_number(metric, v.metric_diff_mean or 0.0)}"
+                    f"{difference_unit(metric)})"
+                )
+            else:
+                labels[v.trial_number] = (
+                    f"passed, slower than trial {best.trial_number} ({words}) in the race"
+                )
+    labelled = tuple(
+        replace(v, verdict=labels[v.trial_number]) if v.trial_number in labels else v
+        for v in verdicts
+    )
+    return labelled, survivors
 
 
 def summarize_verification(
@@ -445,6 +579,7 @@ def summarize_verification(
     target: float | None = None,
     search_baseline_time_to_accuracy_s: float | None = None,
     closest: str | None = None,
+    baseline_words: str = DEFAULTS_WORDS,
 ) -> VerificationSummary:
     """Summarize a stored verification: the race, then the confirmation, then the
     recommendation.
@@ -461,22 +596,25 @@ def summarize_verification(
         search_baseline_time_to_accuracy_s: the baseline trial's time to accuracy in the
             search (for the headline when no finalist was re-run).
         closest: the search trial closest to the screen, in words (for "nothing to verify").
+        baseline_words: what the outputs call the baseline (:data:`YOUR_BASELINE_WORDS` when
+            the space named one, else :data:`DEFAULTS_WORDS`).
 
     Returns:
-        The summary; ``recommended`` is the qualifying confirmed candidate with the highest
-        speedup (ties: the lower trial number), None when none qualifies or runs are missing.
+        The summary; ``recommended`` is the qualifying confirmed candidate (of either
+        answer) with the highest speedup (ties: the lower trial number), None when none
+        qualifies or runs are missing.
     """
     plan = run.plan
-    race, survivor = race_survivor(plan, run.rows, params_by_trial, metric, objective)
+    race, survivors = race_survivors(plan, run.rows, params_by_trial, metric, objective)
     race_done = set(plan.race_schedule()) <= run.done()
     by_trial = _by_trial(r for r in run.rows if not plan.is_race_round(r.round_index))
-    schedule = plan.schedule(survivor) if race_done else plan.provisional_schedule()
+    schedule = plan.schedule(survivors) if race_done else plan.provisional_schedule()
     planned = len(schedule)
     done = len(run.done() & set(schedule))
     complete = run.complete or (race_done and done == planned)
 
     def verdict(number: int) -> CandidateVerdict:
-        return _stage_verdict(
+        confirmed = _stage_verdict(
             number,
             by_trial.get(number, []),
             by_trial.get(plan.baseline_trial, []),
@@ -487,8 +625,9 @@ def summarize_verification(
             objective,
             "confirm",
         )
+        return replace(confirmed, answer=plan.answer_of(number))
 
-    candidates = tuple(verdict(n) for n in plan.confirmed(survivor))
+    candidates = tuple(verdict(n) for n in plan.confirmed(survivors))
     busy = [r for r in run.rows if r.busy]
     qualifying = [c for c in candidates if c.qualifies]
     recommended = max(qualifying, key=lambda c: (c.speedup or 0.0, -c.trial_number), default=None)
@@ -512,7 +651,8 @@ def summarize_verification(
         finalists=plan.candidates,
         race_seeds=plan.race_seeds,
         race=race,
-        survivor=survivor,
+        survivors=survivors,
+        baseline_words=baseline_words,
         screen_z=plan.screen_z,
         closest=closest,
         busy_runs=len(busy),

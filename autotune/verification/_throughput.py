@@ -2,12 +2,13 @@
 
 In the race a finalist passes when it measured in every race round, kept the run's limits,
 its metric pooled over the rounds passed the screen against the baseline's pooled metric,
-and it beat the baseline (speedup above 1.0). In the confirmation the survivor is recommended
-when every round measured it, the run's limits hold on the verified figures, the mean of its
-paired metric difference (its metric minus the same round's baseline's) is within the
-tolerance, and the 95 % confidence interval of its paired speedup lies above 1.0 (finite).
-Where that difference's interval reaches past the tolerance, the claim says "accuracy
-unresolved at n=..." instead of "the same accuracy".
+and it beat the baseline (speedup above 1.0). In the confirmation a survivor is recommended
+when every round measured it, the run's limits hold on the verified figures, the 95 %
+confidence interval of its paired speedup lies above 1.0 (finite), and its accuracy is shown
+*non-inferior*: the 95 % interval of its paired metric difference (its metric minus the same
+round's baseline's) lies entirely above -tolerance (for a loss: below +tolerance;
+:func:`~autotune.verification.is_non_inferior`). A survivor that is verifiably faster but not
+shown non-inferior is a *trade-off*: its figures are shown, it is never the recommendation.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from autotune.objectives import Objective
 from autotune.storage.records import VerificationPlan, VerificationRecord
 from autotune.verification._metric import (
     DEFAULT_SCREEN_Z,
-    metric_allowance,
+    difference_number,
+    difference_unit,
+    is_non_inferior,
     passes_screen,
     tolerance_text,
-    within_tolerance,
 )
 from autotune.verification._speedup import mean_difference_ci95, speedup_ci95
 from autotune.verification._verdict import (
@@ -84,19 +86,15 @@ def throughput_verdict(
     diff_mean, diff_ci = mean_difference_ci95(diffs) if diffs and not is_base else (None, None)
     base_values = [b.val_metric for b in base_by_round.values() if b.val_metric is not None]
     base_mean = statistics.fmean(base_values) if base_values else None
-    allowance = (
-        metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
-        if base_mean is not None
-        else None
-    )
-    maximize = metric.direction == "maximize"
     samples = [r.val_samples for r in measured if r.val_samples]
     rounds = plan.race_rounds if stage == "race" else plan.rounds
-    resolved: bool | None = None
-    if diff_ci is not None and allowance is not None and stage == "confirm":
-        resolved = diff_ci[0] >= -allowance if maximize else diff_ci[1] <= allowance
+    non_inferior: bool | None = None
+    if stage == "confirm" and not is_base and base_mean is not None and diffs:
+        non_inferior = is_non_inferior(metric, diff_ci, base_mean, plan.accuracy_tolerance_pt)
     violation = constraint_violation(measured, metric_mean, plan)
     same = "accuracy" if metric.is_accuracy else metric.name
+    faster = ci is not None and all(math.isfinite(x) for x in ci) and ci[0] > 1.0
+    trade_off = False
     if is_base:
         qualifies, verdict = False, "the baseline"
     elif not complete:
@@ -110,26 +108,21 @@ def throughput_verdict(
         qualifies, verdict = False, violation
     elif stage == "race":
         qualifies, verdict = _race_rules(measured, base_by_round, plan, metric, speedup)
-    elif (
-        diff_mean is None
-        or base_mean is None
-        or not within_tolerance(
-            metric, base_mean + diff_mean, base_mean, plan.accuracy_tolerance_pt
-        )
-    ):
-        tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
-        qualifies, verdict = (
-            False,
-            f"{same} worse than the baseline's by more than {tolerance} "
-            f"(paired mean over {rounds} rounds)",
-        )
-    elif ci is None or not all(math.isfinite(x) for x in ci) or not ci[0] > 1.0:
+    elif diff_mean is None or base_mean is None:
+        qualifies, verdict = False, f"no paired {metric.name} to compare"
+    elif not faster:
         qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
-    elif resolved is False:
-        at_n = f" at n={min(samples):,}" if samples else ""
-        qualifies, verdict = True, f"verified faster; {same} unresolved{at_n}"
+    elif not non_inferior:
+        tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
+        bound = (diff_ci or (diff_mean, diff_mean))[0 if metric.direction == "maximize" else 1]
+        bound_text = f"{difference_number(metric, bound)}{difference_unit(metric)}"
+        qualifies, trade_off = False, True
+        verdict = (
+            f"a trade-off: verified faster, {same} not shown non-inferior (the difference's "
+            f"95 % CI reaches {bound_text}, past the {tolerance} tolerance, over {rounds} rounds)"
+        )
     else:
-        qualifies, verdict = True, f"verified faster at the same {same}"
+        qualifies, verdict = True, f"verified faster at the same {same} (non-inferior)"
     return CandidateVerdict(
         trial_number=number,
         is_baseline=is_base,
@@ -156,7 +149,8 @@ def throughput_verdict(
         stage=stage,
         metric_diff_mean=diff_mean,
         metric_diff_ci95=diff_ci,
-        accuracy_resolved=resolved,
+        non_inferior=non_inferior,
+        trade_off=trade_off,
         val_samples=min(samples) if samples else None,
     )
 

@@ -64,6 +64,7 @@ def to_target_headline(
     searched: float | None,
     stages: str | None = None,
     not_faster: str | None = None,
+    baseline_words: str = "PyTorch's defaults",
 ) -> str:
     """The headline of a complete time-to-accuracy verification, without the SIMULATED prefix
     (:meth:`autotune.verification.VerificationSummary.headline`).
@@ -79,6 +80,8 @@ def to_target_headline(
         stages: how the claim was measured (``confirmed over 5 rounds after a 2-round race
             of 4 finalists``); default ``verified over N seeds``.
         not_faster: why nothing is recommended (the survivor's confirmation, or the race).
+        baseline_words: what the baseline is called (``your baseline``, ``PyTorch's
+            defaults``).
     """
     how = stages or f"verified over {rounds} seed{'s' if rounds != 1 else ''}"
     rec, base = recommended, baseline
@@ -98,23 +101,23 @@ def to_target_headline(
         )
         return (
             f"reaches {target} in {_seconds_text(rec.time_to_accuracy_s)}, "
-            f"{rec.speedup:.2f}x sooner than your defaults{defaults} (95 % CI "
+            f"{rec.speedup:.2f}x sooner than {baseline_words}{defaults} (95 % CI "
             f"{low:.2f}-{high:.2f}x, {how}; times are geometric means over the rounds)"
             f"{memory}: trial {rec.trial_number}, {rec.changes_text()}"
         )
     if not candidates_run:
         defaults = (
-            f"the defaults reached it in {_seconds_text(searched)} in the search"
+            f"the baseline reached it in {_seconds_text(searched)} in the search"
             if searched is not None
-            else "the defaults did not reach it in the search"
+            else "the baseline did not reach it in the search"
         )
         return (
-            f"nothing to verify: no trial of the search reached {target} sooner than your "
-            f"defaults ({defaults})"
+            f"nothing to verify: no trial of the search reached {target} sooner than "
+            f"{baseline_words} ({defaults})"
         )
     reason = not_faster or how
     return (
-        f"verified: not sooner than your defaults to {target} "
+        f"verified: not sooner than {baseline_words} to {target} "
         f"({_baseline_tta_text(base, rounds)}; {reason})"
     )
 
@@ -128,8 +131,8 @@ def _seconds_text(seconds: float | None) -> str:
 def _baseline_tta_text(base: CandidateVerdict, rounds: int) -> str:
     """The defaults' own verified time to accuracy, in words."""
     if base.time_to_accuracy_s is None:
-        return "your defaults were not measured"
-    text = f"your defaults: {_seconds_text(base.time_to_accuracy_s)}"
+        return "the baseline was not measured"
+    text = f"the baseline: {_seconds_text(base.time_to_accuracy_s)}"
     if base.targets_missed:
         text += (
             f", missed the target in {base.targets_missed} of {rounds} rounds "

@@ -12,10 +12,11 @@ from typing import Any, Literal
 
 from autotune.config import format_knob_value
 from autotune.objectives import Objective
-from autotune.storage.records import VerificationPlan, VerificationRecord
+from autotune.storage.records import Answer, VerificationPlan, VerificationRecord
 from autotune.units import MIB
 
 __all__ = [
+    "ANSWER_WORDS",
     "CandidateVerdict",
     "Stage",
     "changed_knobs",
@@ -29,6 +30,8 @@ __all__ = [
 #: A verification's stage: ``race`` (A: baseline and finalists, picks one survivor) or
 #: ``confirm`` (B: baseline and the survivor over fresh seeds; the only claim).
 Stage = Literal["race", "confirm"]
+#: Each answer in the words every output uses.
+ANSWER_WORDS: dict[Answer, str] = {"same_model": "same model", "model_change": "model change"}
 
 
 def invalid_figure(row: VerificationRecord, time_to_accuracy: bool) -> str | None:
@@ -142,8 +145,8 @@ class CandidateVerdict:
         val_metric_max: highest over rounds.
         peak_memory_max_bytes: the highest peak memory over rounds.
         qualifies: in the confirmation (``stage="confirm"``): it may be recommended (every
-            round measured, the paired metric difference's mean within the tolerance, the
-            run's limits kept, the speedup's interval above 1.0; in a time-to-accuracy
+            round measured, the paired metric difference shown non-inferior, the run's
+            limits kept, the speedup's interval above 1.0; in a time-to-accuracy
             verification the target reached in every round instead of the tolerance). In the
             race (``stage="race"``): it may survive (every round measured, the pooled metric
             through the screen, the limits kept, a speedup above 1.0); the survivor is the
@@ -161,9 +164,12 @@ class CandidateVerdict:
         metric_diff_mean: mean over rounds of its validation metric minus the same round's
             baseline's (paired); None for the baseline or without a paired round.
         metric_diff_ci95: Student's t 95 % interval of that mean; None with one round.
-        accuracy_resolved: the difference's interval lies within the tolerance on the worse
-            side, so "the same accuracy" is a measured claim; False: "accuracy unresolved"
-            at this validation size; None for the baseline, the race, or no interval.
+        non_inferior: the paired difference's 95 % interval lies entirely on the better side
+            of the tolerance (:func:`~autotune.verification.is_non_inferior`), so "the same
+            accuracy" is a measured claim; None for the baseline, the race, and a
+            time-to-accuracy verification (its target is the bar).
+        trade_off: confirmed verifiably faster, but not shown non-inferior: shown with its
+            figures, never recommended.
         val_samples: validation samples per round (the fewest over the rounds).
         time_to_accuracy_mlperf_s: time-to-accuracy verifications: MLPerf Training's
             aggregate of the same per-round times
@@ -171,6 +177,8 @@ class CandidateVerdict:
             published figures.
         busy_runs: its rows of the stage measured on a busy machine (other processes above
             ``measure.max_other_cpu_share`` of the CPUs) after the re-runs were spent.
+        answer: the answer it belongs to: ``same_model`` (only the tuner's knobs changed) or
+            ``model_change`` (:attr:`~autotune.storage.VerificationPlan.model_changes`).
     """
 
     trial_number: int
@@ -194,10 +202,12 @@ class CandidateVerdict:
     stage: Stage = "confirm"
     metric_diff_mean: float | None = None
     metric_diff_ci95: tuple[float, float] | None = None
-    accuracy_resolved: bool | None = None
+    non_inferior: bool | None = None
+    trade_off: bool = False
     val_samples: int | None = None
     time_to_accuracy_mlperf_s: float | None = None
     busy_runs: int = 0
+    answer: Answer = "same_model"
 
     def changes_text(self) -> str:
         """The changed knobs as ``precision fp32->bf16, batch_size 64->256``."""

@@ -88,9 +88,9 @@ def test_run_study_ends_with_an_interleaved_verification(sqlite_url: str) -> Non
     # The race: the baseline and 2 finalists over 2 rounds; the confirmation: the baseline and
     # the survivor over 3 rounds of fresh seeds.
     assert len(summary.finalists) == 2 and len(summary.race_seeds) == 2
-    assert summary.survivor is not None and summary.rounds == 3
-    assert [c.trial_number for c in summary.candidates] == [summary.survivor]
-    base, (c1, c2), s = summary.baseline.trial_number, summary.finalists, summary.survivor
+    assert summary.survivors and summary.rounds == 3
+    assert [c.trial_number for c in summary.candidates] == [summary.survivors.get("same_model")]
+    base, (c1, c2), s = summary.baseline.trial_number, summary.finalists, summary.survivors.get("same_model")
     race = [base, c1, c2, c1, c2, base]  # round 2 starts at position 1 (rotated)
     confirm = [base, s, s, base, base, s]
     stored = _rows(sqlite_url)
@@ -231,14 +231,14 @@ def test_nothing_faster_is_said_plainly(sqlite_url: str) -> None:
         run_trial_fn=_scripted(speedup=1.0),
     )
 
-    assert summary.recommended is None and summary.survivor is None
+    assert summary.recommended is None and not summary.survivors
     assert summary.ending == "not_faster" and summary.candidates == ()
     racers = [v for v in summary.race if not v.is_baseline]
     assert racers and all(
         v.verdict.startswith("not faster than the baseline in the race") for v in racers
     )
     assert summary.headline().startswith(
-        "SIMULATED (mock device): verified: not faster than your defaults at the same accuracy "
+        "SIMULATED (mock device): verified: not faster than PyTorch's defaults at the same accuracy "
         "(no finalist of 2 survived a 2-round race"
     )
 
@@ -253,7 +253,7 @@ def test_a_faster_configuration_that_loses_accuracy_is_not_recommended(sqlite_ur
         run_trial_fn=_scripted(speedup=3.0, accuracy_drop=0.01),
     )
 
-    assert summary.recommended is None and summary.survivor is None
+    assert summary.recommended is None and not summary.survivors
     racers = [v for v in summary.race if not v.is_baseline]
     assert racers and all(v.speedup == pytest.approx(3.0, rel=0.01) for v in racers)
     assert all("pooled accuracy failed the screen" in v.verdict for v in racers)
@@ -350,9 +350,9 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
             "baseline's val_loss tolerance"
         )
     (survivor,) = summary.candidates
-    assert survivor.trial_number == summary.survivor not in fast
-    assert racers[summary.survivor].verdict == (
-        "survivor: the fastest in the race within the 0.5 % of the baseline's val_loss tolerance"
+    assert survivor.trial_number == summary.survivors.get("same_model") not in fast
+    assert racers[summary.survivors.get("same_model")].verdict == (
+        "survivor (same model): the fastest in the race within the 0.5 % of the baseline's val_loss tolerance"
     )
     assert summary.recommended is survivor and summary.ending == "recommended"
     assert " at the same val_loss: 0.999 vs 1.000 (difference " in summary.headline()

@@ -80,7 +80,7 @@ def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
         0.5,
         race_seeds=summary.race_seeds,
     )
-    schedule = plan.schedule(summary.survivor)
+    schedule = plan.schedule(summary.survivors.get("same_model"))
     order = [number for _, number in schedule]
     runs = runner.configs[-len(order) :]
     assert {c.objective for c in runs} == {"time_to_accuracy"}
@@ -116,7 +116,7 @@ def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
     assert rec is not None and rec.speedup is not None and rec.speedup > 1.0
     headline = summary.headline()
     assert headline.startswith("SIMULATED (mock device): reaches 95.0 % in ")
-    assert "sooner than your defaults (" in headline
+    assert "sooner than PyTorch's defaults (" in headline
     assert summary.stages_text() in headline
 
 
@@ -196,7 +196,7 @@ def test_verify_recommends_what_reaches_the_target_three_times_sooner(sqlite_url
     assert rec is not None and rec.speedup == pytest.approx(3.0, rel=0.02)
     assert rec.time_to_accuracy_s == pytest.approx(10.0, abs=0.06)
     assert summary.baseline.time_to_accuracy_s == pytest.approx(30.0, abs=0.25)
-    assert "x sooner than your defaults" in summary.headline()
+    assert "x sooner than PyTorch's defaults" in summary.headline()
     # Every output reads the same verdict back from the store.
     study = optuna.load_study(study_name=config.study, storage=config.storage)
     with ResultsStore.open(config.storage, create=False) as results:
@@ -222,7 +222,7 @@ def test_verify_does_not_recommend_what_missed_the_target_in_a_round(sqlite_url:
     ] * len(summary.candidates)
     assert [c.targets_missed for c in summary.candidates] == [1] * len(summary.candidates)
     assert summary.headline().startswith(
-        "SIMULATED (mock device): verified: not sooner than your defaults to 95.0 % (your "
+        "SIMULATED (mock device): verified: not sooner than PyTorch's defaults to 95.0 % (your "
         f"defaults: {summary.baseline.time_to_accuracy_s:.1f} s; verified over 3 rounds: "
     )
     missed = _query(
@@ -245,4 +245,4 @@ def test_autotune_verify_prints_the_time_to_accuracy_headline(
     # Each run's line keeps its "[verify N/M]" prefix (printed without rich markup).
     assert any(line.startswith("[verify 1/") for line in out), out[:5]
     verdict = next(line for line in out if line.startswith("SIMULATED (mock device): "))
-    assert "reaches 95.0 % in" in verdict or "not sooner than your defaults to 95.0 %" in verdict
+    assert "reaches 95.0 % in" in verdict or "not sooner than PyTorch's defaults to 95.0 %" in verdict

@@ -91,7 +91,7 @@ def test_the_cuda_backend_leaves_every_torch_flag_at_pytorchs_default(
 ) -> None:
     CudaBackend().setup(rank=0, world_size=1, precision=precision, num_workers=0)
 
-    assert _torch_flags() == fake_cuda  # the baseline is "your defaults"
+    assert _torch_flags() == fake_cuda  # the baseline is "PyTorch's defaults"
     assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.allow_tf32 is True
 
 

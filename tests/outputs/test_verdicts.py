@@ -94,7 +94,7 @@ def test_every_output_recommends_the_same_verified_trial_and_speedup(
     assert verification["verdict"] == line and "note" not in doc
     assert f"trial {rec.trial_number}, the verified recommendation" in out["export_out"]
     # The speedup is the same figure in every output, to the digits each shows.
-    shown = f"{rec.speedup:.2f}x faster than your defaults"
+    shown = f"{rec.speedup:.2f}x faster than PyTorch's defaults"
     assert all(shown in text for text in (out["page"], out["report_lines"][1], line))
 
 
@@ -106,13 +106,13 @@ def test_every_output_says_plainly_that_nothing_is_verifiably_faster(
     assert summary.ending == "not_faster"
     out = _outputs(studies, studies.nothing, tmp_path, capsys)
 
-    words = "verified: not faster than your defaults at the same accuracy"
+    words = "verified: not faster than PyTorch's defaults at the same accuracy"
     assert words in out["page"]
     assert words in out["payload"]["verdict"]
     assert out["payload"]["recommended_trial"] is None
     assert words in out["report_lines"][1]
     assert any(words in s for s in out["best_lines"])
-    assert "faster than your defaults (verified" not in out["page"]
+    assert "faster than PyTorch's defaults (verified" not in out["page"]
     # Nothing to export by default: one line that says why and how to export anyway.
     assert out["export_code"] == 2 and out["export"] is None and out["export_out"] == ""
     [err] = out["export_err"].splitlines()
@@ -132,7 +132,7 @@ def test_every_output_says_an_unverified_study_is_not_verified(
     assert out["payload"]["recommended_trial"] is None
     assert out["report_lines"][1].startswith(said)
     assert any(s.startswith(said) for s in out["best_lines"])
-    assert "faster than your defaults" not in out["page"]
+    assert "faster than PyTorch's defaults" not in out["page"]
     assert out["export_code"] == 2 and out["export"] is None and out["export_out"] == ""
     [err] = out["export_err"].splitlines()
     assert err.startswith(f"autotune: error: study={studies.unverified}: not verified")

@@ -68,7 +68,7 @@ def test_without_a_verification_the_report_claims_nothing(demo_study: DemoStudy)
     page = render_report(gather_report(study, importances=False))  # no results: not verified
     verdict = page.split('id="verdict"', 1)[1].split("</p>", 1)[0]
     assert "not verified: run `autotune verify demo`" in verdict
-    assert "faster than your defaults" not in page
+    assert "faster than PyTorch's defaults" not in page
 
 
 def test_figures_mark_the_recommendation_and_call_the_rest_single_trials(

@@ -267,9 +267,9 @@ def test_the_screen_still_drops_a_clear_loss_of_accuracy_on_a_large_split() -> N
     assert select_finalists(trials, set(), 4, 0.5) == (0, ())
     closest = closest_trial(trials, 0.5)
     assert closest is not None
-    assert closest.startswith("trial 1: 1.50x the defaults' throughput in the search at 97.00 %")
+    assert closest.startswith("trial 1: 1.50x the baseline's throughput in the search at 97.00 %")
     assert (
-        "the screen asked for at least 97." in closest and "(defaults 98.50 %, n=2,000)" in closest
+        "the screen asked for at least 97." in closest and "(baseline 98.50 %, n=2,000)" in closest
     )
 
 
@@ -281,8 +281,8 @@ def test_the_closest_trial_without_any_faster_one_is_the_fastest() -> None:
     ]
 
     assert closest_trial(trials, 0.5) == (
-        "trial 2: 0.95x the defaults' throughput in the search at 99.00 % accuracy; no trial "
-        "was faster than the defaults"
+        "trial 2: 0.95x the baseline's throughput in the search at 99.00 % accuracy; no trial "
+        "was faster than the baseline"
     )
 
 

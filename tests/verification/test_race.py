@@ -13,7 +13,7 @@ import pytest
 from autotune.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.storage.records import rotated
 from autotune.units import MIB
-from autotune.verification import race_survivor, summarize_verification
+from autotune.verification import race_survivors, summarize_verification
 
 #: Two race rounds (seeds 10, 11), then three confirmation rounds (seeds 20, 21, 22).
 PLAN = VerificationPlan(0, (1, 2, 3), (20, 21, 22), 0.5, race_seeds=(10, 11), screen_z=1.645)
@@ -85,6 +85,14 @@ def _run(rows: Sequence[VerificationRecord], plan: VerificationPlan = PLAN) -> V
     )
 
 
+def _one_survivor(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """:func:`race_survivors` of a plan with one answer: its verdicts and the same-model
+    survivor (None without one)."""
+    verdicts, survivors = race_survivors(*args, **kwargs)
+    assert set(survivors) <= {"same_model"}
+    return verdicts, survivors.get("same_model")
+
+
 # --------------------------------------------------------------------------------------------
 # schedules
 
@@ -94,14 +102,14 @@ def test_each_round_starts_one_position_later() -> None:
     assert rotated((0, 1, 2, 3), 1) == (1, 2, 3, 0)
     assert rotated((0, 1, 2, 3), 5) == (1, 2, 3, 0)
     assert PLAN.race_schedule() == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3), (1, 0)]
-    assert PLAN.confirm_schedule(2) == [(2, 0), (2, 2), (3, 2), (3, 0), (4, 0), (4, 2)]
-    assert PLAN.confirm_schedule(None) == []
+    assert PLAN.confirm_schedule({"same_model": 2}) == [(2, 0), (2, 2), (3, 2), (3, 0), (4, 0), (4, 2)]
+    assert PLAN.confirm_schedule({}) == []
     assert [PLAN.seed(r) for r in range(5)] == [10, 11, 20, 21, 22]
 
 
 def test_a_plan_without_a_race_confirms_every_candidate() -> None:
     plan = VerificationPlan(0, (1, 2), (20, 21, 22), 0.5)
-    assert plan.race_schedule() == [] and plan.confirmed(None) == (1, 2)
+    assert plan.race_schedule() == [] and plan.confirmed({}) == (1, 2)
     assert [n for _, n in plan.schedule()][:3] == [0, 1, 2]
 
 
@@ -110,12 +118,12 @@ def test_a_plan_without_a_race_confirms_every_candidate() -> None:
 
 
 def test_the_survivor_is_the_fastest_finalist_that_passes_the_race() -> None:
-    verdicts, survivor = race_survivor(PLAN, _race({1: 1.2, 2: 1.5, 3: 0.9}), PARAMS)
+    verdicts, survivor = _one_survivor(PLAN, _race({1: 1.2, 2: 1.5, 3: 0.9}), PARAMS)
 
     assert survivor == 2
     by_trial = {v.trial_number: v for v in verdicts}
-    assert by_trial[2].verdict == "survivor: the fastest in the race"
-    assert by_trial[1].verdict == "passed, slower than trial 2 in the race"
+    assert by_trial[2].verdict == "survivor (same model): the fastest in the race"
+    assert by_trial[1].verdict == "passed, slower than trial 2 (same model) in the race"
     assert by_trial[3].verdict.startswith("not faster than the baseline in the race (0.90x)")
     assert all(v.stage == "race" for v in verdicts)
 
@@ -124,7 +132,7 @@ def test_a_faster_finalist_whose_pooled_accuracy_fails_the_screen_does_not_survi
     # 2 pt lower over 4,000 pooled images: far past 0.5 pt + 1.645 standard errors.
     rows = _race({1: 1.2, 2: 1.5}, **{"2": {"val_metric": 0.965}})
 
-    verdicts, survivor = race_survivor(PLAN, rows, PARAMS)
+    verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
 
     assert survivor == 1
     (two,) = [v for v in verdicts if v.trial_number == 2]
@@ -136,7 +144,7 @@ def test_a_finalist_over_the_memory_limit_in_one_race_round_does_not_survive() -
     rows = _race({1: 1.2, 2: 1.5})
     rows = [dataclasses.replace(r, peak_memory_bytes=12 * MIB) if r == rows[2] else r for r in rows]
 
-    verdicts, survivor = race_survivor(plan, rows, PARAMS)
+    verdicts, survivor = _one_survivor(plan, rows, PARAMS)
 
     assert survivor == 1
     (two,) = [v for v in verdicts if v.trial_number == 2]
@@ -149,7 +157,7 @@ def test_the_survivor_is_the_fastest_within_the_tolerance_when_there_is_one() ->
     rows = _race({1: 1.54, 2: 1.24}, **{"1": {"val_metric": 0.9725, "val_samples": 359}})
     rows = [dataclasses.replace(r, val_samples=359) for r in rows]
 
-    verdicts, survivor = race_survivor(PLAN, rows, PARAMS)
+    verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
 
     assert survivor == 2
     by_trial = {v.trial_number: v for v in verdicts}
@@ -158,22 +166,22 @@ def test_the_survivor_is_the_fastest_within_the_tolerance_when_there_is_one() ->
         "passed the screen; not the survivor: its accuracy is outside the 0.5 pt tolerance "
         "(mean difference -1.25 pt)"
     )
-    assert by_trial[2].verdict == "survivor: the fastest in the race within the 0.5 pt tolerance"
+    assert by_trial[2].verdict == "survivor (same model): the fastest in the race within the 0.5 pt tolerance"
 
 
 def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_survives() -> None:
     rows = _race({1: 1.54, 2: 1.24}, **{"1": {"val_metric": 0.9775}, "2": {"val_metric": 0.979}})
 
-    verdicts, survivor = race_survivor(PLAN, rows, PARAMS)
+    verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
 
     assert survivor == 1
-    assert {v.trial_number: v.verdict for v in verdicts}[1] == "survivor: the fastest in the race"
+    assert {v.trial_number: v.verdict for v in verdicts}[1] == "survivor (same model): the fastest in the race"
 
 
 def test_an_incomplete_race_has_no_survivor_yet() -> None:
     rows = _race({1: 1.2, 2: 1.5, 3: 1.1})[:-1]
 
-    _, survivor = race_survivor(PLAN, rows, PARAMS)
+    _, survivor = _one_survivor(PLAN, rows, PARAMS)
 
     assert survivor is None
 
@@ -192,7 +200,7 @@ def test_only_the_confirmation_makes_the_claim() -> None:
     # The confirmation's 1.3x, not the race's lucky 3.0x.
     assert rec.speedup == pytest.approx((1.31 * 1.28 * 1.33) ** (1 / 3), rel=1e-3)
     assert summary.ending == "recommended" and summary.runs_done == summary.runs_planned == 14
-    assert summary.headline().startswith(f"{rec.speedup:.2f}x faster than your defaults (95 % CI ")
+    assert summary.headline().startswith(f"{rec.speedup:.2f}x faster than PyTorch's defaults (95 % CI ")
     assert "confirmed over 3 rounds after a 2-round race of 3 finalists) at the same accuracy" in (
         summary.headline()
     )
@@ -205,8 +213,8 @@ def test_a_survivor_that_fails_its_confirmation_is_reported_as_such() -> None:
 
     assert summary.recommended is None and summary.ending == "not_faster"
     assert summary.headline().startswith(
-        "verified: not faster than your defaults at the same accuracy (race survivor trial 2 "
-        "confirmed over 3 rounds after a 2-round race of 3 finalists: "
+        "verified: not faster than PyTorch's defaults at the same accuracy (race survivor trial 2 "
+        "(same model) confirmed over 3 rounds after a 2-round race of 3 finalists: "
     )
     assert summary.headline().endswith("not verifiably faster (95 % CI reaches 1.0x))")
 
@@ -274,39 +282,44 @@ def test_a_baseline_with_a_nan_throughput_in_a_round_leaves_it_unpaired() -> Non
     assert summary.candidates[0].verdict == "the baseline failed in round 3"
 
 
-def test_the_accuracy_is_unresolved_where_its_interval_is_wider_than_the_tolerance() -> None:
+def test_a_mean_within_the_tolerance_is_not_enough_it_is_a_trade_off() -> None:
     # Paired differences of -0.3, +0.6 and -0.9 pt: mean -0.2 pt (within 0.5 pt), but the
-    # 95 % interval reaches well past -0.5 pt.
+    # 95 % interval reaches well past -0.5 pt: not shown non-inferior, so a trade-off.
     metrics = [(0.985, 0.982), (0.980, 0.986), (0.990, 0.981)]
     rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.52, 1.49), metrics)
 
     summary = summarize_verification(_run(rows), PARAMS, simulated=False)
 
-    rec = summary.recommended
-    assert rec is not None and rec.accuracy_resolved is False
-    assert rec.metric_diff_mean == pytest.approx(-0.002)
-    assert rec.metric_diff_ci95 is not None and rec.metric_diff_ci95[0] < -0.005
-    assert rec.verdict == "verified faster; accuracy unresolved at n=2,000"
-    line = summary.headline()
-    assert (
-        " at accuracy unresolved at n=2,000: 98.30 % vs 98.50 % (difference -0.20 pt, 95 % CI "
-        in line
+    assert summary.recommended is None and summary.ending == "not_faster"
+    (candidate,) = summary.candidates
+    assert candidate.non_inferior is False and candidate.trade_off and not candidate.qualifies
+    assert candidate.metric_diff_mean == pytest.approx(-0.002)
+    assert candidate.metric_diff_ci95 is not None and candidate.metric_diff_ci95[0] < -0.005
+    assert candidate.verdict.startswith(
+        "a trade-off: verified faster, accuracy not shown non-inferior (the difference's 95 % "
+        "CI reaches -"
     )
-    assert "the same accuracy" not in line
+    assert summary.trade_offs == (candidate,)
+    line = summary.headline()
+    assert "the same accuracy (non-inferior" not in line
+    assert "; trade-off, not recommended: a system change (batch_size 64->256): 1.50x (" in line
 
 
-def test_a_resolved_accuracy_says_the_same_accuracy_with_its_interval() -> None:
+def test_a_non_inferior_accuracy_says_the_same_accuracy_with_its_interval() -> None:
     metrics = [(0.985, 0.984), (0.980, 0.980), (0.990, 0.989)]
     rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.52, 1.49), metrics)
 
     summary = summarize_verification(_run(rows), PARAMS, simulated=False)
 
     rec = summary.recommended
-    assert rec is not None and rec.accuracy_resolved is True
-    assert " at the same accuracy: 98.43 % vs 98.50 % (difference -0.07 pt, 95 % CI " in (
-        summary.headline()
-    )
+    assert rec is not None and rec.non_inferior is True and not rec.trade_off
+    assert rec.verdict == "verified faster at the same accuracy (non-inferior)"
+    assert (
+        " at the same accuracy (non-inferior within 0.5 pt): 98.43 % vs 98.50 % (difference "
+        "-0.07 pt, 95 % CI "
+    ) in summary.headline()
     assert ", n=2,000)" in summary.headline()
+    assert summary.accuracy_text().startswith("same accuracy (non-inferior): -0.07 pt (")
 
 
 def test_no_finalist_surviving_the_race_says_so_with_its_fastest() -> None:
@@ -314,10 +327,10 @@ def test_no_finalist_surviving_the_race_says_so_with_its_fastest() -> None:
 
     summary = summarize_verification(_run(rows), PARAMS, simulated=False)
 
-    assert summary.survivor is None and summary.candidates == ()
+    assert not summary.survivors and summary.candidates == ()
     assert summary.ending == "not_faster" and summary.complete
     assert summary.headline() == (
-        "verified: not faster than your defaults at the same accuracy (no finalist of 3 "
+        "verified: not faster than PyTorch's defaults at the same accuracy (no finalist of 3 "
         "survived a 2-round race; fastest: trial 2 at 0.99x, not faster than the baseline in "
         "the race (0.99x))"
     )

@@ -99,9 +99,11 @@ def test_recommendation_is_the_fastest_qualifying_candidate() -> None:
     assert summary.recommended is not None and summary.recommended.trial_number == 2
     by_trial = {c.trial_number: c for c in summary.candidates}
     assert by_trial[1].verdict == (
-        "accuracy worse than the baseline's by more than 0.5 pt (paired mean over 3 rounds)"
+        "a trade-off: verified faster, accuracy not shown non-inferior (the difference's 95 % "
+        "CI reaches -1.00 pt, past the 0.5 pt tolerance, over 3 rounds)"
     )
     assert by_trial[1].metric_diff_mean == pytest.approx(-0.010)
+    assert by_trial[1].trade_off and not by_trial[1].qualifies
     assert by_trial[3].qualifies and by_trial[3].speedup == pytest.approx(1.5)
     rec = summary.recommended
     assert rec.speedup == pytest.approx((2.0 * 2.01 * 2.02) ** (1 / 3))
@@ -110,9 +112,16 @@ def test_recommendation_is_the_fastest_qualifying_candidate() -> None:
     assert rec.changed == (("precision", "fp32", "bf16"),)
     assert summary.baseline.val_metric_mean == pytest.approx(0.950)
     line = summary.headline()
-    assert line.startswith("2.01x faster than your defaults (95 % CI ")
-    assert ", verified over 3 rounds) at the same accuracy: 94.90 % vs 95.00 % (difference " in line
-    assert "trial 2, precision fp32->bf16" in line
+    assert line.startswith("2.01x faster than PyTorch's defaults (95 % CI ")
+    assert (
+        ", verified over 3 rounds) at the same accuracy (non-inferior within 0.5 pt): 94.90 % vs "
+        "95.00 % (difference " in line
+    )
+    assert "same model, trial 2, precision fp32->bf16" in line
+    assert line.endswith(
+        "; trade-off, not recommended: a system change (batch_size 64->256): 3.00x (3.00-3.00x) "
+        "at -1.00 pt (-1.00 to -1.00 pt), trial 1"
+    )
     assert summary.ending == "recommended"
     assert "SIMULATED" not in line
 
@@ -127,7 +136,7 @@ def test_a_candidate_failing_in_one_round_is_not_recommended() -> None:
     assert summary.candidates[0].verdict == "failed (round 3: oom)"
     assert summary.ending == "not_faster"
     assert summary.headline().startswith(
-        "verified: not faster than your defaults at the same accuracy (verified over 3 rounds: "
+        "verified: not faster than PyTorch's defaults at the same accuracy (verified over 3 rounds: "
         "trial 2 failed (round 3: oom))"
     )
 
@@ -143,7 +152,7 @@ def test_an_interval_reaching_one_is_not_verified() -> None:
     assert candidate.speedup_ci95 is not None and candidate.speedup_ci95[0] < 1.0
     assert candidate.verdict.startswith("not verifiably faster")
     assert summary.headline() == (
-        "SIMULATED (mock device): verified: not faster than your defaults at the same accuracy "
+        "SIMULATED (mock device): verified: not faster than PyTorch's defaults at the same accuracy "
         "(verified over 3 rounds: trial 2 not verifiably faster (95 % CI reaches 1.0x))"
     )
 
@@ -165,7 +174,7 @@ def test_without_finalists_the_headline_says_nothing_was_faster() -> None:
     assert summary.complete and summary.recommended is None and summary.runs_planned == 0
     assert summary.ending == "nothing_to_verify"
     assert summary.headline().startswith(
-        "nothing to verify: no trial of the search was faster than your defaults with its "
+        "nothing to verify: no trial of the search was faster than PyTorch's defaults with its "
         "accuracy within 0.5 pt + 1.645 standard errors of theirs"
     )
 
@@ -186,13 +195,17 @@ def test_a_minimized_metric_recommends_the_fastest_within_the_tolerance_above() 
     assert summary.metric == VAL_LOSS
     assert summary.recommended is not None and summary.recommended.trial_number == 2
     by_trial = {c.trial_number: c for c in summary.candidates}
+    # For a loss, non-inferior is the interval's upper end at most +0.5 % of 2.0 = +0.01.
     assert by_trial[1].verdict == (
-        "val_loss worse than the baseline's by more than 0.5 % of the baseline's val_loss "
-        "(paired mean over 3 rounds)"
+        "a trade-off: verified faster, val_loss not shown non-inferior (the difference's 95 % "
+        "CI reaches +0.02, past the 0.5 % of the baseline's val_loss tolerance, over 3 rounds)"
     )
-    assert by_trial[3].verdict == "verified faster at the same val_loss"
+    assert by_trial[3].verdict == "verified faster at the same val_loss (non-inferior)"
     line = summary.headline()
-    assert " at the same val_loss: 2.005 vs 2.000 (difference +0.005, 95 % CI " in line
+    assert (
+        " at the same val_loss (non-inferior within 0.5 % of the baseline's val_loss): 2.005 vs "
+        "2.000 (difference +0.005, 95 % CI "
+    ) in line
     assert "accuracy" not in line
     assert summary.tolerance_text() == "0.5 % of the baseline's val_loss"
 
@@ -204,12 +217,15 @@ def test_a_maximized_metric_other_than_accuracy_is_not_shown_as_a_percentage() -
     summary = summarize_verification(_run([2], rows), PARAMS, simulated=False, metric=F1)
 
     assert summary.recommended is not None
-    assert " at the same f1: 0.799 vs 0.800 (difference -0.001, 95 % CI " in summary.headline()
+    assert (
+        " at the same f1 (non-inferior within 0.5 % of the baseline's f1): 0.799 vs 0.800 "
+        "(difference -0.001, 95 % CI "
+    ) in summary.headline()
 
 
 def test_nothing_to_verify_names_the_metric() -> None:
     summary = summarize_verification(_run([], []), PARAMS, simulated=False, metric=VAL_LOSS)
     assert summary.headline() == (
-        "nothing to verify: no trial of the search was faster than your defaults with its "
+        "nothing to verify: no trial of the search was faster than PyTorch's defaults with its "
         "val_loss within 0.5 % of the baseline's val_loss + 1.645 standard errors of theirs"
     )

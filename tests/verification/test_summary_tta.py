@@ -126,7 +126,7 @@ def test_the_headline_says_how_soon_and_how_many_times_sooner() -> None:
     low, high = rec.speedup_ci95
     assert summary.headline() == (
         f"SIMULATED (mock device): reaches 98.0 % in 12.1 s, {rec.speedup:.2f}x sooner than "
-        f"your defaults (31.0 s) (95 % CI {low:.2f}-{high:.2f}x, verified over 3 rounds; "
+        f"PyTorch's defaults (31.0 s) (95 % CI {low:.2f}-{high:.2f}x, verified over 3 rounds; "
         "times are geometric means over the rounds), peak memory 2 MiB: trial 1, "
         "batch_size 64->256"
     )
@@ -157,8 +157,8 @@ def test_a_candidate_no_sooner_than_the_defaults_does_not_qualify() -> None:
     assert verdict.speedup_ci95 is not None and verdict.speedup_ci95[0] <= 1.0
     assert summary.ending == "not_faster"
     assert summary.headline() == (
-        "SIMULATED (mock device): verified: not sooner than your defaults to 98.0 % (your "
-        "defaults: 31.0 s; verified over 3 rounds: trial 3 not verifiably sooner (95 % CI "
+        "SIMULATED (mock device): verified: not sooner than PyTorch's defaults to 98.0 % (the "
+        "baseline: 31.0 s; verified over 3 rounds: trial 3 not verifiably sooner (95 % CI "
         "reaches 1.0x))"
     )
 
@@ -219,7 +219,7 @@ def test_without_finalists_the_headline_states_the_defaults_time_in_the_search()
     assert summary.ending == "nothing_to_verify"
     assert summary.headline() == (
         "SIMULATED (mock device): nothing to verify: no trial of the search reached 98.0 % "
-        "sooner than your defaults (the defaults reached it in 41.2 s in the search)"
+        "sooner than PyTorch's defaults (the baseline reached it in 41.2 s in the search)"
     )
 
 
@@ -227,7 +227,7 @@ def test_a_target_in_another_metric_is_named_with_it() -> None:
     summary = _summary({3: (29.0, 33.0, 31.5)}, metric=VAL_LOSS, target=1.2)
 
     assert summary.target_text() == "val_loss 1.200"
-    assert "not sooner than your defaults to val_loss 1.200" in summary.headline()
+    assert "not sooner than PyTorch's defaults to val_loss 1.200" in summary.headline()
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,8 @@ from autotune.storage.records._trial import (
     trial_record,
 )
 from autotune.storage.records._verification import (
+    ANSWERS,
+    Answer,
     VerificationPlan,
     VerificationRecord,
     VerificationRun,
@@ -26,8 +28,10 @@ from autotune.storage.records._verification import (
 )
 
 __all__ = [
+    "ANSWERS",
     "FINISHED_STATES",
     "KNOB_COLUMNS",
+    "Answer",
     "HardwareFingerprint",
     "StudyRecord",
     "TrialRecord",

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = [
+    "ANSWERS",
+    "Answer",
     "VerificationPlan",
     "VerificationRecord",
     "VerificationRun",
@@ -23,6 +27,15 @@ def rotated(order: tuple[int, ...], round_index: int) -> tuple[int, ...]:
         return order
     start = round_index % len(order)
     return order[start:] + order[:start]
+
+
+#: The two answers a verification gives (DESIGN.md, "same-model answer / model-change answer"):
+#: ``same_model``, a change of system knobs only (the model knobs stay at the baseline's), and
+#: ``model_change``, a change that also changes the model. Each has its own finalists, race
+#: survivor and confirmation.
+Answer = Literal["same_model", "model_change"]
+#: The answers in the order every output shows them.
+ANSWERS: tuple[Answer, ...] = ("same_model", "model_change")
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,9 @@ class VerificationPlan:
             stored before the screen existed.
         max_memory_bytes: the run's ``constraints.max_memory_bytes`` when it was planned.
         min_accuracy: the run's ``constraints.min_accuracy`` when it was planned.
+        model_changes: the finalists that change the model (the ``model_change`` answer's);
+            empty in a space without model knobs and in verifications stored before the two
+            answers (one answer, ``same_model``, as they were read then).
     """
 
     baseline_trial: int
@@ -57,6 +73,15 @@ class VerificationPlan:
     screen_z: float | None = None
     max_memory_bytes: int | None = None
     min_accuracy: float | None = None
+    model_changes: tuple[int, ...] = ()
+
+    def answer_of(self, trial_number: int) -> Answer:
+        """The answer a finalist belongs to."""
+        return "model_change" if trial_number in self.model_changes else "same_model"
+
+    def answer_candidates(self, answer: Answer) -> tuple[int, ...]:
+        """The finalists of one answer, in their order."""
+        return tuple(n for n in self.candidates if self.answer_of(n) == answer)
 
     @property
     def rounds(self) -> int:
@@ -85,31 +110,38 @@ class VerificationPlan:
         order = (self.baseline_trial, *self.candidates)
         return [(r, n) for r in range(self.race_rounds) for n in rotated(order, r)]
 
-    def confirmed(self, survivor: int | None) -> tuple[int, ...]:
-        """The candidates the confirmation runs: the race's ``survivor`` (none when the race
-        left none), or every candidate in a plan without a race."""
+    def confirmed(self, survivors: Mapping[Answer, int]) -> tuple[int, ...]:
+        """The candidates the confirmation runs: each answer's race survivor (in
+        :data:`ANSWERS` order; none when the race left none), or every candidate in a plan
+        without a race."""
         if not self.race_seeds:
             return self.candidates
-        return () if survivor is None else (survivor,)
+        return tuple(survivors[a] for a in ANSWERS if a in survivors)
 
-    def confirm_schedule(self, survivor: int | None) -> list[tuple[int, int]]:
+    def confirm_schedule(self, survivors: Mapping[Answer, int]) -> list[tuple[int, int]]:
         """The confirmation's ``(round_index, trial_number)`` in run order: the baseline and
         :meth:`confirmed`, each round rotated. Empty when nothing is confirmed."""
-        confirmed = self.confirmed(survivor)
+        confirmed = self.confirmed(survivors)
         if not confirmed:
             return []
         order = (self.baseline_trial, *confirmed)
         return [(self.race_rounds + r, n) for r in range(self.rounds) for n in rotated(order, r)]
 
+    def provisional_survivors(self) -> dict[Answer, int]:
+        """Survivors as counted while the race runs: each answer's first finalist."""
+        firsts = {a: self.answer_candidates(a) for a in ANSWERS}
+        return {a: numbers[0] for a, numbers in firsts.items() if numbers}
+
     def provisional_schedule(self) -> list[tuple[int, int]]:
         """What is planned while the race runs: the race, then a confirmation counted as if
-        the race will leave a survivor (progress displays; a summary's run count)."""
-        return self.schedule(self.candidates[0] if self.candidates else None)
+        the race will leave a survivor for each answer that has finalists (progress
+        displays; a summary's run count)."""
+        return self.schedule(self.provisional_survivors())
 
-    def schedule(self, survivor: int | None = None) -> list[tuple[int, int]]:
+    def schedule(self, survivors: Mapping[Answer, int] | None = None) -> list[tuple[int, int]]:
         """Every planned ``(round_index, trial_number)`` in run order: the race, then the
-        confirmation of ``survivor`` (:meth:`confirm_schedule`)."""
-        return self.race_schedule() + self.confirm_schedule(survivor)
+        confirmation of ``survivors`` (:meth:`confirm_schedule`)."""
+        return self.race_schedule() + self.confirm_schedule(survivors or {})
 
 
 @dataclass(frozen=True)
