@@ -97,8 +97,8 @@ def verify(
     args: list[str] = typer.Argument(
         None,
         metavar="[KEY=VALUE]...",
-        help="storage=URL verify.rounds=R (confirmation rounds, default 5, >= 3) "
-        "verify.race_rounds=A (default 2) verify.candidates=K (default 4) "
+        help="storage=URL verify.rounds=R (confirmation rounds, default 8, >= 3) "
+        "verify.race_rounds=A (default 2) verify.candidates=K (finalists per answer, default 3) "
         "verify.accuracy_tolerance_pt=X (default 0.5) verify.screen_z=Z (default 1.645) "
         "trial.timeout_s=S.",
     ),

@@ -1055,12 +1055,13 @@ def section_time_to_accuracy(report: Report, tta: TtaResults, budget: Budget) ->
 # Table 6: verification power (SIMULATED)
 
 #: ``(confirmation rounds, race rounds)`` of Table 6; the default first.
-POWER_SETTINGS = [(5, 2), (3, 2), (4, 2)]
+POWER_SETTINGS = [(8, 2), (5, 2), (6, 2), (7, 2)]
 
 
 def section_power(report: Report, rows: Sequence[Any], verifications: int) -> None:
-    """Table 6: how often the verification recommends a truly faster finalist, and how often
-    anything when none is faster (:mod:`_verification_power`)."""
+    """Table 6: how often the verification recommends a truly faster finalist, how often
+    anything when none is faster, and how often a faster one that is truly 1 pt less
+    accurate (:mod:`_verification_power`)."""
     import _verification_power as power
 
     out = [
@@ -1073,7 +1074,12 @@ def section_power(report: Report, rows: Sequence[Any], verifications: int) -> No
         f"{power.TRUE_SPEEDUP}x faster and the others as fast as the baseline, in the *null* "
         "row none faster; every configuration at the same true accuracy "
         f"({100 * power.TRUE_ACCURACY:.1f} %, drawn binomially on {power.VAL_SAMPLES:,} "
-        "validation images per run). Noise model: each run's throughput is the truth times a "
+        "validation images per run), except in the *inferior* row, where the one finalist "
+        f"truly {power.TRUE_SPEEDUP}x faster is truly 1 pt less accurate "
+        f"({100 * power.INFERIOR_ACCURACY:.1f} %). A recommendation needs the accuracy "
+        "shown non-inferior (the paired difference's 95 % interval above -0.5 pt); the "
+        "finalists are chosen per answer (same model, model change), and each answer's "
+        "survivor is confirmed. Noise model: each run's throughput is the truth times a "
         f"log-normal per-process factor, sigma {power.PROCESS_SIGMA} (a coefficient of "
         "variation of about 9 %, what fresh processes of one configuration showed on this "
         "project's 2-core CPUs). Each verification draws anew (new seeds).",
@@ -1092,8 +1098,8 @@ def section_power(report: Report, rows: Sequence[Any], verifications: int) -> No
                 str(r.race_rounds),
                 str(r.finalists),
                 str(r.verifications),
-                fmt_pct(r.survivor_true / r.verifications) if r.scenario == "power" else "-",
-                fmt_pct(share_true) if r.scenario == "power" else "-",
+                fmt_pct(r.survivor_true / r.verifications) if r.scenario != "null" else "-",
+                fmt_pct(share_true) if r.scenario != "null" else "-",
                 fmt_pct(share_any),
                 endings,
             ]
@@ -1125,11 +1131,20 @@ def section_power(report: Report, rows: Sequence[Any], verifications: int) -> No
                 fmt_pct(share),
                 share >= 0.8,
             )
-        else:
+        elif r.scenario == "null":
             share = r.recommended_any / r.verifications
             report.target(
                 "6",
                 "false recommendations when none is faster (default verification)",
+                "<= 5 %",
+                fmt_pct(share),
+                share <= 0.05,
+            )
+        else:
+            share = r.recommended_true / r.verifications
+            report.target(
+                "6",
+                "recommendations of a 1.3x faster configuration 1 pt less accurate",
                 "<= 5 %",
                 fmt_pct(share),
                 share <= 0.05,

@@ -14,6 +14,7 @@ from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.storage import (
+    ANSWERS,
     FINISHED_STATES,
     Answer,
     ResultsStore,
@@ -157,9 +158,10 @@ def _resume_notes(plan: VerificationPlan, settings: VerifySettings) -> tuple[str
     differ = [
         f"{key}={asked:g} (stored {stored:g})" for key, asked, stored in pairs if asked != stored
     ]
-    if len(plan.candidates) > settings.candidates:
+    most = max(len(plan.answer_candidates(a)) for a in ANSWERS)
+    if most > settings.candidates:
         differ.append(
-            f"verify.candidates={settings.candidates} (stored plan: {len(plan.candidates)} finalists)"
+            f"verify.candidates={settings.candidates} (stored plan: {most} finalists in an answer)"
         )
     if not differ:
         return ()

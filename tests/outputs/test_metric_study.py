@@ -57,12 +57,17 @@ def test_verification_keeps_the_lower_loss_and_says_val_loss(loss: LossStudy) ->
     rec = summary.recommended
     assert rec is not None and rec.params["n_embd"] == 16 and rec.params["batch_size"] == 64
     assert rec.val_metric_mean == pytest.approx(0.999)
-    assert rec.verdict == "verified faster at the same val_loss"
+    assert rec.verdict == "verified faster at the same val_loss (non-inferior)"
     line = summary.headline()
-    assert " at the same val_loss: 0.999 vs 1.000 (difference -0.001" in line
-    # The loss is never written as a percentage (only the intervals' "95 %").
+    assert (
+        " at the same val_loss (non-inferior within 0.2 % of the baseline's val_loss): 0.999 vs "
+        "1.000 (difference -0.001"
+    ) in line
+    # The loss is never written as a percentage (only the intervals' "95 %" and the
+    # tolerance, a share of the baseline's loss).
     assert "accuracy" not in line
-    assert "%" not in line.split(" at the same ")[1].replace("95 % CI", "")
+    rest = line.split(" at the same ")[1].replace("95 % CI", "")
+    assert "%" not in rest.replace("0.2 % of the baseline's val_loss", "")
     assert "n_embd 8->16" in line
 
 
