@@ -25,9 +25,10 @@ from autotune.export._best import OBJECTIVE_CHOICES, BestConfigs, best_configura
 from autotune.export._csv import export_csv, trial_records
 from autotune.export._listing import StudySummary, list_studies
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
-from autotune.export._yaml import export_best_yaml, export_choice
+from autotune.export._yaml import EXPORTED_CONFIG_KEYS, export_best_yaml, export_choice
 
 __all__ = [
+    "EXPORTED_CONFIG_KEYS",
     "OBJECTIVE_CHOICES",
     "BestConfigs",
     "StudySummary",
