@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 import typer
 from rich.console import Console
@@ -227,23 +228,47 @@ def best(
         help="Write the verified recommendation as YAML with a PyTorch snippet (refused when "
         "there is none; see --trial).",
     ),
+    diff: bool = typer.Option(
+        False,
+        "--diff",
+        help="Print only what changes from the baseline trial to the verified recommendation, "
+        "as lines to paste (refused when there is none; see --trial).",
+    ),
+    # Literal: the choices typer offers and checks (autotune.export.DIFF_STYLES).
+    style: Literal["torch", "lightning", "hf"] | None = typer.Option(
+        None,
+        "--style",
+        help="With --diff: in the words of plain PyTorch (default), Lightning's Trainer or "
+        "Transformers' TrainingArguments.",
+    ),
     trial: int = typer.Option(
         None,
         "--trial",
         metavar="N",
-        help="With --export: export trial N instead (its single-trial figures; not verified).",
+        help="With --export or --diff: trial N instead (its single-trial figures; not verified).",
     ),
 ) -> None:
     """Print the verified verdict and the Pareto-optimal configurations (single trials);
-    optionally export the verified recommendation."""
+    optionally export the verified recommendation, or print only what it changes."""
     from autotune.console import best_table
     from autotune.exceptions import ConfigError
-    from autotune.export import best_configurations, export_best_yaml, export_choice
+    from autotune.export import best_configurations, export_best_yaml, export_choice, export_diff
     from autotune.report import SIMULATED_TEXT
 
-    if trial is not None and export is None:
-        raise ConfigError(f"--trial {trial}: only with --export FILE (it picks what to export)")
+    if diff and export is not None:
+        raise ConfigError("--diff and --export: use one (--diff prints, --export writes a file)")
+    if style is not None and not diff:
+        raise ConfigError(f"--style {style}: only with --diff")
+    if trial is not None and export is None and not diff:
+        raise ConfigError(
+            f"--trial {trial}: only with --export FILE or --diff (it picks what to export)"
+        )
     result = best_configurations(study, _storage_arg(args), objective)
+    if diff:
+        # Only the lines: paste-able, or `autotune best STUDY --diff > changes.py`.
+        lines = export_diff(result, style=style or "torch", trial=trial)
+        typer.echo("\n".join(lines))
+        return
     if export is not None:
         export_choice(result, trial)  # refuse before printing anything
     console = _out_console()

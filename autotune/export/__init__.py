@@ -1,5 +1,6 @@
 """Getting results out: the Pareto-optimal configurations (``autotune best``), the verified
-recommendation as YAML with a ready-to-paste PyTorch snippet (``best --export``), every trial
+recommendation as YAML with a ready-to-paste PyTorch snippet (``best --export``) or as the
+lines that change from the baseline (``best --diff``), every trial
 as CSV (``autotune export``), and the list of studies in a database (``autotune ls``).
 
 ::
@@ -7,6 +8,8 @@ as CSV (``autotune export``), and the list of studies in a database (``autotune 
     _best      best_configurations, sort_pareto: the verdict and the ranked Pareto rows
     _snippet   pytorch_settings, pytorch_snippet: a configuration in PyTorch terms
     _yaml      export_choice, export_best_yaml: the recommendation (or --trial N) as YAML
+    _diff      diff_lines, export_diff: what changes from the baseline, as lines to paste
+               (best --diff --style torch|lightning|hf)
     _csv       trial_records, export_csv: one row per finished trial
     _listing   list_studies: one line per study (ls)
 
@@ -23,18 +26,24 @@ from __future__ import annotations
 
 from autotune.export._best import OBJECTIVE_CHOICES, BestConfigs, best_configurations, sort_pareto
 from autotune.export._csv import export_csv, trial_records
+from autotune.export._diff import DIFF_STYLES, DiffStyle, diff_lines, export_diff
 from autotune.export._listing import StudySummary, list_studies
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
-from autotune.export._yaml import export_best_yaml, export_choice
+from autotune.export._yaml import EXPORTED_CONFIG_KEYS, export_best_yaml, export_choice
 
 __all__ = [
+    "DIFF_STYLES",
+    "EXPORTED_CONFIG_KEYS",
     "OBJECTIVE_CHOICES",
     "BestConfigs",
+    "DiffStyle",
     "StudySummary",
     "best_configurations",
+    "diff_lines",
     "export_best_yaml",
     "export_choice",
     "export_csv",
+    "export_diff",
     "list_studies",
     "pytorch_settings",
     "pytorch_snippet",

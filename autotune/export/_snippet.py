@@ -8,6 +8,10 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from autotune.config import TrainSettings
+
 __all__ = ["pytorch_settings", "pytorch_snippet"]
 
 _AUTOCAST = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
@@ -42,6 +46,32 @@ def pytorch_settings(params: Mapping[str, Any]) -> dict[str, Any]:
         },
         "ddp_world_size": int(params.get("gpu_count", 1)),
     }
+
+
+def trained_lr(config: Mapping[str, Any], params: Mapping[str, Any]) -> tuple[float | None, int]:
+    """The peak learning rate (after warm-up) a trial trained with, and its gradient
+    accumulation steps, from its stored configuration's ``train`` settings: ``lr`` at
+    ``reference_batch_size``, scaled by ``lr_scaling`` to the trial's global batch, as
+    ``training._setup`` works it out (:meth:`autotune.config.TrainSettings.peak_lr`).
+
+    Args:
+        config: the trial's stored configuration (:attr:`BestConfigs.configs`).
+        params: its knobs (``batch_size``, ``gpu_count``).
+
+    Returns:
+        ``(peak_lr, accumulation_steps)``; ``(None, 1)`` when the configuration holds no
+        valid ``train`` settings.
+    """
+    train = config.get("train")
+    if not isinstance(train, Mapping):
+        return None, 1
+    try:
+        settings = TrainSettings.model_validate(dict(train))
+        batch, gpus = int(params["batch_size"]), int(params.get("gpu_count", 1))
+        accumulation = settings.accumulation_steps(batch, gpus)
+    except (ValidationError, ValueError, KeyError):
+        return None, 1
+    return settings.peak_lr(batch * gpus * accumulation), accumulation
 
 
 _SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, epochs=1):

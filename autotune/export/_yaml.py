@@ -1,5 +1,5 @@
 """``best --export``: the verified recommendation (or a trial asked for with ``--trial``) as
-YAML with its figures, its full configuration and the PyTorch snippet.
+YAML with its figures, its configuration and the PyTorch snippet.
 
 It checks its input before it writes anything: a study without a recommendation raises
 :class:`~autotune.exceptions.VerificationError`, an unknown trial
@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from autotune.config import BUILTIN_WORKLOAD_REF, display_url
 from autotune.exceptions import ConfigError, VerificationError
 from autotune.export._best import BestConfigs
-from autotune.export._snippet import pytorch_settings, pytorch_snippet
+from autotune.export._snippet import pytorch_settings, pytorch_snippet, trained_lr
 from autotune.report import (
     NOT_VERIFIED,
     SIMULATED_TEXT,
@@ -31,7 +33,31 @@ from autotune.report import (
 )
 from autotune.verification import VerificationSummary, tolerance_text
 
-__all__ = ["export_best_yaml", "export_choice"]
+__all__ = ["EXPORTED_CONFIG_KEYS", "export_best_yaml", "export_choice"]
+
+#: The keys of a trial's configuration an export holds, in order: what the trial trained (its
+#: device kind, model knobs, tuner knobs, seed, objective and training settings). Left out:
+#: autotune's own (the measurement settings ``measure``, the search's throughput floor
+#: ``min_throughput_sps``, the metric ``reuse`` of the search, the mock device's
+#: ``mock_fault`` and ``mock_profile``), and ``workload``, which the export holds at its top
+#: level.
+EXPORTED_CONFIG_KEYS: tuple[str, ...] = (
+    "device",
+    "model",
+    "batch_size",
+    "precision",
+    "memory_format",
+    "compile_mode",
+    "num_workers",
+    "gpu_count",
+    "seed",
+    "objective",
+    "train",
+)
+#: Training settings that steer autotune's search and timing, not the training: the untimed
+#: steps before the timed windows (not the learning-rate warm-up, ``lr_warmup_fraction``)
+#: and the limits that stop a slow time-to-accuracy trial.
+_SEARCH_ONLY_TRAIN_KEYS = frozenset({"warmup_steps", "max_time_s", "max_time_vs_baseline"})
 
 
 def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
@@ -79,6 +105,38 @@ def export_choice(best: BestConfigs, trial: int | None = None) -> ParetoRow:
             "trial of the study"
         )
     return row
+
+
+def _exported_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration as an export shows it: :data:`EXPORTED_CONFIG_KEYS` only, the
+    training settings without the search-only ones."""
+    exported = {key: config[key] for key in EXPORTED_CONFIG_KEYS if key in config}
+    if isinstance(exported.get("train"), Mapping):
+        train = exported["train"]
+        exported["train"] = {k: v for k, v in train.items() if k not in _SEARCH_ONLY_TRAIN_KEYS}
+    return exported
+
+
+def _shared_storage(url: str) -> str:
+    """The storage URL as a file to share shows it: without its password
+    (:func:`~autotune.config.display_url`), and a SQLite file by its absolute path (a
+    relative one means nothing away from the directory ``best`` ran in)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return display_url(url)
+    database = parsed.database
+    if (
+        parsed.get_backend_name() == "sqlite"
+        and database
+        and database != ":memory:"
+        and not database.startswith("file:")
+        and not Path(database).is_absolute()
+    ):
+        url = parsed.set(database=str(Path(database).resolve())).render_as_string(
+            hide_password=False
+        )
+    return display_url(url)
 
 
 def _numbers(rows: Mapping[int, ParetoRow]) -> str:
@@ -260,8 +318,11 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
     search (units in the names; ``metric`` names the validation metric ``val_metric`` is; a
     time-to-accuracy study's also ``time_to_accuracy_s`` and its ``target``),
     the workload reference (``workload``: ``ref`` and ``args``, as ``autotune`` resolves it)
-    and the model's knobs under their own names (``model``), the full configuration, the
-    PyTorch settings and ``pytorch_snippet``, the code to paste.
+    and the model's knobs under their own names (``model``), the configuration it trained
+    (``config``: :data:`EXPORTED_CONFIG_KEYS`; no field of autotune's own), the PyTorch
+    settings (with ``peak_lr``, the learning rate after warm-up it trained with) and
+    ``pytorch_snippet``, the code to paste. A SQLite ``storage`` is written with its
+    absolute path.
 
     Args:
         best: the study's verdict and configurations (:func:`best_configurations`).
@@ -281,7 +342,7 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
     verified = best.recommended_trial == row.number and best.verification is not None
     document: dict[str, Any] = {
         "study": best.study_name,
-        "storage": display_url(best.storage),  # a file to share: no password
+        "storage": _shared_storage(best.storage),  # a file to share: no password
         "trial": row.number,
         "selected_by": "verification" if trial is None else "--trial",
         "simulated": best.simulated,
@@ -300,8 +361,9 @@ def export_best_yaml(best: BestConfigs, path: Path, *, trial: int | None = None)
             "single_trial_figures": _single_trial_figures(best, row),
             "workload": config.get("workload"),
             "model": model_knobs(params),
-            "config": config,
-            "pytorch": pytorch_settings(params),
+            "config": _exported_config(config),
+            # The peak learning rate it trained with: train.lr scaled to its global batch.
+            "pytorch": pytorch_settings(params) | {"peak_lr": trained_lr(config, params)[0]},
             "hardware": dict(best.hardware),
             "pytorch_snippet": pytorch_snippet(params, _header(best, row, verified)),
         }

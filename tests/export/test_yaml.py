@@ -10,6 +10,7 @@ import yaml
 
 from autotune.exceptions import VerificationError
 from autotune.export import (
+    EXPORTED_CONFIG_KEYS,
     best_configurations,
     export_best_yaml,
     export_choice,
@@ -43,7 +44,7 @@ def test_export_best_yaml_holds_the_recommendation_config_figures_and_snippet(
     assert figures["peak_memory_bytes"] == int(row.peak_memory_bytes)
     assert doc["config"]["batch_size"] == row.params["batch_size"]
     assert doc["config"]["train"]["lr"] == pytest.approx(3.0e-3)
-    assert doc["pytorch"] == pytorch_settings(row.params)
+    assert doc["pytorch"] == pytorch_settings(row.params) | {"peak_lr": pytest.approx(2.12132e-3)}
     assert "def autotuned_training(" in doc["pytorch_snippet"]
     assert "pytorch_snippet: |" in text  # a block the reader can copy
 
@@ -57,3 +58,62 @@ def test_export_choice_is_the_recommendation_or_the_trial_asked_for(demo_study: 
     with pytest.raises(VerificationError, match="study=demo: not verified, so there is no"):
         export_choice(unverified)
     assert export_choice(unverified, top.number) == top
+
+
+def test_the_export_holds_a_curated_set_of_keys(demo_study: DemoStudy, tmp_path: Path) -> None:
+    """No field of autotune's own (the mock device's fault and profile, metric reuse, the
+    measurement settings, the search's throughput floor) leaks into the file."""
+    best = best_configurations(demo_study.name, demo_study.url)
+    assert best.configs[11]["mock_profile"] == "default"  # stored, but not exported
+    doc = export_best_yaml(best, tmp_path / "best.yaml")
+    assert list(doc) == [
+        "study",
+        "storage",
+        "trial",
+        "selected_by",
+        "simulated",
+        "device",
+        "exported_at",
+        "verification",
+        "single_trial_figures",
+        "workload",
+        "model",
+        "config",
+        "pytorch",
+        "hardware",
+        "pytorch_snippet",
+    ]
+    assert list(doc["config"]) == [
+        "device",
+        "model",
+        "batch_size",
+        "precision",
+        "memory_format",
+        "compile_mode",
+        "num_workers",
+        "gpu_count",
+        "seed",
+        "objective",
+        "train",
+    ]
+    assert list(doc["config"]) == list(EXPORTED_CONFIG_KEYS)
+    train = doc["config"]["train"]
+    assert "warmup_steps" not in train and "max_time_vs_baseline" not in train
+    assert train["lr_warmup_fraction"] == 0.05 and train["reference_batch_size"] == 64
+    # The learning rate trial 11 trained at: 3e-3 at batch 64, sqrt-scaled to its batch 32.
+    assert doc["pytorch"]["peak_lr"] == pytest.approx(3.0e-3 * 0.5**0.5)
+    text = (tmp_path / "best.yaml").read_text()
+    for internal in ("mock_fault", "mock_profile", "reuse", "min_throughput_sps", "measure:"):
+        assert internal not in text
+    unverified = export_best_yaml(best, tmp_path / "t0.yaml", trial=0)
+    assert list(unverified) == [*list(doc)[:8], "note", *list(doc)[8:]]
+
+
+def test_a_relative_sqlite_storage_is_exported_with_its_absolute_path(
+    demo_study: DemoStudy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = Path(demo_study.url.removeprefix("sqlite:///"))
+    monkeypatch.chdir(database.parent)
+    best = best_configurations(demo_study.name, f"sqlite:///{database.name}")
+    doc = export_best_yaml(best, tmp_path / "best.yaml")
+    assert doc["storage"] == f"sqlite:///{database}"

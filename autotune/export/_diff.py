@@ -1,0 +1,599 @@
+"""``best --diff``: what changes between the baseline trial's knobs and a recommended
+configuration's, as lines to paste into a training script, in the words of the framework the
+user trains with.
+
+Three styles, each in its framework's own argument names:
+
+- ``torch``: plain PyTorch: the ``DataLoader`` arguments, ``model.to(memory_format=...)``,
+  ``torch.compile``, ``torch.autocast`` around the forward pass and the loss, the
+  ``GradScaler`` of fp16, ``torch.set_float32_matmul_precision`` for TF32,
+  ``DistributedDataParallel`` launched by ``torchrun``, and the learning rate.
+- ``lightning``: ``Trainer(precision="bf16-mixed", devices=N, strategy="ddp",
+  accumulate_grad_batches=N)`` (Lightning's precision strings; TF32 is not one, so it stays
+  ``torch.set_float32_matmul_precision``), and the LightningModule's hooks that change
+  (``training_step``, ``train_dataloader``, ``configure_optimizers``).
+- ``hf``: ``transformers.TrainingArguments(bf16=..., fp16=..., tf32=..., torch_compile=...,
+  torch_compile_mode=..., dataloader_*=..., per_device_train_batch_size=...,
+  gradient_accumulation_steps=..., learning_rate=...)``; ``channels_last`` has no field
+  there, so it is a line on the model.
+
+A model knob that changes is a ``build_model(...)`` line in every style. The learning rate is
+printed whenever the global batch (batch size x GPU count x accumulation steps) changes: it
+is the peak learning rate the trial trained with (after warm-up), worked out by the trial's
+own stored training settings (:meth:`autotune.config.TrainSettings.peak_lr`).
+
+:func:`diff_lines` is pure (knobs in, lines out); :func:`export_diff` gathers its input from a
+study's :class:`~autotune.export.BestConfigs`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from autotune.baseline import PYTORCH_DEFAULTS
+from autotune.config import TUNER_KNOBS
+from autotune.exceptions import VerificationError
+from autotune.export._best import BestConfigs
+from autotune.export._snippet import trained_lr
+from autotune.export._yaml import export_choice
+from autotune.report import SIMULATED_TEXT, ParetoRow, ratio_text
+
+__all__ = ["DIFF_STYLES", "DiffStyle", "diff_lines", "export_diff"]
+
+#: ``--style``: the framework whose words a diff speaks.
+DiffStyle = Literal["torch", "lightning", "hf"]
+#: The values of :data:`DiffStyle`, in order (the first is the default).
+DIFF_STYLES: tuple[str, ...] = get_args(DiffStyle)
+
+#: What each style calls its framework, for the header.
+_FRAMEWORK = {"torch": "PyTorch", "lightning": "Lightning", "hf": "Transformers"}
+_AUTOCAST_DTYPE = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
+#: Lightning's ``Trainer(precision=...)`` for each precision; TF32 is fp32 to Lightning
+#: (``torch.set_float32_matmul_precision`` turns it on).
+_LIGHTNING_PRECISION = {
+    "fp32": "32-true",
+    "tf32": "32-true",
+    "fp16": "16-mixed",
+    "bf16": "bf16-mixed",
+}
+_MEMORY_FORMAT = {"contiguous": "torch.contiguous_format", "channels_last": "torch.channels_last"}
+#: Input conversion for channels_last: only 4-D tensors have it.
+_INPUT_NOTE = "4-D (B, C, H, W) inputs only"
+
+
+def _fmt(value: Any) -> str:
+    """A value as Python source: ``"relu"``, ``2``, ``True``; a float in at most 6 significant
+    figures (``0.00212132``)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str) and not isinstance(value, _Source):
+        return json.dumps(value)
+    return repr(value)
+
+
+def _call(args: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name}={_fmt(value)}" for name, value in args.items())
+
+
+class _Source(str):
+    """Source text shown as it is (not quoted) by :func:`_fmt`."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What :func:`diff_lines` is told besides the knobs."""
+
+    lr: float | None
+    base_lr: float | None
+    accumulation: int
+    base_accumulation: int
+    device_type: str
+
+    def global_batches(self, c: _Change) -> tuple[int, int]:
+        """The baseline's and the configuration's global batch: samples per optimizer step
+        over all ranks (batch size x GPU count x accumulation steps)."""
+        old = int(c.before("batch_size")) * int(c.before("gpu_count")) * self.base_accumulation
+        new = int(c.after("batch_size")) * int(c.after("gpu_count")) * self.accumulation
+        return old, new
+
+
+@dataclass(frozen=True)
+class _Change:
+    """The baseline's (``old``) and the configuration's (``new``) knobs, read with PyTorch's
+    defaults for a knob one of them lacks."""
+
+    old: Mapping[str, Any]
+    new: Mapping[str, Any]
+
+    def get(self, side: Mapping[str, Any], name: str) -> Any:
+        return side.get(name, PYTORCH_DEFAULTS.get(name))
+
+    def before(self, name: str) -> Any:
+        return self.get(self.old, name)
+
+    def after(self, name: str) -> Any:
+        return self.get(self.new, name)
+
+    def changed(self, name: str) -> bool:
+        return bool(self.before(name) != self.after(name))
+
+    def model_knobs(self) -> list[str]:
+        """The model knobs (every knob but the tuner's) whose value changes, in order."""
+        names = [n for n in self.new if n not in TUNER_KNOBS]
+        names += [n for n in self.old if n not in TUNER_KNOBS and n not in self.new]
+        return [n for n in names if self.old.get(n) != self.new.get(n)]
+
+
+def _was(args: Mapping[str, Any], before: Mapping[str, Any]) -> str:
+    """``  # was batch_size=64, num_workers=0``: the baseline's values of ``args``."""
+    shown = {name: before[name] for name in args if name in before}
+    return f"  # was {_call(shown)}" if shown else ""
+
+
+def _model_line(c: _Change) -> list[str]:
+    """``model = build_model(depth=2)  # was 3``: the model knobs that change."""
+    names = c.model_knobs()
+    if not names:
+        return []
+    args = {n: c.new[n] for n in names if n in c.new}
+    if len(names) == 1:
+        was = _fmt(c.old[names[0]]) if names[0] in c.old else "unset"
+    else:
+        was = ", ".join(f"{n}={_fmt(c.old[n]) if n in c.old else 'unset'}" for n in names)
+    return [f"model = build_model({_call(args)})  # was {was}"]
+
+
+def _memory_format_line(c: _Change, where: str = "") -> list[str]:
+    if not c.changed("memory_format"):
+        return []
+    new, old = _MEMORY_FORMAT[c.after("memory_format")], _MEMORY_FORMAT[c.before("memory_format")]
+    return [f"model = model.to(memory_format={new})  # was {old}{where}"]
+
+
+def _compile_line(c: _Change, then: str = "") -> list[str]:
+    if not c.changed("compile_mode"):
+        return []
+    new, old = c.after("compile_mode"), c.before("compile_mode")
+    was = "eager" if old == "none" else f'mode="{old}"'
+    if new == "none":
+        return [f"# no torch.compile: eager (was {was}); remove model = torch.compile(model, ...)"]
+    mode = "" if new == "default" else f', mode="{new}"'
+    return [f"model = torch.compile(model{mode})  # was {was}{then}"]
+
+
+def _tf32_line(c: _Change, note: str = "") -> list[str]:
+    """TF32 matmuls on (``tf32``) or off again (from a ``tf32`` baseline). cuDNN's
+    convolutions already run in TF32 by PyTorch's default (``torch.backends.cudnn.allow_tf32``)."""
+    new_tf32, old_tf32 = c.after("precision") == "tf32", c.before("precision") == "tf32"
+    if new_tf32 == old_tf32:
+        return []
+    if new_tf32:
+        return [
+            'torch.set_float32_matmul_precision("high")  # TF32 matmuls '
+            f"(torch.backends.cuda.matmul.allow_tf32 = True){note}"
+        ]
+    return ['torch.set_float32_matmul_precision("highest")  # no TF32 (was "high")']
+
+
+def _loader_args(
+    c: _Change, device_type: str, *, sampler: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The DataLoader arguments that change, and the baseline's values of them.
+
+    ``pin_memory`` (on CUDA) and ``persistent_workers`` follow ``num_workers > 0``, as in the
+    trial; they are named when that changes (``persistent_workers=True`` with no workers is
+    an error in PyTorch)."""
+    new: dict[str, Any] = {}
+    old: dict[str, Any] = {}
+    for name in ("batch_size", "num_workers"):
+        if c.changed(name):
+            new[name], old[name] = c.after(name), c.before(name)
+    workers_new, workers_old = int(c.after("num_workers")) > 0, int(c.before("num_workers")) > 0
+    if workers_new != workers_old:
+        if device_type == "cuda":
+            new["pin_memory"], old["pin_memory"] = workers_new, workers_old
+        new["persistent_workers"], old["persistent_workers"] = workers_new, workers_old
+    if sampler and int(c.after("gpu_count")) > 1 and int(c.before("gpu_count")) == 1:
+        new["sampler"] = _Source("DistributedSampler(train_set)")
+    return new, old
+
+
+def _lr_line(
+    prefix: str,
+    c: _Change,
+    lr: float | None,
+    base_lr: float | None,
+    batches: tuple[int, int],
+    suffix: str = "",
+) -> list[str]:
+    """The learning rate when the global batch (or the rate) changes: ``lr = 0.002121  # ...``
+    (``prefix`` is ``lr = `` or ``learning_rate=``)."""
+    old_batch, new_batch = batches
+    if old_batch == new_batch and (
+        lr is None or base_lr is None or math.isclose(lr, base_lr, rel_tol=1e-9)
+    ):
+        return []
+    went = (
+        f"the global batch went {old_batch} -> {new_batch}"
+        if old_batch != new_batch
+        else f"the global batch stays {new_batch}"
+    )
+    if lr is None:
+        return [f"# learning rate: not stored for this trial; scale yours: {went}"]
+    was = f"was {_fmt(base_lr)}: " if base_lr is not None else ""
+    return [f"{prefix}{_fmt(lr)}{suffix}  # {was}{went}; the peak, after warm-up"]
+
+
+# --- torch ----------------------------------------------------------------------------------
+
+
+def _torch_lines(c: _Change, s: _Settings) -> list[str]:
+    """Plain PyTorch, in the order a script does it: launch, process group, TF32, model,
+    memory format, DDP, compile, scaler, loader, learning rate, then the loop's lines."""
+    lines: list[str] = []
+    gpus_new, gpus_old = int(c.after("gpu_count")), int(c.before("gpu_count"))
+    ddp_on = gpus_new > 1 and gpus_old == 1
+    if c.changed("gpu_count"):
+        lines.append(_launch_line(gpus_new, gpus_old))
+    if ddp_on:
+        backend = "nccl" if s.device_type == "cuda" else "gloo"
+        lines.append(f'torch.distributed.init_process_group("{backend}")  # one process per GPU')
+        if s.device_type == "cuda":
+            lines.append('torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))')
+    lines += _tf32_line(c)
+    lines += _model_line(c)
+    lines += _memory_format_line(c)
+    if ddp_on:
+        lines.append(
+            "model = torch.nn.parallel.DistributedDataParallel(model)  # after .to(device), "
+            "before torch.compile"
+        )
+    elif gpus_new == 1 and gpus_old > 1:
+        lines.append("# no DistributedDataParallel, no DistributedSampler: one process")
+    lines += _compile_line(c)
+    scaler_new = c.after("precision") == "fp16" and s.device_type == "cuda"
+    scaler_old = c.before("precision") == "fp16" and s.device_type == "cuda"
+    if scaler_new and not scaler_old:
+        lines.append(f'scaler = torch.amp.GradScaler("{s.device_type}")  # fp16 loss scaling')
+    new, old = _loader_args(c, s.device_type, sampler=True)
+    if new:
+        note = _was(new, old)
+        if "sampler" in new:
+            note += "  # no shuffle=True: the sampler shuffles"
+        if gpus_new > 1 and "batch_size" in new:
+            note += "  # batch_size per process"
+        lines.append(f"loader = DataLoader(train_set, {_call(new)}){note}")
+    lines += _accumulation_comment(s)
+    lines += _lr_line("lr = ", c, s.lr, s.base_lr, s.global_batches(c), "  # the optimizer's lr")
+    lines += _torch_loop(c, s.device_type, scaler_new, scaler_old)
+    return [_fix_comment(line) for line in lines]
+
+
+def _fix_comment(line: str) -> str:
+    """One ``#`` per line: ``x  # a  # b`` reads ``x  # a; b``."""
+    code, sep, comment = line.partition("  # ")
+    if not sep:
+        return line
+    return f"{code}  # {comment.replace('  # ', '; ')}"
+
+
+def _launch_line(gpus_new: int, gpus_old: int) -> str:
+    if gpus_new > 1:
+        was = "python train.py" if gpus_old == 1 else f"--nproc_per_node={gpus_old}"
+        return f"# launch: torchrun --nproc_per_node={gpus_new} train.py (DDP; was {was})"
+    return (
+        f"# launch: python train.py (one process, no DDP; was torchrun --nproc_per_node={gpus_old})"
+    )
+
+
+def _accumulation_comment(s: _Settings) -> list[str]:
+    if s.accumulation == s.base_accumulation:
+        return []
+    return [
+        f"# gradient accumulation: {s.accumulation} micro-batches per optimizer step (was "
+        f"{s.base_accumulation}): divide the loss by {s.accumulation}, step the optimizer every "
+        f"{s.accumulation} batches (DDP: model.no_sync() on the others)"
+    ]
+
+
+def _torch_loop(c: _Change, device_type: str, scaler_new: bool, scaler_old: bool) -> list[str]:
+    """The lines inside the training loop: 4-D inputs in channels_last, autocast around the
+    forward pass and the loss, the GradScaler's backward and step."""
+    body: list[str] = []
+    if c.changed("memory_format"):
+        fmt = _MEMORY_FORMAT[c.after("memory_format")]
+        body.append(f"    x = x.to(device, memory_format={fmt})  # {_INPUT_NOTE}")
+    dtype_new = _AUTOCAST_DTYPE.get(c.after("precision"))
+    dtype_old = _AUTOCAST_DTYPE.get(c.before("precision"))
+    if dtype_new != dtype_old:
+        if dtype_new is not None:
+            body += [
+                f'    with torch.autocast(device_type="{device_type}", dtype={dtype_new}):',
+                "        loss = loss_fn(model(x), y)  # forward and loss only",
+            ]
+            if dtype_old is not None:
+                body[-2] += f"  # was dtype={dtype_old}"
+        else:
+            body.append(
+                f"    loss = loss_fn(model(x), y)  # no torch.autocast (was dtype={dtype_old})"
+            )
+    if scaler_new and not scaler_old:
+        body += [
+            "    scaler.scale(loss).backward()  # instead of loss.backward()",
+            "    scaler.step(optimizer)  # instead of optimizer.step()",
+            "    scaler.update()",
+        ]
+    elif scaler_old and not scaler_new:
+        body.append("    loss.backward()  # no GradScaler (was fp16); then optimizer.step()")
+    return (
+        ["for x, y in loader:  # your training loop; its other lines stay", *body] if body else []
+    )
+
+
+# --- lightning ------------------------------------------------------------------------------
+
+
+def _lightning_lines(c: _Change, s: _Settings) -> list[str]:
+    """Lightning: the Trainer's arguments, the model before ``trainer.fit``, then the
+    LightningModule's hooks that change (Lightning adds the DistributedSampler and the fp16
+    GradScaler itself)."""
+    lines = _tf32_line(c, "; not a Trainer precision")
+    trainer: dict[str, Any] = {}
+    before: dict[str, Any] = {}
+    old_p = _LIGHTNING_PRECISION[c.before("precision")]
+    new_p = _LIGHTNING_PRECISION[c.after("precision")]
+    if new_p != old_p:
+        trainer["precision"], before["precision"] = new_p, old_p
+    if c.changed("gpu_count"):
+        gpus_new, gpus_old = int(c.after("gpu_count")), int(c.before("gpu_count"))
+        trainer["devices"], before["devices"] = gpus_new, gpus_old
+        strategy_new, strategy_old = ("ddp" if n > 1 else "auto" for n in (gpus_new, gpus_old))
+        if strategy_new != strategy_old:
+            trainer["strategy"], before["strategy"] = strategy_new, strategy_old
+    if s.accumulation != s.base_accumulation:
+        trainer["accumulate_grad_batches"] = s.accumulation
+        before["accumulate_grad_batches"] = s.base_accumulation
+    if trainer:
+        lines.append(f"trainer = Trainer({_call(trainer)}){_was(trainer, before)}")
+    lines += _model_line(c)
+    lines += _memory_format_line(c, "; before trainer.fit(model)")
+    lines += _compile_line(c, "; then trainer.fit(model)")
+    hooks: list[str] = []
+    if c.changed("memory_format"):
+        fmt = _MEMORY_FORMAT[c.after("memory_format")]
+        hooks += [
+            "def training_step(self, batch, batch_idx):",
+            "    x, y = batch",
+            f"    x = x.to(memory_format={fmt})  # {_INPUT_NOTE}",
+        ]
+    new, old = _loader_args(c, s.device_type, sampler=False)
+    if new:
+        hooks += [
+            "def train_dataloader(self):",
+            f"    return DataLoader(self.train_set, {_call(new)}){_was(new, old)}",
+        ]
+    lr = _lr_line("    lr = ", c, s.lr, s.base_lr, s.global_batches(c), "  # the optimizer's lr")
+    if lr:
+        hooks += ["def configure_optimizers(self):", *lr]
+    if hooks:
+        lines += ["# in your LightningModule:", *hooks]
+    return [_fix_comment(line) for line in lines]
+
+
+# --- hf -------------------------------------------------------------------------------------
+
+
+def _hf_precision(precision: str) -> dict[str, Any]:
+    return {"bf16": precision == "bf16", "fp16": precision == "fp16", "tf32": precision == "tf32"}
+
+
+def _hf_compile(mode: str) -> dict[str, Any]:
+    return {
+        "torch_compile": mode != "none",
+        "torch_compile_mode": None if mode in ("none", "default") else mode,
+    }
+
+
+def _hf_lines(c: _Change, s: _Settings) -> list[str]:
+    """Transformers: the launch, the model's lines, then the ``TrainingArguments`` that
+    change, one per line with the baseline's value."""
+    lines: list[str] = []
+    if c.changed("gpu_count"):
+        lines.append(_launch_line(int(c.after("gpu_count")), int(c.before("gpu_count"))))
+    lines += _model_line(c)
+    if c.changed("memory_format"):
+        lines += _memory_format_line(c, "; TrainingArguments has no field for it")
+        fmt = _MEMORY_FORMAT[c.after("memory_format")]
+        lines.append(f"# 4-D inputs too: pixel_values.to(memory_format={fmt}) in your collator")
+    new: dict[str, Any] = {}
+    old: dict[str, Any] = {}
+    pairs = (
+        (_hf_precision(c.after("precision")), _hf_precision(c.before("precision"))),
+        (_hf_compile(c.after("compile_mode")), _hf_compile(c.before("compile_mode"))),
+    )
+    for after, before in pairs:
+        for name in after:
+            if after[name] != before[name]:
+                new[name], old[name] = after[name], before[name]
+    names = {
+        "batch_size": "per_device_train_batch_size",
+        "num_workers": "dataloader_num_workers",
+        "pin_memory": "dataloader_pin_memory",
+        "persistent_workers": "dataloader_persistent_workers",
+    }
+    if c.changed("batch_size"):
+        name = names["batch_size"]
+        new[name], old[name] = c.after("batch_size"), c.before("batch_size")
+    if s.accumulation != s.base_accumulation:
+        new["gradient_accumulation_steps"] = s.accumulation
+        old["gradient_accumulation_steps"] = s.base_accumulation
+    loader_new, loader_old = _loader_args(c, s.device_type, sampler=False)
+    for name in ("num_workers", "pin_memory", "persistent_workers"):
+        if name in loader_new:
+            new[names[name]], old[names[name]] = loader_new[name], loader_old[name]
+    args = [f"    {name}={_fmt(value)},  # was {_fmt(old[name])}" for name, value in new.items()]
+    args += _lr_line("    learning_rate=", c, s.lr, s.base_lr, s.global_batches(c), ",")
+    if args:
+        lines += ["args = TrainingArguments(", "    # your other arguments stay", *args, ")"]
+    return [_fix_comment(line) for line in lines]
+
+
+# --- the public face ------------------------------------------------------------------------
+
+
+_STYLE_LINES: dict[str, Callable[[_Change, _Settings], list[str]]] = {
+    "torch": _torch_lines,
+    "lightning": _lightning_lines,
+    "hf": _hf_lines,
+}
+
+
+def diff_lines(
+    baseline_params: Mapping[str, Any],
+    params: Mapping[str, Any],
+    *,
+    style: DiffStyle = "torch",
+    learning_rate: float | None = None,
+    baseline_learning_rate: float | None = None,
+    accumulation_steps: int = 1,
+    baseline_accumulation_steps: int = 1,
+    device_type: Literal["cuda", "cpu"] = "cuda",
+    header: Sequence[str] = (),
+) -> list[str]:
+    """What changes from the baseline's knobs to ``params``, as lines to paste.
+
+    A knob that does not change prints nothing; no change at all prints one line saying so.
+
+    Args:
+        baseline_params: the baseline trial's knobs (the tuner's and the model's, by Optuna
+            parameter name); a tuner knob it lacks is PyTorch's default.
+        params: the configuration's knobs.
+        style: ``torch`` (plain PyTorch), ``lightning`` (``lightning.Trainer`` and a
+            LightningModule's hooks) or ``hf`` (``transformers.TrainingArguments``).
+        learning_rate: the configuration's peak learning rate (after warm-up), printed when
+            the global batch changes; None: not known (a line says to scale it).
+        baseline_learning_rate: the baseline's, for the ``was`` comment.
+        accumulation_steps: micro-batches per optimizer step and rank (with a fixed
+            ``train.global_batch_size``; 1 otherwise).
+        baseline_accumulation_steps: the baseline's.
+        device_type: ``cuda`` or ``cpu``: autocast's ``device_type``; the GradScaler of fp16
+            and ``pin_memory`` are CUDA's only, as in the trial.
+        header: comment lines to put on top (without ``#``).
+
+    Returns:
+        The lines: ``# header`` comments, then the changes.
+
+    Raises:
+        ValueError: an unknown ``style`` or ``device_type``.
+    """
+    if style not in _STYLE_LINES:
+        raise ValueError(f"style must be one of {', '.join(DIFF_STYLES)}, but got {style!r}")
+    if device_type not in ("cuda", "cpu"):
+        raise ValueError(f"device_type must be cuda or cpu, but got {device_type!r}")
+    settings = _Settings(
+        learning_rate,
+        baseline_learning_rate,
+        accumulation_steps,
+        baseline_accumulation_steps,
+        device_type,
+    )
+    body = _STYLE_LINES[style](_Change(baseline_params, params), settings)
+    if not body:
+        body = ["# no change: the configuration's knobs are the baseline's"]
+    return [f"# {line}" for line in header] + body
+
+
+def _device_type(config: Mapping[str, Any]) -> Literal["cuda", "cpu"]:
+    """Where the trial ran, as autocast names it: ``cpu``, else ``cuda`` (the mock device
+    simulates a GPU, except its ``cpu`` profile)."""
+    if config.get("device") == "cpu" or config.get("mock_profile") == "cpu":
+        return "cpu"
+    return "cuda"
+
+
+def _header(best: BestConfigs, row: ParetoRow, baseline: int, style: str) -> list[str]:
+    """Which trial against which baseline, with its verified speedup (or NOT VERIFIED and
+    its single-trial figure), SIMULATED when it is, and what the lines are."""
+    summary = best.verification
+    rec = summary.recommended if summary is not None else None
+    faster = "sooner to the target" if best.objective_mode == "time_to_accuracy" else "faster"
+    start = (
+        f"autotune: study {best.study_name!r}, trial {row.number} vs the baseline "
+        f"(trial {baseline})"
+    )
+    if summary is not None and rec is not None and rec.trial_number == row.number:
+        ci = rec.speedup_ci95
+        interval = f", 95 % CI {ci[0]:.2f}-{ci[1]:.2f}x" if ci else ""
+        lines = [
+            f"{start}: verified {ratio_text(rec.speedup)} {faster} (verification "
+            f"{summary.number}, {summary.rounds} rounds{interval})"
+        ]
+    else:
+        single = (
+            f": {ratio_text(row.speedup)} {faster} than the baseline's trial"
+            if row.speedup is not None
+            else ""
+        )
+        lines = [f"{start}: NOT VERIFIED, chosen with --trial (single-trial figures{single})"]
+    if best.simulated:
+        lines.append(SIMULATED_TEXT)
+    lines.append(f"What changes in a {_FRAMEWORK[style]} training script; the rest stays.")
+    return lines
+
+
+def export_diff(
+    best: BestConfigs, *, style: DiffStyle = "torch", trial: int | None = None
+) -> list[str]:
+    """``best --diff``: the verified recommendation (or ``trial``) as the lines that change
+    from the study's baseline trial, with a header saying which trial and its verified
+    speedup (or ``NOT VERIFIED`` for a trial chosen with ``trial``).
+
+    The learning rates are those the two trials trained with: each trial's peak learning rate
+    from its stored ``train`` settings (``lr`` at ``reference_batch_size``, scaled by
+    ``lr_scaling`` to its global batch: :meth:`autotune.config.TrainSettings.peak_lr`).
+
+    Args:
+        best: the study's verdict and configurations (:func:`best_configurations`).
+        style: ``torch``, ``lightning`` or ``hf`` (see :func:`diff_lines`).
+        trial: diff this feasible, measured trial instead of the recommendation.
+
+    Returns:
+        The lines (see :func:`diff_lines`).
+
+    Raises:
+        VerificationError: no ``trial`` and no recommendation, or the study has no baseline
+            trial to compare with.
+        ConfigError: ``trial`` is not a feasible, measured trial.
+        ValueError: an unknown ``style``.
+    """
+    if style not in DIFF_STYLES:
+        raise ValueError(f"style must be one of {', '.join(DIFF_STYLES)}, but got {style!r}")
+    row = export_choice(best, trial)
+    if best.baseline is None:
+        raise VerificationError(
+            f"study={best.study_name}: no baseline trial, so there is nothing to diff against"
+        )
+    baseline = best.baseline
+    config = best.configs.get(row.number) or {}
+    lr, accumulation = trained_lr(config, row.params)
+    base_lr, base_accumulation = trained_lr(
+        best.configs.get(baseline.number) or {}, baseline.params
+    )
+    return diff_lines(
+        baseline.params,
+        row.params,
+        style=style,
+        learning_rate=lr,
+        baseline_learning_rate=base_lr,
+        accumulation_steps=accumulation,
+        baseline_accumulation_steps=base_accumulation,
+        device_type=_device_type(config),
+        header=_header(best, row, baseline.number, style),
+    )
