@@ -19,13 +19,29 @@ from autotune.lifetime import die_with_parent, release_forkserver
 __all__ = ["apply_environment", "failure_kind", "rank_entry"]
 
 
+#: What the CUDA libraries say when they cannot allocate device memory, as torch raises it
+#: (``RuntimeError``, not ``torch.OutOfMemoryError``): cuBLAS's and cuDNN's ``ALLOC_FAILED``,
+#: and a cuBLAS or cuDNN handle that fails to initialize (``cublasCreate`` and
+#: ``cudnnCreate`` allocate their workspaces; under memory pressure they report
+#: ``NOT_INITIALIZED``, a failure that a smaller batch or model makes go away).
+_CUDA_LIBRARY_OOM = (
+    "cublas_status_alloc_failed",
+    "cudnn_status_alloc_failed",
+    "cudnn_status_not_initialized",
+    "cublas_status_not_initialized",
+)
+
+
 def failure_kind(exc: BaseException) -> str:
-    """``oom`` for out-of-memory errors of torch, CUDA or the host allocator, else ``error``."""
+    """``oom`` for out-of-memory errors of torch, CUDA, cuBLAS and cuDNN
+    (:data:`_CUDA_LIBRARY_OOM`) or the host allocator, else ``error``."""
     if isinstance(exc, MemoryError):
         return "oom"
     name = type(exc).__name__
     text = str(exc).lower()
     if name == "OutOfMemoryError" or "out of memory" in text or "can't allocate memory" in text:
+        return "oom"
+    if any(status in text for status in _CUDA_LIBRARY_OOM):
         return "oom"
     return "error"
 

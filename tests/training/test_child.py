@@ -20,6 +20,13 @@ from autotune.training._child import failure_kind
         RuntimeError(
             "[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"
         ),
+        # The CUDA libraries' own words for it (issue 38, item 9), as torch raises them.
+        RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
+        RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED"),
+        RuntimeError("cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"),
+        RuntimeError(
+            "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+        ),
     ],
 )
 def test_out_of_memory_kinds(exc: BaseException) -> None:
@@ -27,7 +34,13 @@ def test_out_of_memory_kinds(exc: BaseException) -> None:
 
 
 @pytest.mark.parametrize(
-    "exc", [ValueError("batch too large"), RuntimeError("shape mismatch"), KeyboardInterrupt()]
+    "exc",
+    [
+        ValueError("batch too large"),
+        RuntimeError("shape mismatch"),
+        KeyboardInterrupt(),
+        RuntimeError("cuDNN error: CUDNN_STATUS_BAD_PARAM"),  # a cuDNN error, not memory
+    ],
 )
 def test_other_exceptions_are_errors(exc: BaseException) -> None:
     assert failure_kind(exc) == "error"
