@@ -42,18 +42,18 @@ BASELINE_TORCH_FLAGS: dict[str, str] = {
 def enable_tf32() -> None:
     """Let fp32 matmuls and cuDNN convolutions run in TF32 (``precision=tf32``).
 
-    PyTorch 2.9 made ``fp32_precision`` the API (``"tf32"`` or ``"ieee"``) and
-    ``allow_tf32`` the legacy one, which warns in every rank log and which Inductor refuses to
-    mix with the new one; this sets the new API where the installed torch has it, the legacy
-    flags on an older torch (PyTorch docs, "CUDA semantics", TF32).
+    Set through the legacy setters, ``torch.set_float32_matmul_precision("high")`` and
+    ``torch.backends.cudnn.allow_tf32``, which on torch 2.9 and later write the new
+    per-backend ``fp32_precision`` state too: both APIs then read ``tf32`` (PyTorch docs, "CUDA
+    semantics", TF32). Setting the new ``fp32_precision`` alone leaves the legacy readers
+    raising "mix of the legacy and new APIs", and Inductor still reads them (pytorch/pytorch
+    issue 166387; torch 2.13's autotuning cache key reads
+    ``torch.get_float32_matmul_precision()``): every compiled tf32 trial failed. ``"high"``
+    also lets oneDNN's fp32 matmuls on the CPU use TF32 where the CPU has it; a CUDA trial
+    runs none there.
     """
-    matmul, conv = torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)
-    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
-        matmul.fp32_precision = "tf32"
-        conv.fp32_precision = "tf32"  # type: ignore[union-attr]
-    else:  # torch < 2.9
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.allow_tf32 = True  # PyTorch's default already; stated, not assumed
 
 
 def rank_threads(default_threads: int, world_size: int, num_workers: int) -> int | None:

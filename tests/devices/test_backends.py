@@ -71,15 +71,18 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
     before = _torch_flags()
     matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+    cpu_matmul = torch.backends.mkldnn.matmul
     saved = (
         getattr(matmul, "fp32_precision", None),
         getattr(conv, "fp32_precision", None),
         matmul.allow_tf32,
+        getattr(cpu_matmul, "fp32_precision", None),
     )
     yield before
-    if saved[0] is not None:
-        matmul.fp32_precision, conv.fp32_precision = saved[0], saved[1]
     torch.backends.cuda.matmul.allow_tf32 = saved[2]
+    if saved[0] is not None:  # the new API's own state ("none": set by neither API)
+        matmul.fp32_precision, conv.fp32_precision = saved[0], saved[1]
+        cpu_matmul.fp32_precision = saved[3]
     torch.backends.cudnn.allow_tf32 = bool(before["cudnn.allow_tf32"])
     torch.backends.cudnn.benchmark = bool(before["cudnn.benchmark"])
     torch.set_num_threads(int(before["threads"]))  # type: ignore[call-overload]
@@ -95,16 +98,20 @@ def test_the_cuda_backend_leaves_every_torch_flag_at_pytorchs_default(
     assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.allow_tf32 is True
 
 
-def test_the_cuda_backend_turns_tf32_on_through_the_current_api(
+def test_the_cuda_backend_turns_tf32_on_in_a_state_both_apis_read(
     fake_cuda: dict[str, object],
 ) -> None:
     CudaBackend().setup(rank=0, world_size=1, precision="tf32")
 
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+    # The legacy readers, which Inductor still calls (torch 2.13's autotuning cache key reads
+    # get_float32_matmul_precision): set through the new API alone, each raised "mix of the
+    # legacy and new APIs" and every compiled tf32 trial failed (issue 38, item 1).
+    assert torch.get_float32_matmul_precision() == "high"
+    assert torch.backends.cuda.matmul.allow_tf32 is True
+    assert torch.backends.cudnn.allow_tf32 is True
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9: the new API
         assert torch.backends.cuda.matmul.fp32_precision == "tf32"
         assert torch.backends.cudnn.conv.fp32_precision == "tf32"
-    else:
-        assert torch.backends.cuda.matmul.allow_tf32 is True
 
 
 def test_cuda_ranks_share_the_host_threads(fake_cuda: dict[str, object]) -> None:
