@@ -26,6 +26,7 @@ from autotune.hardware._capabilities import (
     resolve_device,
 )
 from autotune.hardware._feasibility import (
+    CUDA_GRAPH_MODES,
     estimate_trial_memory_or_none,
     fits_memory_with_margin,
     infeasibility_reason,
@@ -59,6 +60,7 @@ from autotune.hardware._workers import worker_share
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
+    "CUDA_GRAPH_MODES",
     "CUDA_RUNTIME_BYTES",
     "MEMORY_ESTIMATE_TOLERANCE",
     "MOCK_RUNTIME_BYTES",
