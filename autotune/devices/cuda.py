@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -17,6 +17,7 @@ __all__ = [
     "CudaBackend",
     "combine_rank_memory",
     "enable_tf32",
+    "graph_pool_bytes",
     "rank_threads",
 ]
 
@@ -76,6 +77,29 @@ def rank_threads(default_threads: int, world_size: int, num_workers: int) -> int
     return max(1, default_threads // world_size - num_workers)
 
 
+def graph_pool_bytes(segments: Iterable[Mapping[str, Any]], device_index: int) -> int:
+    """Bytes reserved on GPU ``device_index`` in private memory pools: those of CUDA graphs.
+
+    torch.compile's CUDA graph trees (``reduce-overhead``; ``max-autotune`` on CUDA) record
+    into a private pool, and their replays allocate nothing: the memory their outputs and
+    intermediates occupy never shows in ``torch.cuda.max_memory_allocated`` after the
+    recording (pytorch/pytorch issue 121932). So a graph mode looked lean, and the memory
+    objective favoured it.
+
+    Args:
+        segments: ``torch.cuda.memory_snapshot()``: the allocator's segments, each with its
+            ``device``, ``total_size`` (bytes) and ``segment_pool_id`` (``(0, 0)``: the
+            default pool; PyTorch docs, ``torch.cuda.memory._snapshot``).
+        device_index: the GPU.
+    """
+    return sum(
+        int(segment["total_size"])
+        for segment in segments
+        if tuple(segment.get("segment_pool_id", (0, 0))) != (0, 0)
+        and segment.get("device", device_index) == device_index
+    )
+
+
 class CudaBackend:
     """Trains on CUDA GPU ``rank``. See :class:`autotune.devices.base.Backend`.
 
@@ -94,7 +118,10 @@ class CudaBackend:
     context, NCCL's buffers and other libraries' memory: hundreds of MiB per rank that the
     allocator never sees, so that without it ``gpu_count=2`` looked nearly free. The
     allocator's reserved but free blocks (among them the warm-up's autotuning workspaces)
-    are not counted: the caching allocator reuses them. Where NVML gives no figure the peak
+    are not counted: the caching allocator reuses them. CUDA graphs' private pools are
+    counted whole (:func:`graph_pool_bytes`): their replays use them without allocating. A
+    graph recorded inside the timed windows (recording happens in the warm-up) would be
+    counted twice, as allocations and as its pool. Where NVML gives no figure the peak
     is the allocator's alone (``memory_kind`` says which) and :meth:`memory_figures` says why.
 
     Args:
@@ -144,14 +171,18 @@ class CudaBackend:
         return warmup_peak
 
     def peak_memory_bytes(self) -> int:
-        """The allocator's peak since the warm-up plus NVML's memory of this process beyond
-        the allocator's reserved bytes (the CUDA context, NCCL's buffers), bytes; the
-        allocator's peak alone where NVML gives no figure."""
+        """The allocator's peak since the warm-up, plus the CUDA graphs' pools, plus NVML's
+        memory of this process beyond the allocator's reserved bytes (the CUDA context,
+        NCCL's buffers), bytes; without the last where NVML gives no figure."""
         torch.cuda.synchronize(self._device)
-        peak = int(torch.cuda.max_memory_allocated(self._device))
-        reserved = int(torch.cuda.memory_reserved(self._device))
-        reading = read_process_memory(self._device.index or 0, os.getpid(), self._nvml)
+        index = self._device.index or 0
+        pool = graph_pool_bytes(torch.cuda.memory_snapshot(), index)
+        peak = int(torch.cuda.max_memory_allocated(self._device)) + pool
+        reserved = int(torch.cuda.memory_reserved(self._device))  # the graphs' pools among them
+        reading = read_process_memory(index, os.getpid(), self._nvml)
         self._figures = _rank_figures(reading, reserved)
+        if pool:
+            self._figures["cuda_graph_pool_bytes"] = pool
         if reading.used_bytes is None:
             self.memory_kind = ALLOCATOR_PEAK
             return peak
@@ -160,7 +191,8 @@ class CudaBackend:
 
     def memory_figures(self) -> dict[str, Any]:
         """This rank's NVML figures of the last :meth:`peak_memory_bytes`:
-        ``process_memory_bytes`` and ``gpu_context_bytes``, or ``process_memory_error``."""
+        ``process_memory_bytes`` and ``gpu_context_bytes``, or ``process_memory_error``; and
+        ``cuda_graph_pool_bytes`` where CUDA graphs hold a pool."""
         return dict(self._figures)
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
@@ -186,21 +218,25 @@ def combine_rank_memory(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         ``process_memory_max_bytes`` (the rank holding most) and ``gpu_context_bytes`` (the
         most any rank held outside the allocator); or, when some rank has no figure,
         ``process_memory_error`` naming the rank and why (all three missing then: a sum
-        over some ranks would read as the trial's). Empty where no rank has figures (the
+        over some ranks would read as the trial's); and ``cuda_graph_pool_bytes``, the
+        largest rank's CUDA-graph pools, where any. Empty where no rank has figures (the
         CPU).
     """
     if not any(per_rank):
         return {}
+    pools = [int(f.get("cuda_graph_pool_bytes", 0)) for f in per_rank]
+    graph_pool = {"cuda_graph_pool_bytes": max(pools)} if any(pools) else {}
     errors = [
         (f"rank {rank}: " if len(per_rank) > 1 else "") + str(f["process_memory_error"])
         for rank, f in enumerate(per_rank)
         if "process_memory_bytes" not in f
     ]
     if errors:
-        return {"process_memory_error": "; ".join(errors)}
+        return {"process_memory_error": "; ".join(errors), **graph_pool}
     used = [int(f["process_memory_bytes"]) for f in per_rank]
     return {
         "process_memory_bytes": sum(used),
         "process_memory_max_bytes": max(used),
         "gpu_context_bytes": max(int(f["gpu_context_bytes"]) for f in per_rank),
+        **graph_pool,
     }

@@ -6,6 +6,7 @@ are faked, NVML is the simulated one."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pynvml
 import pytest
@@ -23,10 +24,11 @@ from autotune.units import MIB
 
 
 @pytest.fixture
-def fake_allocator(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """torch.cuda's synchronize and memory readings without a GPU: the allocator's peak and
-    reserved bytes are the fixture's values."""
-    readings = {"peak": 200 * MIB, "reserved": 256 * MIB}
+def fake_allocator(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """torch.cuda's synchronize and memory readings without a GPU: the allocator's peak,
+    reserved bytes and segments (``memory_snapshot``) are the fixture's values."""
+    readings: dict[str, Any] = {"peak": 200 * MIB, "reserved": 256 * MIB, "segments": []}
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: readings["segments"])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: readings["peak"])
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: readings["reserved"])
@@ -42,7 +44,7 @@ def _nvml_with_this_process(used_bytes: int, **kwargs: object) -> SimulatedNvml:
 
 
 def test_peak_memory_counts_the_memory_outside_the_allocator(
-    fake_allocator: dict[str, int],
+    fake_allocator: dict[str, Any],
 ) -> None:
     # NVML: 256 MiB reserved by the allocator + 500 MiB of context and NCCL buffers.
     backend = CudaBackend(nvml=_nvml_with_this_process(756 * MIB))
@@ -57,7 +59,7 @@ def test_peak_memory_counts_the_memory_outside_the_allocator(
     }
 
 
-def test_peak_memory_is_the_allocators_when_nvml_fails(fake_allocator: dict[str, int]) -> None:
+def test_peak_memory_is_the_allocators_when_nvml_fails(fake_allocator: dict[str, Any]) -> None:
     nvml = _nvml_with_this_process(
         756 * MIB,
         failing={"nvmlDeviceGetComputeRunningProcesses": pynvml.NVML_ERROR_NO_PERMISSION},
@@ -74,7 +76,7 @@ def test_peak_memory_is_the_allocators_when_nvml_fails(fake_allocator: dict[str,
     }
 
 
-def test_peak_memory_when_this_process_is_not_listed(fake_allocator: dict[str, int]) -> None:
+def test_peak_memory_when_this_process_is_not_listed(fake_allocator: dict[str, Any]) -> None:
     nvml = simulated_machine("a100x4")
     nvml.set_process(0, os.getpid() + 1, 900 * MIB)
     backend = CudaBackend(nvml=nvml)
@@ -84,12 +86,35 @@ def test_peak_memory_when_this_process_is_not_listed(fake_allocator: dict[str, i
     assert f"process {os.getpid()} is not among" in backend.memory_figures()["process_memory_error"]
 
 
-def test_nvml_below_the_reserved_bytes_adds_nothing(fake_allocator: dict[str, int]) -> None:
+def test_nvml_below_the_reserved_bytes_adds_nothing(fake_allocator: dict[str, Any]) -> None:
     fake_allocator["reserved"] = 800 * MIB  # readings a moment apart: never a negative context
     backend = CudaBackend(nvml=_nvml_with_this_process(756 * MIB))
 
     assert backend.peak_memory_bytes() == 200 * MIB
     assert backend.memory_figures()["gpu_context_bytes"] == 0
+
+
+def test_peak_memory_counts_the_cuda_graphs_pools(fake_allocator: dict[str, Any]) -> None:
+    # A graph mode: replays allocate nothing, so the allocator's peak leaves out the 96 MiB
+    # pool they run in (issue 38, item 3); the pool is among the reserved bytes.
+    fake_allocator["reserved"] = (256 + 96) * MIB
+    fake_allocator["segments"] = [
+        {"device": 0, "segment_pool_id": (0, 0), "total_size": 256 * MIB},
+        {"device": 0, "segment_pool_id": (1, 0), "total_size": 64 * MIB},
+        {"device": 0, "segment_pool_id": (1, 0), "total_size": 32 * MIB},
+        {"device": 1, "segment_pool_id": (1, 0), "total_size": 900 * MIB},  # another GPU's
+    ]
+    backend = CudaBackend(nvml=_nvml_with_this_process((256 + 96 + 500) * MIB))
+
+    peak = backend.peak_memory_bytes()
+
+    assert peak == (200 + 96 + 500) * MIB  # allocator peak + graph pools + context
+    assert backend.memory_figures() == {
+        "process_memory_bytes": (256 + 96 + 500) * MIB,
+        "gpu_context_bytes": 500 * MIB,
+        "cuda_graph_pool_bytes": 96 * MIB,
+    }
+    assert combine_rank_memory([backend.memory_figures()])["cuda_graph_pool_bytes"] == 96 * MIB
 
 
 def test_ranks_process_memory_is_summed_and_its_most_kept() -> None:
