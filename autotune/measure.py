@@ -662,7 +662,8 @@ class Measurement:
         extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
             after warm-up; CUDA: ``process_memory_bytes``, NVML's memory of the trial's
             processes summed over ranks, ``process_memory_max_bytes``, the most one rank
-            held; compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``,
+            held, ``process_memory_method``, how NVML gave it: the process's own entry, or
+            the GPU's used memory less its reading before the rank's first CUDA call; compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``,
             with ``compile_cache_hits`` and ``compile_cache_misses``), stored as user
             attributes too.
     """

@@ -8,11 +8,18 @@ from typing import Any
 
 import torch
 
-from autotune.nvml import GpuWindowMeter, ProcessMemory, read_process_memory
+from autotune.nvml import (
+    GpuWindowMeter,
+    ProcessMemory,
+    read_device_used_memory,
+    read_process_memory,
+)
 
 __all__ = [
     "ALLOCATOR_PEAK",
     "BASELINE_TORCH_FLAGS",
+    "FROM_DEVICE_USED",
+    "FROM_PROCESS_LIST",
     "PEAK_PLUS_CONTEXT",
     "CudaBackend",
     "combine_rank_memory",
@@ -25,6 +32,12 @@ __all__ = [
 PEAK_PLUS_CONTEXT = "cuda_peak_plus_context"
 #: ``memory_kind`` of a CUDA trial without NVML's figure: the allocator's peak alone.
 ALLOCATOR_PEAK = "cuda_allocator_peak"
+
+#: ``process_memory_method`` of a rank whose process NVML lists: its own entry.
+FROM_PROCESS_LIST = "nvml_process_list"
+#: ``process_memory_method`` of a rank NVML does not list (a container with its own PID
+#: namespace): the GPU's used memory less its reading before the rank's first CUDA call.
+FROM_DEVICE_USED = "nvml_device_used_less_before"
 
 #: The torch settings a CUDA trial leaves at PyTorch's defaults (the baseline is "your
 #: defaults", so none of them is changed for it; only ``precision=tf32`` changes the first
@@ -123,6 +136,11 @@ class CudaBackend:
     graph recorded inside the timed windows (recording happens in the warm-up) would be
     counted twice, as allocations and as its pool. Where NVML gives no figure the peak
     is the allocator's alone (``memory_kind`` says which) and :meth:`memory_figures` says why.
+    Where NVML does not list this process (its id is the host's, and a container with its own
+    PID namespace hides it), the process's memory is the GPU's used memory less a reading
+    taken in :meth:`setup`, before the rank's first CUDA call (``process_memory_method``
+    says which: :data:`FROM_PROCESS_LIST` or :data:`FROM_DEVICE_USED`); another process that
+    allocates on the same GPU meanwhile would be counted too.
 
     Args:
         nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
@@ -139,11 +157,16 @@ class CudaBackend:
         #: ``cuda_allocator_peak`` when NVML gave no figure (and before the first reading).
         self.memory_kind = ALLOCATOR_PEAK
         self._figures: dict[str, Any] = {}
+        #: NVML's used memory of the rank's GPU before its first CUDA call (bytes; None
+        #: before :meth:`setup` or without NVML).
+        self.device_used_before_bytes: int | None = None
 
     def torch_device(self) -> torch.device:
         return self._device
 
     def setup(self, rank: int, world_size: int, precision: str, num_workers: int = 0) -> None:
+        # Before anything creates this process's CUDA context (set_device may).
+        self.device_used_before_bytes = read_device_used_memory(rank, self._nvml)
         self._device = torch.device("cuda", rank)
         torch.cuda.set_device(self._device)
         if precision == "tf32":
@@ -180,7 +203,15 @@ class CudaBackend:
         peak = int(torch.cuda.max_memory_allocated(self._device)) + pool
         reserved = int(torch.cuda.memory_reserved(self._device))  # the graphs' pools among them
         reading = read_process_memory(index, os.getpid(), self._nvml)
+        method = FROM_PROCESS_LIST
+        if reading.used_bytes is None and self.device_used_before_bytes is not None:
+            used_now = read_device_used_memory(index, self._nvml)
+            if used_now is not None:  # not listed (a PID namespace): the GPU's growth
+                grown = max(0, used_now - self.device_used_before_bytes)
+                reading, method = ProcessMemory(grown, None, reading.nvml_index), FROM_DEVICE_USED
         self._figures = _rank_figures(reading, reserved)
+        if reading.used_bytes is not None:
+            self._figures["process_memory_method"] = method
         if pool:
             self._figures["cuda_graph_pool_bytes"] = pool
         if reading.used_bytes is None:
@@ -191,8 +222,9 @@ class CudaBackend:
 
     def memory_figures(self) -> dict[str, Any]:
         """This rank's NVML figures of the last :meth:`peak_memory_bytes`:
-        ``process_memory_bytes`` and ``gpu_context_bytes``, or ``process_memory_error``; and
-        ``cuda_graph_pool_bytes`` where CUDA graphs hold a pool."""
+        ``process_memory_bytes``, ``gpu_context_bytes`` and ``process_memory_method``, or
+        ``process_memory_error``; and ``cuda_graph_pool_bytes`` where CUDA graphs hold a
+        pool."""
         return dict(self._figures)
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
@@ -218,25 +250,29 @@ def combine_rank_memory(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         ``process_memory_max_bytes`` (the rank holding most) and ``gpu_context_bytes`` (the
         most any rank held outside the allocator); or, when some rank has no figure,
         ``process_memory_error`` naming the rank and why (all three missing then: a sum
-        over some ranks would read as the trial's); and ``cuda_graph_pool_bytes``, the
+        over some ranks would read as the trial's); ``process_memory_method``, how the
+        ranks' figures were read (``mixed`` where they differ); ``cuda_graph_pool_bytes``, the
         largest rank's CUDA-graph pools, where any. Empty where no rank has figures (the
         CPU).
     """
     if not any(per_rank):
         return {}
     pools = [int(f.get("cuda_graph_pool_bytes", 0)) for f in per_rank]
-    graph_pool = {"cuda_graph_pool_bytes": max(pools)} if any(pools) else {}
+    more: dict[str, Any] = {"cuda_graph_pool_bytes": max(pools)} if any(pools) else {}
     errors = [
         (f"rank {rank}: " if len(per_rank) > 1 else "") + str(f["process_memory_error"])
         for rank, f in enumerate(per_rank)
         if "process_memory_bytes" not in f
     ]
     if errors:
-        return {"process_memory_error": "; ".join(errors), **graph_pool}
+        return {"process_memory_error": "; ".join(errors), **more}
     used = [int(f["process_memory_bytes"]) for f in per_rank]
+    methods = {f["process_memory_method"] for f in per_rank if "process_memory_method" in f}
+    if methods:
+        more["process_memory_method"] = methods.pop() if len(methods) == 1 else "mixed"
     return {
         "process_memory_bytes": sum(used),
         "process_memory_max_bytes": max(used),
         "gpu_context_bytes": max(int(f["gpu_context_bytes"]) for f in per_rank),
-        **graph_pool,
+        **more,
     }

@@ -14,6 +14,8 @@ import torch
 
 from autotune.devices.cuda import (
     ALLOCATOR_PEAK,
+    FROM_DEVICE_USED,
+    FROM_PROCESS_LIST,
     PEAK_PLUS_CONTEXT,
     CudaBackend,
     combine_rank_memory,
@@ -56,6 +58,7 @@ def test_peak_memory_counts_the_memory_outside_the_allocator(
     assert backend.memory_figures() == {
         "process_memory_bytes": 756 * MIB,
         "gpu_context_bytes": 500 * MIB,
+        "process_memory_method": FROM_PROCESS_LIST,
     }
 
 
@@ -86,6 +89,32 @@ def test_peak_memory_when_this_process_is_not_listed(fake_allocator: dict[str, A
     assert f"process {os.getpid()} is not among" in backend.memory_figures()["process_memory_error"]
 
 
+def test_a_process_nvml_does_not_list_is_read_from_the_gpus_growth(
+    fake_allocator: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A container with its own PID namespace: NVML lists the rank under its host id, never
+    # under os.getpid() (issue 38, item 5). Another process already holds 1,000 MiB.
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    nvml = simulated_machine("a100x4")
+    nvml.set_process(0, os.getpid() + 7, 1000 * MIB)
+    backend = CudaBackend(nvml=nvml)
+    backend.setup(rank=0, world_size=1, precision="fp32")  # before the first CUDA call
+    nvml.set_process(0, 4_000_000, 756 * MIB)  # the rank, by its host id
+
+    peak = backend.peak_memory_bytes()
+
+    assert peak == (200 + 500) * MIB  # 756 MiB grown, less the allocator's 256 reserved
+    assert backend.memory_kind == PEAK_PLUS_CONTEXT
+    assert backend.memory_figures() == {
+        "process_memory_bytes": 756 * MIB,
+        "gpu_context_bytes": 500 * MIB,
+        "process_memory_method": FROM_DEVICE_USED,
+    }
+    assert combine_rank_memory([backend.memory_figures()])["process_memory_method"] == (
+        "nvml_device_used_less_before"
+    )
+
+
 def test_nvml_below_the_reserved_bytes_adds_nothing(fake_allocator: dict[str, Any]) -> None:
     fake_allocator["reserved"] = 800 * MIB  # readings a moment apart: never a negative context
     backend = CudaBackend(nvml=_nvml_with_this_process(756 * MIB))
@@ -112,6 +141,7 @@ def test_peak_memory_counts_the_cuda_graphs_pools(fake_allocator: dict[str, Any]
     assert backend.memory_figures() == {
         "process_memory_bytes": (256 + 96 + 500) * MIB,
         "gpu_context_bytes": 500 * MIB,
+        "process_memory_method": FROM_PROCESS_LIST,
         "cuda_graph_pool_bytes": 96 * MIB,
     }
     assert combine_rank_memory([backend.memory_figures()])["cuda_graph_pool_bytes"] == 96 * MIB
@@ -128,6 +158,15 @@ def test_ranks_process_memory_is_summed_and_its_most_kept() -> None:
         "process_memory_max_bytes": 900 * MIB,
         "gpu_context_bytes": 520 * MIB,
     }
+
+
+def test_ranks_read_two_ways_say_so() -> None:
+    ranks = [
+        {"process_memory_bytes": 7, "gpu_context_bytes": 5, "process_memory_method": "a"},
+        {"process_memory_bytes": 9, "gpu_context_bytes": 5, "process_memory_method": "b"},
+    ]
+
+    assert combine_rank_memory(ranks)["process_memory_method"] == "mixed"
 
 
 def test_a_rank_without_nvml_figure_leaves_the_trials_missing_with_the_reason() -> None:
