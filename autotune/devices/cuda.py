@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from autotune.hardware import study_workers
 from autotune.nvml import (
     GpuWindowMeter,
     ProcessMemory,
@@ -70,24 +71,29 @@ def enable_tf32() -> None:
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's default already; stated, not assumed
 
 
-def rank_threads(default_threads: int, world_size: int, num_workers: int) -> int | None:
+def rank_threads(
+    default_threads: int, world_size: int, num_workers: int, study_workers: int = 1
+) -> int | None:
     """Intra-op CPU threads for one CUDA rank, or None to keep PyTorch's default.
 
-    One rank without DataLoader workers keeps PyTorch's default (the baseline's). Otherwise
-    the ranks share the host's default threads and each rank's workers take one each
-    (a DataLoader worker runs one torch thread): ``default // world_size - num_workers``, at
-    least 1. torchrun likewise sets ``OMP_NUM_THREADS=1`` per process when it starts several,
-    "to avoid your system being overloaded". Compile workers (Inductor's
+    One rank without DataLoader workers, in a study with one worker process, keeps
+    PyTorch's default (the baseline's). Otherwise the ranks of every worker process of the
+    study share the host's default threads and each rank's DataLoader workers take one each
+    (a DataLoader worker runs one torch thread): ``default // (world_size x study_workers) -
+    num_workers``, at least 1. torchrun likewise sets ``OMP_NUM_THREADS=1`` per process when
+    it starts several, "to avoid your system being overloaded". Compile workers (Inductor's
     ``compile_threads``) are not counted: they run before the timed steps, not beside them.
 
     Args:
         default_threads: PyTorch's default intra-op threads in this process.
-        world_size: DDP ranks on this host.
+        world_size: DDP ranks of this trial.
         num_workers: DataLoader workers per rank.
+        study_workers: the study's worker processes on this host, each with trials of its own
+            on its own GPUs (``workers``; :func:`autotune.hardware.study_workers`).
     """
-    if world_size == 1 and num_workers == 0:
+    if world_size == 1 and num_workers == 0 and study_workers == 1:
         return None
-    return max(1, default_threads // world_size - num_workers)
+    return max(1, default_threads // (world_size * study_workers) - num_workers)
 
 
 def graph_pool_bytes(segments: Iterable[Mapping[str, Any]], device_index: int) -> int:
@@ -171,7 +177,9 @@ class CudaBackend:
         torch.cuda.set_device(self._device)
         if precision == "tf32":
             enable_tf32()
-        threads = rank_threads(torch.get_num_threads(), world_size, num_workers)
+        threads = rank_threads(
+            torch.get_num_threads(), world_size, num_workers, study_workers(os.environ)
+        )
         if threads is not None:
             torch.set_num_threads(threads)
 

@@ -56,7 +56,13 @@ from autotune.hardware._screen import (
     screen_precisions,
     study_precision_screen,
 )
-from autotune.hardware._workers import worker_share
+from autotune.hardware._workers import (
+    STUDY_PID_VARIABLE,
+    STUDY_WORKERS_VARIABLE,
+    study_root_pid,
+    study_workers,
+    worker_share,
+)
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
@@ -65,6 +71,8 @@ __all__ = [
     "MEMORY_ESTIMATE_TOLERANCE",
     "MOCK_RUNTIME_BYTES",
     "REFERENCE_PRECISION",
+    "STUDY_PID_VARIABLE",
+    "STUDY_WORKERS_VARIABLE",
     "DeviceCapabilities",
     "MachineFingerprint",
     "MemoryEstimate",
@@ -85,6 +93,8 @@ __all__ = [
     "restrict_space",
     "screen_precisions",
     "study_precision_screen",
+    "study_root_pid",
+    "study_workers",
     "trial_infeasibility_reason",
     "worker_share",
 ]

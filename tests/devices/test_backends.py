@@ -8,6 +8,7 @@ import torch
 from autotune.devices import make_backend
 from autotune.devices.cpu import CpuBackend
 from autotune.devices.cuda import CudaBackend, rank_threads
+from autotune.hardware import STUDY_WORKERS_VARIABLE
 from autotune.testing import make_trial_config
 
 
@@ -127,6 +128,28 @@ def test_cuda_ranks_share_the_host_threads(fake_cuda: dict[str, object]) -> None
 )
 def test_rank_threads(default: int, world_size: int, workers: int, threads: int | None) -> None:
     assert rank_threads(default, world_size, workers) == threads
+
+
+@pytest.mark.parametrize(
+    ("world_size", "workers", "study_workers", "threads"),
+    [(1, 0, 2, 8), (2, 0, 2, 4), (2, 2, 2, 2), (1, 0, 4, 4), (1, 0, 32, 1)],
+)
+def test_rank_threads_split_the_host_between_the_studys_workers(
+    world_size: int, workers: int, study_workers: int, threads: int
+) -> None:
+    # Each study worker runs its own trials on its own GPUs beside this one (issue 38, 11).
+    assert rank_threads(16, world_size, workers, study_workers) == threads
+
+
+def test_cuda_ranks_share_the_host_threads_with_the_other_workers_trials(
+    fake_cuda: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STUDY_WORKERS_VARIABLE, "2")  # as run_study's study_processes sets it
+    default = torch.get_num_threads()
+
+    CudaBackend().setup(rank=0, world_size=1, precision="fp32", num_workers=0)
+
+    assert torch.get_num_threads() == max(1, default // 2)
 
 
 def test_a_loader_pins_memory_only_with_workers() -> None:
