@@ -616,7 +616,8 @@ class Measurement:
         compile_s: seconds torch.compile added before the first timed step: the first step's
             seconds minus ``step_time_s`` (0 without compile).
         peak_memory_bytes: CUDA: allocator peak over the steps after the warm-up plus the
-            memory the rank's process holds outside the allocator (its CUDA context, NCCL's
+            CUDA graphs' private pools (``extra``'s ``cuda_graph_pool_bytes``; their replays
+            allocate nothing) plus the memory the rank's process holds outside the allocator (its CUDA context, NCCL's
             buffers: NVML's figure less the allocator's reserved bytes, ``extra``'s
             ``gpu_context_bytes``), of the busiest GPU (``memory_kind``
             ``cuda_peak_plus_context``; ``cuda_allocator_peak`` where NVML gave no figure,
@@ -661,7 +662,8 @@ class Measurement:
         extra: more per-trial figures (e.g. NVML readings, ``lr_peak``: the learning rate
             after warm-up; CUDA: ``process_memory_bytes``, NVML's memory of the trial's
             processes summed over ranks, ``process_memory_max_bytes``, the most one rank
-            held; compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``,
+            held, ``process_memory_method``, how NVML gave it: the process's own entry, or
+            the GPU's used memory less its reading before the rank's first CUDA call; compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``,
             with ``compile_cache_hits`` and ``compile_cache_misses``), stored as user
             attributes too.
     """

@@ -28,6 +28,7 @@ __all__ = [
     "NvmlInfo",
     "ProcessMemory",
     "nvml_session",
+    "read_device_used_memory",
     "read_nvml",
     "read_process_memory",
     "visible_nvml_indices",
@@ -239,6 +240,35 @@ class ProcessMemory:
     used_bytes: int | None
     error: str | None = None
     nvml_index: int | None = None
+
+
+def read_device_used_memory(cuda_index: int, nvml: Any | None = None) -> int | None:
+    """NVML's used memory of CUDA device ``cuda_index`` of this process (all its processes
+    together: ``nvmlDeviceGetMemoryInfo().used``), bytes; None where NVML gives none.
+
+    Unlike the process list, it needs no process id, so it reads the same in a container
+    with its own PID namespace. The device is mapped as :func:`read_process_memory` maps it.
+    Never raises.
+
+    Args:
+        cuda_index: the CUDA device index.
+        nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
+    """
+    try:
+        with nvml_session(nvml) as m:
+            if m is None:
+                return None
+            uuids = [
+                _text(m.nvmlDeviceGetUUID(m.nvmlDeviceGetHandleByIndex(i)))
+                for i in range(m.nvmlDeviceGetCount())
+            ]
+            visible = visible_nvml_indices(os.environ.get("CUDA_VISIBLE_DEVICES"), uuids)
+            if not 0 <= cuda_index < len(visible):
+                return None
+            handle = m.nvmlDeviceGetHandleByIndex(visible[cuda_index])
+            return int(m.nvmlDeviceGetMemoryInfo(handle).used)
+    except Exception:  # NVMLError past nvmlInit: no figure, as without NVML
+        return None
 
 
 def read_process_memory(cuda_index: int, pid: int, nvml: Any | None = None) -> ProcessMemory:

@@ -32,6 +32,7 @@ from autotune.study import (
     sigint_allowed,
     sigint_deferred,
     study_compile_cache,
+    study_processes,
     trial_devices,
 )
 from autotune.verification import VerificationSummary
@@ -229,7 +230,9 @@ def run_study(
     # until the next such point. Raised anywhere in Optuna's loop, it could land between the
     # start of a trial's heartbeat thread (not a daemon) and the block that stops it: the
     # thread would beat forever and interpreter exit would wait for it (see study/_interrupts.py).
-    with sigint_deferred():
+    # The trials of every worker count the study's processes as their own (several workers
+    # on one host flagged each other busy) and split the host's threads among the workers.
+    with sigint_deferred(), study_processes(config.workers):
         try:
             if worker_index == 0:
                 # Started with the environment the user gave: each takes its own GPUs.

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from autotune.hardware import study_workers
 from autotune.measure import current_rss_bytes, peak_rss_bytes, reset_peak_rss
 from autotune.nvml import GpuWindowMeter
 
@@ -17,7 +18,8 @@ class CpuBackend:
     """Trains on the host CPU. See :class:`autotune.devices.base.Backend`.
 
     Each of ``world_size`` ranks gets ``cores // world_size`` intra-op threads, so ranks do not
-    oversubscribe the machine. Peak memory is the process's peak RSS above its RSS when
+    oversubscribe the machine; divided again by the study's worker processes on this host
+    (:func:`autotune.hardware.study_workers`), whose trials run beside this one. Peak memory is the process's peak RSS above its RSS when
     :meth:`reset_peak_memory` was called (DataLoader worker processes are not included).
     """
 
@@ -33,7 +35,8 @@ class CpuBackend:
         return torch.device("cpu")
 
     def setup(self, rank: int, world_size: int, precision: str, num_workers: int = 0) -> None:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+        ranks = world_size * study_workers(os.environ)  # every worker's trial on this host
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // ranks))
 
     def synchronize(self) -> None:
         return None

@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
 
-from autotune.nvml import GpuWindowMeter, ProcessMemory, read_process_memory
+from autotune.hardware import study_workers
+from autotune.nvml import (
+    GpuWindowMeter,
+    ProcessMemory,
+    read_device_used_memory,
+    read_process_memory,
+)
 
 __all__ = [
     "ALLOCATOR_PEAK",
     "BASELINE_TORCH_FLAGS",
+    "FROM_DEVICE_USED",
+    "FROM_PROCESS_LIST",
     "PEAK_PLUS_CONTEXT",
     "CudaBackend",
     "combine_rank_memory",
     "enable_tf32",
+    "graph_pool_bytes",
     "rank_threads",
 ]
 
@@ -24,6 +33,12 @@ __all__ = [
 PEAK_PLUS_CONTEXT = "cuda_peak_plus_context"
 #: ``memory_kind`` of a CUDA trial without NVML's figure: the allocator's peak alone.
 ALLOCATOR_PEAK = "cuda_allocator_peak"
+
+#: ``process_memory_method`` of a rank whose process NVML lists: its own entry.
+FROM_PROCESS_LIST = "nvml_process_list"
+#: ``process_memory_method`` of a rank NVML does not list (a container with its own PID
+#: namespace): the GPU's used memory less its reading before the rank's first CUDA call.
+FROM_DEVICE_USED = "nvml_device_used_less_before"
 
 #: The torch settings a CUDA trial leaves at PyTorch's defaults (the baseline is "your
 #: defaults", so none of them is changed for it; only ``precision=tf32`` changes the first
@@ -42,38 +57,66 @@ BASELINE_TORCH_FLAGS: dict[str, str] = {
 def enable_tf32() -> None:
     """Let fp32 matmuls and cuDNN convolutions run in TF32 (``precision=tf32``).
 
-    PyTorch 2.9 made ``fp32_precision`` the API (``"tf32"`` or ``"ieee"``) and
-    ``allow_tf32`` the legacy one, which warns in every rank log and which Inductor refuses to
-    mix with the new one; this sets the new API where the installed torch has it, the legacy
-    flags on an older torch (PyTorch docs, "CUDA semantics", TF32).
+    Set through the legacy setters, ``torch.set_float32_matmul_precision("high")`` and
+    ``torch.backends.cudnn.allow_tf32``, which on torch 2.9 and later write the new
+    per-backend ``fp32_precision`` state too: both APIs then read ``tf32`` (PyTorch docs, "CUDA
+    semantics", TF32). Setting the new ``fp32_precision`` alone leaves the legacy readers
+    raising "mix of the legacy and new APIs", and Inductor still reads them (pytorch/pytorch
+    issue 166387; torch 2.13's autotuning cache key reads
+    ``torch.get_float32_matmul_precision()``): every compiled tf32 trial failed. ``"high"``
+    also lets oneDNN's fp32 matmuls on the CPU use TF32 where the CPU has it; a CUDA trial
+    runs none there.
     """
-    matmul, conv = torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)
-    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
-        matmul.fp32_precision = "tf32"
-        conv.fp32_precision = "tf32"  # type: ignore[union-attr]
-    else:  # torch < 2.9
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.allow_tf32 = True  # PyTorch's default already; stated, not assumed
 
 
-def rank_threads(default_threads: int, world_size: int, num_workers: int) -> int | None:
+def rank_threads(
+    default_threads: int, world_size: int, num_workers: int, study_workers: int = 1
+) -> int | None:
     """Intra-op CPU threads for one CUDA rank, or None to keep PyTorch's default.
 
-    One rank without DataLoader workers keeps PyTorch's default (the baseline's). Otherwise
-    the ranks share the host's default threads and each rank's workers take one each
-    (a DataLoader worker runs one torch thread): ``default // world_size - num_workers``, at
-    least 1. torchrun likewise sets ``OMP_NUM_THREADS=1`` per process when it starts several,
-    "to avoid your system being overloaded". Compile workers (Inductor's
+    One rank without DataLoader workers, in a study with one worker process, keeps
+    PyTorch's default (the baseline's). Otherwise the ranks of every worker process of the
+    study share the host's default threads and each rank's DataLoader workers take one each
+    (a DataLoader worker runs one torch thread): ``default // (world_size x study_workers) -
+    num_workers``, at least 1. torchrun likewise sets ``OMP_NUM_THREADS=1`` per process when
+    it starts several, "to avoid your system being overloaded". Compile workers (Inductor's
     ``compile_threads``) are not counted: they run before the timed steps, not beside them.
 
     Args:
         default_threads: PyTorch's default intra-op threads in this process.
-        world_size: DDP ranks on this host.
+        world_size: DDP ranks of this trial.
         num_workers: DataLoader workers per rank.
+        study_workers: the study's worker processes on this host, each with trials of its own
+            on its own GPUs (``workers``; :func:`autotune.hardware.study_workers`).
     """
-    if world_size == 1 and num_workers == 0:
+    if world_size == 1 and num_workers == 0 and study_workers == 1:
         return None
-    return max(1, default_threads // world_size - num_workers)
+    return max(1, default_threads // (world_size * study_workers) - num_workers)
+
+
+def graph_pool_bytes(segments: Iterable[Mapping[str, Any]], device_index: int) -> int:
+    """Bytes reserved on GPU ``device_index`` in private memory pools: those of CUDA graphs.
+
+    torch.compile's CUDA graph trees (``reduce-overhead``; ``max-autotune`` on CUDA) record
+    into a private pool, and their replays allocate nothing: the memory their outputs and
+    intermediates occupy never shows in ``torch.cuda.max_memory_allocated`` after the
+    recording (pytorch/pytorch issue 121932). So a graph mode looked lean, and the memory
+    objective favoured it.
+
+    Args:
+        segments: ``torch.cuda.memory_snapshot()``: the allocator's segments, each with its
+            ``device``, ``total_size`` (bytes) and ``segment_pool_id`` (``(0, 0)``: the
+            default pool; PyTorch docs, ``torch.cuda.memory._snapshot``).
+        device_index: the GPU.
+    """
+    return sum(
+        int(segment["total_size"])
+        for segment in segments
+        if tuple(segment.get("segment_pool_id", (0, 0))) != (0, 0)
+        and segment.get("device", device_index) == device_index
+    )
 
 
 class CudaBackend:
@@ -94,8 +137,16 @@ class CudaBackend:
     context, NCCL's buffers and other libraries' memory: hundreds of MiB per rank that the
     allocator never sees, so that without it ``gpu_count=2`` looked nearly free. The
     allocator's reserved but free blocks (among them the warm-up's autotuning workspaces)
-    are not counted: the caching allocator reuses them. Where NVML gives no figure the peak
+    are not counted: the caching allocator reuses them. CUDA graphs' private pools are
+    counted whole (:func:`graph_pool_bytes`): their replays use them without allocating. A
+    graph recorded inside the timed windows (recording happens in the warm-up) would be
+    counted twice, as allocations and as its pool. Where NVML gives no figure the peak
     is the allocator's alone (``memory_kind`` says which) and :meth:`memory_figures` says why.
+    Where NVML does not list this process (its id is the host's, and a container with its own
+    PID namespace hides it), the process's memory is the GPU's used memory less a reading
+    taken in :meth:`setup`, before the rank's first CUDA call (``process_memory_method``
+    says which: :data:`FROM_PROCESS_LIST` or :data:`FROM_DEVICE_USED`); another process that
+    allocates on the same GPU meanwhile would be counted too.
 
     Args:
         nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
@@ -112,16 +163,23 @@ class CudaBackend:
         #: ``cuda_allocator_peak`` when NVML gave no figure (and before the first reading).
         self.memory_kind = ALLOCATOR_PEAK
         self._figures: dict[str, Any] = {}
+        #: NVML's used memory of the rank's GPU before its first CUDA call (bytes; None
+        #: before :meth:`setup` or without NVML).
+        self.device_used_before_bytes: int | None = None
 
     def torch_device(self) -> torch.device:
         return self._device
 
     def setup(self, rank: int, world_size: int, precision: str, num_workers: int = 0) -> None:
+        # Before anything creates this process's CUDA context (set_device may).
+        self.device_used_before_bytes = read_device_used_memory(rank, self._nvml)
         self._device = torch.device("cuda", rank)
         torch.cuda.set_device(self._device)
         if precision == "tf32":
             enable_tf32()
-        threads = rank_threads(torch.get_num_threads(), world_size, num_workers)
+        threads = rank_threads(
+            torch.get_num_threads(), world_size, num_workers, study_workers(os.environ)
+        )
         if threads is not None:
             torch.set_num_threads(threads)
 
@@ -144,14 +202,26 @@ class CudaBackend:
         return warmup_peak
 
     def peak_memory_bytes(self) -> int:
-        """The allocator's peak since the warm-up plus NVML's memory of this process beyond
-        the allocator's reserved bytes (the CUDA context, NCCL's buffers), bytes; the
-        allocator's peak alone where NVML gives no figure."""
+        """The allocator's peak since the warm-up, plus the CUDA graphs' pools, plus NVML's
+        memory of this process beyond the allocator's reserved bytes (the CUDA context,
+        NCCL's buffers), bytes; without the last where NVML gives no figure."""
         torch.cuda.synchronize(self._device)
-        peak = int(torch.cuda.max_memory_allocated(self._device))
-        reserved = int(torch.cuda.memory_reserved(self._device))
-        reading = read_process_memory(self._device.index or 0, os.getpid(), self._nvml)
+        index = self._device.index or 0
+        pool = graph_pool_bytes(torch.cuda.memory_snapshot(), index)
+        peak = int(torch.cuda.max_memory_allocated(self._device)) + pool
+        reserved = int(torch.cuda.memory_reserved(self._device))  # the graphs' pools among them
+        reading = read_process_memory(index, os.getpid(), self._nvml)
+        method = FROM_PROCESS_LIST
+        if reading.used_bytes is None and self.device_used_before_bytes is not None:
+            used_now = read_device_used_memory(index, self._nvml)
+            if used_now is not None:  # not listed (a PID namespace): the GPU's growth
+                grown = max(0, used_now - self.device_used_before_bytes)
+                reading, method = ProcessMemory(grown, None, reading.nvml_index), FROM_DEVICE_USED
         self._figures = _rank_figures(reading, reserved)
+        if reading.used_bytes is not None:
+            self._figures["process_memory_method"] = method
+        if pool:
+            self._figures["cuda_graph_pool_bytes"] = pool
         if reading.used_bytes is None:
             self.memory_kind = ALLOCATOR_PEAK
             return peak
@@ -160,7 +230,9 @@ class CudaBackend:
 
     def memory_figures(self) -> dict[str, Any]:
         """This rank's NVML figures of the last :meth:`peak_memory_bytes`:
-        ``process_memory_bytes`` and ``gpu_context_bytes``, or ``process_memory_error``."""
+        ``process_memory_bytes``, ``gpu_context_bytes`` and ``process_memory_method``, or
+        ``process_memory_error``; and ``cuda_graph_pool_bytes`` where CUDA graphs hold a
+        pool."""
         return dict(self._figures)
 
     def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
@@ -186,21 +258,29 @@ def combine_rank_memory(per_rank: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         ``process_memory_max_bytes`` (the rank holding most) and ``gpu_context_bytes`` (the
         most any rank held outside the allocator); or, when some rank has no figure,
         ``process_memory_error`` naming the rank and why (all three missing then: a sum
-        over some ranks would read as the trial's). Empty where no rank has figures (the
+        over some ranks would read as the trial's); ``process_memory_method``, how the
+        ranks' figures were read (``mixed`` where they differ); ``cuda_graph_pool_bytes``, the
+        largest rank's CUDA-graph pools, where any. Empty where no rank has figures (the
         CPU).
     """
     if not any(per_rank):
         return {}
+    pools = [int(f.get("cuda_graph_pool_bytes", 0)) for f in per_rank]
+    more: dict[str, Any] = {"cuda_graph_pool_bytes": max(pools)} if any(pools) else {}
     errors = [
         (f"rank {rank}: " if len(per_rank) > 1 else "") + str(f["process_memory_error"])
         for rank, f in enumerate(per_rank)
         if "process_memory_bytes" not in f
     ]
     if errors:
-        return {"process_memory_error": "; ".join(errors)}
+        return {"process_memory_error": "; ".join(errors), **more}
     used = [int(f["process_memory_bytes"]) for f in per_rank]
+    methods = {f["process_memory_method"] for f in per_rank if "process_memory_method" in f}
+    if methods:
+        more["process_memory_method"] = methods.pop() if len(methods) == 1 else "mixed"
     return {
         "process_memory_bytes": sum(used),
         "process_memory_max_bytes": max(used),
         "gpu_context_bytes": max(int(f["gpu_context_bytes"]) for f in per_rank),
+        **more,
     }

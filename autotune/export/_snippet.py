@@ -89,12 +89,9 @@ _SNIPPET_BODY = '''def autotuned_training(model, train_set, loss_fn, optimizer, 
     else:
         device = torch.device("cpu")
     if TF32:  # every other torch flag stays at PyTorch's default, as in the trial
-        if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9
-            torch.backends.cuda.matmul.fp32_precision = "tf32"
-            torch.backends.cudnn.conv.fp32_precision = "tf32"
-        else:
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+        # Sets the legacy and the fp32_precision API alike (torch.compile reads both).
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
     memory_format = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
     model = model.to(device, memory_format=memory_format)
     train_model = DistributedDataParallel(model) if distributed else model

@@ -26,6 +26,7 @@ from autotune.hardware._capabilities import (
     resolve_device,
 )
 from autotune.hardware._feasibility import (
+    CUDA_GRAPH_MODES,
     estimate_trial_memory_or_none,
     fits_memory_with_margin,
     infeasibility_reason,
@@ -55,14 +56,23 @@ from autotune.hardware._screen import (
     screen_precisions,
     study_precision_screen,
 )
-from autotune.hardware._workers import worker_share
+from autotune.hardware._workers import (
+    STUDY_PID_VARIABLE,
+    STUDY_WORKERS_VARIABLE,
+    study_root_pid,
+    study_workers,
+    worker_share,
+)
 
 __all__ = [
     "CPU_RUNTIME_BYTES",
+    "CUDA_GRAPH_MODES",
     "CUDA_RUNTIME_BYTES",
     "MEMORY_ESTIMATE_TOLERANCE",
     "MOCK_RUNTIME_BYTES",
     "REFERENCE_PRECISION",
+    "STUDY_PID_VARIABLE",
+    "STUDY_WORKERS_VARIABLE",
     "DeviceCapabilities",
     "MachineFingerprint",
     "MemoryEstimate",
@@ -83,6 +93,8 @@ __all__ = [
     "restrict_space",
     "screen_precisions",
     "study_precision_screen",
+    "study_root_pid",
+    "study_workers",
     "trial_infeasibility_reason",
     "worker_share",
 ]

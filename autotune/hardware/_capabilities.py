@@ -173,12 +173,21 @@ def detect_capabilities(
         import torch
 
         props = torch.cuda.get_device_properties(0)
+        # The published peak by torch's name of the GPU, as with NVML's: without it the
+        # study had no peak, and the trials measure one only for a GPU the table lacks.
+        peak = published_peak(props.name)
         return DeviceCapabilities(
             kind="cuda",
             name=props.name,
             count=torch.cuda.device_count(),
             memory_bytes=int(props.total_memory),
             compute_capability=(props.major, props.minor),
+            peak_flops_per_s=dict(peak.flops_per_s) if peak else {},
+            peak_flops_source=(
+                f"published dense peak of {peak.label}: {peak.source}"
+                if peak
+                else "measured per trial (GPU not in the published table)"
+            ),
             fingerprint=fp,
         )
     return capabilities_from_fingerprint(fp)

@@ -31,6 +31,7 @@ from autotune.hardware._memory import (
 from autotune.units import MIB
 
 __all__ = [
+    "CUDA_GRAPH_MODES",
     "estimate_trial_memory_or_none",
     "infeasibility_reason",
     "restrict_space",
@@ -52,6 +53,40 @@ def _precision_reason(precision: str, caps: DeviceCapabilities) -> str | None:
 def _compile_reason(mode: str, caps: DeviceCapabilities) -> str | None:
     if mode == "reduce-overhead" and not caps.is_gpu:
         return "compile mode reduce-overhead uses CUDA graphs and needs a CUDA device"
+    return None
+
+
+#: Compile modes whose Inductor records CUDA graphs on a CUDA device (``triton.cudagraphs``
+#: in ``torch._inductor.list_mode_options``, torch 2.4 to 2.13); ``default`` records none.
+CUDA_GRAPH_MODES: tuple[str, ...] = ("reduce-overhead", "max-autotune")
+
+
+def _cuda_graph_ddp_reason(mode: str, gpu_count: int, caps: DeviceCapabilities) -> str | None:
+    """CUDA graphs under DDP: recorded again at every step (pytorch/pytorch issue 140395,
+    open for torch 2.5 and later), so the trial would time the recording, not the replays.
+    Refused until measured on a GPU; a real CUDA device only (the mock's cost model has no
+    such recording)."""
+    if caps.kind == "cuda" and mode in CUDA_GRAPH_MODES and gpu_count > 1:
+        return (
+            f"compile mode {mode} records CUDA graphs, which DDP (gpu_count={gpu_count}) "
+            "records again every step (pytorch/pytorch#140395): refused until measured"
+        )
+    return None
+
+
+def _cuda_graph_accumulation_reason(
+    mode: str, accumulation_steps: int, caps: DeviceCapabilities
+) -> str | None:
+    """CUDA graphs with gradient accumulation: the next micro-batch's replay overwrites the
+    outputs the previous one's backward still needs (pytorch/pytorch issue 169545: an error,
+    or wrong gradients). Refused, not compiled without CUDA graphs: the knob's value would
+    then not be what ran. A real CUDA device only, as :func:`_cuda_graph_ddp_reason`."""
+    if caps.kind == "cuda" and mode in CUDA_GRAPH_MODES and accumulation_steps > 1:
+        return (
+            f"compile mode {mode} records CUDA graphs, whose replays overwrite the previous "
+            f"micro-batch's outputs under gradient accumulation ({accumulation_steps} "
+            "micro-batches per step; pytorch/pytorch#169545): refused"
+        )
     return None
 
 
@@ -81,8 +116,8 @@ def _memory_reason(estimate: MemoryEstimate, caps: DeviceCapabilities) -> str | 
 def infeasibility_reason(knobs: Mapping[str, Any], caps: DeviceCapabilities) -> str | None:
     """The first knob rule a configuration breaks on this device, or None.
 
-    Checks precision, compile mode and world size (not memory: see
-    :func:`trial_infeasibility_reason`).
+    Checks precision, compile mode, world size, and CUDA graphs under DDP (not memory nor
+    gradient accumulation: see :func:`trial_infeasibility_reason`).
 
     Args:
         knobs: the trial's knob values (``TrialConfig.knobs()``).
@@ -92,6 +127,7 @@ def infeasibility_reason(knobs: Mapping[str, Any], caps: DeviceCapabilities) -> 
         _precision_reason(knobs["precision"], caps)
         or _compile_reason(knobs["compile_mode"], caps)
         or _world_size_reason(knobs["gpu_count"], caps)
+        or _cuda_graph_ddp_reason(knobs["compile_mode"], knobs["gpu_count"], caps)
     )
 
 
@@ -112,7 +148,8 @@ def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) ->
     """Every rule: the knob rules of :func:`infeasibility_reason`, then the fixed global
     batch (``train.global_batch_size`` must be a whole number of ``batch_size x gpu_count``
     micro-batches; the space refuses a choice that never is, so only some combinations get
-    here), then the memory estimate (skipped when the workload cannot be traced for it)."""
+    here) and CUDA graphs with more than one micro-batch, then the memory estimate (skipped
+    when the workload cannot be traced for it)."""
     knob_reason = infeasibility_reason(config.knobs(), caps)
     if knob_reason is not None:
         return knob_reason
@@ -121,6 +158,10 @@ def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) ->
         batch_reason = global_batch_reason(total, config.batch_size, config.gpu_count)
         if batch_reason is not None:
             return batch_reason
+        accumulation = config.train.accumulation_steps(config.batch_size, config.gpu_count)
+        graph_reason = _cuda_graph_accumulation_reason(config.compile_mode, accumulation, caps)
+        if graph_reason is not None:
+            return graph_reason
     estimate = estimate_trial_memory_or_none(config, caps)
     return None if estimate is None else _memory_reason(estimate, caps)
 

@@ -21,7 +21,34 @@ from collections.abc import Mapping
 from autotune.exceptions import ConfigError
 from autotune.hardware._capabilities import DeviceCapabilities
 
-__all__ = ["worker_share"]
+__all__ = [
+    "STUDY_PID_VARIABLE",
+    "STUDY_WORKERS_VARIABLE",
+    "study_root_pid",
+    "study_workers",
+    "worker_share",
+]
+
+#: The environment variable naming the study's first worker process (the one the user
+#: started; every other worker, its forkserver and its trials descend from it): a trial's
+#: meter of other processes' CPU share counts that whole tree as the study's own.
+STUDY_PID_VARIABLE = "AUTOTUNE_STUDY_PID"
+#: The environment variable giving the study's worker processes on this machine: a trial's
+#: ranks split the host's threads with the other workers' (``workers``).
+STUDY_WORKERS_VARIABLE = "AUTOTUNE_STUDY_WORKERS"
+
+
+def study_root_pid(environ: Mapping[str, str | None]) -> int | None:
+    """The study's first worker process (:data:`STUDY_PID_VARIABLE`), None outside a study."""
+    value = environ.get(STUDY_PID_VARIABLE)
+    return int(value) if value else None
+
+
+def study_workers(environ: Mapping[str, str | None]) -> int:
+    """The study's worker processes on this machine (:data:`STUDY_WORKERS_VARIABLE`; 1 when
+    unset)."""
+    value = environ.get(STUDY_WORKERS_VARIABLE)
+    return max(1, int(value)) if value else 1
 
 
 def worker_share(

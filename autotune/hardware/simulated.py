@@ -197,8 +197,11 @@ class SimulatedNvml:
 
     def nvmlDeviceGetMemoryInfo(self, handle: int) -> Any:
         self._check("nvmlDeviceGetMemoryInfo")
-        total = self.gpus[self._gpu(handle)].memory_bytes
-        return SimpleNamespace(total=total, free=total, used=0)
+        index = self._gpu(handle)
+        total = self.gpus[index].memory_bytes
+        # Used: what the listed processes hold (whatever ids NVML lists them under).
+        used = sum(b for b in self._processes[index].values() if b is not None)
+        return SimpleNamespace(total=total, free=max(0, total - used), used=used)
 
     def nvmlDeviceGetCudaComputeCapability(self, handle: int) -> tuple[int, int]:
         self._check("nvmlDeviceGetCudaComputeCapability")

@@ -23,6 +23,7 @@ from autotune.study._launcher import (
     run_trial,
     study_compile_cache,
     study_compile_cache_dir,
+    study_processes,
     trial_devices,
     trial_environment,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "startup_design",
     "study_compile_cache",
     "study_compile_cache_dir",
+    "study_processes",
     "study_sampler",
     "trial_devices",
     "trial_environment",

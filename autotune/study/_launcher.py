@@ -43,6 +43,7 @@ from sqlalchemy.exc import ArgumentError
 
 from autotune.config import CompileCache, TrialConfig, display_url
 from autotune.exceptions import TrialError
+from autotune.hardware import STUDY_PID_VARIABLE, STUDY_WORKERS_VARIABLE
 from autotune.measure import Measurement
 from autotune.storage import sqlite_path
 from autotune.study._interrupts import sigint_deferred
@@ -54,6 +55,7 @@ __all__ = [
     "run_trial",
     "study_compile_cache",
     "study_compile_cache_dir",
+    "study_processes",
     "trial_devices",
     "trial_environment",
 ]
@@ -185,12 +187,19 @@ def trial_environment(environ: Mapping[str, str]) -> dict[str, str | None]:
     ``CUDA_VISIBLE_DEVICES``: the study process's value now, which a worker owning part of the
     machine's GPUs set (:func:`trial_devices`).
 
+    :data:`~autotune.hardware.STUDY_PID_VARIABLE` and
+    :data:`~autotune.hardware.STUDY_WORKERS_VARIABLE`: the study's own processes and its
+    worker count, as :func:`autotune.api.run_study` set them (the forkserver's environment
+    predates them).
+
     Args:
         environ: the study process's environment (``os.environ``).
     """
     return {
         "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
         "CUDA_VISIBLE_DEVICES": environ.get("CUDA_VISIBLE_DEVICES"),
+        STUDY_PID_VARIABLE: environ.get(STUDY_PID_VARIABLE),
+        STUDY_WORKERS_VARIABLE: environ.get(STUDY_WORKERS_VARIABLE),
     }
 
 
@@ -211,6 +220,34 @@ def trial_devices(cuda_visible_devices: str | None) -> Iterator[None]:
             os.environ.pop("CUDA_VISIBLE_DEVICES", None)
         else:
             os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
+@contextmanager
+def study_processes(workers: int) -> Iterator[None]:
+    """Inside the block, the trials of this study process, and of the worker processes it
+    starts there (they inherit the environment), count the study's processes as their own
+    and split the host's threads among ``workers`` (:func:`trial_environment` passes both on).
+
+    The study's processes are this process's tree, set by the first worker only: a worker it
+    started keeps the first worker's id, from which every worker and trial descends. Both
+    variables are restored after the block.
+
+    Args:
+        workers: the study's worker processes on this machine (``workers``).
+    """
+    names = (STUDY_PID_VARIABLE, STUDY_WORKERS_VARIABLE)
+    before = {name: os.environ.get(name) for name in names}
+    if before[STUDY_PID_VARIABLE] is None:
+        os.environ[STUDY_PID_VARIABLE] = str(os.getpid())
+    os.environ[STUDY_WORKERS_VARIABLE] = str(workers)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _tail(path: Path) -> str:

@@ -42,7 +42,7 @@ if typing.TYPE_CHECKING:
     from autotune.devices import Backend
     from autotune.measure import Measurement
 
-__all__ = ["compile_cache_figures", "run_rank"]
+__all__ = ["compile_cache_figures", "release_process_group", "run_rank"]
 
 
 def run_rank(
@@ -63,6 +63,10 @@ def run_rank(
         torch.OutOfMemoryError, MemoryError: the device ran out of memory.
         ValueError: the batch is larger than the training split.
         Exception: whatever the workload raises (the launcher records it as ``failure=error``).
+            A rank that raises leaves its process group up: the caller reports the failure
+            first, then calls :func:`release_process_group` (destroying an NCCL group while
+            the other ranks wait in a collective can block, and the failure would then read
+            as the trial's timeout).
     """
     if config.device == "mock":
         from autotune.devices.mock import simulate
@@ -77,40 +81,52 @@ def run_rank(
         dist.init_process_group(
             backend.ddp_backend, init_method=f"file://{init_file}", rank=rank, world_size=world_size
         )
-    try:
-        # Rank 0 measures the other processes' CPU share against every rank's tree: the ranks
-        # are siblings (children of the forkserver), so their ids are gathered here.
-        pids: list[Any] = [os.getpid()]
-        if world_size > 1:
-            pids = [None] * world_size
-            dist.all_gather_object(pids, os.getpid())
-        local = _train(config, backend, rank, world_size, tuple(pids))
-        if rank == 0 and config.compile_mode != "none":
-            local = _with_extra(local, compile_cache_figures())
-        if world_size == 1:
-            return _with_extra(local, _combine_rank_memory([backend.memory_figures()]))
-        # The DDP reducer must be gone before the process group: freed after it, gloo's
-        # destructor joins a worker thread that waits for the GIL the freeing thread holds
-        # (a deadlock seen in about one run of three).
-        gc.collect()
-        gathered: list[Any] = [None] * world_size
-        mine = (local.peak_memory_bytes, local.memory_kind, backend.memory_figures())
-        dist.all_gather_object(gathered, mine)
-        if rank != 0:
-            return None
-        # CPU ranks share one host, so their memory adds up; each GPU holds its own rank.
-        combine = sum if backend.kind == "cpu" else max
-        kinds = {kind for _, kind, _ in gathered}
-        combined = _replace(
-            local,
-            peak_memory_bytes=int(combine(peak for peak, _, _ in gathered)),
-            # Ranks with and without NVML's figure (rare): the peak mixes both kinds.
-            memory_kind=kinds.pop() if len(kinds) == 1 else f"{backend.kind}_mixed",
-        )
-        return _with_extra(combined, _combine_rank_memory([figures for _, _, figures in gathered]))
-    finally:
-        if world_size > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+    measurement = _run_in_group(config, backend, rank, world_size)
+    release_process_group()  # only after success: a failed rank reports first (see Raises)
+    return measurement
+
+
+def release_process_group() -> None:
+    """Destroy this process's default process group, if one is up (DDP ranks)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _run_in_group(
+    config: TrialConfig, backend: Backend, rank: int, world_size: int
+) -> Measurement | None:
+    """:func:`run_rank`'s body once the rank is in its process group (when ``world_size`` >
+    1): train, then combine the ranks' figures on rank 0."""
+    # Rank 0 measures the other processes' CPU share against every rank's tree: the ranks
+    # are siblings (children of the forkserver), so their ids are gathered here.
+    pids: list[Any] = [os.getpid()]
+    if world_size > 1:
+        pids = [None] * world_size
+        dist.all_gather_object(pids, os.getpid())
+    local = _train(config, backend, rank, world_size, tuple(pids))
+    if rank == 0 and config.compile_mode != "none":
+        local = _with_extra(local, compile_cache_figures())
+    if world_size == 1:
+        return _with_extra(local, _combine_rank_memory([backend.memory_figures()]))
+    # The DDP reducer must be gone before the process group: freed after it, gloo's
+    # destructor joins a worker thread that waits for the GIL the freeing thread holds
+    # (a deadlock seen in about one run of three).
+    gc.collect()
+    gathered: list[Any] = [None] * world_size
+    mine = (local.peak_memory_bytes, local.memory_kind, backend.memory_figures())
+    dist.all_gather_object(gathered, mine)
+    if rank != 0:
+        return None
+    # CPU ranks share one host, so their memory adds up; each GPU holds its own rank.
+    combine = sum if backend.kind == "cpu" else max
+    kinds = {kind for _, kind, _ in gathered}
+    combined = _replace(
+        local,
+        peak_memory_bytes=int(combine(peak for peak, _, _ in gathered)),
+        # Ranks with and without NVML's figure (rare): the peak mixes both kinds.
+        memory_kind=kinds.pop() if len(kinds) == 1 else f"{backend.kind}_mixed",
+    )
+    return _with_extra(combined, _combine_rank_memory([figures for _, _, figures in gathered]))
 
 
 def _with_extra(measurement: Measurement, figures: Mapping[str, Any]) -> Measurement:

@@ -16,16 +16,32 @@ from typing import Any
 from autotune.config import TrialConfig
 from autotune.lifetime import die_with_parent, release_forkserver
 
-__all__ = ["apply_environment", "failure_kind", "rank_entry"]
+__all__ = ["apply_environment", "failure_kind", "rank_entry", "run_and_report"]
+
+
+#: What the CUDA libraries say when they cannot allocate device memory, as torch raises it
+#: (``RuntimeError``, not ``torch.OutOfMemoryError``): cuBLAS's and cuDNN's ``ALLOC_FAILED``,
+#: and a cuBLAS or cuDNN handle that fails to initialize (``cublasCreate`` and
+#: ``cudnnCreate`` allocate their workspaces; under memory pressure they report
+#: ``NOT_INITIALIZED``, a failure that a smaller batch or model makes go away).
+_CUDA_LIBRARY_OOM = (
+    "cublas_status_alloc_failed",
+    "cudnn_status_alloc_failed",
+    "cudnn_status_not_initialized",
+    "cublas_status_not_initialized",
+)
 
 
 def failure_kind(exc: BaseException) -> str:
-    """``oom`` for out-of-memory errors of torch, CUDA or the host allocator, else ``error``."""
+    """``oom`` for out-of-memory errors of torch, CUDA, cuBLAS and cuDNN
+    (:data:`_CUDA_LIBRARY_OOM`) or the host allocator, else ``error``."""
     if isinstance(exc, MemoryError):
         return "oom"
     name = type(exc).__name__
     text = str(exc).lower()
     if name == "OutOfMemoryError" or "out of memory" in text or "can't allocate memory" in text:
+        return "oom"
+    if any(status in text for status in _CUDA_LIBRARY_OOM):
         return "oom"
     return "error"
 
@@ -63,12 +79,25 @@ def rank_entry(
     os.dup2(log_fd, 2)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study process decides on Ctrl-C
     apply_environment(env)
-    from autotune.training import run_rank
+    run_and_report(config, rank, world_size, init_file, conn)
 
+
+def run_and_report(
+    config: TrialConfig, rank: int, world_size: int, init_file: str, conn: Any
+) -> None:
+    """Run the rank and send its outcome on ``conn``: ``("ok", measurement)``, or the failure's
+    kind (:func:`failure_kind`) and traceback. The process group of a failed rank is destroyed
+    only after the report is sent: destroying an NCCL group while other ranks wait in a
+    collective can block, and the trial's out-of-memory would then read as its timeout."""
+    from autotune.training import release_process_group, run_rank
+
+    outcome: tuple[str, Any]
     try:
-        result = run_rank(config, rank, world_size, init_file)
-        conn.send(("ok", result))
+        outcome = ("ok", run_rank(config, rank, world_size, init_file))
     except BaseException as exc:  # report everything; the parent classifies it
-        conn.send((failure_kind(exc), traceback.format_exc()))
+        outcome = (failure_kind(exc), traceback.format_exc())
+    try:
+        conn.send(outcome)
     finally:
         conn.close()
+        release_process_group()

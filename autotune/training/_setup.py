@@ -18,7 +18,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,23 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSamp
 
 from autotune.config import TrainSettings, TrialConfig
 from autotune.devices import Backend
+from autotune.hardware import study_root_pid
 from autotune.lifetime import die_with_rank
 from autotune.measure import CpuShareMeter
 from autotune.workloads import LoadedWorkload
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def cpu_meter_roots(
+    rank_pids: tuple[int, ...], environ: Mapping[str, str | None]
+) -> tuple[int, ...]:
+    """The process trees whose CPU time is the trial's own: its ranks', and, inside a study,
+    the study's first worker process's (:func:`autotune.hardware.study_root_pid`), from which
+    every other worker and their trials descend. Without it, several workers on one host
+    flagged each other's trials as a busy machine."""
+    root = study_root_pid(environ)
+    return rank_pids if root is None or root in rank_pids else (*rank_pids, root)
 
 
 def make_optimizer(settings: TrainSettings, params: Any, lr: float) -> torch.optim.Optimizer:
@@ -178,8 +190,12 @@ class Training:
 
     def cpu_meter(self, rank: int) -> CpuShareMeter:
         """The meter of the other processes' CPU share: rank 0's over every rank's tree (this
-        process alone when ``rank_pids`` is unset); the other ranks' measures nothing."""
-        return CpuShareMeter((self.rank_pids or (os.getpid(),)) if rank == 0 else ())
+        process alone when ``rank_pids`` is unset) and the study's own processes (every
+        worker process of the study and its trials: :func:`cpu_meter_roots`); the other
+        ranks' measures nothing."""
+        if rank != 0:
+            return CpuShareMeter(())
+        return CpuShareMeter(cpu_meter_roots(self.rank_pids or (os.getpid(),), os.environ))
 
     def train_step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """One optimizer step on this rank's batch ``(x, y)`` (already on the device); its

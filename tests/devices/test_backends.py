@@ -8,6 +8,7 @@ import torch
 from autotune.devices import make_backend
 from autotune.devices.cpu import CpuBackend
 from autotune.devices.cuda import CudaBackend, rank_threads
+from autotune.hardware import STUDY_WORKERS_VARIABLE
 from autotune.testing import make_trial_config
 
 
@@ -71,15 +72,18 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
     before = _torch_flags()
     matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn.conv
+    cpu_matmul = torch.backends.mkldnn.matmul
     saved = (
         getattr(matmul, "fp32_precision", None),
         getattr(conv, "fp32_precision", None),
         matmul.allow_tf32,
+        getattr(cpu_matmul, "fp32_precision", None),
     )
     yield before
-    if saved[0] is not None:
-        matmul.fp32_precision, conv.fp32_precision = saved[0], saved[1]
     torch.backends.cuda.matmul.allow_tf32 = saved[2]
+    if saved[0] is not None:  # the new API's own state ("none": set by neither API)
+        matmul.fp32_precision, conv.fp32_precision = saved[0], saved[1]
+        cpu_matmul.fp32_precision = saved[3]
     torch.backends.cudnn.allow_tf32 = bool(before["cudnn.allow_tf32"])
     torch.backends.cudnn.benchmark = bool(before["cudnn.benchmark"])
     torch.set_num_threads(int(before["threads"]))  # type: ignore[call-overload]
@@ -95,16 +99,20 @@ def test_the_cuda_backend_leaves_every_torch_flag_at_pytorchs_default(
     assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.allow_tf32 is True
 
 
-def test_the_cuda_backend_turns_tf32_on_through_the_current_api(
+def test_the_cuda_backend_turns_tf32_on_in_a_state_both_apis_read(
     fake_cuda: dict[str, object],
 ) -> None:
     CudaBackend().setup(rank=0, world_size=1, precision="tf32")
 
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):
+    # The legacy readers, which Inductor still calls (torch 2.13's autotuning cache key reads
+    # get_float32_matmul_precision): set through the new API alone, each raised "mix of the
+    # legacy and new APIs" and every compiled tf32 trial failed (issue 38, item 1).
+    assert torch.get_float32_matmul_precision() == "high"
+    assert torch.backends.cuda.matmul.allow_tf32 is True
+    assert torch.backends.cudnn.allow_tf32 is True
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # torch >= 2.9: the new API
         assert torch.backends.cuda.matmul.fp32_precision == "tf32"
         assert torch.backends.cudnn.conv.fp32_precision == "tf32"
-    else:
-        assert torch.backends.cuda.matmul.allow_tf32 is True
 
 
 def test_cuda_ranks_share_the_host_threads(fake_cuda: dict[str, object]) -> None:
@@ -120,6 +128,28 @@ def test_cuda_ranks_share_the_host_threads(fake_cuda: dict[str, object]) -> None
 )
 def test_rank_threads(default: int, world_size: int, workers: int, threads: int | None) -> None:
     assert rank_threads(default, world_size, workers) == threads
+
+
+@pytest.mark.parametrize(
+    ("world_size", "workers", "study_workers", "threads"),
+    [(1, 0, 2, 8), (2, 0, 2, 4), (2, 2, 2, 2), (1, 0, 4, 4), (1, 0, 32, 1)],
+)
+def test_rank_threads_split_the_host_between_the_studys_workers(
+    world_size: int, workers: int, study_workers: int, threads: int
+) -> None:
+    # Each study worker runs its own trials on its own GPUs beside this one (issue 38, 11).
+    assert rank_threads(16, world_size, workers, study_workers) == threads
+
+
+def test_cuda_ranks_share_the_host_threads_with_the_other_workers_trials(
+    fake_cuda: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STUDY_WORKERS_VARIABLE, "2")  # as run_study's study_processes sets it
+    default = torch.get_num_threads()
+
+    CudaBackend().setup(rank=0, world_size=1, precision="fp32", num_workers=0)
+
+    assert torch.get_num_threads() == max(1, default // 2)
 
 
 def test_a_loader_pins_memory_only_with_workers() -> None:

@@ -70,3 +70,27 @@ def test_the_snippet_for_ddp_and_compile_says_how_to_launch() -> None:
     assert source.startswith("# my header\n# Launch with: torchrun --nproc_per_node=2")
     assert 'COMPILE_MODE = "reduce-overhead"' in source and "WORLD_SIZE = 2" in source
     assert "DistributedDataParallel(model)" in source and "DistributedSampler" in source
+
+
+def test_the_tf32_snippet_sets_a_state_both_tf32_apis_read() -> None:
+    matmul, cpu_matmul = torch.backends.cuda.matmul, torch.backends.mkldnn.matmul
+    saved = (matmul.fp32_precision, cpu_matmul.fp32_precision, matmul.allow_tf32)
+    source = pytorch_snippet({**PARAMS, "precision": "tf32"})
+    namespace: dict[str, object] = {}
+    exec(compile(source, "<snippet>", "exec"), namespace)
+    model = torch.nn.Linear(4, 2)
+    data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    try:
+        namespace["autotuned_training"](model, data, F.cross_entropy, optimizer)  # type: ignore[operator]
+
+        # The legacy readers torch.compile still calls: the new fp32_precision API alone made
+        # them raise "mix of the legacy and new APIs" (issue 38, item 1).
+        assert torch.get_float32_matmul_precision() == "high"
+        assert matmul.allow_tf32 is True and torch.backends.cudnn.allow_tf32 is True
+        assert (
+            matmul.fp32_precision == "tf32" and torch.backends.cudnn.conv.fp32_precision == "tf32"
+        )
+    finally:
+        matmul.allow_tf32 = saved[2]
+        matmul.fp32_precision, cpu_matmul.fp32_precision = saved[0], saved[1]

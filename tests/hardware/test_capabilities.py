@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
+import pynvml
 import pytest
 import torch
 
@@ -106,3 +108,21 @@ def test_detect_cuda() -> None:
     assert caps.count == torch.cuda.device_count()
     assert caps.compute_capability == torch.cuda.get_device_capability(0)
     assert caps.memory_bytes is not None and caps.memory_bytes > 0
+
+
+def test_a_gpu_torch_names_without_nvml_gets_its_published_peak(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # NVML missing (a container without the library): torch names the GPU (issue 38, item 7).
+    props = SimpleNamespace(
+        name="NVIDIA A100-SXM4-80GB", total_memory=80 * 1024 * MIB, major=8, minor=0
+    )
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    no_nvml = simulated_machine("a100x4", failing={"nvmlInit": pynvml.NVML_ERROR_DRIVER_NOT_LOADED})
+
+    caps = detect_capabilities("cuda", nvml=no_nvml)
+
+    assert caps.count == 2 and caps.name == "NVIDIA A100-SXM4-80GB"
+    assert caps.peak_flops_per_s["tf32"] == 156e12  # the A100's published dense peak
+    assert caps.peak_flops_source.startswith("published dense peak of A100")

@@ -212,3 +212,55 @@ def test_the_memory_margin_reads_the_estimate_as_too_low_where_the_rules_read_it
     between = caps(estimate)
     assert trial_infeasibility_reason(config, between) is None
     assert not fits_memory_with_margin(config, between)
+
+
+# --------------------------------------------------------------------------------------------
+# CUDA graphs (reduce-overhead; max-autotune on CUDA) under DDP and gradient accumulation
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_cuda_graphs_under_ddp_are_refused_until_measured(mode: str) -> None:
+    caps = make_capabilities("cuda", count=2)
+
+    reason = infeasibility_reason(_knobs(compile_mode=mode, gpu_count=2), caps)
+
+    # Recorded again every step (issue 38, item 10): the trial would time the recording.
+    assert reason == (
+        f"compile mode {mode} records CUDA graphs, which DDP (gpu_count=2) records again "
+        "every step (pytorch/pytorch#140395): refused until measured"
+    )
+    assert infeasibility_reason(_knobs(compile_mode=mode, gpu_count=1), caps) is None
+    assert infeasibility_reason(_knobs(compile_mode="default", gpu_count=2), caps) is None
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_cuda_graphs_with_gradient_accumulation_are_refused(mode: str) -> None:
+    caps = make_capabilities("cuda")
+    accumulating = make_trial_config(
+        device="cuda", compile_mode=mode, batch_size=32, train={"global_batch_size": 128}
+    )
+
+    reason = trial_infeasibility_reason(accumulating, caps)
+
+    # The next micro-batch's replay overwrites what the previous backward reads (item 2).
+    assert reason == (
+        f"compile mode {mode} records CUDA graphs, whose replays overwrite the previous "
+        "micro-batch's outputs under gradient accumulation (4 micro-batches per step; "
+        "pytorch/pytorch#169545): refused"
+    )
+    one_micro_batch = make_trial_config(
+        device="cuda", compile_mode=mode, batch_size=128, train={"global_batch_size": 128}
+    )
+    assert trial_infeasibility_reason(one_micro_batch, caps) is None
+    eager = make_trial_config(
+        device="cuda", compile_mode="default", batch_size=32, train={"global_batch_size": 128}
+    )
+    assert trial_infeasibility_reason(eager, caps) is None
+
+
+def test_max_autotune_on_the_cpu_records_no_cuda_graphs() -> None:
+    config = make_trial_config(
+        compile_mode="max-autotune", gpu_count=2, batch_size=16, train={"global_batch_size": 64}
+    )
+
+    assert trial_infeasibility_reason(config, make_capabilities("cpu")) is None

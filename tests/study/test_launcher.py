@@ -17,11 +17,13 @@ import pytest
 
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
+from autotune.hardware import STUDY_PID_VARIABLE, STUDY_WORKERS_VARIABLE
 from autotune.study import (
     compile_cache_environment,
     run_trial,
     study_compile_cache,
     study_compile_cache_dir,
+    study_processes,
     trial_devices,
     trial_environment,
 )
@@ -245,3 +247,19 @@ def test_the_study_cache_reaches_the_trials_started_inside_its_block() -> None:
     with study_compile_cache("sqlite:///x.db", "s") as directory:
         assert _STUDY_CACHE_DIR.get() == str(directory)
     assert _STUDY_CACHE_DIR.get() is None
+
+
+def test_a_studys_trials_know_its_processes_and_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STUDY_PID_VARIABLE, raising=False)
+    monkeypatch.delenv(STUDY_WORKERS_VARIABLE, raising=False)
+
+    with study_processes(3):
+        inside = trial_environment(os.environ)
+        monkeypatch.setenv(STUDY_PID_VARIABLE, "1")  # as a worker started here inherits it
+        with study_processes(3):  # that worker's own loop: the first worker stays the root
+            in_worker = trial_environment(os.environ)
+
+    assert inside[STUDY_PID_VARIABLE] == str(os.getpid())
+    assert inside[STUDY_WORKERS_VARIABLE] == "3"
+    assert in_worker[STUDY_PID_VARIABLE] == "1"
+    assert trial_environment(os.environ)[STUDY_WORKERS_VARIABLE] is None  # restored

@@ -163,7 +163,8 @@ def test_the_startup_design_covers_every_level_with_feasible_rows(
         for r in unrepaired
         if trial_infeasibility_reason(knob_trial_config(config, space, caps, r), caps)
     ]
-    assert bool(refused) == (caps.memory_bytes == TIGHT_MEMORY_BYTES)  # repairs were needed
+    # Repairs were needed on the GPUs: CUDA graphs under DDP, and the tight memory.
+    assert bool(refused) == (caps.kind == "cuda")
     assert _covered(rows) == _levels(space)
     assert screened is None or all(row["precision"] != "fp16" for row in rows)
     for row in rows:

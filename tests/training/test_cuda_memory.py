@@ -51,6 +51,7 @@ class _CpuTrainedCudaBackend(CudaBackend):
 
 def _run(monkeypatch: pytest.MonkeyPatch, nvml: SimulatedNvml) -> Measurement:
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "memory_snapshot", lambda: [])  # no CUDA graphs
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: _PEAK_BYTES)
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: _RESERVED_BYTES)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

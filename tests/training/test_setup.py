@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 import torch
@@ -14,8 +14,16 @@ from torch.utils.data import TensorDataset
 
 from autotune.config import TrainSettings, TrialConfig
 from autotune.devices.cpu import CpuBackend
+from autotune.hardware import STUDY_PID_VARIABLE
+from autotune.measure import CpuShareMeter
 from autotune.testing import make_trial_config
-from autotune.training._setup import Training, make_loader, make_lr_schedule, prepare_training
+from autotune.training._setup import (
+    Training,
+    cpu_meter_roots,
+    make_loader,
+    make_lr_schedule,
+    prepare_training,
+)
 from autotune.workloads import load_workload
 from tests.training.loops import train_here
 
@@ -139,3 +147,38 @@ def test_the_data_order_does_not_depend_on_the_workers() -> None:
     without, with_two = orders(0), orders(2)
     assert without == with_two
     assert without[0] != without[1]  # shuffled anew each epoch
+
+
+def test_the_studys_other_workers_count_as_its_own_load() -> None:
+    # Two workers on one host: worker 1 (pid 20, a child of the first worker, 10) trains its
+    # trial (rank 21) beside this trial's rank 31. Each rank keeps one CPU busy.
+    trees = {10: [10, 20, 21, 30, 31], 31: [31]}
+    seconds = iter([0.0, 0.0, 1.0, 1.0])  # rank 21, rank 31: at start, then at stop
+
+    def read_tree_s(roots: Sequence[int]) -> dict[int, float]:
+        t = {21: next(seconds), 31: next(seconds)}
+        return {pid: t.get(pid, 0.0) for root in roots for pid in trees[root]}
+
+    def share(roots: tuple[int, ...]) -> float | None:
+        nonlocal seconds
+        seconds = iter([0.0, 0.0, 1.0, 1.0])
+        busy, clock = iter([0.0, 2.0]), iter([0.0, 1.0])
+        meter = CpuShareMeter(
+            roots,
+            cpus={0, 1},
+            read_busy_s=lambda cpus: next(busy),
+            read_tree_s=read_tree_s,
+            clock=lambda: next(clock),
+            load_avg=lambda: 2.0,
+        )
+        meter.start()
+        load = meter.stop()
+        assert load is not None
+        return load.other_cpu_share
+
+    in_study = cpu_meter_roots((31,), {STUDY_PID_VARIABLE: "10"})
+
+    assert in_study == (31, 10)
+    assert share(in_study) == 0.0  # the sibling worker's trial is the study's own
+    assert share((31,)) == pytest.approx(0.5)  # as it read before: a busy machine
+    assert cpu_meter_roots((31,), {}) == (31,)  # no study around the trial (tests, verify)

@@ -37,6 +37,19 @@ def test_eager_fp32(device: str, family: str) -> None:
     assert len(m.window_throughputs_sps) == 5
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("compile_mode", ["default", "max-autotune"])
+def test_a_compiled_tf32_trial_on_a_gpu(compile_mode: str) -> None:
+    # TF32 set through the new fp32_precision API alone made Inductor's legacy reads raise
+    # "mix of the legacy and new APIs" (issue 38, item 1): every compiled tf32 trial failed.
+    config = make_trial_config(device="cuda", precision="tf32", compile_mode=compile_mode)
+
+    m = run_trial(config, TIMEOUT_S)
+
+    check(m, config, m.memory_kind)
+    assert m.compile_s > 0.0
+
+
 def test_mlp_learns_in_one_epoch() -> None:
     # Digits are easy: one epoch of AdamW takes an MLP well above chance (10%).
     config = make_trial_config(family="mlp", width=64, train={"lr": 3.0e-3})
