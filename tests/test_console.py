@@ -64,7 +64,8 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> StudyResult:
 def test_the_commands_to_copy_mask_the_password(verified: StudyResult) -> None:
     text = _printed(print_result, dataclasses.replace(verified, storage=PASSWORD_URL))
 
-    assert f"export it: autotune best s storage='{SHOWN}' --export s-best.yaml\n" in text
+    assert f"the change: autotune best s storage='{SHOWN}' --diff\n" in text
+    assert f"export it:  autotune best s storage='{SHOWN}' --export s-best.yaml\n" in text
     assert f"report:    autotune report s storage='{SHOWN}'\n" in text
     assert SECRET not in text
 

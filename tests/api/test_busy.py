@@ -237,9 +237,11 @@ def test_verification_measures_a_busy_run_again_within_its_bound(sqlite_url: str
         config.study, config.storage, settings=settings, run_trial_fn=runner, on_run=lines.append
     )
 
-    assert runner.calls == 1 + 12 + 2  # the warm-up, the 12 planned runs, 2 re-runs
+    planned = summary.runs_planned  # the race's runs, then the survivors' confirmation
+    assert planned == len(summary.race) * 2 + 3 * (1 + len(summary.candidates))
+    assert runner.calls == 1 + planned + 2  # the warm-up, the planned runs, 2 re-runs
     attempts = _attempts(sqlite_url)
-    assert len(attempts) == 14
+    assert len(attempts) == planned + 2
     first, again = attempts[0], attempts[1]
     assert first[:2] == again[:2] and (first[2:], again[2:]) == ((0, True), (1, False))
     assert [a[2:] for a in attempts[3:6]] == [(0, True), (1, True), (0, False)]
@@ -254,16 +256,19 @@ def test_verification_measures_a_busy_run_again_within_its_bound(sqlite_url: str
     assert "no re-run left (2 of 2 spent)" in verification_line(lines[4])
     assert "(again, attempt 2)" in verification_line(lines[1])
     # The last attempt counts: two runs that count were busy (calls 6 and 8).
-    assert summary.complete and summary.runs_done == 12
+    assert summary.complete and summary.runs_done == planned
     assert (summary.busy_runs, summary.busy_reruns, summary.busiest_share) == (2, 2, BUSY_SHARE)
     assert summary.headline().endswith(
-        "; WARNING: 2 of 12 runs were measured on a busy machine (other processes used up to "
+        f"; WARNING: 2 of {planned} runs were measured on a busy machine (other processes used up to "
         "48 % of the CPUs; 2 re-runs spent): the figures may be unreliable"
     )
     console = Console(width=300, record=True, file=io.StringIO())
     print_verdict(console, summary, config.storage)
     text = console.export_text()
-    assert "busy runs" in text and "2 of 2" in text  # calls 6 and 8: trial 2 in the race
+    # Calls 6 and 8 are race runs: the race's table counts them against their trials.
+    busy = [v.busy_runs for v in summary.race if v.busy_runs]
+    assert sum(busy) == 2 and "busy runs" in text
+    assert all(f"{n} of 2" in text for n in busy)
 
 
 def test_a_verification_on_a_quiet_machine_says_nothing_of_it(sqlite_url: str) -> None:
@@ -299,5 +304,6 @@ def test_a_resumed_verification_measures_again_the_busy_run_it_stopped_after(
 
     attempts = _attempts(sqlite_url)
     assert attempts[1][:3] == (*attempts[0][:2], 1) and attempts[1][3] is False
-    assert resumed.calls == 1 + 12  # the warm-up, the busy run again, the 11 others
+    # The warm-up, the busy run again, and every other planned run.
+    assert resumed.calls == 1 + summary.runs_planned
     assert summary.complete and summary.busy_runs == 0 and summary.busy_reruns == 1

@@ -15,9 +15,9 @@ from autotune.cli import main
 from autotune.config import RunConfig, TrialConfig, VerifySettings, load_run_config
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.measure import Measurement
-from autotune.storage import ResultsStore
+from autotune.storage import ANSWERS, ResultsStore
 from autotune.testing import FakeRunTrial, make_measurement, simulate_trial
-from autotune.verification import round_seeds
+from autotune.verification import changes_model, round_seeds
 from tests.studies import loss as loss_study
 from tests.studies.loss import loss_config
 
@@ -85,22 +85,31 @@ def test_run_study_ends_with_an_interleaved_verification(sqlite_url: str) -> Non
 
     summary = result.verification
     assert summary is not None and summary.complete and summary.simulated
-    # The race: the baseline and 2 finalists over 2 rounds; the confirmation: the baseline and
-    # the survivor over 3 rounds of fresh seeds.
-    assert len(summary.finalists) == 2 and len(summary.race_seeds) == 2
-    assert summary.survivors and summary.rounds == 3
-    assert [c.trial_number for c in summary.candidates] == [summary.survivors.get("same_model")]
-    base, (c1, c2), s = summary.baseline.trial_number, summary.finalists, summary.survivors.get("same_model")
-    race = [base, c1, c2, c1, c2, base]  # round 2 starts at position 1 (rotated)
-    confirm = [base, s, s, base, base, s]
+    # The race: the baseline and the finalists (up to 2 per answer) over 2 rounds; the
+    # confirmation: the baseline and each answer's survivor over 3 rounds of fresh seeds.
+    assert len(summary.race_seeds) == 2 and summary.rounds == 3
+    params = {c.trial_number: c.params for c in summary.race}
+    base = summary.baseline.trial_number
+    same = [n for n in summary.finalists if not changes_model(params[n], params[base])]
+    assert list(summary.finalists[: len(same)]) == same  # the same-model answer's first
+    assert 1 <= len(same) <= 2 and len(summary.finalists) - len(same) <= 2
+    survivors = tuple(summary.survivors[a] for a in ANSWERS if a in summary.survivors)
+    assert survivors and [c.trial_number for c in summary.candidates] == list(survivors)
+    assert {c.answer for c in summary.candidates} == set(summary.survivors)
+    order, confirmed = (base, *summary.finalists), (base, *survivors)
+    race = [*order, *order[1:], base]  # round 2 starts at position 1 (rotated)
+    confirm = [n for r in range(3) for n in (*confirmed[r:], *confirmed[:r])]
     stored = _rows(sqlite_url)
     assert [trial for _, _, trial, _ in stored] == race + confirm
     seeds = round_seeds(config.seed, 1, 5)
-    expected_seeds = [seeds[0]] * 3 + [seeds[1]] * 3 + [x for x in seeds[2:] for _ in (0, 1)]
+    expected_seeds = [seeds[0]] * len(order) + [seeds[1]] * len(order)
+    expected_seeds += [x for x in seeds[2:] for _ in confirmed]
     assert [seed for _, _, _, seed in stored] == expected_seeds
-    assert [c.seed for c in runner.configs[-12:]] == expected_seeds
-    assert [p.done for p in progress] == list(range(1, 13))
-    assert [p.race for p in progress] == [True] * 6 + [False] * 6
+    total = len(race) + len(confirm)
+    assert summary.runs_planned == summary.runs_done == total
+    assert [c.seed for c in runner.configs[-total:]] == expected_seeds
+    assert [p.done for p in progress] == list(range(1, total + 1))
+    assert [p.race for p in progress] == [True] * len(race) + [False] * len(confirm)
     assert summary.headline().startswith("SIMULATED (mock device): ")
     # A throughput study: no time-to-accuracy figures anywhere.
     assert summary.objective == "throughput" and summary.target is None
@@ -145,12 +154,14 @@ def test_an_interrupted_verification_resumes_without_redoing_runs(sqlite_url: st
     resumed = Recorder()
     summary = verify_study(config.study, config.storage, settings=settings, run_trial_fn=resumed)
 
-    # A warm-up run, then the missing runs: the race's 6 and the confirmation's 6, less 3.
-    assert len(resumed.configs) == 1 + 12 - 3
-    assert summary.complete and summary.number == 1 and summary.runs_done == 12
-    assert len(_rows(sqlite_url)) == 12
+    # A warm-up run, then the missing runs: the race's and the confirmation's, less 3.
+    total = summary.runs_planned
+    assert len(resumed.configs) == 1 + total - 3
+    assert summary.complete and summary.number == 1 and summary.runs_done == total
+    assert len(_rows(sqlite_url)) == total
     # The resumed runs are exactly the ones the interruption left out, in schedule order.
-    assert [c.seed for c in resumed.configs[1:]] == [_rows(sqlite_url)[i][3] for i in range(3, 12)]
+    rows = _rows(sqlite_url)
+    assert [c.seed for c in resumed.configs[1:]] == [rows[i][3] for i in range(3, total)]
     assert summary.notes == ()  # the same settings as the stored plan's
 
 
@@ -174,12 +185,12 @@ def test_a_resumed_verification_keeps_its_plan_and_says_where_the_settings_diffe
         run_trial_fn=Recorder(),
     )
 
-    assert summary.rounds == 3 and len(summary.finalists) == 2  # the stored plan's
+    assert summary.rounds == 3 and len(summary.finalists) == 3  # the stored plan's
     (note,) = summary.notes
     assert note.startswith("resumed with its stored plan; these settings differ from it")
     assert "verify.rounds=4 (stored 3)" in note
     assert "verify.accuracy_tolerance_pt=1 (stored 0.5)" in note
-    assert "verify.candidates=1 (stored plan: 2 finalists)" in note
+    assert "verify.candidates=1 (stored plan: 2 finalists in an answer)" in note
 
 
 def test_run_reuses_a_finished_verification_and_verify_repeats_it_with_new_seeds(
@@ -239,7 +250,7 @@ def test_nothing_faster_is_said_plainly(sqlite_url: str) -> None:
     )
     assert summary.headline().startswith(
         "SIMULATED (mock device): verified: not faster than PyTorch's defaults at the same accuracy "
-        "(no finalist of 2 survived a 2-round race"
+        f"(no finalist of {len(summary.finalists)} survived a 2-round race"
     )
 
 
@@ -309,8 +320,13 @@ def test_cli_verify_prints_the_verdict_last_and_refuses_bad_input(
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
     assert out[-1].startswith(f"report:    autotune report {config.study} {storage}")
-    verdict = next(line for line in out if line.startswith("SIMULATED (mock device): "))
-    assert "verified over 3 rounds" in verdict or "verified: not faster" in verdict
+    # The verdict block: its first line says the ending, the speed line how it was measured.
+    at = next(i for i, line in enumerate(out) if line.startswith("SIMULATED (mock device): "))
+    block = "\n".join(out[at:])
+    assert (
+        out[at].startswith("SIMULATED (mock device): verified: ")
+        and "verified over 3 rounds" in block
+    ) or "verified: not faster" in out[at]
     assert main(["verify", "nosuch", storage]) == 2
     assert main(["verify", config.study, storage, "verify.rounds=1"]) == 2
     err = capsys.readouterr().err
@@ -337,25 +353,41 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
     # baseline's search loss.
     base_loss = search_loss[summary.baseline.trial_number]
     assert finalists and all(search_loss[n] <= base_loss * 1.015 for n in finalists)
-    # The batch-128 trials of n_layer 1 (2x and 2.6x the baseline's samples/s at a val_loss
-    # 0.7-0.8 % above the baseline's) pass the screen (3 x 0.5 %) but not the 0.5 % tolerance
-    # the confirmation holds the survivor to; the race sends the fastest finalist within the
-    # tolerance instead, and it is recommended.
+    # The batch-128 trial of the baseline's model (2x the baseline's samples/s at a val_loss
+    # 0.8 % above the baseline's) passes the screen (3 x 0.5 %) and is the same-model answer's
+    # only finalist, so its survivor; the model-change answer's race sends its fastest
+    # finalist within the 0.5 % tolerance, not the faster n_embd-16 batch-128 one outside it.
     racers = {v.trial_number: v for v in summary.race if not v.is_baseline}
     fast = [n for n in racers if study.trials[n].params["batch_size"] == 128]
     assert fast
-    for number in fast:
+    same = summary.survivors["same_model"]
+    assert same in fast and racers[same].verdict == "survivor (same model): the fastest in the race"
+    changed = summary.survivors["model_change"]
+    assert changed not in fast
+    for number in set(fast) - {same}:
+        assert racers[number].answer == "model_change"
         assert racers[number].verdict.startswith(
             "passed the screen; not the survivor: its accuracy is outside the 0.5 % of the "
             "baseline's val_loss tolerance"
         )
-    (survivor,) = summary.candidates
-    assert survivor.trial_number == summary.survivors.get("same_model") not in fast
-    assert racers[summary.survivors.get("same_model")].verdict == (
-        "survivor (same model): the fastest in the race within the 0.5 % of the baseline's val_loss tolerance"
+    assert racers[changed].verdict == (
+        "survivor (model change): the fastest in the race within the 0.5 % of the baseline's "
+        "val_loss tolerance"
     )
-    assert summary.recommended is survivor and summary.ending == "recommended"
-    assert " at the same val_loss: 0.999 vs 1.000 (difference " in summary.headline()
+    # Confirmed: the same-model survivor is faster but its loss is not shown non-inferior (a
+    # trade-off); the model change is, and it is the headline.
+    by_answer = {c.answer: c for c in summary.candidates}
+    assert by_answer["same_model"].trade_off and not by_answer["same_model"].qualifies
+    assert summary.recommended is by_answer["model_change"]
+    assert summary.ending == "recommended"
+    assert summary.trade_offs == (by_answer["same_model"],)
+    assert (
+        " at the same val_loss (non-inferior within 0.5 % of the baseline's val_loss): 0.999 vs "
+        "1.000 (difference "
+    ) in summary.headline()
+    assert "; trade-off, not recommended: a system change (batch_size 64->128): 2.00x" in (
+        summary.headline()
+    )
 
 
 def test_verification_never_reuses_a_metric(sqlite_url: str) -> None:

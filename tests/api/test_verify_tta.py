@@ -17,7 +17,7 @@ from autotune.config import RunConfig, TrialConfig, VerifySettings, load_run_con
 from autotune.measure import Measurement
 from autotune.storage import ResultsStore, VerificationPlan
 from autotune.testing import make_measurement, simulate_trial
-from autotune.verification import load_verification, round_seeds
+from autotune.verification import load_verification, model_change_finalists, round_seeds
 
 #: Trials of the study (the baseline is trial 0). With the random sampler and seed 3 this
 #: mock study has two finalists: trials that reached 95 % sooner than the defaults.
@@ -73,14 +73,19 @@ def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
     assert summary.rounds == 3 and summary.finalists
     # Every verification run trained to the study's target, with its round's seed, in the
     # plan's order (a race when there are several finalists; rounds rotated).
+    study = optuna.load_study(study_name=config.study, storage=config.storage)
+    params = {t.number: t.params for t in study.trials}
     plan = VerificationPlan(
         summary.baseline.trial_number,
         summary.finalists,
         summary.seeds,
         0.5,
         race_seeds=summary.race_seeds,
+        model_changes=model_change_finalists(
+            summary.finalists, params, summary.baseline.trial_number
+        ),
     )
-    schedule = plan.schedule(summary.survivors.get("same_model"))
+    schedule = plan.schedule(summary.survivors)
     order = [number for _, number in schedule]
     runs = runner.configs[-len(order) :]
     assert {c.objective for c in runs} == {"time_to_accuracy"}
@@ -222,8 +227,8 @@ def test_verify_does_not_recommend_what_missed_the_target_in_a_round(sqlite_url:
     ] * len(summary.candidates)
     assert [c.targets_missed for c in summary.candidates] == [1] * len(summary.candidates)
     assert summary.headline().startswith(
-        "SIMULATED (mock device): verified: not sooner than PyTorch's defaults to 95.0 % (your "
-        f"defaults: {summary.baseline.time_to_accuracy_s:.1f} s; verified over 3 rounds: "
+        "SIMULATED (mock device): verified: not sooner than PyTorch's defaults to 95.0 % (the "
+        f"baseline: {summary.baseline.time_to_accuracy_s:.1f} s; verified over 3 rounds: "
     )
     missed = _query(
         sqlite_url,
@@ -245,4 +250,6 @@ def test_autotune_verify_prints_the_time_to_accuracy_headline(
     # Each run's line keeps its "[verify N/M]" prefix (printed without rich markup).
     assert any(line.startswith("[verify 1/") for line in out), out[:5]
     verdict = next(line for line in out if line.startswith("SIMULATED (mock device): "))
-    assert "reaches 95.0 % in" in verdict or "not sooner than PyTorch's defaults to 95.0 %" in verdict
+    assert (
+        "reaches 95.0 % in" in verdict or "not sooner than PyTorch's defaults to 95.0 %" in verdict
+    )

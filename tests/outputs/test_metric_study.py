@@ -99,7 +99,7 @@ def test_the_dashboard_names_the_metric(loss: LossStudy) -> None:
     finally:
         app.close()
     assert payload["metric"] == {"name": "val_loss", "direction": "minimize"}
-    assert "val_loss: 0.999 vs 1.000" in payload["verdict"]
+    assert "baseline's val_loss): 0.999 vs 1.000" in payload["verdict"]
 
 
 def test_best_ranks_the_metric_by_its_direction_and_exports_the_workload(

@@ -95,7 +95,8 @@ def test_every_output_recommends_the_same_verified_trial_and_speedup(
     assert f"trial {rec.trial_number}, the verified recommendation" in out["export_out"]
     # The speedup is the same figure in every output, to the digits each shows.
     shown = f"{rec.speedup:.2f}x faster than PyTorch's defaults"
-    assert all(shown in text for text in (out["page"], out["report_lines"][1], line))
+    assert html.escape(shown) in out["page"]
+    assert all(shown in text for text in (out["report_lines"][1], line))
 
 
 def test_every_output_says_plainly_that_nothing_is_verifiably_faster(
@@ -107,12 +108,12 @@ def test_every_output_says_plainly_that_nothing_is_verifiably_faster(
     out = _outputs(studies, studies.nothing, tmp_path, capsys)
 
     words = "verified: not faster than PyTorch's defaults at the same accuracy"
-    assert words in out["page"]
+    assert html.escape(words) in out["page"]
     assert words in out["payload"]["verdict"]
     assert out["payload"]["recommended_trial"] is None
     assert words in out["report_lines"][1]
     assert any(words in s for s in out["best_lines"])
-    assert "faster than PyTorch's defaults (verified" not in out["page"]
+    assert html.escape("faster than PyTorch's defaults (verified") not in out["page"]
     # Nothing to export by default: one line that says why and how to export anyway.
     assert out["export_code"] == 2 and out["export"] is None and out["export_out"] == ""
     [err] = out["export_err"].splitlines()
@@ -132,7 +133,7 @@ def test_every_output_says_an_unverified_study_is_not_verified(
     assert out["payload"]["recommended_trial"] is None
     assert out["report_lines"][1].startswith(said)
     assert any(s.startswith(said) for s in out["best_lines"])
-    assert "faster than PyTorch's defaults" not in out["page"]
+    assert html.escape("faster than PyTorch's defaults") not in out["page"]
     assert out["export_code"] == 2 and out["export"] is None and out["export_out"] == ""
     [err] = out["export_err"].splitlines()
     assert err.startswith(f"autotune: error: study={studies.unverified}: not verified")

@@ -51,7 +51,7 @@ def test_study_payload_has_every_figure_and_a_version(demo_study: DemoStudy) -> 
         assert payload["finished"] == demo_study.n_trials and payload["simulated"] is True
         assert set(payload["figures"]) >= {"pareto-throughput-accuracy", "pareto-3d"}
         assert "SIMULATED" in payload["fragments"]["simulated"]
-        assert "over 5 rounds" in payload["verdict"]
+        assert "over 8 rounds" in payload["verdict"]
         assert payload["recommended_trial"] is not None
         assert ">RECOMMENDED<" in payload["fragments"]["verification"]
         again = app.study_payload(demo_study.name, since=payload["version"])

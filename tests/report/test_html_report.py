@@ -58,7 +58,7 @@ def test_report_is_self_contained_and_says_simulated(demo_study: DemoStudy) -> N
     assert all(f'id="{fid}"' in page for fid in FIGURE_IDS)
     # The headline is the verification's, word for word; the tables of single trials say so.
     assert data.recommended is not None
-    assert html.escape(data.verdict_line()) in page and "over 5 rounds" in page
+    assert html.escape(data.verdict_line()) in page and "over 8 rounds" in page
     assert 'id="verification-table-rows"' in page and ">RECOMMENDED<" in page
     assert "single-trial figures" in page and "<th>x baseline</th>" in page
 
@@ -81,7 +81,7 @@ def test_figures_mark_the_recommendation_and_call_the_rest_single_trials(
     figure = build_figures(data)["pareto-throughput-accuracy"]
     [recommended] = [t for t in figure.data if t.name.startswith("recommended (verified)")]
     assert list(recommended.customdata) == [data.recommended.trial_number]
-    assert "RECOMMENDED" in recommended.text[0] and "over 5 rounds" in recommended.text[0]
+    assert "RECOMMENDED" in recommended.text[0] and "over 8 rounds" in recommended.text[0]
     assert "(single trials)" in figure.layout.title.text
 
 
@@ -130,7 +130,7 @@ def test_report_command_writes_the_file_and_prints_the_verdict(
     assert out.is_file() and out.stat().st_size > 3_000_000
     printed = capsys.readouterr().out.splitlines()
     data, _ = report_study(demo_study.name, demo_study.url, tmp_path / "again.html")
-    assert printed[1] == data.verdict_line() and "over 5 rounds" in printed[1]
+    assert printed[1] == data.verdict_line() and "over 8 rounds" in printed[1]
 
 
 def test_report_of_an_unknown_study_exits_2_and_writes_nothing(

@@ -102,7 +102,14 @@ def test_each_round_starts_one_position_later() -> None:
     assert rotated((0, 1, 2, 3), 1) == (1, 2, 3, 0)
     assert rotated((0, 1, 2, 3), 5) == (1, 2, 3, 0)
     assert PLAN.race_schedule() == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3), (1, 0)]
-    assert PLAN.confirm_schedule({"same_model": 2}) == [(2, 0), (2, 2), (3, 2), (3, 0), (4, 0), (4, 2)]
+    assert PLAN.confirm_schedule({"same_model": 2}) == [
+        (2, 0),
+        (2, 2),
+        (3, 2),
+        (3, 0),
+        (4, 0),
+        (4, 2),
+    ]
     assert PLAN.confirm_schedule({}) == []
     assert [PLAN.seed(r) for r in range(5)] == [10, 11, 20, 21, 22]
 
@@ -166,7 +173,10 @@ def test_the_survivor_is_the_fastest_within_the_tolerance_when_there_is_one() ->
         "passed the screen; not the survivor: its accuracy is outside the 0.5 pt tolerance "
         "(mean difference -1.25 pt)"
     )
-    assert by_trial[2].verdict == "survivor (same model): the fastest in the race within the 0.5 pt tolerance"
+    assert (
+        by_trial[2].verdict
+        == "survivor (same model): the fastest in the race within the 0.5 pt tolerance"
+    )
 
 
 def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_survives() -> None:
@@ -175,7 +185,9 @@ def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_
     verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
 
     assert survivor == 1
-    assert {v.trial_number: v.verdict for v in verdicts}[1] == "survivor (same model): the fastest in the race"
+    assert {v.trial_number: v.verdict for v in verdicts}[
+        1
+    ] == "survivor (same model): the fastest in the race"
 
 
 def test_an_incomplete_race_has_no_survivor_yet() -> None:
@@ -200,7 +212,9 @@ def test_only_the_confirmation_makes_the_claim() -> None:
     # The confirmation's 1.3x, not the race's lucky 3.0x.
     assert rec.speedup == pytest.approx((1.31 * 1.28 * 1.33) ** (1 / 3), rel=1e-3)
     assert summary.ending == "recommended" and summary.runs_done == summary.runs_planned == 14
-    assert summary.headline().startswith(f"{rec.speedup:.2f}x faster than PyTorch's defaults (95 % CI ")
+    assert summary.headline().startswith(
+        f"{rec.speedup:.2f}x faster than PyTorch's defaults (95 % CI "
+    )
     assert "confirmed over 3 rounds after a 2-round race of 3 finalists) at the same accuracy" in (
         summary.headline()
     )
