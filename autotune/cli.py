@@ -274,7 +274,14 @@ def best(
     console = _out_console()
     if result.simulated:
         console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
-    _print_verdict_line(console, result.verdict, result.recommended_trial is not None)
+    if result.verification is not None and result.verification.complete:
+        # The verdict block (change, speed, accuracy, memory, trade-offs) for a person.
+        first, *rest = result.verification.verdict_block()
+        _print_verdict_line(console, first, result.recommended_trial is not None)
+        for line in rest:
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        _print_verdict_line(console, result.verdict, result.recommended_trial is not None)
     console.print(best_table(result))
     if export is not None:
         document = export_best_yaml(result, export, trial=trial)

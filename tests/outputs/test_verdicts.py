@@ -75,7 +75,11 @@ def test_every_output_recommends_the_same_verified_trial_and_speedup(
     # `autotune report` prints it under the "wrote" line; `best` above its Pareto table.
     assert out["report_lines"][1] == line
     table_at = next(i for i, s in enumerate(out["best_lines"]) if "Pareto-optimal" in s)
-    assert line in out["best_lines"][:table_at]
+    # `best` prints the verdict block: the same claim, a line per figure.
+    block = summary.verdict_block()
+    shown_block = [s.strip() for s in out["best_lines"][:table_at]]
+    assert all(part in shown_block for part in block)
+    assert f"{rec.speedup:.2f}x faster than PyTorch's defaults" in block[2]
     assert "single-trial figures, not verified" in out["best_lines"][table_at]
     # `best --export` writes the recommended trial with the verified figures.
     assert out["export_code"] == 0, out["export_err"]
