@@ -105,6 +105,10 @@ class WindowPlan:
         windows: the number of windows (>= 1).
         compiled: the first step holds torch.compile's compilation; the clock is also read
             after it, so that its time can be told apart (see :attr:`edges`).
+        compile_steps: the steps whose time holds compilation when ``compiled``: 1, or 2
+            where CUDA graphs are recorded on the second step (``reduce-overhead``, and
+            ``max-autotune`` on CUDA: the first call warms up, the second records); the
+            clock is read after each.
     """
 
     total_steps: int
@@ -112,6 +116,7 @@ class WindowPlan:
     window_steps: int
     windows: int
     compiled: bool = False
+    compile_steps: int = 1
 
     @property
     def timed_steps(self) -> int:
@@ -127,9 +132,10 @@ class WindowPlan:
     @property
     def edges(self) -> tuple[int, ...]:
         """Every step count at which the loop synchronizes the device and reads the clock, in
-        order: the start (0), after the first step when compiling, the window edges, and the
-        end (``total_steps``, for the loop's wall time). At most ``windows + 4`` reads."""
-        first = {1} if self.compiled else set()
+        order: the start (0), after each of the :attr:`compile_steps` first steps when
+        compiling, the window edges, and the end (``total_steps``, for the loop's wall time).
+        At most ``windows + 5`` reads."""
+        first = set(range(1, self.compile_steps + 1)) if self.compiled else set()
         return tuple(sorted({0, *first, *self.window_edges, self.total_steps}))
 
     def window_times_s(self, marks_s: Mapping[int, float]) -> tuple[float, ...]:
@@ -153,11 +159,13 @@ def plan_windows(
     windows: int,
     min_window_steps: int = 1,
     compiled: bool = False,
+    compile_steps: int = 1,
 ) -> WindowPlan:
     """Plan the warm-up and the timed windows of a loop of ``total_steps`` steps.
 
     At least one step is always timed, so warm-up is capped at ``total_steps - 1``; when
-    compiling, at least the first step is warm-up (it holds the compilation). The steps after
+    compiling, at least the ``compile_steps`` first steps are warm-up (they hold the
+    compilation, and the CUDA graphs' recording). The steps after
     warm-up are cut into ``windows`` equal windows, or fewer when there are not
     ``windows * min_window_steps`` of them; steps that do not fill the last window train
     untimed after it.
@@ -168,6 +176,7 @@ def plan_windows(
         windows: the number of windows wanted (``measure.windows``, >= 1).
         min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
         compiled: whether the model is compiled (``compile_mode != "none"``).
+        compile_steps: steps whose time holds compilation (:attr:`WindowPlan.compile_steps`).
 
     Raises:
         ValueError: ``total_steps < 1``, ``windows < 1`` or ``min_window_steps < 1``.
@@ -181,7 +190,7 @@ def plan_windows(
             f"`windows >= 1` and `min_window_steps >= 1` must hold, but got windows={windows}, "
             f"min_window_steps={min_window_steps}"
         )
-    warmup = min(max(warmup_steps, 1 if compiled else 0), total_steps - 1)
+    warmup = min(max(warmup_steps, compile_steps if compiled else 0), total_steps - 1)
     timed = total_steps - warmup
     n_windows = max(1, min(windows, timed // min_window_steps))
     return WindowPlan(
@@ -190,6 +199,7 @@ def plan_windows(
         window_steps=timed // n_windows,
         windows=n_windows,
         compiled=compiled,
+        compile_steps=max(1, min(compile_steps, warmup)) if compiled else 1,
     )
 
 
@@ -201,6 +211,7 @@ def plan_reused_windows(
     windows: int,
     min_window_steps: int = 1,
     compiled: bool = False,
+    compile_steps: int = 1,
 ) -> WindowPlan:
     """Plan the loop of a trial that reuses another trial's metric (``search.reuse_metric``):
     the same warm-up, then the windows over one epoch's steps (at least ``windows x
@@ -215,6 +226,7 @@ def plan_reused_windows(
         windows: the number of windows wanted (``measure.windows``).
         min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
         compiled: whether the model is compiled.
+        compile_steps: steps whose time holds compilation (:attr:`WindowPlan.compile_steps`).
 
     Raises:
         ValueError: as :func:`plan_windows`.
@@ -225,6 +237,7 @@ def plan_reused_windows(
         windows=windows,
         min_window_steps=min_window_steps,
         compiled=compiled,
+        compile_steps=compile_steps,
     )
     timed = max(steps_per_epoch, windows * min_window_steps)
     return plan_windows(
@@ -233,6 +246,7 @@ def plan_reused_windows(
         windows=windows,
         min_window_steps=min_window_steps,
         compiled=compiled,
+        compile_steps=compile_steps,
     )
 
 

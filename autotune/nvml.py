@@ -360,7 +360,8 @@ class GpuWindowReading:
 class GpuWindowMeter:
     """Samples NVML power and utilization of some GPUs in a background thread.
 
-    Call :meth:`start` at the start of the window and :meth:`stop` at its end. The thread only
+    Call :meth:`start` at the start of the window and :meth:`stop` at its end (again for a
+    later window: each :meth:`stop` reads the window since the last :meth:`start`). The thread only
     reads NVML (a few microseconds per call, GIL released), so it does not disturb the timed
     steps it measures.
 
@@ -507,6 +508,7 @@ class GpuWindowMeter:
             self._fail("no NVML handle for the trial's GPUs")
             return False
         self._handles = handles
+        self._stop_event.clear()  # a meter may meter a second window after a first
         self._power_mw = [[] for _ in self._handles]
         self._util_pct = [[] for _ in self._handles]
         self._energy_start_mj = self._energy_mj()

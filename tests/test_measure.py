@@ -185,6 +185,19 @@ def test_plan_compiling_makes_the_first_step_warm_up() -> None:
     assert plan.window_edges[0] == 1
 
 
+def test_plan_of_a_cuda_graph_mode_reads_the_clock_after_the_recording_step_too() -> None:
+    # CUDA graphs record on the second call: compile_s counts steps 1 and 2 (issue 38, 12).
+    plan = plan_windows(
+        20, warmup_steps=0, windows=5, min_window_steps=2, compiled=True, compile_steps=2
+    )
+
+    assert plan.warmup_steps == 2 and plan.compile_steps == 2
+    assert plan.edges[:3] == (0, 1, 2) and plan.window_edges[0] == 2
+    # Eager trials read no such edges, whatever they are asked.
+    eager = plan_windows(20, warmup_steps=0, windows=5, compile_steps=2)
+    assert eager.compile_steps == 1 and 1 not in eager.edges
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 def test_plan_always_times_one_step(compiled: bool) -> None:
     plan = plan_windows(1, warmup_steps=5, windows=5, min_window_steps=2, compiled=compiled)

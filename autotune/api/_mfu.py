@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from autotune.config import TrialConfig
-from autotune.flops import mfu_figures
+from autotune.flops import blended_peak_flops_per_s, mfu_figures
 from autotune.hardware import DeviceCapabilities
 from autotune.measure import Measurement
 
@@ -20,8 +20,12 @@ def with_mfu(
     """Wrap a trial runner so each measurement also carries its MFU (in ``extra``).
 
     The peak is the device's (``caps.peak_flops_per_s``: the published table, the measured
-    CPU peak, or the mock profile's), or a peak the trial measured on an unknown GPU. A
-    measurement without ``flops_per_sample`` (a fake runner) passes through unchanged.
+    CPU peak, or the mock profile's), or a peak the trial measured on an unknown GPU. An fp32
+    trial on a GPU with a TF32 peak rates its convolution FLOPs against the TF32 peak and the
+    rest against the fp32 peak (:func:`autotune.flops.blended_peak_flops_per_s`): cuDNN
+    convolves fp32 in TF32 by PyTorch's default, so the fp32 peak alone let MFU pass 100 %.
+    ``peak_flops_source`` says which peaks were used. A measurement without
+    ``flops_per_sample`` (a fake runner) passes through unchanged.
     """
 
     def run(config: TrialConfig, timeout_s: float) -> Measurement:
@@ -36,6 +40,14 @@ def with_mfu(
             source = "measured matmul peak in the trial process (GPU not in the published table)"
         if peak is None:
             return m
+        conv = float(m.extra.get("conv_flops_per_sample") or 0.0)
+        tf32 = caps.peak_flops_per_s.get("tf32")
+        if caps.is_gpu and config.precision == "fp32" and conv > 0 and tf32:
+            peak = blended_peak_flops_per_s(float(flops), min(conv, float(flops)), peak, tf32)
+            source = (
+                f"{source}; fp32 for matmuls, tf32 for the {conv / float(flops):.0%} of FLOPs "
+                "in convolutions (cuDNN convolves fp32 in TF32 by PyTorch's default)"
+            )
         devices = config.gpu_count if caps.is_gpu else 1
         extra = {
             **m.extra,

@@ -16,8 +16,12 @@
 from __future__ import annotations
 
 from autotune.flops._benchmark import measure_matmul_peak
-from autotune.flops._counting import count_training_flops
-from autotune.flops._mfu import flops_text, mfu_figures, trial_extras
+from autotune.flops._counting import (
+    TrainingFlops,
+    count_training_flops,
+    count_training_flops_by_kind,
+)
+from autotune.flops._mfu import blended_peak_flops_per_s, flops_text, mfu_figures, trial_extras
 from autotune.flops._peaks import PUBLISHED_PEAKS, PublishedPeak, published_peak
 from autotune.flops._profile import ModelProfile, profile_model
 
@@ -25,7 +29,10 @@ __all__ = [
     "PUBLISHED_PEAKS",
     "ModelProfile",
     "PublishedPeak",
+    "TrainingFlops",
+    "blended_peak_flops_per_s",
     "count_training_flops",
+    "count_training_flops_by_kind",
     "flops_text",
     "measure_matmul_peak",
     "mfu_figures",

@@ -6,18 +6,31 @@ are not counted)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["count_training_flops"]
+__all__ = ["TrainingFlops", "count_training_flops", "count_training_flops_by_kind"]
 
 
 def _autocast(device_type: str, dtype: torch.dtype | None) -> Any:
     import torch
 
     return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
+
+
+class TrainingFlops(NamedTuple):
+    """FLOPs of one training step, all of them and the convolutions' share.
+
+    Attributes:
+        total: every counted FLOP (matmuls and convolutions), forward and backward.
+        convolution: the convolutions' FLOPs among them (``aten.convolution`` and its
+            backward): cuDNN may run these in TF32 where fp32 matmuls stay in fp32.
+    """
+
+    total: int
+    convolution: int
 
 
 def count_training_flops(
@@ -28,8 +41,23 @@ def count_training_flops(
     autocast_dtype: torch.dtype | None = None,
     loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
 ) -> int:
+    """FLOPs of one training forward and backward pass of ``(x, y)``: the total of
+    :func:`count_training_flops_by_kind` (same arguments, same rules)."""
+    return count_training_flops_by_kind(
+        model, x, y, autocast_dtype=autocast_dtype, loss_fn=loss_fn
+    ).total
+
+
+def count_training_flops_by_kind(
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    autocast_dtype: torch.dtype | None = None,
+    loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
+) -> TrainingFlops:
     """FLOPs of one training forward and backward pass of ``(x, y)`` with the loss ``loss_fn``
-    (default: cross-entropy).
+    (default: cross-entropy), with the convolutions' share apart.
 
     Counted by ``torch.utils.flop_counter.FlopCounterMode`` on the real model (the eager
     module, not a compiled or DDP wrapper). The model is left as it was: its buffers
@@ -44,7 +72,8 @@ def count_training_flops(
         loss_fn: ``loss(output, target)``; the workload's loss.
 
     Returns:
-        FLOPs of the whole batch (divide by ``B`` for per sample).
+        FLOPs of the whole batch (divide by ``B`` for per sample), in all and of the
+        convolutions.
     """
     import torch
     import torch.nn.functional as F
@@ -67,4 +96,6 @@ def count_training_flops(
             for name, b in model.named_buffers():
                 b.copy_(buffers[name])
         model.train(was_training)
-    return int(counter.get_total_flops())
+    by_op = counter.get_flop_counts().get("Global", {})
+    convolution = sum(n for op, n in by_op.items() if "convolution" in str(op))
+    return TrainingFlops(int(counter.get_total_flops()), int(convolution))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from autotune.flops._benchmark import measure_matmul_peak
-from autotune.flops._counting import count_training_flops
+from autotune.flops._counting import count_training_flops_by_kind
 from autotune.flops._peaks import published_peak
 
 if TYPE_CHECKING:
@@ -59,18 +59,19 @@ def trial_extras(
             throughput comes from).
 
     Returns:
-        ``flops_per_sample``; on CUDA with NVML also ``gpu_utilization_pct``, ``gpu_power_w``,
+        ``flops_per_sample`` (and ``conv_flops_per_sample``, the convolutions' share, where
+        there are any); on CUDA with NVML also ``gpu_utilization_pct``, ``gpu_power_w``,
         ``gpu_energy_window_s`` and, over windows of at least :data:`MIN_ENERGY_WINDOW_S`,
         ``energy_j_per_sample`` and ``energy_source`` (shorter: ``energy_note`` says why
         there is none); on a CUDA GPU missing from :data:`autotune.flops.PUBLISHED_PEAKS`,
         ``measured_peak_flops_per_s`` for one GPU.
     """
-    extra: dict[str, Any] = {
-        "flops_per_sample": count_training_flops(
-            model, x, y, autocast_dtype=autocast_dtype, loss_fn=loss_fn
-        )
-        / len(x)
-    }
+    flops = count_training_flops_by_kind(
+        model, x, y, autocast_dtype=autocast_dtype, loss_fn=loss_fn
+    )
+    extra: dict[str, Any] = {"flops_per_sample": flops.total / len(x)}
+    if flops.convolution:
+        extra["conv_flops_per_sample"] = flops.convolution / len(x)
     if gpu_reading is not None and gpu_reading.duration_s > 0:
         extra.update(
             gpu_utilization_pct=gpu_reading.mean_utilization_pct,
@@ -92,6 +93,47 @@ def trial_extras(
         if published_peak(torch.cuda.get_device_name(x.device)) is None:
             extra["measured_peak_flops_per_s"] = measure_matmul_peak(precision, str(x.device))
     return extra
+
+
+def blended_peak_flops_per_s(
+    flops_per_sample: float,
+    conv_flops_per_sample: float,
+    matmul_peak_flops_per_s: float,
+    conv_peak_flops_per_s: float,
+) -> float:
+    """The peak FLOP/s of a step whose matmuls and convolutions run at different peaks: the
+    FLOPs over the least time each part could take at its own peak,
+    ``F / ((F - C) / P_matmul + C / P_conv)`` (a harmonic blend).
+
+    PyTorch runs fp32 matmuls in IEEE fp32 by default but lets cuDNN run fp32 convolutions
+    in TF32 (``torch.backends.cudnn.allow_tf32 = True``, PyTorch docs, "CUDA semantics",
+    TF32 on Ampere and later), so an fp32 CNN's MFU against the fp32 peak alone can pass
+    100 %.
+
+    Args:
+        flops_per_sample: every counted FLOP per sample.
+        conv_flops_per_sample: the convolutions' FLOPs among them.
+        matmul_peak_flops_per_s: the peak the rest runs at (fp32).
+        conv_peak_flops_per_s: the peak convolutions run at (tf32).
+
+    Raises:
+        ValueError: a peak not above 0, or convolution FLOPs outside ``[0, flops_per_sample]``.
+    """
+    if matmul_peak_flops_per_s <= 0 or conv_peak_flops_per_s <= 0:
+        raise ValueError(
+            f"peaks must be > 0, but got {matmul_peak_flops_per_s} and {conv_peak_flops_per_s}"
+        )
+    if not 0 <= conv_flops_per_sample <= flops_per_sample:
+        raise ValueError(
+            f"0 <= conv_flops_per_sample <= flops_per_sample must hold, but got "
+            f"{conv_flops_per_sample} and {flops_per_sample}"
+        )
+    if flops_per_sample == 0:
+        return matmul_peak_flops_per_s
+    seconds = (
+        flops_per_sample - conv_flops_per_sample
+    ) / matmul_peak_flops_per_s + conv_flops_per_sample / conv_peak_flops_per_s
+    return flops_per_sample / seconds
 
 
 def mfu_figures(

@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator
 import torch
 import torch.distributed as dist
 
+from autotune.config import TrialConfig
 from autotune.flops import trial_extras
+from autotune.hardware import CUDA_GRAPH_MODES
 from autotune.measure import (
     CpuShareMeter,
     Measurement,
@@ -26,6 +28,7 @@ from autotune.measure import (
     plan_windows,
     summarize_windows,
 )
+from autotune.nvml import GpuWindowMeter, GpuWindowReading
 from autotune.training._setup import HostAgreement, Training
 from autotune.workloads.builtin.networks import count_parameters
 
@@ -132,7 +135,10 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
 
     stats = plan.summarize(marks_s, t.samples_per_step)
     # The first step holds the compilation: its seconds beyond a timed step's.
-    compile_s = max(0.0, marks_s[1] - marks_s[0] - stats.step_time_s) if t.compiled else 0.0
+    # Compilation (and, in CUDA-graph modes, the graphs' recording at step 2) less the steps'
+    # own time at the timed windows' pace.
+    k = plan.compile_steps
+    compile_s = max(0.0, marks_s[k] - marks_s[0] - k * stats.step_time_s) if t.compiled else 0.0
     # The budget's accuracy, before any timing-only step changes the weights; or the metric
     # of the trial with the same math key (config.reuse), which trained the budget.
     reuse = config.reuse
@@ -144,6 +150,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         metric = 0.0
     budget_timed_s = sum(plan.window_times_s(marks_s))
     extension_steps = 0
+    metered_samples = plan.timed_steps * t.samples_per_step
     per_window = _extension_window_steps(
         stats,
         budget_timed_s,
@@ -154,7 +161,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     if per_window > 0:
         t.model.train()
-        stats, extension_steps = _extend_timing(
+        stats, extension_steps, extension_reading = _extend_timing(
             t.train_step,
             ((bx, by) for _, bx, by in batches),
             WindowClock(backend.synchronize),
@@ -162,7 +169,13 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             per_window,
             t.samples_per_step,
             cpu_meter,
+            gpu_meter,
         )
+        if gpu_meter is not None:
+            # The throughput now comes from the extension's windows: so do the GPU's power,
+            # utilization and energy per sample, metered over the same windows.
+            gpu_reading = extension_reading
+            metered_samples = (extension_steps - 1) * t.samples_per_step
     # FLOPs of one more step on the last batch (x, y), after the timed steps and the memory
     # reading; the model's buffers are restored (autotune.flops.count_training_flops).
     extra = (
@@ -175,7 +188,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             autocast_dtype=t.autocast_dtype,
             device_kind=backend.kind,
             gpu_reading=gpu_reading,
-            metered_samples=plan.timed_steps * t.samples_per_step,
+            metered_samples=metered_samples,
         )
         if rank == 0
         else {}
@@ -223,6 +236,7 @@ def _plan(t: Training) -> WindowPlan:
             windows=config.measure.windows,
             min_window_steps=config.measure.min_window_steps,
             compiled=t.compiled,
+            compile_steps=graph_recording_steps(config, t.backend.kind),
         )
     return plan_windows(
         t.total_steps,
@@ -230,7 +244,17 @@ def _plan(t: Training) -> WindowPlan:
         windows=config.measure.windows,
         min_window_steps=config.measure.min_window_steps,
         compiled=t.compiled,
+        compile_steps=graph_recording_steps(config, t.backend.kind),
     )
+
+
+def graph_recording_steps(config: TrialConfig, device_kind: str) -> int:
+    """Steps whose time holds a compiled trial's compilation: 2 where CUDA graphs record on
+    the second call (``reduce-overhead`` and ``max-autotune`` on CUDA: Inductor's cudagraph
+    trees warm up on the first call and record on the second), else 1."""
+    if device_kind == "cuda" and config.compile_mode in CUDA_GRAPH_MODES:
+        return 2
+    return 1
 
 
 class _ThroughputFloor:
@@ -400,7 +424,8 @@ def _extend_timing(
     per_window: int,
     samples_per_step: int,
     cpu_meter: CpuShareMeter,
-) -> tuple[ThroughputStats, int]:
+    gpu_meter: GpuWindowMeter | None = None,
+) -> tuple[ThroughputStats, int, GpuWindowReading | None]:
     """Time more steps when the budget's windows cover less than ``measure.min_timed_s``.
 
     A small budget (digits: ~0.4 s of timed steps on a CPU) leaves throughput at the mercy
@@ -420,9 +445,13 @@ def _extend_timing(
         per_window: steps per window (the same on every rank).
         samples_per_step: global samples per step.
         cpu_meter: the other processes' CPU share, measured again over the new windows.
+        gpu_meter: NVML's power and utilization (CUDA, rank 0), metered again over the new
+            windows, since they give the throughput (None: no GPU meter).
 
     Returns:
-        ``(statistics of the new windows, timing-only steps taken)``.
+        ``(statistics of the new windows, timing-only steps taken, the GPU meter's reading
+        over the new windows or None)``; the windows hold all steps but the first, untimed
+        one.
     """
     plan = WindowPlan(
         total_steps=1 + per_window * windows,
@@ -432,11 +461,17 @@ def _extend_timing(
     )
     edges = frozenset(plan.window_edges)
     marks_s: dict[int, float] = {}
+    reading: GpuWindowReading | None = None
     for step in range(1, plan.total_steps + 1):
         train_step(*next(batches))
         if step in edges:
             if step == plan.warmup_steps:
                 cpu_meter.start()
+                if gpu_meter is not None:
+                    clock.mark()  # the GPU's queue drained before NVML's first readings
+                    gpu_meter.start()
             marks_s[step] = clock.mark()
     cpu_meter.stop()
-    return plan.summarize(marks_s, samples_per_step), plan.total_steps
+    if gpu_meter is not None:
+        reading = gpu_meter.stop()
+    return plan.summarize(marks_s, samples_per_step), plan.total_steps, reading

@@ -13,3 +13,9 @@ def cnn_flops_per_sample(width: int, h: int = 8, w: int = 8) -> int:
     conv = 2 * h * w * 1 * width * 9
     linear = 2 * width * (h // 2) * (w // 2) * 10
     return conv + linear + conv + 2 * linear
+
+
+def cnn_conv_flops_per_sample(width: int, h: int = 8, w: int = 8) -> int:
+    """The convolutions' share of :func:`cnn_flops_per_sample`: the forward conv and its
+    weight gradient."""
+    return 2 * (2 * h * w * 1 * width * 9)

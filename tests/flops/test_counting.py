@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autotune.flops import count_training_flops
+from autotune.flops import count_training_flops, count_training_flops_by_kind
 from autotune.workloads.builtin.networks import build_model
 
 from .hand_count import cnn_flops_per_sample
@@ -72,3 +72,16 @@ def test_a_workloads_loss_is_counted() -> None:
 
     assert called == [(4, 10)]
     assert own > default
+
+
+def test_the_convolutions_share_is_counted_apart() -> None:
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+    cnn = build_model("cnn", 1, 8, (1, 8, 8), 10)
+    mlp = build_model("mlp", 1, 16, (1, 8, 8), 10)
+
+    flops = count_training_flops_by_kind(cnn, x, y)
+
+    assert flops.total == count_training_flops(cnn, x, y)
+    # The CNN's head is a linear layer: its matmuls are the rest.
+    assert 0 < flops.convolution < flops.total
+    assert count_training_flops_by_kind(mlp, x, y).convolution == 0

@@ -112,3 +112,48 @@ def test_the_meters_start_between_a_sync_and_the_first_windows_clock_read() -> N
     # The peak window restarts at the same edge, before the meters; the warm-up's is kept.
     assert backend.events[at - 2] == "restart_peak"
     assert m.extra["warmup_peak_memory_bytes"] == 12_345
+
+
+class _TwoWindowBackend(_MeteredCpuBackend):
+    """Records each window the GPU meter reads (its start count and its readings)."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.starts = 0
+        self.readings: list[object] = []
+
+    def gpu_meter(self, world_size: int) -> GpuWindowMeter | None:
+        meter = super().gpu_meter(world_size)
+        assert meter is not None
+        start, stop = meter.start, meter.stop
+
+        def counted_start() -> bool:
+            self.starts += 1
+            return start()
+
+        def kept_stop() -> object:
+            reading = stop()
+            self.readings.append(reading)
+            return reading
+
+        meter.start = counted_start  # type: ignore[method-assign]
+        meter.stop = kept_stop  # type: ignore[method-assign]
+        return meter
+
+
+def test_the_gpu_figures_come_from_the_windows_that_give_the_throughput() -> None:
+    # A budget too short for measure.min_timed_s is timed again over longer windows, which
+    # then give the throughput: the GPU's power, utilization and energy per sample are metered
+    # over those windows too, not over the budget's (issue 38, item 6).
+    backend = _TwoWindowBackend()
+    config = make_trial_config(family="mlp", width=16, measure={"min_timed_s": 0.3})
+    training = prepare_training(config, backend, load_workload(config.workload), 0, 1)
+
+    m = train_for_throughput(training, 0, 1)
+
+    assert m.extra["timing_extension_steps"] > 0
+    assert backend.starts == 2 and len(backend.readings) == 2
+    extension = backend.readings[-1]
+    assert extension is not None
+    assert m.extra["gpu_energy_window_s"] == extension.duration_s  # type: ignore[attr-defined]
+    assert m.extra["gpu_power_w"] == extension.mean_power_w  # type: ignore[attr-defined]

@@ -266,3 +266,31 @@ def test_the_baseline_is_named_as_the_space_gave_it(words: str) -> None:
     )
 
     assert f"faster than {words} (95 % CI" in summary.headline()
+
+
+def test_a_space_without_model_knobs_has_one_answer() -> None:
+    def trial(number: int, batch: int, sps: float) -> FrozenTrial:
+        t = optuna.trial.create_trial(
+            state=TrialState.COMPLETE,
+            values=[sps, 0.985, 1.0],
+            params={"batch_size": batch},
+            distributions={"batch_size": CategoricalDistribution([32, 64, 128, 256])},
+            user_attrs={
+                "throughput_sps": sps,
+                "val_metric": 0.985,
+                "val_samples": 2000,
+                **({"baseline": True} if number == 0 else {}),
+            },
+            system_attrs={"constraints": [0.0]},
+        )
+        t.number = number
+        return t
+
+    trials = [trial(0, 64, 1000.0), trial(1, 128, 1500.0), trial(2, 256, 1800.0)]
+
+    base, finalists = select_finalists(trials, set(), 3, 0.5)
+
+    assert (base, finalists) == (0, (2, 1))
+    assert model_change_finalists(finalists, {t.number: t.params for t in trials}, base) == ()
+    plan = VerificationPlan(0, finalists, (20, 21, 22), 0.5, race_seeds=(10, 11))
+    assert plan.provisional_survivors() == {"same_model": 2}

@@ -1,0 +1,113 @@
+"""Your baseline (autotune/baseline.py, the space's ``baseline:`` in
+autotune/config/_space.py, its device check in autotune/api/_prepare.py): what the user trains
+with today is the baseline trial, every figure compares with it, and a value that cannot run
+is one line before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+
+from autotune.api import prepare_run, run_study
+from autotune.baseline import baseline_params, trial_train_settings
+from autotune.cli import main
+from autotune.config import load_space
+from autotune.exceptions import ConfigError
+from autotune.testing import simulate_trial
+from tests.studies.runs import mock_run_config
+
+YOURS = [
+    "baseline.depth=3",
+    "baseline.width=16",
+    "baseline.batch_size=48",
+    "baseline.precision=fp32",
+    "baseline.num_workers=1",
+    "baseline.lr=1.0e-3",
+]
+
+
+def test_the_baseline_runs_what_the_space_names_and_defaults_the_rest() -> None:
+    space = load_space("cnn_small", YOURS)
+
+    params, notes = baseline_params(space)
+
+    assert params == {
+        "depth": 3,
+        "width": 16,
+        "batch_size": 48,
+        "precision": "fp32",
+        "memory_format": "contiguous",  # not named: PyTorch's default
+        "compile_mode": "none",
+        "num_workers": 1,
+        "gpu_count": 1,
+    }
+    assert notes == []
+    # Your learning rate holds at your global batch; other batches scale from it.
+    train = trial_train_settings(space)
+    assert train.lr == pytest.approx(1.0e-3) and train.reference_batch_size == 48
+
+
+def test_a_baseline_value_outside_the_space_is_added_to_its_knob_and_said() -> None:
+    space = load_space("cnn_small", [*YOURS, "baseline.depth=5", "baseline.width=12"])
+
+    assert 48 in space.batch_size.values() and space.batch_size.values() == sorted(
+        space.batch_size.values()
+    )
+    assert space.model.knobs["depth"].values() == [2, 3, 4, 5]  # a range widens
+    assert space.model.knobs["width"].values() == [8, 12, 16, 32, 64]
+    assert space.baseline_notes() == [  # in the baseline's order
+        "baseline: depth=5 is not among the space's values; added to them",
+        "baseline: width=12 is not among the space's values; added to them",
+        "baseline: batch_size=48 is not among the space's values; added to them",
+    ]
+    # A value the space has already adds nothing.
+    assert load_space("cnn_small", ["baseline.batch_size=64"]).baseline_notes() == []
+
+
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [
+        ("baseline.dropout=0.1", "baseline.dropout: not a knob of this space (its knobs: depth,"),
+        ("baseline.precision=fp8", "baseline.precision: Input should be 'fp32', 'tf32', "),
+        ("baseline.batch_size=big", "baseline.batch_size: must be an integer, but got 'big'"),
+        ("baseline.lr=0", "baseline.lr: must be a number > 0, but got 0"),
+    ],
+)
+def test_a_baseline_that_cannot_be_read_is_one_line(override: str, said: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_space("cnn_small", [override])
+
+    (line,) = str(e.value).splitlines()
+    assert said in line and line.startswith(f"override {override}: ")
+
+
+def test_a_baseline_the_device_cannot_run_is_refused_before_anything_is_written(
+    tmp_path: Path, sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        prepare_run(mock_run_config(sqlite_url, "device=cpu", "baseline.precision=tf32"))
+
+    (line,) = str(e.value).splitlines()
+    assert "baseline.precision: tf32 cannot run here (" in line
+    assert list(tmp_path.iterdir()) == []
+    code = main(["run", "device=cpu", f"storage={sqlite_url}", "baseline.precision=tf32"])
+    assert code == 2 and list(tmp_path.iterdir()) == []
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "baseline.precision: tf32 cannot run here" in err
+
+
+def test_every_figure_compares_with_your_baseline(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url, *YOURS, "verify.rounds=3")
+
+    result = run_study(config, 12, run_trial_fn=simulate_trial)
+
+    study = optuna.load_study(study_name=config.study, storage=config.storage)
+    first = min(study.trials, key=lambda t: t.number)
+    assert first.user_attrs["baseline"] is True
+    assert first.params["batch_size"] == 48 and first.params["num_workers"] == 1
+    summary = result.verification
+    assert summary is not None and summary.baseline_words == "your baseline"
+    assert "your baseline" in summary.headline()
+    assert "PyTorch's defaults" not in summary.headline()
