@@ -30,16 +30,31 @@ __all__ = [
     "BASELINE_ATTR",
     "COMMON_BATCH_SIZE",
     "PYTORCH_DEFAULTS",
+    "SAME_MODEL_AFTER_TRIALS",
+    "SAME_MODEL_ATTR",
+    "SAME_MODEL_SHARE",
     "baseline_global_batch",
     "baseline_params",
     "baseline_trial",
     "check_baseline_runs",
     "enqueue_baseline",
+    "enqueue_same_model",
     "trial_train_settings",
 ]
 
 #: The trial user attribute that marks the baseline.
 BASELINE_ATTR = "baseline"
+#: The trial user attribute of a trial queued to keep the baseline's model
+#: (:func:`enqueue_same_model`).
+SAME_MODEL_ATTR = "same_model"
+#: The share of a study's trials that keep the baseline's model knobs, so that the same-model
+#: answer (only the system knobs change) has candidates: on a CPU without fast bf16, 4 of a
+#: 50-trial study's trials had the baseline's model, none faster than it, and that answer
+#: had no finalist.
+SAME_MODEL_SHARE = 0.2
+#: Trials a study runs before it queues same-model trials (the start-up design and the first
+#: proposals of the sampler go first).
+SAME_MODEL_AFTER_TRIALS = 10
 #: The batch size of PyTorch's MNIST example and most tutorials.
 COMMON_BATCH_SIZE = 64
 #: PyTorch's defaults for the categorical knobs and the integer ones that have a default.
@@ -183,4 +198,44 @@ def enqueue_baseline(study: optuna.Study, space: SearchSpace) -> bool:
     if notes:
         attrs["baseline_notes"] = notes
     study.enqueue_trial(params, user_attrs=attrs)
+    return True
+
+
+def enqueue_same_model(
+    study: optuna.Study,
+    space: SearchSpace,
+    share: float = SAME_MODEL_SHARE,
+    after_trials: int = SAME_MODEL_AFTER_TRIALS,
+) -> bool:
+    """Queue a trial that keeps the baseline's model when too few of the study's trials did.
+
+    The same-model answer (DESIGN.md) needs candidates: a search over the whole space spends
+    most trials on other models. Once the study holds ``after_trials`` trials, whenever fewer
+    than ``share`` of them (the next one counted) have the baseline's model knobs, this queues
+    one with those knobs fixed; the sampler chooses its other knobs (Optuna's
+    ``enqueue_trial`` with part of the parameters). Nothing is queued while a trial waits, or
+    in a space without model knobs.
+
+    Args:
+        study: the study running trials (an Optuna callback calls this after each trial).
+        space: its search space, restricted to what the device can run (as the baseline).
+        share: the share of trials to keep the baseline's model, in [0, 1].
+        after_trials: trials (run, running or failed) before the first is queued.
+
+    Returns:
+        True when a trial was queued now.
+    """
+    params, _ = baseline_params(space)
+    model = {name: params[name] for name in space.model.knobs}
+    if not model:
+        return False
+    trials = study.get_trials(deepcopy=False)
+    if any(t.state == TrialState.WAITING for t in trials):
+        return False
+    if len(trials) < after_trials:
+        return False
+    same = sum(all(t.params.get(k) == v for k, v in model.items()) for t in trials)
+    if same >= share * (len(trials) + 1):
+        return False
+    study.enqueue_trial(model, user_attrs={SAME_MODEL_ATTR: True})
     return True

@@ -48,8 +48,9 @@ import moocore
 import numpy as np
 import optuna
 import scipy.stats
+from optuna.trial import FrozenTrial
 
-from autotune.baseline import enqueue_baseline, trial_train_settings
+from autotune.baseline import enqueue_baseline, enqueue_same_model, trial_train_settings
 from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
@@ -379,7 +380,12 @@ def sampler_run(
     study = optuna.create_study(directions=[o.direction for o in OBJECTIVES], sampler=chosen)
     enqueue_baseline(study, space)  # run_study measures the PyTorch defaults first
     objective = TrialObjective(run, space, caps, _simulated_trial)
-    study.optimize(objective, n_trials=n_trials, gc_after_trial=False)
+
+    def same_model(s: optuna.Study, _: FrozenTrial) -> None:
+        """As run_study: a share of the trials keeps the baseline's model."""
+        enqueue_same_model(s, space)
+
+    study.optimize(objective, n_trials=n_trials, gc_after_trial=False, callbacks=[same_model])
     found: list[Knobs | None] = []
     cost_s: list[float] = []
     reused: list[bool] = []

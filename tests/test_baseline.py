@@ -6,16 +6,26 @@ is one line before anything is written."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import TrialState
 
 from autotune.api import prepare_run, run_study
-from autotune.baseline import baseline_params, trial_train_settings
+from autotune.baseline import (
+    SAME_MODEL_AFTER_TRIALS,
+    SAME_MODEL_ATTR,
+    baseline_params,
+    enqueue_same_model,
+    trial_train_settings,
+)
 from autotune.cli import main
 from autotune.config import load_space
 from autotune.exceptions import ConfigError
-from autotune.testing import simulate_trial
+from autotune.hardware import restrict_space
+from autotune.testing import make_capabilities, simulate_trial
 from tests.studies.runs import mock_run_config
 
 YOURS = [
@@ -111,3 +121,50 @@ def test_every_figure_compares_with_your_baseline(sqlite_url: str) -> None:
     assert summary is not None and summary.baseline_words == "your baseline"
     assert "your baseline" in summary.headline()
     assert "PyTorch's defaults" not in summary.headline()
+
+
+def _study_with(space_args: list[str], models: list[dict[str, int]]) -> tuple[optuna.Study, Any]:
+    """A study of ``cnn_small`` holding one finished trial per model in ``models``."""
+    space, _ = restrict_space(load_space("cnn_small", space_args), make_capabilities("mock"))
+    study = optuna.create_study(directions=["maximize", "maximize", "minimize"])
+    base, _ = baseline_params(space)
+    for model in models:
+        params = {**base, **model}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params,
+                distributions={
+                    name: CategoricalDistribution(knob.values())  # type: ignore[union-attr]
+                    for name, knob in space.knobs().items()
+                },
+                values=[1.0, 0.9, 1.0],
+            )
+        )
+    return study, space
+
+
+def test_a_share_of_the_trials_keeps_the_baseline_model() -> None:
+    # Ten trials, none of the baseline's model (depth 3, width 16): one is queued with the
+    # model knobs fixed, the sampler to choose the rest; not a second while it waits.
+    study, space = _study_with([], [{"depth": 2, "width": 8}] * SAME_MODEL_AFTER_TRIALS)
+
+    assert enqueue_same_model(study, space)
+    waiting = study.get_trials(states=(TrialState.WAITING,))
+    assert len(waiting) == 1
+    assert waiting[0].user_attrs[SAME_MODEL_ATTR] is True
+    assert waiting[0].system_attrs["fixed_params"] == {
+        "depth": 3,
+        "width": 16,
+    }
+    assert not enqueue_same_model(study, space)
+
+
+def test_no_same_model_trial_is_queued_early_enough_or_without_model_knobs() -> None:
+    few, space = _study_with([], [{"depth": 2}] * (SAME_MODEL_AFTER_TRIALS - 1))
+    assert not enqueue_same_model(few, space)
+    # A fifth of the trials already keep the model: nothing to add.
+    mixed, space = _study_with([], [{"depth": 3}] * 3 + [{"depth": 2}] * 9)
+    assert not enqueue_same_model(mixed, space)
+    # One model: every trial keeps it, nothing to queue.
+    fixed, space = _study_with(["model.depth=3", "model.width=16"], [{}] * 12)
+    assert not enqueue_same_model(fixed, space)

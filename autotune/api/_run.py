@@ -16,7 +16,7 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_study
-from autotune.baseline import enqueue_baseline
+from autotune.baseline import enqueue_baseline, enqueue_same_model
 from autotune.config import RunConfig
 from autotune.exceptions import AutotuneError, ConfigError, VerificationError
 from autotune.hardware import DeviceCapabilities
@@ -223,6 +223,12 @@ def run_study(
         with sigint_allowed():
             return objective(trial)
 
+    def same_model(study: optuna.Study, _: FrozenTrial) -> None:
+        """Some trials keep the baseline's model (the same-model answer); none is queued
+        past the study's target."""
+        if count_finished(study) < n_trials:
+            enqueue_same_model(study, space)
+
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
     helpers: list[multiprocessing.process.BaseProcess] = []
@@ -252,6 +258,7 @@ def run_study(
                             MaxTrialsCallback(n_trials, states=FINISHED_STATES),
                             results,
                             report,
+                            same_model,
                         ],
                         catch=(SurplusTrial,),
                         gc_after_trial=False,
