@@ -237,13 +237,19 @@ class VerificationSummary:
         same = "accuracy" if self.metric.is_accuracy else self.metric.name
         if rec.metric_diff_mean is None:
             return f"same {same} (non-inferior)"
+        return f"same {same} (non-inferior): {self._difference_figures(rec)}"
+
+    def _difference_figures(self, verdict: CandidateVerdict) -> str:
+        """The paired metric difference and its interval: ``-0.44 pt (-0.68 to -0.20 pt)``;
+        ``""`` when it was not measured."""
+        if verdict.metric_diff_mean is None:
+            return ""
         number, unit = partial(difference_number, self.metric), difference_unit(self.metric)
-        ci = (
-            f" ({number(rec.metric_diff_ci95[0])} to {number(rec.metric_diff_ci95[1])})"
-            if rec.metric_diff_ci95 is not None
-            else ""
-        )
-        return f"same {same} (non-inferior): {number(rec.metric_diff_mean)}{unit}{ci}"
+        text = f"{number(verdict.metric_diff_mean)}{unit}"
+        if verdict.metric_diff_ci95 is not None:
+            low, high = verdict.metric_diff_ci95
+            text += f" ({number(low)} to {number(high)}{unit})"
+        return text
 
     def busy_text(self) -> str | None:
         """What the verdict says when runs that count were measured on a busy machine (as
@@ -274,7 +280,8 @@ class VerificationSummary:
     def trade_offs(self) -> tuple[CandidateVerdict, ...]:
         """Confirmed candidates that are verifiably faster than the recommendation (than the
         baseline, without one) but not shown non-inferior: shown, never the headline."""
-        floor = self.recommended.speedup or 0.0 if self.recommended is not None else 0.0
+        rec = self.recommended
+        floor = (rec.speedup or 0.0) if rec is not None else 0.0
         return tuple(c for c in self.candidates if c.trade_off and (c.speedup or 0.0) > floor)
 
     def trade_off_text(self, verdict: CandidateVerdict) -> str:
@@ -286,13 +293,8 @@ class VerificationSummary:
             if verdict.speedup_ci95
             else ""
         )
-        number, unit = partial(difference_number, self.metric), difference_unit(self.metric)
-        diff = ""
-        if verdict.metric_diff_mean is not None:
-            diff = f" at {number(verdict.metric_diff_mean)}{unit}"
-            if verdict.metric_diff_ci95 is not None:
-                low, high = verdict.metric_diff_ci95
-                diff += f" ({number(low)} to {number(high)}{unit})"
+        figures = self._difference_figures(verdict)
+        diff = f" at {figures}" if figures else ""
         return f"{words} ({verdict.changes_text()}): {speed}{diff}, trial {verdict.trial_number}"
 
     def headline(self) -> str:
