@@ -57,6 +57,14 @@ def test_the_baseline_runs_what_the_space_names_and_defaults_the_rest() -> None:
     # Your learning rate holds at your global batch; other batches scale from it.
     train = trial_train_settings(space)
     assert train.lr == pytest.approx(1.0e-3) and train.reference_batch_size == 48
+    # ... even where the space named another reference batch; the notes survive the device's
+    # restriction of the space.
+    other = load_space("cnn_small", ["train.reference_batch_size=256", *YOURS])
+    restricted, _ = restrict_space(other, make_capabilities("mock"))
+    assert trial_train_settings(restricted).reference_batch_size == 48
+    assert restricted.baseline_notes() == [
+        "baseline: batch_size=48 is not among the space's values; added to them"
+    ]
 
 
 def test_a_baseline_value_outside_the_space_is_added_to_its_knob_and_said() -> None:

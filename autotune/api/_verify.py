@@ -275,7 +275,7 @@ def verify_study(
             number = (latest.number if latest is not None else 0) + 1
             params_now = {t.number: t.params for t in trials}
             model_changes = model_change_finalists(finalists, params_now, baseline)
-            # No answer with more than one finalist needs a race: each is its own survivor.
+            # A race only where an answer has several finalists; a lone one is its own survivor.
             answers = (len(finalists) - len(model_changes), len(model_changes))
             race_rounds = settings.race_rounds if max(answers) > 1 else 0
             seeds = round_seeds(_study_seed(study, results), number, race_rounds + settings.rounds)

@@ -185,7 +185,8 @@ class SearchSpace(Strict):
     ``lr``, the learning rate at the baseline's global batch. The baseline trial runs exactly
     that, and every figure compares with it; knobs it leaves out take PyTorch's defaults
     (:mod:`autotune.baseline`). A value outside its knob's choices is added to them
-    (:meth:`baseline_notes` says which); ``lr`` replaces ``train.lr``.
+    (:meth:`baseline_notes` says which); ``lr`` replaces ``train.lr`` and makes the baseline's
+    global batch the one it holds at (``train.reference_batch_size``).
     """
 
     name: str = Field(min_length=1)
@@ -225,7 +226,10 @@ class SearchSpace(Strict):
             if key == "lr":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise ValueError(f"baseline.lr: must be a number > 0, but got {value!r}")
-                update["train"] = self.train.model_copy(update={"lr": float(value)})
+                # Your rate at your batch: the reference batch becomes the baseline's.
+                update["train"] = self.train.model_copy(
+                    update={"lr": float(value), "reference_batch_size": None}
+                )
                 continue
             knob = knobs.get(key)
             if knob is None:
