@@ -100,7 +100,7 @@ def test_the_export_holds_a_curated_set_of_keys(demo_study: DemoStudy, tmp_path:
     train = doc["config"]["train"]
     assert "warmup_steps" not in train and "max_time_vs_baseline" not in train
     assert train["lr_warmup_fraction"] == 0.05 and train["reference_batch_size"] == 64
-    # The learning rate trial 11 trained at: 3e-3 at batch 64, sqrt-scaled to its batch 32.
+    # The learning rate the recommended trial (10) trained at: 3e-3 at batch 64, sqrt-scaled to its batch 32.
     assert doc["pytorch"]["peak_lr"] == pytest.approx(3.0e-3 * 0.5**0.5)
     text = (tmp_path / "best.yaml").read_text()
     for internal in ("mock_fault", "mock_profile", "reuse", "min_throughput_sps", "measure:"):
