@@ -71,10 +71,12 @@ def test_quick_benchmark_writes_the_six_tables(tmp_path: Path) -> None:
     )
     assert "| expert |" in tta and "| tuned" in tta
 
-    # The real verification driven by the scripted device: a 1.3x finalist against the null.
+    # The real verification driven by the scripted device: a 1.3x finalist against the null,
+    # and against a 1.3x finalist that is 1 pt less accurate.
     power = _section(text, HEADINGS[5])
-    assert re.search(r"\| power \| 5 \(default\) \| 2 \| \d \| 5 \| [\d.]+ % \|", power), power
-    assert re.search(r"\| null \| 5 \(default\) \| 2 \| \d \| 5 \| - \| - \| [\d.]+ % \|", power)
+    assert re.search(r"\| power \| 8 \(default\) \| 2 \| \d \| 5 \| [\d.]+ % \|", power), power
+    assert re.search(r"\| null \| 8 \(default\) \| 2 \| \d \| 5 \| - \| - \| [\d.]+ % \|", power)
+    assert re.search(r"\| inferior \| 8 \(default\) \| 2 \| \d \| 5 \| [\d.]+ % \|", power)
 
     # Every target row of the summary carries a verdict.
     summary = _section(text, "## Targets at a glance")
