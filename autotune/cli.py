@@ -250,7 +250,7 @@ def best(
 ) -> None:
     """Print the verified verdict and the Pareto-optimal configurations (single trials);
     optionally export the verified recommendation, or print only what it changes."""
-    from autotune.console import best_table
+    from autotune.console import best_table, print_verdict_block
     from autotune.exceptions import ConfigError
     from autotune.export import best_configurations, export_best_yaml, export_choice, export_diff
     from autotune.report import SIMULATED_TEXT
@@ -275,11 +275,7 @@ def best(
     if result.simulated:
         console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
     if result.verification is not None and result.verification.complete:
-        # The verdict block (change, speed, accuracy, memory, trade-offs) for a person.
-        first, *rest = result.verification.verdict_block()
-        _print_verdict_line(console, first, result.recommended_trial is not None)
-        for line in rest:
-            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+        print_verdict_block(console, result.verification)  # for a person: a line per figure
     else:
         _print_verdict_line(console, result.verdict, result.recommended_trial is not None)
     console.print(best_table(result))

@@ -341,6 +341,17 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
     return table
 
 
+def print_verdict_block(console: Console, summary: VerificationSummary) -> None:
+    """The verdict block (:meth:`~autotune.verification.VerificationSummary.verdict_block`):
+    its first line bold (green for a recommendation), the others indented; unwrapped, and
+    printed as text (a knob's value is never read as markup)."""
+    style = "bold green" if summary.recommended is not None else "bold"
+    first, *rest = summary.verdict_block()
+    console.print(first, style=style, markup=False, highlight=False, soft_wrap=True)
+    for line in rest:
+        console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
     """The resume notes, the race's and the confirmation's tables, then the verdict block
     (:meth:`~autotune.verification.VerificationSummary.verdict_block`) and the commands that
@@ -351,11 +362,7 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
         console.print(verification_table(summary, "race"))
     if summary.candidates:
         console.print(verification_table(summary, "confirm"))
-    style = "bold green" if summary.recommended is not None else "bold"
-    first, *rest = summary.verdict_block()
-    console.print(f"[{style}]{first}[/]", highlight=False, soft_wrap=True)
-    for line in rest:
-        console.print(f"  {line}", highlight=False, soft_wrap=True)
+    print_verdict_block(console, summary)
     name = summary.study_name
     if summary.recommended is not None:
         diff = study_command("best", name, storage, "--diff")

@@ -38,7 +38,7 @@ from autotune.baseline import PYTORCH_DEFAULTS
 from autotune.config import TUNER_KNOBS
 from autotune.exceptions import VerificationError
 from autotune.export._best import BestConfigs
-from autotune.export._snippet import trained_lr
+from autotune.export._snippet import AUTOCAST_DTYPES, trained_lr
 from autotune.export._yaml import export_choice
 from autotune.report import SIMULATED_TEXT, ParetoRow, ratio_text
 
@@ -51,7 +51,6 @@ DIFF_STYLES: tuple[str, ...] = get_args(DiffStyle)
 
 #: What each style calls its framework, for the header.
 _FRAMEWORK = {"torch": "PyTorch", "lightning": "Lightning", "hf": "Transformers"}
-_AUTOCAST_DTYPE = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
 #: Lightning's ``Trainer(precision=...)`` for each precision; TF32 is fp32 to Lightning
 #: (``torch.set_float32_matmul_precision`` turns it on).
 _LIGHTNING_PRECISION = {
@@ -310,8 +309,8 @@ def _torch_loop(c: _Change, device_type: str, scaler_new: bool, scaler_old: bool
     if c.changed("memory_format"):
         fmt = _MEMORY_FORMAT[c.after("memory_format")]
         body.append(f"    x = x.to(device, memory_format={fmt})  # {_INPUT_NOTE}")
-    dtype_new = _AUTOCAST_DTYPE.get(c.after("precision"))
-    dtype_old = _AUTOCAST_DTYPE.get(c.before("precision"))
+    dtype_new = AUTOCAST_DTYPES.get(c.after("precision"))
+    dtype_old = AUTOCAST_DTYPES.get(c.before("precision"))
     if dtype_new != dtype_old:
         if dtype_new is not None:
             body += [

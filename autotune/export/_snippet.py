@@ -14,7 +14,8 @@ from autotune.config import TrainSettings
 
 __all__ = ["pytorch_settings", "pytorch_snippet"]
 
-_AUTOCAST = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
+#: The autocast dtype of each precision that autocasts, as PyTorch source.
+AUTOCAST_DTYPES = {"fp16": "torch.float16", "bf16": "torch.bfloat16"}
 
 
 def pytorch_settings(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def pytorch_settings(params: Mapping[str, Any]) -> dict[str, Any]:
     workers = int(params.get("num_workers", 0))
     compile_mode = params.get("compile_mode", "none")
     return {
-        "autocast_dtype": _AUTOCAST.get(str(params.get("precision", "fp32"))),
+        "autocast_dtype": AUTOCAST_DTYPES.get(str(params.get("precision", "fp32"))),
         "tf32": params.get("precision") == "tf32",
         "grad_scaler": params.get("precision") == "fp16",
         "channels_last": params.get("memory_format") == "channels_last",
