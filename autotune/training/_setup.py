@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
 
@@ -350,41 +349,3 @@ def prepare_training(
         accumulation_steps=accumulation,
         ddp=ddp,
     )
-
-
-class HostAgreement:
-    """The ranks' agreement on time-based decisions (a time-to-accuracy run's evaluate now and
-    out of time, a throughput run's too slow), made on the host so that it never waits for the
-    device.
-
-    A time-based decision reads each rank's host clock, so ranks must agree on it every step
-    (a rank that evaluated or stopped alone would leave the others in a collective that never
-    completes). Made with the DDP group on CUDA, that is an NCCL all-reduce of a device
-    tensor and a ``.tolist()`` that copies it back: the host waits for every kernel queued
-    before it, once per step, and can no longer run ahead of the device (what the timed loop
-    is careful to allow). So the flags travel through a gloo group of the same ranks
-    (``dist.new_group(backend="gloo")``, PyTorch docs "Distributed communication package -
-    torch.distributed": gloo runs collectives on CPU tensors; NCCL on CUDA tensors only), as
-    CPU tensors: a host round trip of a few tens of microseconds, no device sync. With gloo
-    as the DDP backend already (the CPU), its default group serves.
-
-    Every rank must construct it at the same point (``new_group`` is itself collective).
-
-    Args:
-        world_size: DDP ranks (1: no collective at all).
-        ddp_backend: the trial's torch.distributed backend (``gloo`` or ``nccl``).
-    """
-
-    def __init__(self, world_size: int, ddp_backend: str) -> None:
-        self._world_size = world_size
-        self.group: Any = None  # None: the default (DDP) group
-        if world_size > 1 and ddp_backend != "gloo":
-            self.group = dist.new_group(backend="gloo")
-
-    def any(self, flags: list[bool]) -> list[bool]:
-        """Any rank's flag set -> set on every rank (one host all-reduce; none without DDP)."""
-        if self._world_size == 1:
-            return flags
-        tensor = torch.tensor([float(f) for f in flags])  # (len(flags),) on the CPU
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=self.group)
-        return [bool(v) for v in tensor.tolist()]

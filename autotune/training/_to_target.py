@@ -29,7 +29,8 @@ import torch
 import torch.distributed as dist
 
 from autotune.measure import Measurement, WindowClock, summarize_windows
-from autotune.training._setup import HostAgreement, Training
+from autotune.training._meter import HostAgreement
+from autotune.training._setup import Training
 from autotune.training._throughput import train_for_throughput
 from autotune.workloads.builtin.networks import count_parameters
 

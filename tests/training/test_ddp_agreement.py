@@ -33,14 +33,14 @@ def _rank_main(
 
         from autotune.devices.cpu import CpuBackend
         from autotune.measure import WindowClock
-        from autotune.training import _throughput, _to_target
+        from autotune.training import _meter, _throughput, _to_target
         from autotune.training._setup import prepare_training
         from autotune.workloads import load_workload
 
         def skewed() -> float:
             return time.perf_counter() * clock_scale
 
-        _throughput.WindowClock = functools.partial(WindowClock, clock=skewed)  # type: ignore[misc]
+        _meter.WindowClock = functools.partial(WindowClock, clock=skewed)  # type: ignore[misc]
         calls: list[tuple[str, bool]] = []  # (tensor device, on the default group) per all_reduce
         all_reduce = dist.all_reduce
 

@@ -13,7 +13,8 @@ from autotune.config import DataSettings, ReusedMetric
 from autotune.measure import plan_windows
 from autotune.study import run_trial
 from autotune.testing import make_trial_config
-from autotune.training._throughput import _ThroughputFloor, train_for_throughput
+from autotune.training._meter import ThroughputFloor as _ThroughputFloor
+from autotune.training._throughput import train_for_throughput
 from autotune.workloads.builtin.data import load_dataset
 from tests.training.loops import N_TRAIN, TIMEOUT_S, check, counted_training, train_here
 
