@@ -43,6 +43,7 @@ if _TYPE_CHECKING:
         ConfigError,
         DataError,
         DeviceUnavailableError,
+        DoorUsageError,
         StorageError,
         StudyNotFoundError,
         TrialError,
@@ -50,6 +51,7 @@ if _TYPE_CHECKING:
         WorkloadError,
     )
     from autotune.measure import Measurement
+    from autotune.training import LoopTrial
     from autotune.verification import CandidateVerdict, VerificationSummary
     from autotune.workloads import Workload
 
@@ -61,6 +63,8 @@ __all__ = [
     "ConfigError",
     "DataError",
     "DeviceUnavailableError",
+    "DoorUsageError",
+    "LoopTrial",
     "Measurement",
     "PreparedRun",
     "RunConfig",
@@ -93,6 +97,8 @@ _SOURCES = {
     "ConfigError": "autotune.exceptions",
     "DataError": "autotune.exceptions",
     "DeviceUnavailableError": "autotune.exceptions",
+    "DoorUsageError": "autotune.exceptions",
+    "LoopTrial": "autotune.training",
     "Measurement": "autotune.measure",
     "PreparedRun": "autotune.api",
     "RunConfig": "autotune.config",

@@ -187,10 +187,12 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
 
 def baseline_line(space: SearchSpace) -> str:
     """The header's baseline line: ``baseline (yours, from baseline:): depth=3 width=16
-    batch_size=64 precision=fp32 ...``, or ``baseline (PyTorch's defaults): ...``."""
+    batch_size=64 precision=fp32 ... lr=0.001``, or ``baseline (PyTorch's defaults): ...``
+    (``lr`` only for a workload: the other doors keep the user's own rate)."""
     params, _ = baseline_params(space)
     knobs = " ".join(f"{k}={format_knob_value(v)}" for k, v in params.items())
-    lr = f" lr={format_knob_value(space.train.lr)}"
+    # The other doors train at the user's own learning rate (at the baseline's batch).
+    lr = f" lr={format_knob_value(space.train.lr)}" if space.door == "workload" else ""
     whose = "yours, from baseline:" if space.baseline else "PyTorch's defaults"
     return f"baseline ({whose}): {knobs}{lr}"
 

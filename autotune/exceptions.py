@@ -12,8 +12,11 @@
     │   └── StudyNotFoundError    no study of that name in the database
     ├── VerificationError         a study cannot be verified (no measured baseline, no stored
     │                             configuration) (CLI exit code 2)
-    └── TrialError                a trial could not produce a measurement (recorded, not raised
-                                  out of a study)
+    ├── TrialError                a trial could not produce a measurement (recorded, not raised
+    │                             out of a study)
+    └── DoorUsageError            a door's hooks misused in the user's code (trial.prepare()
+                                  twice, trial.steps() never iterated, no trial.report()):
+                                  the trial fails with the message, which names the call
 
     SurplusTrial                  not an error: a trial the study no longer needs stops
                                   without running (inside the study; not exported)
@@ -28,6 +31,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "DeviceUnavailableError",
+    "DoorUsageError",
     "StorageError",
     "StudyNotFoundError",
     "TrialError",
@@ -87,3 +91,11 @@ class TrialError(AutotuneError):
 
 class SurplusTrial(Exception):
     """A trial asked for after the study's target was claimed by other workers; not run."""
+
+
+class DoorUsageError(AutotuneError):
+    """The user's code used a door's hooks out of their rules (``trial.prepare()`` called
+    twice, ``trial.steps()`` never iterated or left early, no ``trial.report()``, a
+    ``transformers.Trainer`` built without the arguments autotune mapped); the one-line
+    message names the call and what to do instead. Inside a trial it fails that trial
+    (``failure=error``)."""

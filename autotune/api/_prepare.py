@@ -128,11 +128,18 @@ def _check_objective_settings(config: RunConfig, metric: Objective) -> None:
     """The settings of ``objective=`` agree with each other and with the workload's metric.
 
     Raises:
-        ConfigError: ``time_to_accuracy`` without a target, ``target_accuracy`` for a metric
-            other than accuracy, ``constraints.min_accuracy`` beside a target, or a
-            time-to-accuracy setting in a throughput run (it would be ignored).
+        ConfigError: ``time_to_accuracy`` with a door other than the workload's, or without a
+            target, ``target_accuracy`` for a metric other than accuracy,
+            ``constraints.min_accuracy`` beside a target, or a time-to-accuracy setting in a
+            throughput run (it would be ignored).
     """
     train, source = config.space.train, config.space_source
+    door = config.space.door
+    if config.objective != "throughput" and door != "workload":
+        raise ConfigError(
+            f"{source}: objective={config.objective}: needs the workload door (autotune "
+            f"evaluates while it trains); the {door} door evaluates once, in your code"
+        )
     if config.objective == "throughput":
         for name in _TARGET_SETTINGS:
             if getattr(train, name) is not None:

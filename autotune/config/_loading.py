@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from autotune.config._overrides import parse_overrides, set_path
 from autotune.config._run import RunConfig, VerifyRequest
-from autotune.config._space import SearchSpace
+from autotune.config._space import DOORS, SearchSpace
 from autotune.config._url import display_url
 from autotune.exceptions import ConfigError
 
@@ -123,15 +123,17 @@ def _space_directory(source: str) -> Path:
 
 
 def _absolute_workload(raw: dict[str, Any], source: str) -> None:
-    """Make a ``workload: FILE.py:NAME`` reference absolute, FILE relative to the space file."""
-    ref = raw.get("workload")
-    if not isinstance(ref, str):
-        return
-    path, sep, name = ref.rpartition(":")
-    if sep and path.endswith(".py") and not Path(path).expanduser().is_absolute():
-        raw["workload"] = f"{(_space_directory(source) / path).resolve()}:{name}"
-    elif sep and path.endswith(".py"):
-        raw["workload"] = f"{Path(path).expanduser()}:{name}"
+    """Make each door's ``FILE.py:NAME`` reference (``workload:``, ``loop:``, ``hf_trainer:``,
+    ``lightning:``) absolute, FILE relative to the space file."""
+    for key in DOORS:
+        ref = raw.get(key)
+        if not isinstance(ref, str):
+            continue
+        path, sep, name = ref.rpartition(":")
+        if sep and path.endswith(".py") and not Path(path).expanduser().is_absolute():
+            raw[key] = f"{(_space_directory(source) / path).resolve()}:{name}"
+        elif sep and path.endswith(".py"):
+            raw[key] = f"{Path(path).expanduser()}:{name}"
 
 
 def _load_space_with_source(space: str, overrides: Sequence[str]) -> tuple[SearchSpace, str]:

@@ -205,7 +205,7 @@ def math_key(config: TrialConfig) -> str:
     )
     fields = {
         "device": config.device,
-        "workload": config.workload.model_dump(mode="json"),
+        "workload": config.workload.key_fields(),
         "model": config.model,
         **batch,
         "precision": config.precision,

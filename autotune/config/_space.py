@@ -132,20 +132,80 @@ class ModelSpace(BaseModel):
 
 #: The import reference of the built-in workloads (``model.family: cnn | mlp``).
 BUILTIN_WORKLOAD_REF = "autotune.workloads.builtin:ImageClassifier"
+
+#: The ways autotune reaches a user's code, each named by a space key of its own:
+#: ``workload:`` (the workload protocol: ``build_model`` and ``datasets``), ``loop:`` (the
+#: user's training function, given a :class:`autotune.LoopTrial`), ``hf_trainer:`` (a function
+#: that builds a ``transformers.Trainer``) and ``lightning:`` (a function that returns a
+#: ``LightningModule`` and a ``LightningDataModule``).
+DoorName = Literal["workload", "loop", "hf_trainer", "lightning"]
+DOORS: tuple[DoorName, ...] = ("workload", "loop", "hf_trainer", "lightning")
+#: The doors whose function reports its own metric, named in the space's ``metric:`` block.
+_METRIC_DOORS: tuple[DoorName, ...] = ("loop", "hf_trainer", "lightning")
+
+
+class MetricSpec(Strict):
+    """The validation metric a ``loop:``, ``hf_trainer:`` or ``lightning:`` door reports, as the
+    space's ``metric:`` block names it (a workload names its own: ``metric_name``,
+    ``metric_direction``).
+
+    Attributes:
+        name: an identifier: ``accuracy`` (top-1, in [0, 1]), or the key the door reads
+            (``eval_loss`` from ``Trainer.evaluate()``, ``val_loss`` from Lightning's
+            ``callback_metrics``, anything a loop reports).
+        direction: ``maximize`` or ``minimize``.
+    """
+
+    name: str = Field(min_length=1)
+    direction: Literal["maximize", "minimize"]
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, name: str) -> str:
+        if not name.isidentifier():
+            raise ValueError(f"{name!r} must be an identifier such as val_loss")
+        return name
+
+
+#: Each door's metric when the space's ``metric:`` block is left out: a loop reports top-1
+#: accuracy (as a workload's default ``evaluate``); a Trainer's ``evaluate()`` returns
+#: ``eval_loss``; a LightningModule logs ``val_loss`` by the usual convention.
+DEFAULT_DOOR_METRICS: dict[str, MetricSpec] = {
+    "loop": MetricSpec(name="accuracy", direction="maximize"),
+    "hf_trainer": MetricSpec(name="eval_loss", direction="minimize"),
+    "lightning": MetricSpec(name="val_loss", direction="minimize"),
+}
+#: Training settings only autotune's own loop (the workload door) applies: the other doors
+#: train with the user's optimizer and learning-rate schedule.
+_WORKLOAD_DOOR_TRAIN_SETTINGS = (
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "momentum",
+    "lr_warmup_fraction",
+    "lr_schedule",
+)
 #: Keys only the built-in workloads read; a space with its own ``workload:`` may not set them.
 _BUILTIN_ONLY_KEYS = ("data",)
 
 
 class WorkloadSpec(Strict):
-    """A workload by reference, as a trial process resolves it (:mod:`autotune.workloads`).
+    """The user's code by reference, as a trial process resolves it (:mod:`autotune.workloads`),
+    and the door autotune reaches it through.
 
     Attributes:
         ref: ``/absolute/path/file.py:NAME`` or ``package.module:NAME``.
-        args: keyword arguments for NAME when it is a class or factory (JSON values).
+        args: keyword arguments for NAME when it is a class or factory (JSON values); for the
+            ``loop``, ``hf_trainer`` and ``lightning`` doors, passed to the function after its
+            trial handle.
+        door: how autotune reaches the code (:data:`DoorName`).
+        metric: the metric the door reports (None for a workload, which names its own).
     """
 
     ref: str = Field(min_length=3)
     args: dict[str, Any] = Field(default_factory=dict)
+    door: DoorName = "workload"
+    metric: MetricSpec | None = None
 
     @field_validator("ref")
     @classmethod
@@ -170,6 +230,15 @@ class WorkloadSpec(Strict):
         path, _, name = self.ref.rpartition(":")
         return f"{Path(path).name if path.endswith('.py') else path}:{name}"
 
+    def key_fields(self) -> dict[str, Any]:
+        """The reference as the math key and stored configurations see it: the door and its
+        metric only where they are not a workload's (so the keys of studies made before
+        doors stay what they were)."""
+        return self.model_dump(mode="json", exclude_defaults=True, exclude={"ref"}) | {
+            "ref": self.ref,
+            "args": self.args,
+        }
+
 
 class SearchSpace(Strict):
     """One combined search space: the model's knobs, batch, precision, memory format, compile
@@ -192,7 +261,15 @@ class SearchSpace(Strict):
     name: str = Field(min_length=1)
     description: str = ""
     workload: str | None = None
+    # The other doors to the user's code (one door per space): a training function given a
+    # LoopTrial; a function that builds a transformers.Trainer; one that returns a
+    # LightningModule and a LightningDataModule.
+    loop: str | None = None
+    hf_trainer: str | None = None
+    lightning: str | None = None
     workload_args: dict[str, Any] = Field(default_factory=dict)
+    # The metric a loop, hf_trainer or lightning door reports (default: DEFAULT_DOOR_METRICS).
+    metric: MetricSpec | None = None
     model: ModelSpace = ModelSpace()
     batch_size: IntParam
     precision: PrecisionParam = PrecisionParam(choices=["fp32"])
@@ -223,6 +300,11 @@ class SearchSpace(Strict):
         model_knobs = dict(self.model.knobs)
         added: list[str] = []
         for key, value in self.baseline.items():
+            if key == "lr" and self.door != "workload":
+                raise ValueError(
+                    f"baseline.lr: the {self.door} door trains at your own optimizer's learning "
+                    "rate, which holds at the baseline's batch; remove it"
+                )
             if key == "lr":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise ValueError(f"baseline.lr: must be a number > 0, but got {value!r}")
@@ -307,44 +389,85 @@ class SearchSpace(Strict):
             )
         return self
 
+    @property
+    def door(self) -> DoorName:
+        """The door to the user's code: the one door key the space sets (``workload`` for a
+        built-in family too)."""
+        for door in _METRIC_DOORS:
+            if getattr(self, door) is not None:
+                return door
+        return "workload"
+
+    def _door_ref(self) -> str | None:
+        """The reference the space's door key holds (None: a built-in family)."""
+        return getattr(self, self.door)
+
     @model_validator(mode="after")
     def _one_workload(self) -> SearchSpace:
-        if self.workload is None:
+        given = [door for door in DOORS if getattr(self, door) is not None]
+        if len(given) > 1:
+            raise ValueError(
+                f"{given[1]}: one door per space, but it also names `{given[0]}:`; keep one of "
+                f"{', '.join(f'{d}:' for d in DOORS)}"
+            )
+        ref = given[0] if given else None
+        if self.metric is not None and ref not in _METRIC_DOORS:
+            raise ValueError(
+                "metric: only with a loop:, hf_trainer: or lightning: door (a workload names its "
+                "metric with its metric_name and metric_direction attributes)"
+            )
+        if ref is None:
             if self.model.family is None:
                 raise ValueError(
-                    "model.family: give a built-in family (cnn, mlp), or name your own model "
-                    "with `workload: FILE.py:NAME` or `workload: package.module:NAME`"
+                    "model.family: give a built-in family (cnn, mlp), or name your own code "
+                    "with `workload: FILE.py:NAME` (or `loop:`, `hf_trainer:`, `lightning:`)"
                 )
             if self.workload_args:
-                raise ValueError("workload_args: only with `workload:` (a space's own model)")
+                raise ValueError(
+                    "workload_args: only with `workload:` or another door to your own code "
+                    "(loop:, hf_trainer:, lightning:)"
+                )
             self.model.check_builtin_sizes()
             return self
+        reference = getattr(self, ref)
+        if ref in _METRIC_DOORS:
+            for key in _WORKLOAD_DOOR_TRAIN_SETTINGS:
+                if key in self.train.model_fields_set:
+                    raise ValueError(
+                        f"train.{key}: the {ref} door trains with your own optimizer and "
+                        "schedule; remove it (train.lr_scaling says how your learning rate "
+                        "follows the batch)"
+                    )
         if self.model.family is not None:
             raise ValueError(
                 f"model.family: a built-in family cannot be combined with "
-                f"`workload: {self.workload}`; remove one of them"
+                f"`{ref}: {reference}`; remove one of them"
             )
         for key in _BUILTIN_ONLY_KEYS:
             if key in self.model_fields_set:
                 raise ValueError(
                     f"{key}: applies to the built-in workloads (model.family) only; "
-                    f"the datasets of `workload: {self.workload}` come from its datasets()"
+                    f"`{ref}: {reference}` brings its own data"
                 )
         try:
-            WorkloadSpec(ref=self.workload)  # the reference's form
+            WorkloadSpec(ref=reference)  # the reference's form
         except ValidationError as e:
             rule = e.errors()[0]["msg"].removeprefix("Value error, ")
-            raise ValueError(f"workload: {rule}") from None
+            raise ValueError(f"{ref}: {rule}") from None
         return self
 
     def workload_spec(self) -> WorkloadSpec:
-        """The workload every trial of this space builds its model from."""
-        if self.workload is None:
+        """The user's code (or the built-in workload) every trial of this space trains, with
+        its door and, for a door that reports its own metric, that metric."""
+        ref = self._door_ref()
+        if ref is None:
             return WorkloadSpec(
                 ref=BUILTIN_WORKLOAD_REF,
                 args={"family": self.model.family, "data": self.data.model_dump()},
             )
-        return WorkloadSpec(ref=self.workload, args=dict(self.workload_args))
+        door = self.door
+        metric = self.metric or DEFAULT_DOOR_METRICS.get(door)
+        return WorkloadSpec(ref=ref, args=dict(self.workload_args), door=door, metric=metric)
 
     def knobs(self) -> dict[str, ModelKnob | CategoricalParam[Any]]:
         """The searchable knobs by Optuna parameter name: the model's, in the order written,

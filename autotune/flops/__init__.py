@@ -17,11 +17,18 @@ from __future__ import annotations
 
 from autotune.flops._benchmark import measure_matmul_peak
 from autotune.flops._counting import (
+    StepFlopCounter,
     TrainingFlops,
     count_training_flops,
     count_training_flops_by_kind,
 )
-from autotune.flops._mfu import blended_peak_flops_per_s, flops_text, mfu_figures, trial_extras
+from autotune.flops._mfu import (
+    blended_peak_flops_per_s,
+    flops_text,
+    mfu_figures,
+    step_extras,
+    trial_extras,
+)
 from autotune.flops._peaks import PUBLISHED_PEAKS, PublishedPeak, published_peak
 from autotune.flops._profile import ModelProfile, profile_model
 
@@ -29,6 +36,7 @@ __all__ = [
     "PUBLISHED_PEAKS",
     "ModelProfile",
     "PublishedPeak",
+    "StepFlopCounter",
     "TrainingFlops",
     "blended_peak_flops_per_s",
     "count_training_flops",
@@ -38,5 +46,6 @@ __all__ = [
     "mfu_figures",
     "profile_model",
     "published_peak",
+    "step_extras",
     "trial_extras",
 ]

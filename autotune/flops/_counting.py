@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TrainingFlops", "count_training_flops", "count_training_flops_by_kind"]
+__all__ = [
+    "StepFlopCounter",
+    "TrainingFlops",
+    "count_training_flops",
+    "count_training_flops_by_kind",
+]
 
 
 def _autocast(device_type: str, dtype: torch.dtype | None) -> Any:
@@ -96,6 +101,44 @@ def count_training_flops_by_kind(
             for name, b in model.named_buffers():
                 b.copy_(buffers[name])
         model.train(was_training)
+    return _counted(counter)
+
+
+def _counted(counter: Any) -> TrainingFlops:
+    """A ``FlopCounterMode``'s counts, in all and of the convolutions."""
     by_op = counter.get_flop_counts().get("Global", {})
     convolution = sum(n for op, n in by_op.items() if "convolution" in str(op))
     return TrainingFlops(int(counter.get_total_flops()), int(convolution))
+
+
+class StepFlopCounter:
+    """Counts the FLOPs of whatever runs while it is open: a training step that is the user's
+    own code (the ``loop``, ``hf_trainer`` and ``lightning`` doors), forward, backward and
+    optimizer step, with ``torch.utils.flop_counter.FlopCounterMode`` (which counts matmuls,
+    convolutions and attention, not elementwise ops, so the optimizer adds nothing). It also
+    counts through ``torch.compile``'d modules (the same FLOPs as eager).
+
+    Open it with :meth:`open` and close it with :meth:`close` (a step may span several
+    calls of a generator, so not only as a ``with`` block); :attr:`flops` holds the counts
+    once closed.
+    """
+
+    def __init__(self) -> None:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        self._mode = FlopCounterMode(display=False)
+        self._open = False
+        #: The counts, once :meth:`close` has run.
+        self.flops: TrainingFlops | None = None
+
+    def open(self) -> None:
+        """Start counting."""
+        self._mode.__enter__()
+        self._open = True
+
+    def close(self) -> None:
+        """Stop counting and keep the counts (nothing when not open)."""
+        if self._open:
+            self._open = False
+            self._mode.__exit__(None, None, None)
+            self.flops = _counted(self._mode)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from autotune.flops._benchmark import measure_matmul_peak
-from autotune.flops._counting import count_training_flops_by_kind
+from autotune.flops._counting import TrainingFlops, count_training_flops_by_kind
 from autotune.flops._peaks import published_peak
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from autotune.nvml import GpuWindowReading
 
-__all__ = ["flops_text", "mfu_figures", "trial_extras"]
+__all__ = ["flops_text", "mfu_figures", "step_extras", "trial_extras"]
 
 
 #: Shortest metered window with an energy figure, seconds: NVML's power reading is averaged by
@@ -38,7 +38,6 @@ def trial_extras(
     precision: str,
     autocast_dtype: torch.dtype | None,
     loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
-    device_kind: str,
     gpu_reading: GpuWindowReading | None,
     metered_samples: int,
 ) -> dict[str, Any]:
@@ -52,7 +51,6 @@ def trial_extras(
         loss_fn: the workload's loss (default: cross-entropy).
         precision: the trial's precision (for a measured peak on an unknown GPU).
         autocast_dtype: the trial's autocast dtype, or None.
-        device_kind: ``cpu`` or ``cuda``.
         gpu_reading: NVML readings over the timed windows (CUDA), or None.
         metered_samples: global samples trained inside the windows ``gpu_reading`` covers
             (energy per sample is per the same windows' samples, whatever windows the
@@ -69,9 +67,45 @@ def trial_extras(
     flops = count_training_flops_by_kind(
         model, x, y, autocast_dtype=autocast_dtype, loss_fn=loss_fn
     )
-    extra: dict[str, Any] = {"flops_per_sample": flops.total / len(x)}
-    if flops.convolution:
-        extra["conv_flops_per_sample"] = flops.convolution / len(x)
+    return step_extras(
+        flops,
+        len(x),
+        precision=precision,
+        device=x.device,
+        gpu_reading=gpu_reading,
+        metered_samples=metered_samples,
+    )
+
+
+def step_extras(
+    flops: TrainingFlops | None,
+    samples: int,
+    *,
+    precision: str,
+    device: torch.device,
+    gpu_reading: GpuWindowReading | None,
+    metered_samples: int,
+) -> dict[str, Any]:
+    """The hardware figures of a real trial from FLOPs already counted (the doors whose step
+    is the user's count them in a warm-up step: ``autotune.training``'s ``StepMeter``).
+
+    Args:
+        flops: the counted FLOPs of ``samples`` training samples (forward and backward), or
+            None where no step could be counted (then no ``flops_per_sample``, and no MFU).
+        samples: the samples those FLOPs trained (>= 1).
+        precision: the trial's precision (for a measured peak on an unknown GPU).
+        device: the trial's device (rank 0's).
+        gpu_reading: NVML readings over the timed windows (CUDA), or None.
+        metered_samples: global samples trained inside the windows ``gpu_reading`` covers.
+
+    Returns:
+        As :func:`trial_extras`.
+    """
+    extra: dict[str, Any] = {}
+    if flops is not None and samples > 0:
+        extra["flops_per_sample"] = flops.total / samples
+        if flops.convolution:
+            extra["conv_flops_per_sample"] = flops.convolution / samples
     if gpu_reading is not None and gpu_reading.duration_s > 0:
         extra.update(
             gpu_utilization_pct=gpu_reading.mean_utilization_pct,
@@ -87,11 +121,11 @@ def trial_extras(
                 f"no energy figure: the metered windows lasted {gpu_reading.duration_s:.2f} s, "
                 f"under {MIN_ENERGY_WINDOW_S:g} s (NVML's power reading averages over up to 1 s)"
             )
-    if device_kind == "cuda":
+    if device.type == "cuda":
         import torch
 
-        if published_peak(torch.cuda.get_device_name(x.device)) is None:
-            extra["measured_peak_flops_per_s"] = measure_matmul_peak(precision, str(x.device))
+        if published_peak(torch.cuda.get_device_name(device)) is None:
+            extra["measured_peak_flops_per_s"] = measure_matmul_peak(precision, str(device))
     return extra
 
 

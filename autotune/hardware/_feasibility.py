@@ -137,7 +137,11 @@ def estimate_trial_memory_or_none(
     """:func:`estimate_trial_memory`, or None when the workload raises while its model is
     built or traced: the memory rules then let the configuration through (and the study's
     memory prior gives it none, :func:`autotune.study.prior_mean`), and the trial itself
-    fails with the workload's error (recorded as ``failure=error``)."""
+    fails with the workload's error (recorded as ``failure=error``). None too for the doors
+    whose model exists only inside the user's function (``loop``, ``hf_trainer``,
+    ``lightning``): nothing here can build it."""
+    if config.workload.door != "workload":
+        return None
     try:
         return estimate_trial_memory(config, caps)
     except Exception:  # the workload's own error; its trial reports it

@@ -29,6 +29,8 @@ import torch.distributed as dist
 
 from autotune.devices import make_backend as _make_backend
 from autotune.devices.cuda import combine_rank_memory as _combine_rank_memory
+from autotune.training._loop import LoopTrial
+from autotune.training._loop import run_loop as _run_loop
 from autotune.training._setup import prepare_training as _prepare_training
 from autotune.training._throughput import train_for_throughput as _train_for_throughput
 from autotune.training._to_target import train_to_target as _train_to_target
@@ -42,7 +44,7 @@ if typing.TYPE_CHECKING:
     from autotune.devices import Backend
     from autotune.measure import Measurement
 
-__all__ = ["compile_cache_figures", "release_process_group", "run_rank"]
+__all__ = ["LoopTrial", "compile_cache_figures", "release_process_group", "run_rank"]
 
 
 def run_rank(
@@ -174,8 +176,14 @@ def compile_cache_figures(
 def _train(
     config: TrialConfig, backend: Backend, rank: int, world_size: int, rank_pids: tuple[int, ...]
 ) -> Measurement:
-    """The objective's loop on a fresh :class:`~autotune.training._setup.Training`, which is
-    freed on return (with its model, DDP wrapper and optimizer)."""
+    """The trial through its door: the user's own loop (``loop``), or, for a workload, the
+    objective's loop on a fresh :class:`~autotune.training._setup.Training`, which is freed on
+    return (with its model, DDP wrapper and optimizer)."""
+    door = config.workload.door
+    if door == "loop":
+        if config.objective != "throughput":
+            raise ValueError("objective=time_to_accuracy needs the workload door")
+        return _run_loop(config, backend, rank, world_size, rank_pids)
     workload = _load_workload(config.workload)
     training = _prepare_training(config, backend, workload, rank, world_size)
     training.rank_pids = rank_pids

@@ -108,7 +108,6 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             loss_fn=t.workload.loss,
             precision=config.precision,
             autocast_dtype=t.autocast_dtype,
-            device_kind=backend.kind,
             gpu_reading=gpu_reading,
             metered_samples=metered_samples,
         )

@@ -157,7 +157,8 @@ class LoadedWorkload:
 
     Attributes:
         spec: the reference it was loaded from.
-        obj: the user's workload object.
+        obj: the user's workload object; for the ``loop``, ``hf_trainer`` and ``lightning``
+            doors, the user's function (the metric is the space's ``metric:``).
         metric_name: the validation metric's name (``accuracy`` by default).
         metric_direction: ``maximize`` or ``minimize``.
     """
@@ -236,9 +237,52 @@ class LoadedWorkload:
             ) from None
 
 
+#: What each framework door imports, and the extra that installs it.
+_DOOR_PACKAGES = {
+    "hf_trainer": (("transformers", "accelerate"), "hf"),
+    "lightning": (("lightning",), "lightning"),
+}
+
+
+def _door_function(spec: WorkloadSpec) -> Any:
+    """The function a ``loop``, ``hf_trainer`` or ``lightning`` door names, checked to be
+    callable with a trial handle and ``spec.args``.
+
+    Raises:
+        WorkloadError: its framework is not installed, the reference does not resolve, it is
+            not callable, or it cannot take the handle and ``workload_args``.
+    """
+    packages, extra = _DOOR_PACKAGES.get(spec.door, ((), ""))
+    for package in packages:
+        if importlib.util.find_spec(package) is None:
+            raise WorkloadError(
+                f"{spec.door}: {spec.label} needs {package}, which is not installed: "
+                f"pip install 'autotune[{extra}]'"
+            )
+    fn = resolve_reference(spec.ref)
+    if not callable(fn):
+        raise WorkloadError(
+            f"{spec.door}: {spec.label} is a {type(fn).__name__}, not a function to call with "
+            "a trial handle"
+        )
+    try:
+        inspect.signature(fn).bind(object(), **spec.args)
+    except TypeError as e:
+        raise WorkloadError(
+            f"{spec.door}: {spec.label}(trial{', **workload_args' if spec.args else ''}) does "
+            f"not fit its signature: {e}"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): let the call decide
+        pass
+    return fn
+
+
 @functools.cache
 def _load_cached(spec_json: str) -> LoadedWorkload:
     spec = WorkloadSpec.model_validate_json(spec_json)
+    if spec.door != "workload":
+        assert spec.metric is not None, "a door that reports its own metric names it"
+        return LoadedWorkload(spec, _door_function(spec), spec.metric.name, spec.metric.direction)
     obj = _instantiate(resolve_reference(spec.ref), spec)
     metric_name = getattr(obj, "metric_name", "accuracy")
     direction = getattr(obj, "metric_direction", "maximize")
@@ -347,7 +391,9 @@ def check_workload(spec: WorkloadSpec, model: ModelSpace) -> LoadedWorkload:
     """Check a space's workload before its study opens, without training: the reference
     resolves to a workload, ``build_model`` takes exactly the space's knobs, the model
     builds with the smallest knobs (:func:`smallest_knobs`), and ``datasets()`` gives two
-    non-empty datasets of ``(input, target)`` items.
+    non-empty datasets of ``(input, target)`` items. For the ``loop``, ``hf_trainer`` and
+    ``lightning`` doors: the framework is installed, and the reference resolves to a function
+    that takes a trial handle and ``workload_args`` (its model and data exist only inside it).
 
     Returns:
         The loaded workload (its metric name and direction set the study's objectives).
@@ -357,6 +403,8 @@ def check_workload(spec: WorkloadSpec, model: ModelSpace) -> LoadedWorkload:
         DataError: a built-in workload's data set is missing or corrupt.
     """
     workload = load_workload(spec)
+    if spec.door != "workload":
+        return workload  # its model and data exist only inside the user's function
     _check_signature(workload, model)
     _check_datasets(workload)
     _build_smallest(workload, smallest_knobs(model))

@@ -201,7 +201,6 @@ def test_trial_extras_turn_the_gpu_window_into_energy_per_sample() -> None:
         torch.zeros(4, dtype=torch.long),
         precision="fp32",
         autocast_dtype=None,
-        device_kind="cpu",
         gpu_reading=reading,
         metered_samples=2000,
     )
@@ -222,7 +221,6 @@ def test_trial_extras_turn_the_gpu_window_into_energy_per_sample() -> None:
         torch.zeros(4, dtype=torch.long),
         precision="fp32",
         autocast_dtype=None,
-        device_kind="cpu",
         gpu_reading=short,
         metered_samples=400,
     )
@@ -239,7 +237,6 @@ def test_trial_extras_without_nvml_have_flops_only() -> None:
         torch.zeros(2, dtype=torch.long),
         precision="fp32",
         autocast_dtype=None,
-        device_kind="cpu",
         gpu_reading=None,
         metered_samples=1000,
     )
