@@ -51,7 +51,7 @@ if _TYPE_CHECKING:
         WorkloadError,
     )
     from autotune.measure import Measurement
-    from autotune.training import LoopTrial
+    from autotune.training import HFTrial, LightningTrial, LoopTrial
     from autotune.verification import CandidateVerdict, VerificationSummary
     from autotune.workloads import Workload
 
@@ -64,6 +64,8 @@ __all__ = [
     "DataError",
     "DeviceUnavailableError",
     "DoorUsageError",
+    "HFTrial",
+    "LightningTrial",
     "LoopTrial",
     "Measurement",
     "PreparedRun",
@@ -98,6 +100,8 @@ _SOURCES = {
     "DataError": "autotune.exceptions",
     "DeviceUnavailableError": "autotune.exceptions",
     "DoorUsageError": "autotune.exceptions",
+    "HFTrial": "autotune.training",
+    "LightningTrial": "autotune.training",
     "LoopTrial": "autotune.training",
     "Measurement": "autotune.measure",
     "PreparedRun": "autotune.api",

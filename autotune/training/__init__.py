@@ -29,6 +29,10 @@ import torch.distributed as dist
 
 from autotune.devices import make_backend as _make_backend
 from autotune.devices.cuda import combine_rank_memory as _combine_rank_memory
+from autotune.training._hf import HFTrial
+from autotune.training._hf import run_hf_trainer as _run_hf_trainer
+from autotune.training._lightning import LightningTrial
+from autotune.training._lightning import run_lightning as _run_lightning
 from autotune.training._loop import LoopTrial
 from autotune.training._loop import run_loop as _run_loop
 from autotune.training._setup import prepare_training as _prepare_training
@@ -44,7 +48,14 @@ if typing.TYPE_CHECKING:
     from autotune.devices import Backend
     from autotune.measure import Measurement
 
-__all__ = ["LoopTrial", "compile_cache_figures", "release_process_group", "run_rank"]
+__all__ = [
+    "HFTrial",
+    "LightningTrial",
+    "LoopTrial",
+    "compile_cache_figures",
+    "release_process_group",
+    "run_rank",
+]
 
 
 def run_rank(
@@ -180,10 +191,14 @@ def _train(
     objective's loop on a fresh :class:`~autotune.training._setup.Training`, which is freed on
     return (with its model, DDP wrapper and optimizer)."""
     door = config.workload.door
+    if door != "workload" and config.objective != "throughput":
+        raise ValueError(f"objective={config.objective} needs the workload door, not {door}")
     if door == "loop":
-        if config.objective != "throughput":
-            raise ValueError("objective=time_to_accuracy needs the workload door")
         return _run_loop(config, backend, rank, world_size, rank_pids)
+    if door == "hf_trainer":
+        return _run_hf_trainer(config, backend, rank, world_size, rank_pids)
+    if door == "lightning":
+        return _run_lightning(config, backend, rank, world_size, rank_pids)
     workload = _load_workload(config.workload)
     training = _prepare_training(config, backend, workload, rank, world_size)
     training.rank_pids = rank_pids

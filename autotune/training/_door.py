@@ -25,7 +25,7 @@ from torch.utils.data import (
     SequentialSampler,
 )
 
-from autotune.config import TrialConfig, scaled_lr
+from autotune.config import COMPILE_MODES, MEMORY_FORMATS, PRECISIONS, TrialConfig, scaled_lr
 from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
 from autotune.lifetime import die_with_rank
@@ -36,10 +36,12 @@ from autotune.training._setup import cpu_meter_roots
 __all__ = [
     "AUTOCAST_DTYPES",
     "DoorKnobs",
+    "TrialHandle",
     "lr_factor",
     "move_batch",
     "rebuild_loader",
     "seed_everything",
+    "to_memory_format",
 ]
 
 #: The autocast dtype of each mixed precision (fp32 and tf32 run without autocast).
@@ -94,6 +96,27 @@ def move_batch(batch: Any, device: torch.device, memory_format: torch.memory_for
     to = getattr(batch, "to", None)
     if callable(to):
         return to(device)
+    return batch
+
+
+def to_memory_format(batch: Any, memory_format: torch.memory_format) -> Any:
+    """``batch`` with its 4-D floating-point tensors in ``memory_format``, where it is (a
+    collate function's output, on the CPU; moving a tensor to a device keeps its format);
+    mappings, lists and tuples rebuilt around their items."""
+    if isinstance(batch, torch.Tensor):
+        if batch.dim() == 4 and batch.is_floating_point():
+            return batch.contiguous(memory_format=memory_format)
+        return batch
+    if isinstance(batch, Mapping):
+        converted = {key: to_memory_format(value, memory_format) for key, value in batch.items()}
+        try:
+            return type(batch)(converted)  # type: ignore[call-arg]
+        except TypeError:
+            return converted
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_memory_format(item, memory_format) for item in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_memory_format(item, memory_format) for item in batch)
     return batch
 
 
@@ -290,3 +313,186 @@ class DoorKnobs:
             cpu_meter=CpuShareMeter(roots if self.rank == 0 else ()),
             floor_sps=self.config.min_throughput_sps,
         )
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str, owner: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{owner}({name}={value!r}): must be one of {', '.join(allowed)}")
+    return value
+
+
+class TrialHandle:
+    """What every door's trial handle gives the user's code: one trial's knobs, or, made by
+    the user, PyTorch's defaults (so that the same file trains on its own), with any knob
+    given here applied as a trial would apply it (a verified answer written in).
+
+    Args:
+        batch_size: samples per batch and rank of the training loader (one micro-batch);
+            None: the user's own.
+        precision: ``fp32`` (None's default), ``tf32``, ``fp16`` or ``bf16`` (autocast).
+        memory_format: ``contiguous`` (None's default) or ``channels_last`` (4-D images).
+        compile_mode: ``none`` (None's default), ``default``, ``reduce-overhead`` or
+            ``max-autotune``.
+        num_workers: DataLoader workers of the training loader; None: the user's own.
+        lr_scale: the factor the user's learning rates are multiplied by (in a study: the
+            rate following the global batch, ``train.lr_scaling``).
+        epochs: passes over the training data (in a study: ``train.epochs``).
+        max_steps: a cap on the optimizer steps (in a study: ``train.max_steps``).
+        model: the model knobs :attr:`model` gives (in a study: the space's ``model:``).
+        device: the device (default: ``cuda`` when torch sees a GPU, else ``cpu``).
+        seed: seeds torch, ``random`` and numpy when given (in a study: the trial's seed,
+            set before the user's function runs).
+
+    Raises:
+        ValueError: a knob outside its values (the message names the class and the knob).
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int | None = None,
+        precision: str | None = None,
+        memory_format: str | None = None,
+        compile_mode: str | None = None,
+        num_workers: int | None = None,
+        lr_scale: float = 1.0,
+        epochs: int = 1,
+        max_steps: int | None = None,
+        model: Mapping[str, Any] | None = None,
+        device: str | torch.device | None = None,
+        seed: int | None = None,
+    ) -> None:
+        owner = type(self).__name__
+        #: The knobs given (a door on its own applies these and leaves the rest as the user
+        #: wrote them: a Trainer's own ``bf16=True`` stays unless ``precision`` is given).
+        self._given = frozenset(
+            name
+            for name, value in (
+                ("batch_size", batch_size),
+                ("precision", precision),
+                ("memory_format", memory_format),
+                ("compile_mode", compile_mode),
+                ("num_workers", num_workers),
+            )
+            if value is not None
+        ) | ({"lr_scale"} if lr_scale != 1.0 else frozenset())
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"{owner}(batch_size={batch_size}): must be >= 1")
+        if num_workers is not None and num_workers < 0:
+            raise ValueError(f"{owner}(num_workers={num_workers}): must be >= 0")
+        if epochs < 1 or (max_steps is not None and max_steps < 1):
+            raise ValueError(f"{owner}(epochs={epochs}, max_steps={max_steps}): must be >= 1")
+        if not lr_scale > 0:
+            raise ValueError(f"{owner}(lr_scale={lr_scale}): must be > 0")
+        self._precision = _choice(precision or "fp32", PRECISIONS, "precision", owner)
+        self._memory_format_name = _choice(
+            memory_format or "contiguous", MEMORY_FORMATS, "memory_format", owner
+        )
+        self._compile_mode = _choice(compile_mode or "none", COMPILE_MODES, "compile_mode", owner)
+        self._batch_size = batch_size
+        self._num_workers = num_workers
+        self._lr_scale = lr_scale
+        self._epochs = epochs
+        self._max_steps = max_steps
+        self._model_knobs = dict(model or {})
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self._device = torch.device(device)
+        self._rank, self._world_size = 0, 1
+        self._accumulation = 1
+        self._knobs: DoorKnobs | None = None  # set in a study
+        if seed is not None:
+            seed_everything(seed)
+        if self._precision == "tf32":
+            # The state both TF32 APIs read (the backend sets the same in a study).
+            torch.set_float32_matmul_precision("high")
+            torch.backends.cudnn.allow_tf32 = True
+
+    @classmethod
+    def _for_trial(cls, knobs: DoorKnobs) -> Any:
+        """The handle of one trial's rank (autotune's own; users call the class)."""
+        config = knobs.config
+        handle = cls(
+            batch_size=config.batch_size,
+            precision=config.precision,
+            memory_format=config.memory_format,
+            compile_mode=config.compile_mode,
+            num_workers=config.num_workers,
+            epochs=config.train.epochs,
+            max_steps=config.train.max_steps,
+            model=dict(config.model),
+            device=knobs.device,
+        )
+        handle._knobs = knobs
+        handle._given = frozenset(
+            ("batch_size", "precision", "memory_format", "compile_mode", "num_workers", "lr_scale")
+        )
+        handle._rank, handle._world_size = knobs.rank, knobs.world_size
+        handle._accumulation = knobs.accumulation_steps
+        return handle
+
+    @property
+    def in_study(self) -> bool:
+        """True inside an autotune trial; False when the script runs on its own."""
+        return self._knobs is not None
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """The model knobs (the space's ``model:``), a new dict each time:
+        ``Net(**trial.model)``."""
+        return dict(self._model_knobs)
+
+    @property
+    def batch_size(self) -> int | None:
+        """Samples per training batch and rank (one micro-batch); None: the user's own."""
+        return self._batch_size
+
+    @property
+    def precision(self) -> str:
+        """``fp32``, ``tf32``, ``fp16`` or ``bf16``."""
+        return self._precision
+
+    @property
+    def memory_format(self) -> str:
+        """``contiguous`` or ``channels_last``."""
+        return self._memory_format_name
+
+    @property
+    def compile_mode(self) -> str:
+        """``none``, ``default``, ``reduce-overhead`` or ``max-autotune``."""
+        return self._compile_mode
+
+    @property
+    def num_workers(self) -> int | None:
+        """DataLoader workers of the training loader; None: the user's own."""
+        return self._num_workers
+
+    @property
+    def gpu_count(self) -> int:
+        """The DDP world size (1 outside a study)."""
+        return self._world_size
+
+    @property
+    def rank(self) -> int:
+        """This process's DDP rank (0 outside a study)."""
+        return self._rank
+
+    @property
+    def device(self) -> torch.device:
+        """The device this rank trains on."""
+        return self._device
+
+    @property
+    def lr_scale(self) -> float:
+        """The factor the user's learning rates are multiplied by (in a study, known once the
+        door has seen the optimizer's kind)."""
+        return self._lr_scale
+
+    @property
+    def _memory_format(self) -> torch.memory_format:
+        channels_last = self._memory_format_name == "channels_last"
+        return torch.channels_last if channels_last else torch.contiguous_format
+
+    @property
+    def _autocast_dtype(self) -> torch.dtype | None:
+        return AUTOCAST_DTYPES.get(self._precision)

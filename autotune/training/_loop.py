@@ -38,14 +38,14 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler
 
-from autotune.config import COMPILE_MODES, MEMORY_FORMATS, PRECISIONS, TrialConfig
+from autotune.config import TrialConfig
 from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
 from autotune.flops import StepFlopCounter, step_extras
 from autotune.measure import Measurement
 from autotune.training._door import (
-    AUTOCAST_DTYPES,
     DoorKnobs,
+    TrialHandle,
     move_batch,
     optimizer_scaling_rule,
     rebuild_loader,
@@ -187,13 +187,7 @@ class DeviceLoader:
         return getattr(self.loader, name)
 
 
-def _choice(value: str, allowed: tuple[str, ...], name: str) -> str:
-    if value not in allowed:
-        raise ValueError(f"LoopTrial({name}={value!r}): must be one of {', '.join(allowed)}")
-    return value
-
-
-class LoopTrial:
+class LoopTrial(TrialHandle):
     """The handle a ``loop:`` door's function trains with; in a study, one trial's knobs.
 
     Made by autotune inside a trial process. Made by the user (``LoopTrial()``), it gives
@@ -201,71 +195,15 @@ class LoopTrial:
     ``torch.compile``, the model's own memory format, the loaders as the user made them, one
     process, CUDA when torch sees a GPU. Any knob given here applies as a trial would apply
     it, so a verified answer can be written in (``LoopTrial(batch_size=128,
-    memory_format="channels_last", lr_scale=1.414)``).
-
-    Args:
-        batch_size: samples per batch of the training loader (None: the loader's own).
-        precision: ``fp32``, ``tf32``, ``fp16`` or ``bf16`` (autocast).
-        memory_format: ``contiguous`` or ``channels_last``.
-        compile_mode: ``none``, ``default``, ``reduce-overhead`` or ``max-autotune``.
-        num_workers: DataLoader workers of the training loader (None: the loader's own).
-        lr_scale: the factor :meth:`prepare` multiplies the optimizer's learning rates by
-            (in a study: the rate following the global batch, ``train.lr_scaling``).
-        epochs: passes over the training loader :meth:`steps` yields (in a study:
-            ``train.epochs``).
-        max_steps: a cap on the optimizer steps :meth:`steps` yields (in a study:
-            ``train.max_steps``).
-        model: the model knobs :attr:`model` gives (in a study: the space's ``model:``).
-        device: the device (default: ``cuda`` when available, else ``cpu``).
-        seed: seeds torch, ``random`` and numpy when given (in a study: the trial's seed).
+    memory_format="channels_last", lr_scale=1.414)``). The knobs' arguments and properties
+    are :class:`~autotune.training._door.TrialHandle`'s.
 
     Raises:
         ValueError: a knob outside its values (the message names it).
     """
 
-    def __init__(
-        self,
-        *,
-        batch_size: int | None = None,
-        precision: str = "fp32",
-        memory_format: str = "contiguous",
-        compile_mode: str = "none",
-        num_workers: int | None = None,
-        lr_scale: float = 1.0,
-        epochs: int = 1,
-        max_steps: int | None = None,
-        model: dict[str, Any] | None = None,
-        device: str | torch.device | None = None,
-        seed: int | None = None,
-    ) -> None:
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"LoopTrial(batch_size={batch_size}): must be >= 1")
-        if num_workers is not None and num_workers < 0:
-            raise ValueError(f"LoopTrial(num_workers={num_workers}): must be >= 0")
-        if epochs < 1 or (max_steps is not None and max_steps < 1):
-            raise ValueError(f"LoopTrial(epochs={epochs}, max_steps={max_steps}): must be >= 1")
-        if not lr_scale > 0:
-            raise ValueError(f"LoopTrial(lr_scale={lr_scale}): must be > 0")
-        self._precision = _choice(precision, PRECISIONS, "precision")
-        self._memory_format_name = _choice(memory_format, MEMORY_FORMATS, "memory_format")
-        self._compile_mode = _choice(compile_mode, COMPILE_MODES, "compile_mode")
-        self._batch_size = batch_size
-        self._num_workers = num_workers
-        self._lr_scale = lr_scale
-        self._epochs = epochs
-        self._max_steps = max_steps
-        self._model_knobs = dict(model or {})
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self._device = torch.device(device)
-        self._rank, self._world_size = 0, 1
-        self._accumulation = 1
-        self._knobs: DoorKnobs | None = None  # set in a study
-        if seed is not None:
-            seed_everything(seed)
-        if self._precision == "tf32":
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+    def __init__(self, **knobs: Any) -> None:
+        super().__init__(**knobs)
         self._scaler = torch.amp.GradScaler(
             self._device.type, enabled=self._precision == "fp16" and self._device.type == "cuda"
         )
@@ -276,7 +214,7 @@ class LoopTrial:
         self._optimizer: torch.optim.Optimizer | None = None
         self._steps_started = False
         self._steps_finished = False
-        self._steps_taken = 0
+        self._steps_entered = 0  # steps whose first batch the loop was given
         self._micro_last = True  # the current micro-batch ends its accumulation cycle
         self._grads_pending = False
         self._epoch_loss: torch.Tensor | None = None
@@ -289,98 +227,11 @@ class LoopTrial:
         self._flops: StepFlopCounter | None = None
         self._flops_samples = 0
 
-    @classmethod
-    def _for_trial(cls, knobs: DoorKnobs) -> LoopTrial:
-        """The handle of one trial's rank (autotune's own; users call ``LoopTrial()``)."""
-        config = knobs.config
-        trial = cls(
-            batch_size=config.batch_size,
-            precision=config.precision,
-            memory_format=config.memory_format,
-            compile_mode=config.compile_mode,
-            num_workers=config.num_workers,
-            epochs=config.train.epochs,
-            max_steps=config.train.max_steps,
-            model=dict(config.model),
-            device=knobs.device,
-        )
-        trial._knobs = knobs
-        trial._rank, trial._world_size = knobs.rank, knobs.world_size
-        trial._accumulation = knobs.accumulation_steps
-        return trial
-
-    # -- the knobs -------------------------------------------------------------------------
-
-    @property
-    def in_study(self) -> bool:
-        """True inside an autotune trial; False when the script runs on its own."""
-        return self._knobs is not None
-
-    @property
-    def model(self) -> dict[str, Any]:
-        """The model knobs (the space's ``model:``), a new dict each time: ``Net(**trial.model)``."""
-        return dict(self._model_knobs)
-
-    @property
-    def batch_size(self) -> int | None:
-        """Samples per training batch and rank (one micro-batch); None: the loader's own."""
-        return self._batch_size
-
-    @property
-    def precision(self) -> str:
-        """``fp32``, ``tf32``, ``fp16`` or ``bf16``."""
-        return self._precision
-
-    @property
-    def memory_format(self) -> str:
-        """``contiguous`` or ``channels_last``."""
-        return self._memory_format_name
-
-    @property
-    def compile_mode(self) -> str:
-        """``none``, ``default``, ``reduce-overhead`` or ``max-autotune``."""
-        return self._compile_mode
-
-    @property
-    def num_workers(self) -> int | None:
-        """DataLoader workers of the training loader; None: the loader's own."""
-        return self._num_workers
-
-    @property
-    def gpu_count(self) -> int:
-        """The DDP world size (1 outside a study)."""
-        return self._world_size
-
-    @property
-    def rank(self) -> int:
-        """This process's DDP rank (0 outside a study)."""
-        return self._rank
-
-    @property
-    def device(self) -> torch.device:
-        """The device this rank trains on."""
-        return self._device
-
-    @property
-    def lr_scale(self) -> float:
-        """The factor :meth:`prepare` multiplies the learning rates by (in a study, known once
-        :meth:`prepare` has seen the optimizer's kind)."""
-        return self._lr_scale
-
     @property
     def sync_gradients(self) -> bool:
         """True when the current batch ends its optimizer step (always without gradient
         accumulation): where a ``clip_grad_norm_`` belongs."""
         return self._micro_last
-
-    @property
-    def _memory_format(self) -> torch.memory_format:
-        channels_last = self._memory_format_name == "channels_last"
-        return torch.channels_last if channels_last else torch.contiguous_format
-
-    @property
-    def _autocast_dtype(self) -> torch.dtype | None:
-        return AUTOCAST_DTYPES.get(self._precision)
 
     # -- the hooks -------------------------------------------------------------------------
 
@@ -560,6 +411,25 @@ class LoopTrial:
         self._steps_started = True
         return self._batches(loader)
 
+    def budget_steps(self, loader: DataLoader[Any]) -> int:
+        """The optimizer steps :meth:`steps` yields over ``loader`` (to size a learning-rate
+        schedule): ``train.epochs`` passes in a study, ``epochs`` on its own, capped by
+        ``max_steps``; each step is ``gpu_count`` ranks x the accumulation's micro-batches.
+
+        Raises:
+            DoorUsageError: the loader has no length.
+        """
+        try:
+            per_epoch = len(loader) // self._accumulation
+        except TypeError:
+            raise DoorUsageError(
+                "trial.budget_steps(loader): the loader has no length to count steps by"
+            ) from None
+        if self._knobs is not None:
+            return self._knobs.budget_steps(per_epoch)
+        total = per_epoch * self._epochs
+        return min(total, self._max_steps) if self._max_steps is not None else total
+
     def _batches(self, loader: DataLoader[Any]) -> Iterator[Any]:
         k = self._accumulation
         knobs = self._knobs
@@ -603,6 +473,7 @@ class LoopTrial:
                         self._epoch_loss.zero_()
                         self._epoch_steps = 0
                     self._micro_last = micro == k - 1
+                    self._steps_entered = step + 1
                     no_sync = (
                         self._ddp.no_sync()
                         if self._ddp is not None and not self._micro_last
@@ -616,7 +487,6 @@ class LoopTrial:
                     counter.close()
             step += 1
             self._epoch_steps += 1
-            self._steps_taken = step
             if meter is None:
                 continue
             verdict = meter.after_step()
@@ -650,6 +520,13 @@ class LoopTrial:
                 yield i == 0, batch
             epoch += 1
 
+    def _left_early(self) -> str:
+        total = self._meter.plan.total_steps if self._meter is not None else "?"
+        return (
+            f"the loop left trial.steps() after {self._steps_entered} of {total} steps: iterate "
+            "it to its end (it ends with the budget)"
+        )
+
     def _open_flops_counter(self, meter: StepMeter | None, step: int) -> StepFlopCounter | None:
         """A FLOP counter open over ``step`` when it is the meter's counting step."""
         if meter is None or meter.flops_step != step:
@@ -675,6 +552,8 @@ class LoopTrial:
         if self._metric is not None:
             raise DoorUsageError("trial.report() was called twice: report the budget's metric once")
         if self._knobs is not None and not self._steps_finished:
+            if self._steps_started and self._meter is not None:
+                raise DoorUsageError(f"trial.report(metric): {self._left_early()}")
             raise DoorUsageError(
                 "trial.report(metric) came before trial.steps() ran to its end: report the "
                 "metric of the budget's model, after the loop"
@@ -713,10 +592,7 @@ class LoopTrial:
             return meter.too_slow_measurement(parameters)
         timing = self._timing
         if timing is None:
-            raise DoorUsageError(
-                f"{label} left trial.steps() after {self._steps_taken} of "
-                f"{meter.plan.total_steps} steps: iterate it to its end (it ends with the budget)"
-            )
+            raise DoorUsageError(f"{label}: {self._left_early()}")
         reuse = knobs.config.reuse
         if reuse is not None:
             metric, train_loss = reuse.val_metric, reuse.train_loss

@@ -1,0 +1,345 @@
+"""The Hugging Face door: a function that builds a ``transformers.Trainer``, given an
+:class:`HFTrial` whose :meth:`~HFTrial.training_args` maps the trial's knobs onto the user's
+own ``TrainingArguments``::
+
+    def build_trainer(trial: autotune.HFTrial) -> Trainer:
+        args = trial.training_args(TrainingArguments(output_dir="out", learning_rate=5e-4))
+        model = GPT2LMHeadModel(GPT2Config(**trial.model))
+        return Trainer(model=model, args=args, train_dataset=train, eval_dataset=val)
+
+    if __name__ == "__main__":
+        build_trainer(autotune.HFTrial()).train()  # as the user wrote it
+
+In a trial, autotune adds a ``TrainerCallback`` that tells the measuring core
+(:class:`~autotune.training._meter.StepMeter`) of each optimizer step (``on_step_end``), sets
+``max_steps`` to the budget, trains, and takes the metric from ``trainer.evaluate()``.
+Transformers is imported only when the door is used (``pip install 'autotune[hf]'``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from autotune.config import TrialConfig
+from autotune.devices import Backend
+from autotune.exceptions import DoorUsageError
+from autotune.flops import StepFlopCounter, step_extras
+from autotune.measure import Measurement
+from autotune.training._door import DoorKnobs, TrialHandle, seed_everything, to_memory_format
+from autotune.training._meter import BudgetTiming, StepMeter
+from autotune.workloads import load_workload
+from autotune.workloads.builtin.networks import count_parameters
+
+__all__ = ["HFTrial", "ddp_environment", "run_hf_trainer"]
+
+
+class HFTrial(TrialHandle):
+    """The handle an ``hf_trainer:`` door's function builds its ``transformers.Trainer`` with.
+
+    In a trial, :meth:`training_args` maps every knob onto the user's ``TrainingArguments``.
+    Made by the user (``HFTrial()``), it maps only the knobs given and leaves the rest as the
+    user wrote it, so the same file trains on its own; a verified answer can be written in
+    (``HFTrial(batch_size=32, precision="bf16")``). The knobs' arguments and properties are
+    :class:`~autotune.training._door.TrialHandle`'s.
+    """
+
+    def __init__(self, **knobs: Any) -> None:
+        super().__init__(**knobs)
+        self._args: Any = None
+        self._output_dir: str | None = None
+
+    def training_args(self, args: Any) -> Any:
+        """The user's ``TrainingArguments`` with the trial's knobs (a new object; build the
+        ``Trainer`` with it):
+
+        - ``per_device_train_batch_size`` (``batch_size``) and ``gradient_accumulation_steps``
+          (``train.global_batch_size``'s micro-batches; 1 without);
+        - ``bf16`` / ``fp16`` (``precision``; ``tf32=True`` for tf32);
+        - ``torch_compile`` and ``torch_compile_mode`` (``compile_mode``);
+        - ``dataloader_num_workers``, ``dataloader_pin_memory`` (on CUDA with workers) and
+          ``dataloader_persistent_workers`` (``num_workers``);
+        - ``learning_rate`` times :attr:`lr_scale` (the rate follows the global batch: linear
+          for an SGD ``optim``, the square root otherwise, unless ``train.lr_scaling`` says);
+        - in a trial also: ``seed`` and ``data_seed``, ``dataloader_drop_last=True``,
+          ``use_cpu`` on a CPU, a temporary ``output_dir``, and no saving, logging, reporting
+          or evaluation during training (``max_steps``, the budget, is set once the training
+          data is known).
+
+        Args:
+            args: the user's ``transformers.TrainingArguments``.
+
+        Returns:
+            A copy of ``args`` with those fields (``dataclasses.replace``).
+
+        Raises:
+            DoorUsageError: a second call, or ``args`` is not ``TrainingArguments``.
+        """
+        from transformers import TrainingArguments
+
+        call = "trial.training_args(args)"
+        if self._args is not None:
+            raise DoorUsageError(f"{call} was called twice: map one TrainingArguments per trial")
+        if not isinstance(args, TrainingArguments):
+            raise DoorUsageError(
+                f"{call}: args must be a transformers.TrainingArguments, got a {type(args).__name__}"
+            )
+        knobs = self._knobs
+        if knobs is not None:
+            rule = knobs.config.train.lr_scaling or (
+                "linear" if "sgd" in str(getattr(args.optim, "value", args.optim)) else "sqrt"
+            )
+            self._lr_scale = knobs.lr_factor(rule)
+        given = self._given
+        fields: dict[str, Any] = {}
+        if "batch_size" in given:
+            fields["per_device_train_batch_size"] = self._batch_size
+        if "precision" in given:
+            fields.update(bf16=self._precision == "bf16", fp16=self._precision == "fp16")
+            if self._precision == "tf32":
+                fields["tf32"] = True
+        if "compile_mode" in given:
+            compiled = self._compile_mode != "none"
+            fields.update(
+                torch_compile=compiled, torch_compile_mode=self._compile_mode if compiled else None
+            )
+        if "num_workers" in given:
+            workers = self._num_workers or 0
+            fields.update(
+                dataloader_num_workers=workers,
+                dataloader_persistent_workers=workers > 0,
+                dataloader_pin_memory=(
+                    knobs.pin_memory if knobs is not None else args.dataloader_pin_memory
+                ),
+            )
+        if self._lr_scale != 1.0:
+            fields["learning_rate"] = args.learning_rate * self._lr_scale
+        if knobs is not None:
+            self._output_dir = tempfile.mkdtemp(prefix="autotune-hf-")
+            fields.update(
+                gradient_accumulation_steps=self._accumulation,
+                seed=knobs.config.seed,
+                data_seed=knobs.config.seed,
+                dataloader_drop_last=True,
+                use_cpu=self._device.type == "cpu",
+                output_dir=self._output_dir,
+                report_to="none",
+                save_strategy="no",
+                eval_strategy="no",
+                logging_strategy="no",
+                load_best_model_at_end=False,
+                disable_tqdm=True,
+            )
+        self._args = dataclasses.replace(args, **fields)
+        return self._args
+
+
+class _MeterCallback:
+    """The ``TrainerCallback`` that tells the measuring core of each optimizer step; built by
+    :func:`_meter_callback` as a subclass of ``transformers.TrainerCallback``."""
+
+    def __init__(self, meter: StepMeter, reuse: bool, samples_per_step: int) -> None:
+        self.meter = meter
+        self.reuse = reuse
+        self.stopped: str | None = None  # too_slow, reused, or done
+        self.timing: BudgetTiming | None = None
+        self.flops: StepFlopCounter | None = None
+        self.flops_samples = samples_per_step
+        self._started = False
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.meter.start()
+        self._started = True
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.meter.flops_step == state.global_step + 1:
+            self.flops = StepFlopCounter()
+            self.flops.open()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.flops is not None:
+            self.flops.close()
+        verdict = self.meter.after_step()
+        if verdict == "too_slow":
+            self.stopped = "too_slow"
+            control.should_training_stop = True
+        elif verdict == "done":
+            self.timing = self.meter.budget()  # the peak memory, before evaluation allocates
+            self.stopped = "reused" if self.reuse else "done"
+            control.should_training_stop = True
+
+
+def _meter_callback(meter: StepMeter, reuse: bool, samples_per_step: int) -> Any:
+    from transformers import TrainerCallback
+
+    class MeterCallback(_MeterCallback, TrainerCallback):
+        pass
+
+    return MeterCallback(meter, reuse, samples_per_step)
+
+
+def _in_memory_format(collate: Callable[[Any], Any], memory_format: torch.memory_format) -> Any:
+    """``collate`` whose batches hold their 4-D floating-point tensors in ``memory_format``
+    (moving them to the device keeps it)."""
+
+    def collate_in_format(features: Any) -> Any:
+        return to_memory_format(collate(features), memory_format)
+
+    return collate_in_format
+
+
+@contextlib.contextmanager
+def ddp_environment(rank: int, world_size: int) -> Iterator[None]:
+    """The environment a framework reads to find an external launcher's DDP ranks (``RANK``,
+    ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, as
+    ``torchrun`` sets them), while the trial's process group, already up, serves the
+    collectives; nothing with one rank."""
+    if world_size == 1:
+        yield
+        return
+    names = {
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(world_size),
+        "LOCAL_WORLD_SIZE": str(world_size),
+        "NODE_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": os.environ.get("MASTER_PORT", "29500"),
+    }
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_hf_trainer(
+    config: TrialConfig, backend: Backend, rank: int, world_size: int, rank_pids: tuple[int, ...]
+) -> Measurement:
+    """Build the user's ``transformers.Trainer`` as one rank of a trial, train the budget under
+    the measuring core, and evaluate.
+
+    Args:
+        config: the trial (``config.workload.door == "hf_trainer"``).
+        backend: the rank's device, set up.
+        rank: this process's rank.
+        world_size: DDP ranks.
+        rank_pids: every rank's process id.
+
+    Returns:
+        The measurement (rank 0's figures are the trial's); ``train_loss`` is the Trainer's
+        mean over the run, ``val_metric`` the space's ``metric:`` key of
+        ``trainer.evaluate()``.
+
+    Raises:
+        DoorUsageError: the function did not return a Trainer built on
+            ``trial.training_args(...)``, or ``evaluate()`` lacks the metric.
+        Exception: whatever the user's code or the Trainer raises.
+    """
+    from transformers import Trainer
+
+    spec = config.workload
+    label = f"hf_trainer {spec.label}"
+    function = load_workload(spec).obj
+    backend.reset_peak_memory()
+    seed_everything(config.seed)
+    knobs = DoorKnobs(config, backend, rank, world_size, rank_pids)
+    trial = HFTrial._for_trial(knobs)
+    try:
+        with ddp_environment(rank, world_size):
+            trainer = function(trial, **spec.args)
+            if not isinstance(trainer, Trainer):
+                raise DoorUsageError(
+                    f"{label} returned a {type(trainer).__name__}, not a transformers.Trainer"
+                )
+            if trial._args is None or trainer.args is not trial._args:
+                raise DoorUsageError(
+                    f"{label}: build the Trainer with args=trial.training_args(TrainingArguments"
+                    "(...)), so that the trial's knobs reach it"
+                )
+            return _train_and_evaluate(trainer, trial, knobs, label)
+    finally:
+        if trial._output_dir is not None:
+            shutil.rmtree(trial._output_dir, ignore_errors=True)
+
+
+def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: str) -> Measurement:
+    config = knobs.config
+    per_epoch = len(trainer.get_train_dataloader()) // trial._accumulation
+    if per_epoch == 0:
+        raise ValueError(
+            f"batch_size={config.batch_size} x gpu_count={knobs.world_size} x "
+            f"{trial._accumulation} micro-batches is more than the training data holds"
+        )
+    trainer.args.max_steps = knobs.budget_steps(per_epoch)
+    if config.memory_format == "channels_last":
+        trainer.model.to(memory_format=torch.channels_last)
+        trainer.data_collator = _in_memory_format(trainer.data_collator, torch.channels_last)
+    meter = knobs.meter(per_epoch)
+    callback = _meter_callback(meter, config.reuse is not None, knobs.samples_per_step)
+    trainer.add_callback(callback)
+    output = trainer.train()
+    parameters = count_parameters(trainer.model)
+    if callback.stopped == "too_slow":
+        return meter.too_slow_measurement(parameters)
+    timing = callback.timing
+    if timing is None:
+        raise DoorUsageError(
+            f"{label}: the Trainer stopped after {meter.step} of {meter.plan.total_steps} steps "
+            "(a callback of yours set should_training_stop?); it must train the budget"
+        )
+    metric_name = config.workload.metric.name if config.workload.metric else "eval_loss"
+    reuse = config.reuse
+    if reuse is not None:
+        metric, train_loss = reuse.val_metric, reuse.train_loss
+    else:
+        results = trainer.evaluate()
+        if metric_name not in results:
+            raise DoorUsageError(
+                f"{label}: trainer.evaluate() returned no {metric_name!r} (it returned "
+                f"{', '.join(sorted(results))}); name one of them in the space's metric: block"
+            )
+        metric = float(results[metric_name])
+        train_loss = float(getattr(output, "training_loss", math.nan))
+    eval_dataset = trainer.eval_dataset
+    try:
+        val_samples: int | None = len(eval_dataset)
+    except TypeError:
+        val_samples = None
+    extra: dict[str, Any] = {}
+    if knobs.rank == 0:
+        flops = callback.flops.flops if callback.flops is not None else None
+        extra = step_extras(
+            flops,
+            callback.flops_samples // knobs.world_size,
+            precision=config.precision,
+            device=trial.device,
+            gpu_reading=timing.gpu_reading,
+            metered_samples=meter.plan.timed_steps * meter.samples_per_step,
+        )
+        extra["lr_scale"] = trial.lr_scale
+        extra["timing_extension_steps"] = 0
+        if trial._accumulation > 1:
+            extra["accumulation_steps"] = trial._accumulation
+        extra.update(meter.common_extra(timing))
+    return meter.measurement(
+        timing,
+        val_metric=metric,
+        train_loss=train_loss,
+        parameters=parameters,
+        val_samples=val_samples,
+        extra=extra,
+    )
