@@ -235,11 +235,12 @@ def best(
         "as lines to paste (refused when there is none; see --trial).",
     ),
     # Literal: the choices typer offers and checks (autotune.export.DIFF_STYLES).
-    style: Literal["torch", "lightning", "hf"] | None = typer.Option(
+    style: Literal["torch", "lightning", "hf", "loop"] | None = typer.Option(
         None,
         "--style",
-        help="With --diff: in the words of plain PyTorch (default), Lightning's Trainer or "
-        "Transformers' TrainingArguments.",
+        help="With --diff: in the words of plain PyTorch, Lightning's Trainer, Transformers' "
+        "TrainingArguments or the loop door's LoopTrial (default: the study's door's own; "
+        "plain PyTorch for a workload).",
     ),
     trial: int = typer.Option(
         None,
@@ -266,7 +267,7 @@ def best(
     result = best_configurations(study, _storage_arg(args), objective)
     if diff:
         # Only the lines: paste-able, or `autotune best STUDY --diff > changes.py`.
-        lines = export_diff(result, style=style or "torch", trial=trial)
+        lines = export_diff(result, style=style, trial=trial)
         typer.echo("\n".join(lines))
         return
     if export is not None:

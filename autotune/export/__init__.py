@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from autotune.export._best import OBJECTIVE_CHOICES, BestConfigs, best_configurations, sort_pareto
 from autotune.export._csv import export_csv, trial_records
-from autotune.export._diff import DIFF_STYLES, DiffStyle, diff_lines, export_diff
+from autotune.export._diff import DIFF_STYLES, DOOR_STYLES, DiffStyle, diff_lines, export_diff
 from autotune.export._listing import StudySummary, list_studies
 from autotune.export._snippet import pytorch_settings, pytorch_snippet
 from autotune.export._yaml import EXPORTED_CONFIG_KEYS, export_best_yaml, export_choice
 
 __all__ = [
     "DIFF_STYLES",
+    "DOOR_STYLES",
     "EXPORTED_CONFIG_KEYS",
     "OBJECTIVE_CHOICES",
     "BestConfigs",

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
@@ -68,6 +68,9 @@ class BestConfigs:
         metric: the study's validation metric (name, direction, display format).
         objective_mode: ``throughput`` or ``time_to_accuracy`` (the study's objectives).
         target: a time-to-accuracy study's target value of :attr:`metric`, None otherwise.
+        lr_scales: by trial number, the factor a door's trial multiplied the user's own
+            learning rate by (its ``lr_scale`` attribute; the loop, Hugging Face and Lightning
+            doors), for :func:`~autotune.export.export_diff`.
     """
 
     study_name: str
@@ -85,6 +88,7 @@ class BestConfigs:
     metric: Objective = ACCURACY
     objective_mode: ObjectiveMode = "throughput"
     target: float | None = None
+    lr_scales: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def recommended_trial(self) -> int | None:
@@ -226,4 +230,9 @@ def best_configurations(study_name: str, storage: str, objective: str | None = N
         metric=data.metric,
         objective_mode=data.objective_mode,
         target=data.target,
+        lr_scales={
+            trial.number: float(trial.user_attrs["lr_scale"])
+            for trial in study.get_trials(deepcopy=False)
+            if isinstance(trial.user_attrs.get("lr_scale"), (int, float))
+        },
     )

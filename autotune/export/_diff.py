@@ -16,6 +16,12 @@ Three styles, each in its framework's own argument names:
   torch_compile_mode=..., dataloader_*=..., per_device_train_batch_size=...,
   gradient_accumulation_steps=..., learning_rate=...)``; ``channels_last`` has no field
   there, so it is a line on the model.
+- ``loop``: the ``autotune.LoopTrial(batch_size=..., precision=..., lr_scale=...)`` a loop
+  door's script runs with on its own, which applies the knobs as the trial did.
+
+A study's door picks the default (:data:`DOOR_STYLES`): a workload speaks plain PyTorch, the
+other doors their framework's words. For a door the learning rate is the user's own, so the
+lines give the factor the trial multiplied it by (``lr_scale``).
 
 A model knob that changes is a ``build_model(...)`` line in every style. The learning rate is
 printed whenever the global batch (batch size x GPU count x accumulation steps) changes: it
@@ -42,15 +48,20 @@ from autotune.export._snippet import AUTOCAST_DTYPES, trained_lr
 from autotune.export._yaml import export_choice
 from autotune.report import SIMULATED_TEXT, ParetoRow, ratio_text
 
-__all__ = ["DIFF_STYLES", "DiffStyle", "diff_lines", "export_diff"]
+__all__ = ["DIFF_STYLES", "DOOR_STYLES", "DiffStyle", "diff_lines", "export_diff"]
 
 #: ``--style``: the framework whose words a diff speaks.
-DiffStyle = Literal["torch", "lightning", "hf"]
+DiffStyle = Literal["torch", "lightning", "hf", "loop"]
 #: The values of :data:`DiffStyle`, in order (the first is the default).
 DIFF_STYLES: tuple[str, ...] = get_args(DiffStyle)
 
 #: What each style calls its framework, for the header.
-_FRAMEWORK = {"torch": "PyTorch", "lightning": "Lightning", "hf": "Transformers"}
+_FRAMEWORK = {
+    "torch": "PyTorch",
+    "lightning": "Lightning",
+    "hf": "Transformers",
+    "loop": "loop-door (autotune.LoopTrial)",
+}
 #: Lightning's ``Trainer(precision=...)`` for each precision; TF32 is fp32 to Lightning
 #: (``torch.set_float32_matmul_precision`` turns it on).
 _LIGHTNING_PRECISION = {
@@ -91,6 +102,7 @@ class _Settings:
 
     lr: float | None
     base_lr: float | None
+    lr_scale: float | None  # a door's: the user's own rate times this (None: a workload)
     accumulation: int
     base_accumulation: int
     device_type: str
@@ -207,16 +219,21 @@ def _loader_args(
 def _lr_line(
     prefix: str,
     c: _Change,
-    lr: float | None,
-    base_lr: float | None,
-    batches: tuple[int, int],
+    s: _Settings,
     suffix: str = "",
 ) -> list[str]:
     """The learning rate when the global batch (or the rate) changes: ``lr = 0.002121  # ...``
-    (``prefix`` is ``lr = `` or ``learning_rate=``)."""
-    old_batch, new_batch = batches
+    (``prefix`` is ``lr = `` or ``learning_rate=``); for a door, whose rate is the user's own,
+    the factor to multiply it by: ``lr = lr * 1.41421  # ...``."""
+    lr, base_lr = s.lr, s.base_lr
+    old_batch, new_batch = s.global_batches(c)
+    scale = s.lr_scale
     if old_batch == new_batch and (
-        lr is None or base_lr is None or math.isclose(lr, base_lr, rel_tol=1e-9)
+        (scale is not None and math.isclose(scale, 1.0, rel_tol=1e-9))
+        or (
+            scale is None
+            and (lr is None or base_lr is None or math.isclose(lr, base_lr, rel_tol=1e-9))
+        )
     ):
         return []
     went = (
@@ -224,6 +241,12 @@ def _lr_line(
         if old_batch != new_batch
         else f"the global batch stays {new_batch}"
     )
+    if scale is not None:
+        name = prefix.strip().rstrip("=").strip()
+        return [
+            f"{prefix}{_Source(name)} * {_fmt(scale)}{suffix}  # your rate times {_fmt(scale)}: "
+            f"{went}; the peak, after warm-up"
+        ]
     if lr is None:
         return [f"# learning rate: not stored for this trial; scale yours: {went}"]
     was = f"was {_fmt(base_lr)}: " if base_lr is not None else ""
@@ -270,7 +293,7 @@ def _torch_lines(c: _Change, s: _Settings) -> list[str]:
             note += "  # batch_size per process"
         lines.append(f"loader = DataLoader(train_set, {_call(new)}){note}")
     lines += _accumulation_comment(s)
-    lines += _lr_line("lr = ", c, s.lr, s.base_lr, s.global_batches(c), "  # the optimizer's lr")
+    lines += _lr_line("lr = ", c, s, "  # the optimizer's lr")
     lines += _torch_loop(c, s.device_type, scaler_new, scaler_old)
     return [_fix_comment(line) for line in lines]
 
@@ -378,7 +401,7 @@ def _lightning_lines(c: _Change, s: _Settings) -> list[str]:
             "def train_dataloader(self):",
             f"    return DataLoader(self.train_set, {_call(new)}){_was(new, old)}",
         ]
-    lr = _lr_line("    lr = ", c, s.lr, s.base_lr, s.global_batches(c), "  # the optimizer's lr")
+    lr = _lr_line("    lr = ", c, s, "  # the optimizer's lr")
     if lr:
         hooks += ["def configure_optimizers(self):", *lr]
     if hooks:
@@ -438,9 +461,53 @@ def _hf_lines(c: _Change, s: _Settings) -> list[str]:
         if name in loader_new:
             new[names[name]], old[names[name]] = loader_new[name], loader_old[name]
     args = [f"    {name}={_fmt(value)},  # was {_fmt(old[name])}" for name, value in new.items()]
-    args += _lr_line("    learning_rate=", c, s.lr, s.base_lr, s.global_batches(c), ",")
+    args += _lr_line("    learning_rate=", c, s, ",")
     if args:
         lines += ["args = TrainingArguments(", "    # your other arguments stay", *args, ")"]
+    return [_fix_comment(line) for line in lines]
+
+
+# --- loop ------------------------------------------------------------------------------------
+
+#: The knobs a LoopTrial takes, in its argument order.
+_LOOP_KNOBS = ("batch_size", "precision", "memory_format", "compile_mode", "num_workers")
+
+
+def _loop_lines(c: _Change, s: _Settings) -> list[str]:
+    """The loop door: the ``autotune.LoopTrial(...)`` the script runs with on its own, with the
+    knobs that change (the handle applies them as a trial did), and the DDP launch it cannot
+    make on its own."""
+    lines: list[str] = []
+    args: dict[str, Any] = {}
+    before: dict[str, Any] = {}
+    for name in _LOOP_KNOBS:
+        if c.changed(name):
+            args[name], before[name] = c.after(name), c.before(name)
+    model = {n: c.new[n] for n in c.model_knobs() if n in c.new}
+    if model:
+        args["model"] = model
+        before["model"] = {n: c.old.get(n) for n in model}
+    old_batch, new_batch = s.global_batches(c)
+    scale = s.lr_scale
+    if scale is not None and not math.isclose(scale, 1.0, rel_tol=1e-9):
+        args["lr_scale"] = scale
+        before["lr_scale"] = 1.0
+    if args:
+        note = _was(args, before)
+        if "lr_scale" in args:
+            note += f"  # lr_scale: the global batch went {old_batch} -> {new_batch}"
+        lines.append(f"train(autotune.LoopTrial({_call(args)})){note}")
+    if c.changed("gpu_count"):
+        gpus = int(c.after("gpu_count"))
+        lines.append(
+            f"# gpu_count={gpus}: DDP over {gpus} processes, which a study's trial launches and "
+            "LoopTrial() on its own does not (--style torch gives the torchrun lines)"
+        )
+    if s.accumulation != s.base_accumulation:
+        lines.append(
+            f"# gradient accumulation: {s.accumulation} micro-batches per optimizer step (was "
+            f"{s.base_accumulation}), as train.global_batch_size makes trial.steps() yield them"
+        )
     return [_fix_comment(line) for line in lines]
 
 
@@ -451,6 +518,14 @@ _STYLE_LINES: dict[str, Callable[[_Change, _Settings], list[str]]] = {
     "torch": _torch_lines,
     "lightning": _lightning_lines,
     "hf": _hf_lines,
+    "loop": _loop_lines,
+}
+#: Each door's own words: the style ``best --diff`` speaks unless ``--style`` says.
+DOOR_STYLES: dict[str, str] = {
+    "workload": "torch",
+    "loop": "loop",
+    "hf_trainer": "hf",
+    "lightning": "lightning",
 }
 
 
@@ -461,6 +536,7 @@ def diff_lines(
     style: DiffStyle = "torch",
     learning_rate: float | None = None,
     baseline_learning_rate: float | None = None,
+    learning_rate_scale: float | None = None,
     accumulation_steps: int = 1,
     baseline_accumulation_steps: int = 1,
     device_type: Literal["cuda", "cpu"] = "cuda",
@@ -475,10 +551,13 @@ def diff_lines(
             parameter name); a tuner knob it lacks is PyTorch's default.
         params: the configuration's knobs.
         style: ``torch`` (plain PyTorch), ``lightning`` (``lightning.Trainer`` and a
-            LightningModule's hooks) or ``hf`` (``transformers.TrainingArguments``).
+            LightningModule's hooks), ``hf`` (``transformers.TrainingArguments``) or ``loop``
+            (``autotune.LoopTrial``).
         learning_rate: the configuration's peak learning rate (after warm-up), printed when
             the global batch changes; None: not known (a line says to scale it).
         baseline_learning_rate: the baseline's, for the ``was`` comment.
+        learning_rate_scale: a door's: the factor the configuration multiplied the user's own
+            learning rate by, against the baseline's (printed instead of a rate).
         accumulation_steps: micro-batches per optimizer step and rank (with a fixed
             ``train.global_batch_size``; 1 otherwise).
         baseline_accumulation_steps: the baseline's.
@@ -499,6 +578,7 @@ def diff_lines(
     settings = _Settings(
         learning_rate,
         baseline_learning_rate,
+        learning_rate_scale,
         accumulation_steps,
         baseline_accumulation_steps,
         device_type,
@@ -548,19 +628,22 @@ def _header(best: BestConfigs, row: ParetoRow, baseline: int, style: str) -> lis
 
 
 def export_diff(
-    best: BestConfigs, *, style: DiffStyle = "torch", trial: int | None = None
+    best: BestConfigs, *, style: DiffStyle | None = None, trial: int | None = None
 ) -> list[str]:
     """``best --diff``: the verified recommendation (or ``trial``) as the lines that change
     from the study's baseline trial, with a header saying which trial and its verified
     speedup (or ``NOT VERIFIED`` for a trial chosen with ``trial``).
 
-    The learning rates are those the two trials trained with: each trial's peak learning rate
-    from its stored ``train`` settings (``lr`` at ``reference_batch_size``, scaled by
-    ``lr_scaling`` to its global batch: :meth:`autotune.config.TrainSettings.peak_lr`).
+    The learning rates are those the two trials trained with: for a workload, each trial's
+    peak learning rate from its stored ``train`` settings (``lr`` at ``reference_batch_size``,
+    scaled by ``lr_scaling`` to its global batch: :meth:`autotune.config.TrainSettings.peak_lr`);
+    for the other doors, which train at the user's own rate, the factor each trial multiplied
+    it by (its ``lr_scale``).
 
     Args:
         best: the study's verdict and configurations (:func:`best_configurations`).
-        style: ``torch``, ``lightning`` or ``hf`` (see :func:`diff_lines`).
+        style: ``torch``, ``lightning``, ``hf`` or ``loop`` (see :func:`diff_lines`); None:
+            the study's door's own (:data:`DOOR_STYLES`).
         trial: diff this feasible, measured trial instead of the recommendation.
 
     Returns:
@@ -572,7 +655,7 @@ def export_diff(
         ConfigError: ``trial`` is not a feasible, measured trial.
         ValueError: an unknown ``style``.
     """
-    if style not in DIFF_STYLES:
+    if style is not None and style not in DIFF_STYLES:
         raise ValueError(f"style must be one of {', '.join(DIFF_STYLES)}, but got {style!r}")
     row = export_choice(best, trial)
     if best.baseline is None:
@@ -581,18 +664,27 @@ def export_diff(
         )
     baseline = best.baseline
     config = best.configs.get(row.number) or {}
+    door = str((config.get("workload") or {}).get("door", "workload"))
+    chosen = style or DOOR_STYLES.get(door, "torch")
     lr, accumulation = trained_lr(config, row.params)
     base_lr, base_accumulation = trained_lr(
         best.configs.get(baseline.number) or {}, baseline.params
     )
+    scale: float | None = None
+    if door != "workload":
+        lr = base_lr = None  # a door trains at the user's own rate: train.lr is not it
+        new_scale = best.lr_scales.get(row.number)
+        old_scale = best.lr_scales.get(baseline.number, 1.0)
+        scale = new_scale / old_scale if new_scale is not None and old_scale else None
     return diff_lines(
         baseline.params,
         row.params,
-        style=style,
+        style=chosen,  # type: ignore[arg-type]
         learning_rate=lr,
         baseline_learning_rate=base_lr,
+        learning_rate_scale=scale,
         accumulation_steps=accumulation,
         baseline_accumulation_steps=base_accumulation,
         device_type=_device_type(config),
-        header=_header(best, row, baseline.number, style),
+        header=_header(best, row, baseline.number, chosen),
     )

@@ -35,14 +35,23 @@ from autotune.training._setup import cpu_meter_roots
 
 __all__ = [
     "AUTOCAST_DTYPES",
+    "SCALED_GROUP_RATES",
+    "SCALED_SCHEDULER_RATES",
     "DoorKnobs",
     "TrialHandle",
     "lr_factor",
     "move_batch",
     "rebuild_loader",
+    "scale_rates",
     "seed_everything",
     "to_memory_format",
 ]
+
+#: What a door scales in an optimizer's parameter groups, and in a scheduler's attributes, when
+#: the learning rate follows the batch (``OneCycleLR`` keeps its rates in the groups;
+#: ``CyclicLR`` in ``base_lrs`` and ``max_lrs``).
+SCALED_GROUP_RATES = ("lr", "initial_lr", "max_lr", "min_lr")
+SCALED_SCHEDULER_RATES = ("base_lrs", "max_lrs", "min_lrs", "_last_lr")
 
 #: The autocast dtype of each mixed precision (fp32 and tf32 run without autocast).
 AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -72,6 +81,22 @@ def optimizer_scaling_rule(optimizer: torch.optim.Optimizer, configured: str | N
     if configured is not None:
         return configured
     return "linear" if isinstance(optimizer, torch.optim.SGD) else "sqrt"
+
+
+def scale_rates(optimizer: Any, schedulers: list[Any], factor: float) -> None:
+    """Multiply an optimizer's rates (:data:`SCALED_GROUP_RATES` in its groups) and its
+    schedulers' (:data:`SCALED_SCHEDULER_RATES`) by ``factor`` (nothing for 1)."""
+    if factor == 1.0:
+        return
+    for group in optimizer.param_groups:
+        for key in SCALED_GROUP_RATES:
+            if isinstance(group.get(key), (int, float)):
+                group[key] = group[key] * factor
+    for scheduler in schedulers:
+        for name in SCALED_SCHEDULER_RATES:
+            rates = getattr(scheduler, name, None)
+            if isinstance(rates, list) and all(isinstance(r, (int, float)) for r in rates):
+                setattr(scheduler, name, [r * factor for r in rates])
 
 
 def move_batch(batch: Any, device: torch.device, memory_format: torch.memory_format) -> Any:

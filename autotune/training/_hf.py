@@ -34,7 +34,14 @@ from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
 from autotune.flops import StepFlopCounter, step_extras
 from autotune.measure import Measurement
-from autotune.training._door import DoorKnobs, TrialHandle, seed_everything, to_memory_format
+from autotune.training._door import (
+    DoorKnobs,
+    TrialHandle,
+    optimizer_scaling_rule,
+    scale_rates,
+    seed_everything,
+    to_memory_format,
+)
 from autotune.training._meter import BudgetTiming, StepMeter
 from autotune.workloads import load_workload
 from autotune.workloads.builtin.networks import count_parameters
@@ -67,8 +74,10 @@ class HFTrial(TrialHandle):
         - ``torch_compile`` and ``torch_compile_mode`` (``compile_mode``);
         - ``dataloader_num_workers``, ``dataloader_pin_memory`` (on CUDA with workers) and
           ``dataloader_persistent_workers`` (``num_workers``);
-        - ``learning_rate`` times :attr:`lr_scale` (the rate follows the global batch: linear
-          for an SGD ``optim``, the square root otherwise, unless ``train.lr_scaling`` says);
+        - the learning rate times :attr:`lr_scale`: on its own, ``learning_rate``; in a trial,
+          the optimizer's rates once the Trainer has it (yours, from ``optimizers=``, or its
+          own), linear in the global batch for SGD, its square root otherwise, unless
+          ``train.lr_scaling`` says;
         - in a trial also: ``seed`` and ``data_seed``, ``dataloader_drop_last=True``,
           ``use_cpu`` on a CPU, a temporary ``output_dir``, and no saving, logging, reporting
           or evaluation during training (``max_steps``, the budget, is set once the training
@@ -93,11 +102,6 @@ class HFTrial(TrialHandle):
                 f"{call}: args must be a transformers.TrainingArguments, got a {type(args).__name__}"
             )
         knobs = self._knobs
-        if knobs is not None:
-            rule = knobs.config.train.lr_scaling or (
-                "linear" if "sgd" in str(getattr(args.optim, "value", args.optim)) else "sqrt"
-            )
-            self._lr_scale = knobs.lr_factor(rule)
         given = self._given
         fields: dict[str, Any] = {}
         if "batch_size" in given:
@@ -120,7 +124,9 @@ class HFTrial(TrialHandle):
                     knobs.pin_memory if knobs is not None else args.dataloader_pin_memory
                 ),
             )
-        if self._lr_scale != 1.0:
+        if knobs is None and self._lr_scale != 1.0:
+            # In a trial the optimizer's rates are scaled once it exists (yours or the
+            # Trainer's), by its kind; on its own the Trainer builds it from this.
             fields["learning_rate"] = args.learning_rate * self._lr_scale
         if knobs is not None:
             self._output_dir = tempfile.mkdtemp(prefix="autotune-hf-")
@@ -141,23 +147,39 @@ class HFTrial(TrialHandle):
         self._args = dataclasses.replace(args, **fields)
         return self._args
 
+    def _scale_learning_rates(self, optimizer: Any, scheduler: Any) -> None:
+        """In a trial: the factor of the optimizer's kind (the Trainer's wrapper unwrapped)
+        at this trial's global batch, applied to its rates and its scheduler's."""
+        knobs = self._knobs
+        if knobs is None:
+            return
+        inner = getattr(optimizer, "optimizer", optimizer)
+        self._lr_scale = knobs.lr_factor(
+            optimizer_scaling_rule(inner, knobs.config.train.lr_scaling)
+        )
+        scale_rates(optimizer, [scheduler] if scheduler is not None else [], self._lr_scale)
+
 
 class _MeterCallback:
     """The ``TrainerCallback`` that tells the measuring core of each optimizer step; built by
     :func:`_meter_callback` as a subclass of ``transformers.TrainerCallback``."""
 
-    def __init__(self, meter: StepMeter, reuse: bool, samples_per_step: int) -> None:
+    def __init__(
+        self, meter: StepMeter, reuse: bool, samples_per_step: int, trial: HFTrial
+    ) -> None:
         self.meter = meter
         self.reuse = reuse
+        self.trial = trial
         self.stopped: str | None = None  # too_slow, reused, or done
         self.timing: BudgetTiming | None = None
         self.flops: StepFlopCounter | None = None
         self.flops_samples = samples_per_step
-        self._started = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        optimizer = kwargs.get("optimizer")
+        if optimizer is not None:
+            self.trial._scale_learning_rates(optimizer, kwargs.get("lr_scheduler"))
         self.meter.start()
-        self._started = True
 
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.meter.flops_step == state.global_step + 1:
@@ -177,13 +199,13 @@ class _MeterCallback:
             control.should_training_stop = True
 
 
-def _meter_callback(meter: StepMeter, reuse: bool, samples_per_step: int) -> Any:
+def _meter_callback(meter: StepMeter, reuse: bool, samples_per_step: int, trial: HFTrial) -> Any:
     from transformers import TrainerCallback
 
     class MeterCallback(_MeterCallback, TrainerCallback):
         pass
 
-    return MeterCallback(meter, reuse, samples_per_step)
+    return MeterCallback(meter, reuse, samples_per_step, trial)
 
 
 def _in_memory_format(collate: Callable[[Any], Any], memory_format: torch.memory_format) -> Any:
@@ -289,7 +311,7 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
         trainer.model.to(memory_format=torch.channels_last)
         trainer.data_collator = _in_memory_format(trainer.data_collator, torch.channels_last)
     meter = knobs.meter(per_epoch)
-    callback = _meter_callback(meter, config.reuse is not None, knobs.samples_per_step)
+    callback = _meter_callback(meter, config.reuse is not None, knobs.samples_per_step, trial)
     trainer.add_callback(callback)
     output = trainer.train()
     parameters = count_parameters(trainer.model)

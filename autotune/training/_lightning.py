@@ -35,6 +35,7 @@ from autotune.training._door import (
     TrialHandle,
     optimizer_scaling_rule,
     rebuild_loader,
+    scale_rates,
     seed_everything,
     to_memory_format,
 )
@@ -154,19 +155,9 @@ class _MeterCallback:
         rule = optimizer_scaling_rule(optimizers[0], self.knobs.config.train.lr_scaling)
         factor = self.knobs.lr_factor(rule)
         self.trial._lr_scale = factor
-        if factor == 1.0:
-            return
+        schedulers = [config.scheduler for config in trainer.lr_scheduler_configs]
         for optimizer in optimizers:
-            for group in optimizer.param_groups:
-                for key in ("lr", "initial_lr", "max_lr", "min_lr"):
-                    if isinstance(group.get(key), (int, float)):
-                        group[key] = group[key] * factor
-        for config in trainer.lr_scheduler_configs:
-            scheduler = config.scheduler
-            for name in ("base_lrs", "max_lrs", "min_lrs", "_last_lr"):
-                rates = getattr(scheduler, name, None)
-                if isinstance(rates, list) and all(isinstance(r, (int, float)) for r in rates):
-                    setattr(scheduler, name, [r * factor for r in rates])
+            scale_rates(optimizer, schedulers if optimizer is optimizers[0] else [], factor)
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         self.meter.start()

@@ -49,6 +49,7 @@ from autotune.training._door import (
     move_batch,
     optimizer_scaling_rule,
     rebuild_loader,
+    scale_rates,
     seed_everything,
 )
 from autotune.training._meter import BudgetTiming, StepMeter
@@ -56,12 +57,6 @@ from autotune.workloads import load_workload
 from autotune.workloads.builtin.networks import count_parameters
 
 __all__ = ["LoopTrial", "run_loop"]
-
-#: What ``trial.prepare()`` scales in an optimizer's parameter groups, and in a scheduler's
-#: attributes, when the learning rate follows the batch (``OneCycleLR`` keeps its rates in the
-#: groups; ``CyclicLR`` in ``base_lrs`` and ``max_lrs``).
-_GROUP_RATES = ("lr", "initial_lr", "max_lr", "min_lr")
-_SCHEDULER_RATES = ("base_lrs", "max_lrs", "min_lrs", "_last_lr")
 
 
 class _StopTrial(BaseException):
@@ -300,7 +295,7 @@ class LoopTrial(TrialHandle):
             rule = optimizer_scaling_rule(optimizer, self._knobs.config.train.lr_scaling)
             self._lr_scale = self._knobs.lr_factor(rule)
         schedulers = [o for o in others if not isinstance(o, DataLoader)]
-        self._scale_rates(optimizer, schedulers)
+        scale_rates(optimizer, schedulers, self._lr_scale)
         self._optimizer = optimizer
         prepared_optimizer = PreparedOptimizer(optimizer, self)
         out: list[Any] = [step_model, prepared_optimizer]
@@ -313,20 +308,6 @@ class LoopTrial(TrialHandle):
             else:
                 out.append(PreparedScheduler(other, self))
         return tuple(out)
-
-    def _scale_rates(self, optimizer: torch.optim.Optimizer, schedulers: list[Any]) -> None:
-        factor = self._lr_scale
-        if factor == 1.0:
-            return
-        for group in optimizer.param_groups:
-            for key in _GROUP_RATES:
-                if isinstance(group.get(key), (int, float)):
-                    group[key] = group[key] * factor
-        for scheduler in schedulers:
-            for name in _SCHEDULER_RATES:
-                rates = getattr(scheduler, name, None)
-                if isinstance(rates, list) and all(isinstance(r, (int, float)) for r in rates):
-                    setattr(scheduler, name, [r * factor for r in rates])
 
     def _training_loader(self, loader: DataLoader[Any]) -> DataLoader[Any]:
         knobs = self._knobs
