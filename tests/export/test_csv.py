@@ -1,4 +1,4 @@
-"""`autotune export`: one CSV row per finished trial."""
+"""`autotune trials --csv FILE`: one CSV row per finished trial."""
 
 from __future__ import annotations
 

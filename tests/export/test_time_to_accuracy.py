@@ -1,4 +1,4 @@
-"""`autotune best`, `best --export`, `export --csv` and `ls` on a time-to-accuracy study; the
+"""`autotune best`, `best --export`, `trials --csv` and `ls` on a time-to-accuracy study; the
 verification section of an export of one."""
 
 from __future__ import annotations
