@@ -236,9 +236,10 @@ def run_config_document(config: RunConfig) -> dict[str, Any]:
     path a ``key=value`` argument gives it (``train.epochs``, ``verify.rounds``, ``precision``),
     so each line can be copied back as an override.
 
-    ``space`` is the file the space came from; the space's fields follow the run's keys, its
-    knobs in the form a space file writes them (a list of choices, or ``{low, high}``). The
-    storage URL has its password masked (:func:`~autotune.config.display_url`).
+    ``space`` is the shipped space's name or the file the space came from; the space's fields
+    follow the run's keys, its knobs in the form a space file writes them (a list of choices,
+    or ``{low, high}``). The storage URL has its password masked
+    (:func:`~autotune.config.display_url`).
 
     Args:
         config: a validated run configuration (:func:`load_run_config`).
@@ -257,4 +258,12 @@ def run_config_document(config: RunConfig) -> dict[str, Any]:
         **({"family": model.family} if model.family is not None else {}),
         **{name: _knob_as_written(knob) for name, knob in model.knobs.items()},
     }
-    return {"space": config.space_source, **run, **space}
+    return {"space": _space_argument(config.space_source), **run, **space}
+
+
+def _space_argument(source: str) -> str:
+    """What ``space=`` takes for a space read from ``source``: a shipped space's name (its
+    source label, ``search_spaces/NAME.yaml``, is no path outside the repository), else the
+    file as it was given."""
+    stem = Path(source).stem
+    return stem if source == f"search_spaces/{stem}.yaml" and stem in available_spaces() else source
