@@ -154,10 +154,19 @@ def run(
     print_result(console, result, metric)
 
 
+class _ConfigDumper(yaml.SafeDumper):
+    """YAML as a space file is written: mappings as blocks, lists in one line (``[8, 16]``)."""
+
+
+_ConfigDumper.add_representer(
+    list, lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, True)
+)
+
+
 @app.command("config", context_settings={"allow_extra_args": False}, epilog=_GRAMMAR)
 def show_config(
     overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...", help=_RUN_KEYS_HELP),
-    trials: int = typer.Option(
+    trials: int | None = typer.Option(
         None, "--trials", "-n", metavar="N", help="As for `run`: checked and shown, not run."
     ),
     allow_hardware_change: bool = typer.Option(
@@ -185,15 +194,6 @@ def show_config(
         run_config_document(config), Dumper=_ConfigDumper, sort_keys=False, width=1000
     )
     typer.echo("\n".join(header) + "\n" + document, nl=False)
-
-
-class _ConfigDumper(yaml.SafeDumper):
-    """YAML as a space file is written: mappings as blocks, lists in one line (``[8, 16]``)."""
-
-
-_ConfigDumper.add_representer(
-    list, lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, True)
-)
 
 
 # --- The study and the storage, named the same way by every command that reads them
