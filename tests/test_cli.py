@@ -380,12 +380,14 @@ CONFIG_BAD_INPUT = [
 ]
 
 
+def test_config_bad_input_names_cases_of_run_that_exist() -> None:
+    assert len(CONFIG_BAD_INPUT) == 16  # a renamed case of BAD_INPUT would drop out silently
+
+
 @pytest.mark.parametrize(("argv", "fragment"), CONFIG_BAD_INPUT)
 def test_config_refuses_bad_input_as_run_does(
     workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
 ) -> None:
-    assert len(CONFIG_BAD_INPUT) == 16
-
     code = main(argv)
 
     _assert_one_line_error(code, capsys, fragment)

@@ -65,10 +65,8 @@ def test_export_of_a_trial_carries_its_time_to_target(tta_study: TtaStudy, tmp_p
 
 def test_csv_has_the_time_to_accuracy_columns(tta_study: TtaStudy, tmp_path: Path) -> None:
     path = tmp_path / "trials.csv"
-    assert (
-        main(["trials", f"study={tta_study.name}", f"storage={tta_study.url}", "--csv", str(path)])
-        == 0
-    )
+    study, storage = f"study={tta_study.name}", f"storage={tta_study.url}"
+    assert main(["trials", study, storage, "--csv", str(path)]) == 0
     with path.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == tta_study.n_trials
