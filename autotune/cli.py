@@ -1,17 +1,44 @@
-"""Command line: argument parsing only; every command calls the Python API."""
+"""Command line: argument parsing only; every command calls the Python API.
+
+The grammar: configuration is ``key=value`` (Hydra's form: ``space=``, ``study=``,
+``storage=``, ``device=``, any field of the run or the space); options that pick an action
+or an output file are flags (``--trials N``, ``--out FILE``, ``--csv FILE``, ...). Every
+command that reads a study takes ``study=NAME``, every command that opens a database
+``storage=URL``. The spellings of the release before (a positional STUDY, ``autotune export``)
+still work for this release, each with a one-line note on stderr.
+"""
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
+import yaml
 from rich.console import Console
 
 from autotune.exceptions import AutotuneError
 
+if TYPE_CHECKING:  # annotations only: `autotune --help` imports no more than it needs
+    from autotune.config import RunConfig
+
 __all__ = ["app", "main"]
+
+#: The grammar, as every ``--help`` ends (markdown: ``rich_markup_mode`` below).
+_GRAMMAR = (
+    "Configuration is `key=value` (Hydra's form): `space=NAME`, `study=NAME`, `storage=URL`, "
+    "`device=cpu`, or any field of the run or the space (`train.epochs=2`). Options that pick "
+    "an action or an output file are flags: `--trials N`, `--out FILE`, `--csv FILE`, "
+    "`--export FILE`, `--diff`, `--style`, `--trial N`, `--objective`, `--host`, `--port`, "
+    "`--json`."
+)
+#: Where every key is listed; ``autotune config`` shows them resolved.
+_REFERENCE = (
+    "`autotune config [KEY=VALUE]...` prints every key of a run, resolved, without running "
+    "it; the full reference of keys and commands is docs/reference.md."
+)
 
 #: The ``autotune`` command and its subcommands (Typer); :func:`main` runs it.
 app = typer.Typer(
@@ -19,41 +46,80 @@ app = typer.Typer(
     help="Find the fastest way to train a model on your hardware: a measured, multi-objective "
     "Optuna search over precision, memory format, torch.compile, batch size, workers, GPU count "
     "and model size.",
+    epilog=f"{_GRAMMAR} {_REFERENCE}",
     add_completion=False,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    # -h as well as --help, on every command (subcommands inherit the context settings).
+    context_settings={"help_option_names": ["-h", "--help"]},
     # Markdown: a docstring's wrapped lines print as one paragraph ("rich" keeps the breaks)
     rich_markup_mode="markdown",
 )
 
 
+def _print_version(value: bool) -> None:
+    """``--version``: print ``autotune X.Y.Z`` (the installed distribution's) and exit 0."""
+    if value:
+        from autotune import __version__
+
+        typer.echo(f"autotune {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        is_eager=True,
+        callback=_print_version,
+    ),
+) -> None:
     """autotune: measured, multi-objective tuning of training speed, accuracy and memory."""
 
 
-@app.command(context_settings={"allow_extra_args": False})
+#: The ``[KEY=VALUE]...`` of ``run`` and ``config``: the same arguments, the same meaning.
+_RUN_KEYS_HELP = (
+    "space=NAME|FILE device=auto|cpu|cuda|mock study=NAME storage=URL "
+    "sampler=nsga2|tpe|gp|random seed=INT data=digits|mnist|fashion_mnist|synthetic "
+    "data.root=DIR, or any field of the run or the space (train.epochs=2, "
+    "precision=[fp32,bf16], verify.rounds=5)."
+)
+_TRIALS_HELP = "Finished trials the study should hold; re-running tops it up."
+_HARDWARE_CHANGE_HELP = (
+    "Resume a study on a machine with another hardware fingerprint (its throughputs are then "
+    "not comparable with the earlier trials')."
+)
+
+
+def _run_args(
+    overrides: list[str] | None, trials: int | None, allow_hardware_change: bool
+) -> RunConfig:
+    """The :class:`~autotune.config.RunConfig` of ``run``'s (and ``config``'s) arguments.
+
+    Raises:
+        ConfigError: ``--trials`` below 1, or a key or value the configuration refuses.
+    """
+    from autotune.config import load_run_config
+    from autotune.exceptions import ConfigError
+
+    if trials is not None and trials < 1:
+        raise ConfigError(f"--trials: must be >= 1, but got {trials}")
+    hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
+    return load_run_config([*(overrides or []), *hardware_args])
+
+
+@app.command(context_settings={"allow_extra_args": False}, epilog=f"{_REFERENCE} {_GRAMMAR}")
 def run(
-    overrides: list[str] = typer.Argument(
-        None,
-        metavar="[KEY=VALUE]...",
-        help="space=NAME|FILE device=auto|cpu|cuda|mock study=NAME storage=URL "
-        "sampler=nsga2|tpe|gp|random seed=INT data=digits|mnist|fashion_mnist|synthetic "
-        "data.root=DIR, or any field of the space (train.epochs=2, precision=[fp32,bf16]).",
-    ),
-    trials: int = typer.Option(
-        50, "--trials", "-n", help="Finished trials the study should hold; re-running tops it up."
-    ),
+    overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...", help=_RUN_KEYS_HELP),
+    trials: int = typer.Option(50, "--trials", "-n", metavar="N", help=_TRIALS_HELP),
     allow_hardware_change: bool = typer.Option(
-        False,
-        "--allow-hardware-change",
-        help="Resume a study on a machine with another hardware fingerprint (its throughputs "
-        "are then not comparable with the earlier trials').",
+        False, "--allow-hardware-change", help=_HARDWARE_CHANGE_HELP
     ),
 ) -> None:
     """Run (or resume) a study: every trial trains for real on the device and is measured."""
     from autotune.api import prepare_run, run_study
-    from autotune.config import load_run_config
     from autotune.console import (
         ProgressDisplay,
         describe_peaks,
@@ -61,12 +127,8 @@ def run(
         print_result,
         verification_line,
     )
-    from autotune.exceptions import ConfigError
 
-    if trials < 1:
-        raise ConfigError(f"--trials: must be >= 1, but got {trials}")
-    hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
-    config = load_run_config([*(overrides or []), *hardware_args])
+    config = _run_args(overrides, trials, allow_hardware_change)
     prepared = prepare_run(config)
     metric = prepared.metric
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
@@ -92,16 +154,169 @@ def run(
     print_result(console, result, metric)
 
 
-@app.command()
+class _ConfigDumper(yaml.SafeDumper):
+    """YAML as a space file is written: mappings as blocks, lists in one line (``[8, 16]``)."""
+
+
+_ConfigDumper.add_representer(
+    list, lambda dumper, data: dumper.represent_sequence("tag:yaml.org,2002:seq", data, True)
+)
+
+
+@app.command("config", context_settings={"allow_extra_args": False}, epilog=_GRAMMAR)
+def show_config(
+    overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...", help=_RUN_KEYS_HELP),
+    trials: int | None = typer.Option(
+        None, "--trials", "-n", metavar="N", help="As for `run`: checked and shown, not run."
+    ),
+    allow_hardware_change: bool = typer.Option(
+        False, "--allow-hardware-change", help="As for `run`: shown, not run."
+    ),
+) -> None:
+    """Print the resolved configuration of a run as YAML, without running it.
+
+    What `autotune run` with the same arguments would run: the run's keys and the space's
+    fields, each at the path where `key=value` sets it, the storage password masked. The keys,
+    the values and the storage URL are checked as `run` checks them; the device, the workload,
+    its data and the database are checked when `run` starts. Nothing is opened or written."""
+    from autotune.config import run_config_document
+    from autotune.storage import validate_storage_url
+
+    config = _run_args(overrides, trials, allow_hardware_change)
+    validate_storage_url(config.storage)  # parses it and finds its driver; connects to nothing
+    header = [
+        "# The configuration `autotune run` resolves from these arguments (nothing was run).",
+        "# Each key is a key=value argument: train.epochs=2, verify.rounds=5, precision=[fp32].",
+    ]
+    if trials is not None:
+        header.append(f"# --trials {trials}: the finished trials the study should hold.")
+    document = yaml.dump(
+        run_config_document(config), Dumper=_ConfigDumper, sort_keys=False, width=1000
+    )
+    typer.echo("\n".join(header) + "\n" + document, nl=False)
+
+
+# --- The study and the storage, named the same way by every command that reads them
+
+
+#: ``storage=URL`` in help texts.
+_STORAGE_HELP = "storage=URL: the study database (default sqlite:///storage/autotune.db)."
+#: ``study=NAME [storage=URL]`` in help texts.
+_STUDY_HELP = (
+    f"study=NAME: the study (`autotune ls` lists them). {_STORAGE_HELP} "
+    "(A bare STUDY first still works for this release; it is deprecated.)"
+)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """The one line on stderr that a deprecated spelling prints (it works for one release)."""
+    print(
+        f"autotune: note: {old} is deprecated and goes in the next release; write {new}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _positional_study(args: list[str] | None, *, note: bool = True) -> tuple[str | None, list[str]]:
+    """Split off the deprecated positional STUDY (a first argument without ``=``).
+
+    Args:
+        args: the command's ``key=value`` arguments.
+        note: print the deprecation note when there is one.
+
+    Returns:
+        ``(study or None, the other arguments)``.
+
+    Raises:
+        ConfigError: the first argument is a storage URL written without ``storage=``.
+    """
+    from autotune.config import display_url
+    from autotune.exceptions import ConfigError
+
+    rest = list(args or [])
+    if not rest or "=" in rest[0]:
+        return None, rest
+    study = rest.pop(0)
+    if "://" in study:  # a URL, never a study name; its password is not echoed
+        raise ConfigError(f"argument {display_url(study)!r}: expected storage=URL")
+    if note:
+        _deprecated("the positional STUDY", f"study={shlex.quote(study)}")
+    return study, rest
+
+
+def _one_study(positional: str | None, keyed: str | None, command: str) -> str:
+    """The study a command reads: ``study=NAME`` or the deprecated positional, one of them.
+
+    Raises:
+        ConfigError: neither, or both.
+    """
+    from autotune.exceptions import ConfigError
+
+    if positional is not None and keyed is not None:
+        raise ConfigError(
+            f"study={keyed}: the study is also given as {positional!r}; write study=NAME once"
+        )
+    study = keyed if keyed is not None else positional
+    if study is None:
+        raise ConfigError(
+            f"{command}: which study? write study=NAME (`autotune ls storage=URL` lists them)"
+        )
+    return study
+
+
+def _storage_args(args: list[str] | None, *, study: bool) -> tuple[str | None, str]:
+    """``study=NAME`` (where the command reads a study) and ``storage=URL``, taken as written;
+    the last of a key wins, as in ``autotune run``.
+
+    Returns:
+        ``(study or None, storage URL)``; the storage is the default one when not given.
+
+    Raises:
+        ConfigError: any other argument (a URL in it masked).
+    """
+    from autotune.config import DEFAULT_STORAGE_URL, display_url
+    from autotune.exceptions import ConfigError
+
+    expected = "study=NAME or storage=URL" if study else "storage=URL"
+    name: str | None = None
+    url = DEFAULT_STORAGE_URL
+    for text in args or []:
+        key, sep, value = text.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not value or key not in (("study", "storage") if study else ("storage",)):
+            raise ConfigError(f"argument {display_url(text)!r}: expected {expected}")
+        if key == "study":
+            name = value
+        else:
+            url = value
+    return name, url
+
+
+def _study_and_storage(args: list[str] | None, command: str) -> tuple[str, str]:
+    """The study and storage of a read command (``report``, ``best``, ``trials``).
+
+    Raises:
+        ConfigError: no study, two, or an argument that is neither key.
+    """
+    positional, rest = _positional_study(args)
+    keyed, storage = _storage_args(rest, study=True)
+    return _one_study(positional, keyed, command), storage
+
+
+def _out_console() -> Console:
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+@app.command(epilog=_GRAMMAR)
 def verify(
-    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
     args: list[str] = typer.Argument(
         None,
-        metavar="[KEY=VALUE]...",
-        help="storage=URL verify.rounds=R (confirmation rounds, default 8, >= 3) "
-        "verify.race_rounds=A (default 2) verify.candidates=K (finalists per answer, default 3) "
-        "verify.accuracy_tolerance_pt=X (default 0.5) verify.screen_z=Z (default 1.645) "
-        "trial.timeout_s=S.",
+        metavar="study=NAME [KEY=VALUE]...",
+        help="study=NAME (required) storage=URL verify.rounds=R (confirmation rounds, default "
+        "8, >= 3) verify.race_rounds=A (default 2) verify.candidates=K (finalists per answer, "
+        "default 3) verify.accuracy_tolerance_pt=X (default 0.5) verify.screen_z=Z (default "
+        "1.645) trial.timeout_s=S. (A bare STUDY first still works for this release; it is "
+        "deprecated.)",
     ),
 ) -> None:
     """Re-run the baseline and the finalists in interleaved rounds of fresh processes, each
@@ -113,7 +328,9 @@ def verify(
     from autotune.storage import load_existing_study
     from autotune.verification import study_metric
 
-    request = load_verify_request(args or [])
+    positional, rest = _positional_study(args)
+    request = load_verify_request(rest)
+    study = _one_study(positional, request.study, "verify")
     # The study's metric, for the lines of each run (verify_study reads the same study).
     metric = study_metric(load_existing_study(study, request.storage))
     console = _out_console()
@@ -133,41 +350,22 @@ def verify(
     print_verdict(console, summary, request.storage)
 
 
-# --- Results: report, dashboard, best, ls, export (read the study database; never run trials)
+# --- Results: report, dashboard, best, ls, trials (read the study database; never run trials)
 
 
-def _storage_arg(args: list[str] | None) -> str:
-    """The storage URL of ``storage=URL`` (the one ``key=value`` these commands take)."""
-    from autotune.config import DEFAULT_STORAGE_URL, display_url
-    from autotune.exceptions import ConfigError
-
-    url = DEFAULT_STORAGE_URL
-    for text in args or []:
-        key, sep, value = text.partition("=")
-        if key.strip() != "storage" or not sep or not value.strip():
-            raise ConfigError(f"argument {display_url(text)!r}: expected storage=URL")
-        url = value.strip()
-    return url
-
-
-def _out_console() -> Console:
-    return Console() if sys.stdout.isatty() else Console(width=200)
-
-
-_STORAGE_ARG_HELP = "storage=URL: the study database (default sqlite:///storage/autotune.db)."
-
-
-@app.command()
+@app.command(epilog=_GRAMMAR)
 def report(
-    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
-    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
-    out: Path = typer.Option(None, "--out", "-o", help="HTML file (default: STUDY-report.html)."),
+    args: list[str] = typer.Argument(None, metavar="study=NAME [storage=URL]", help=_STUDY_HELP),
+    out: Path = typer.Option(
+        None, "--out", "-o", metavar="FILE", help="HTML file (default: NAME-report.html)."
+    ),
 ) -> None:
     """Write a self-contained HTML report of a study (Plotly inlined; opens offline); print
     the verified verdict it shows."""
     from autotune.report import SIMULATED_TEXT, report_study
 
-    data, path = report_study(study, _storage_arg(args), out)
+    study, storage = _study_and_storage(args, "report")
+    data, path = report_study(study, storage, out)
     console = _out_console()
     console.print(
         f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): {data.finished} finished trials, "
@@ -185,9 +383,9 @@ def _print_verdict_line(console: Console, line: str, recommended: bool) -> None:
     console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command()
+@app.command(epilog=_GRAMMAR)
 def dashboard(
-    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_HELP),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to bind (this machine only by default)."
     ),
@@ -196,7 +394,8 @@ def dashboard(
     """Serve a live, read-only dashboard of the studies in a database."""
     from autotune.report import DashboardApp, DashboardServer
 
-    server = DashboardServer(DashboardApp(_storage_arg(args)), host, port)
+    _, storage = _storage_args(args, study=False)
+    server = DashboardServer(DashboardApp(storage), host, port)
     console = _out_console()
     console.print(
         f"autotune dashboard at {server.url} (read-only; Ctrl-C stops it)", highlight=False
@@ -211,10 +410,9 @@ def dashboard(
         server.shutdown()
 
 
-@app.command()
+@app.command(epilog=_GRAMMAR)
 def best(
-    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
-    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    args: list[str] = typer.Argument(None, metavar="study=NAME [storage=URL]", help=_STUDY_HELP),
     objective: str | None = typer.Option(
         None,
         "--objective",
@@ -225,8 +423,9 @@ def best(
     export: Path = typer.Option(
         None,
         "--export",
+        metavar="FILE",
         help="Write the verified recommendation as YAML with a PyTorch snippet (refused when "
-        "there is none; see --trial).",
+        "there is none; see --trial). The trials as CSV: `autotune trials`.",
     ),
     diff: bool = typer.Option(
         False,
@@ -256,6 +455,7 @@ def best(
     from autotune.export import best_configurations, export_best_yaml, export_choice, export_diff
     from autotune.report import SIMULATED_TEXT
 
+    study, storage = _study_and_storage(args, "best")
     if diff and export is not None:
         raise ConfigError("--diff and --export: use one (--diff prints, --export writes a file)")
     if style is not None and not diff:
@@ -264,9 +464,9 @@ def best(
         raise ConfigError(
             f"--trial {trial}: only with --export FILE or --diff (it picks what to export)"
         )
-    result = best_configurations(study, _storage_arg(args), objective)
+    result = best_configurations(study, storage, objective)
     if diff:
-        # Only the lines: paste-able, or `autotune best STUDY --diff > changes.py`.
+        # Only the lines: paste-able, or `autotune best study=NAME --diff > changes.py`.
         lines = export_diff(result, style=style, trial=trial)
         typer.echo("\n".join(lines))
         return
@@ -294,32 +494,57 @@ def best(
         console.print(document["pytorch_snippet"], markup=False, highlight=False)
 
 
-@app.command("ls")
+@app.command("ls", epilog=_GRAMMAR)
 def ls_studies(
-    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
+    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_HELP),
 ) -> None:
     """List the studies in a database with trial counts and hardware."""
     from autotune.console import studies_table
     from autotune.export import list_studies
+    from autotune.storage import storage_location
 
-    storage = _storage_arg(args)
-    _out_console().print(studies_table(list_studies(storage), storage))
+    _, storage = _storage_args(args, study=False)
+    studies = list_studies(storage)
+    if not studies:  # say where it looked: a relative SQLite path depends on the directory
+        _out_console().print(f"no studies in {storage_location(storage)}", highlight=False)
+        return
+    _out_console().print(studies_table(studies, storage))
 
 
-@app.command("export")
-def export_trials(
-    study: str = typer.Argument(..., metavar="STUDY", help="Optuna study name."),
-    args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_ARG_HELP),
-    csv: Path = typer.Option(..., "--csv", help="CSV file to write: one row per finished trial."),
-) -> None:
-    """Write every finished trial of a study as CSV (figures with units, configuration)."""
+_CSV_HELP = "CSV file to write: one row per finished trial."
+
+
+def _write_trials_csv(study: str, storage: str, csv: Path) -> None:
     from autotune.export import export_csv
 
-    rows = export_csv(study, _storage_arg(args), csv)
+    rows = export_csv(study, storage, csv)
     _out_console().print(f"wrote {csv}: {rows} trials", highlight=False)
 
 
-@app.command()
+@app.command("trials", epilog=_GRAMMAR)
+def trials_csv(
+    args: list[str] = typer.Argument(None, metavar="study=NAME [storage=URL]", help=_STUDY_HELP),
+    csv: Path = typer.Option(..., "--csv", metavar="FILE", help=_CSV_HELP),
+) -> None:
+    """Write every finished trial of a study as CSV (figures with units, configuration); the
+    verified recommendation is `autotune best --export FILE`."""
+    study, storage = _study_and_storage(args, "trials")
+    _write_trials_csv(study, storage, csv)
+
+
+@app.command("export", hidden=True, epilog=_GRAMMAR)
+def export_trials(
+    args: list[str] = typer.Argument(None, metavar="study=NAME [storage=URL]", help=_STUDY_HELP),
+    csv: Path = typer.Option(..., "--csv", metavar="FILE", help=_CSV_HELP),
+) -> None:
+    """Deprecated (goes in the next release): `autotune trials study=NAME --csv FILE`."""
+    positional, rest = _positional_study(args, note=False)  # one note for the whole spelling
+    _deprecated("`autotune export`", "`autotune trials study=NAME --csv FILE`")
+    keyed, storage = _storage_args(rest, study=True)
+    _write_trials_csv(_one_study(positional, keyed, "trials"), storage, csv)
+
+
+@app.command(epilog=_GRAMMAR)
 def hardware(
     as_json: bool = typer.Option(False, "--json", help="Print the fingerprint as JSON."),
     mock_profile: str | None = typer.Option(

@@ -20,9 +20,12 @@ from pathlib import Path
 import optuna
 import pytest
 import torch
+import yaml
 
+import autotune
 from autotune.cli import main
 from autotune.config import available_spaces
+from tests.studies.mock import DemoStudy
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
 
@@ -125,7 +128,7 @@ BAD_INPUT = [
         id="warm-start-itself",
     ),
     pytest.param(
-        ["best", "cnn_small", "--trial", "3"],
+        ["best", "study=cnn_small", "--trial", "3"],
         "--trial 3: only with --export FILE",
         id="best-trial-without-export",
     ),
@@ -258,6 +261,337 @@ def test_no_arguments_shows_usage_without_an_empty_error(
     assert err == ""
 
 
+#: Every command autotune lists (``export`` is hidden: deprecated).
+COMMANDS = ["run", "config", "verify", "report", "dashboard", "best", "ls", "trials", "hardware"]
+
+
+def _prose(text: str) -> str:
+    """Help text with its line breaks, box borders and padding reduced to single spaces."""
+    return " ".join(text.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("argv", [["-h"], ["--help"], *([c, "-h"] for c in COMMANDS)])
+def test_dash_h_is_help_and_every_help_states_the_grammar(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+
+    code = main(argv)
+
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    assert f"Usage: autotune {argv[0] if argv[0] in COMMANDS else ''}".strip() in out
+    prose = _prose(out)
+    assert "Configuration is key=value" in prose
+    assert "Options that pick an action or an output file are flags: --trials N" in prose
+
+
+def test_the_app_help_lists_every_command_but_the_deprecated_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["-h"]) == 0
+
+    listed = [line.split()[1] for line in capsys.readouterr().out.splitlines() if "│ " in line]
+    assert [c for c in COMMANDS if c in listed] == COMMANDS
+    assert "export" not in listed
+
+
+def test_run_help_names_the_config_command_and_the_reference(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["run", "-h"]) == 0
+
+    prose = _prose(capsys.readouterr().out)
+    assert "autotune config [KEY=VALUE]... prints every key of a run, resolved" in prose
+    assert "docs/reference.md" in prose
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    code = main(["--version"])
+
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    assert out == f"autotune {autotune.__version__}\n"
+    assert autotune.__version__ == version("autotune")  # installed: the distribution's
+
+
+# --- autotune config: the resolved configuration, nothing run or written
+
+
+def test_config_prints_the_resolved_configuration_as_yaml_and_writes_nothing(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["config", "device=mock", "train.epochs=2", "study=s", "precision=[fp32,bf16]", "-n", "7"]
+    )
+
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    document = yaml.safe_load(out)
+    assert document["space"] == "cnn_small" and document["name"] == "cnn_small"
+    assert document["device"] == "mock" and document["study"] == "s"
+    assert document["train"]["epochs"] == 2
+    assert document["precision"] == ["fp32", "bf16"]
+    assert document["storage"] == "sqlite:///storage/autotune.db"
+    assert document["verify"]["rounds"] == 8  # a default, resolved
+    assert "# --trials 7" in out
+    assert _files(workdir) == []  # no storage/ directory, no database
+
+
+def test_config_masks_the_password_and_connects_to_nothing(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["config", f"storage={UNREACHABLE}"])
+
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    assert yaml.safe_load(out)["storage"] == UNREACHABLE_SHOWN
+    assert SECRET not in out
+
+
+#: The bad input of `run` that `config` refuses with the same line (the device, the workload,
+#: its data and the database are checked when a run starts).
+CONFIG_BAD_INPUT = [
+    pytest.param(["config", *p.values[0][1:]], p.values[1], id=p.id)
+    for p in BAD_INPUT
+    if p.id
+    in {
+        "trials-0",
+        "no-equals",
+        "device",
+        "sampler",
+        "unknown-key",
+        "wrong-type",
+        "empty-choices",
+        "min-peak-ratio-above-1",
+        "min-peak-ratio-bool",
+        "hardware-unknown-key",
+        "space-name",
+        "space-file",
+        "storage",
+        "unknown-option",
+        "trials-not-int",
+        "negative-seed",
+    }
+]
+
+
+def test_config_bad_input_names_cases_of_run_that_exist() -> None:
+    assert len(CONFIG_BAD_INPUT) == 16  # a renamed case of BAD_INPUT would drop out silently
+
+
+@pytest.mark.parametrize(("argv", "fragment"), CONFIG_BAD_INPUT)
+def test_config_refuses_bad_input_as_run_does(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    code = main(argv)
+
+    _assert_one_line_error(code, capsys, fragment)
+    assert _files(workdir) == []
+
+
+# --- study=NAME and storage=URL in every command that reads a study
+
+
+def test_the_read_commands_take_study_and_storage(
+    demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study, storage = f"study={demo_study.name}", f"storage={demo_study.url}"
+    csv, page = tmp_path / "trials.csv", tmp_path / "page.html"
+
+    assert main(["best", study, storage]) == 0
+    assert main(["report", storage, study, "--out", str(page)]) == 0  # in any order
+    assert main(["trials", study, storage, "--csv", str(csv)]) == 0
+    assert main(["ls", storage]) == 0
+
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert f"Pareto-optimal configurations of study {demo_study.name}" in out
+    assert page.is_file() and f"wrote {csv}: {demo_study.n_trials} trials" in out
+    assert len(csv.read_text().splitlines()) == demo_study.n_trials + 1
+    assert f"Studies in {demo_study.url}" in out
+
+
+@pytest.mark.parametrize("command", ["verify", "report", "best", "trials"])
+def test_a_read_command_without_a_study_says_so(
+    workdir: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    extra = ["--csv", "t.csv"] if command == "trials" else []
+
+    code = main([command, "storage=sqlite:///elsewhere.db", *extra])
+
+    _assert_one_line_error(code, capsys, f"{command}: which study? write study=NAME")
+    assert _files(workdir) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        pytest.param(["best", "study=a", "s"], "argument 's': expected study=NAME or", id="bare"),
+        pytest.param(["ls", "study=a"], "argument 'study=a': expected storage=URL", id="ls-study"),
+        pytest.param(["best", "study="], "argument 'study=': expected study=NAME", id="empty"),
+        pytest.param(["verify", "study="], "study: String should have at least 1", id="v-empty"),
+        pytest.param(
+            ["best", "a", "study=b"], "study=b: the study is also given as 'a'", id="twice"
+        ),
+    ],
+)
+def test_study_and_storage_arguments_that_do_not_parse(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    code = main(argv)
+
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1].startswith("autotune: error: ") and fragment in err
+    assert _files(workdir) == []
+
+
+# --- The spellings of the release before: they work, each with one note line
+
+
+def test_the_positional_study_works_with_one_note(
+    demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"storage={demo_study.url}"
+    note = (
+        f"autotune: note: the positional STUDY is deprecated and goes in the next release; "
+        f"write study={demo_study.name}"
+    )
+    runs = {
+        "best": ["best", demo_study.name, storage, "--objective", "memory"],
+        "report": ["report", demo_study.name, storage, "--out", str(tmp_path / "r.html")],
+        "trials": ["trials", demo_study.name, storage, "--csv", str(tmp_path / "t.csv")],
+    }
+    for command, argv in runs.items():
+        new = [argv[0], f"study={demo_study.name}", *argv[2:]]
+        assert main(new) == 0, command
+        expected_out = capsys.readouterr().out
+
+        assert main(argv) == 0, command
+
+        out, err = capsys.readouterr()
+        assert err.splitlines() == [note], command
+        assert out == expected_out, command  # the same answer as study=NAME gives
+
+
+def test_verify_reads_a_positional_study_with_one_note(
+    demo_study: DemoStudy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The study it reads is the positional one; its verification runs elsewhere (tests/api),
+    so this one is refused after the study is read: no such study."""
+    code = main(["verify", "nosuch", f"storage={demo_study.url}", "verify.rounds=3"])
+
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "autotune: note: the positional STUDY is deprecated and goes in the next release; "
+        "write study=nosuch",
+        f"autotune: error: study=nosuch: no such study in {demo_study.url}; studies there: "
+        f"{demo_study.name}",
+    ]
+
+
+@pytest.mark.parametrize("study", ["positional", "keyed"])
+def test_export_writes_the_trial_csv_with_one_note(
+    demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str], study: str
+) -> None:
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    name = demo_study.name if study == "positional" else f"study={demo_study.name}"
+    storage = f"storage={demo_study.url}"
+    assert main(["trials", f"study={demo_study.name}", storage, "--csv", str(new)]) == 0
+    capsys.readouterr()
+
+    code = main(["export", name, storage, "--csv", str(old)])
+
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert err.splitlines() == [
+        "autotune: note: `autotune export` is deprecated and goes in the next release; write "
+        "`autotune trials study=NAME --csv FILE`"
+    ]
+    assert out == f"wrote {old}: {demo_study.n_trials} trials\n"
+    assert old.read_text() == new.read_text()
+
+
+# --- Where it looked: the storage as resolved, a relative SQLite file as an absolute path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ls"],
+        ["best", "study=s"],
+        ["report", "study=s"],
+        ["trials", "study=s", "--csv", "t.csv"],
+        ["verify", "study=s"],
+        ["dashboard", "--port", "0"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_a_missing_database_names_the_url_and_the_file_it_looked_for(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code = main(argv)
+
+    _assert_one_line_error(
+        code,
+        capsys,
+        "storage=sqlite:///storage/autotune.db: no database file at "
+        f"{workdir / 'storage' / 'autotune.db'} (run a study there first",
+    )
+    assert _files(workdir) == []
+
+
+def test_a_study_missing_from_a_relative_database_names_its_file(
+    demo_study: DemoStudy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A database made in one directory, read from another: the default (relative) storage is
+    the other directory's, and the message says which file that is."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "storage").mkdir(parents=True)
+    (elsewhere / "storage").mkdir(parents=True)
+    shutil.copy(demo_study.url.removeprefix("sqlite:///"), project / "storage" / "autotune.db")
+    optuna.create_study(
+        study_name="other", storage="sqlite:///" + str(elsewhere / "storage" / "autotune.db")
+    )
+    monkeypatch.chdir(elsewhere)
+
+    code = main(["best", f"study={demo_study.name}"])
+
+    _assert_one_line_error(
+        code,
+        capsys,
+        f"study={demo_study.name}: no such study in sqlite:///storage/autotune.db "
+        f"({elsewhere / 'storage' / 'autotune.db'}); studies there: other",
+    )
+    monkeypatch.chdir(project)
+    assert main(["best", f"study={demo_study.name}"]) == 0
+
+
+def test_ls_of_an_empty_database_says_where_it_looked(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workdir / "storage").mkdir()
+    optuna.storages.RDBStorage("sqlite:///storage/autotune.db")  # Optuna's tables, no study
+
+    code = main(["ls"])
+
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    assert (
+        out
+        == f"no studies in sqlite:///storage/autotune.db ({workdir / 'storage' / 'autotune.db'})\n"
+    )
+
+
 @pytest.mark.slow
 def test_mock_run_prints_the_pareto_table_and_says_simulated(
     workdir: Path, capsys: pytest.CaptureFixture[str]
@@ -324,7 +658,7 @@ UNREACHABLE_SHOWN = "postgresql+psycopg://alice:***@127.0.0.1:1/x"
             id="ls-unreachable",
         ),
         pytest.param(
-            ["verify", "s", f"storage={UNREACHABLE}"],
+            ["verify", "study=s", f"storage={UNREACHABLE}"],
             f"storage={UNREACHABLE_SHOWN}: cannot open the database: ",
             id="verify-unreachable",
         ),
@@ -344,8 +678,8 @@ UNREACHABLE_SHOWN = "postgresql+psycopg://alice:***@127.0.0.1:1/x"
             id="run-url-without-key",
         ),
         pytest.param(
-            ["best", "s", UNREACHABLE],
-            f"argument '{UNREACHABLE_SHOWN}': expected storage=URL",
+            ["best", "study=s", UNREACHABLE],
+            f"argument '{UNREACHABLE_SHOWN}': expected study=NAME or storage=URL",
             id="best-url-without-key",
         ),
     ],
@@ -436,9 +770,9 @@ def test_no_output_of_a_study_on_postgresql_shows_the_password(
     storage = f"storage={url}"
     run = ["run", "device=mock", "data=digits", "study=s", storage, "verify.rounds=0", "-n", "3"]
     assert main(run) == 0
-    assert main(["report", "s", storage, "--out", "page.html"]) == 0
-    assert main(["best", "s", storage, "--export", "best.yaml"]) == 2  # not verified
-    assert main(["best", "s", storage, "--export", "t0.yaml", "--trial", "0"]) == 0
+    assert main(["report", "study=s", storage, "--out", "page.html"]) == 0
+    assert main(["best", "study=s", storage, "--export", "best.yaml"]) == 2  # not verified
+    assert main(["best", "study=s", storage, "--export", "t0.yaml", "--trial", "0"]) == 0
     assert main(["ls", storage]) == 0
     out, err = capsys.readouterr()
     app = DashboardApp(url, importances=False)
@@ -452,11 +786,11 @@ def test_no_output_of_a_study_on_postgresql_shows_the_password(
     report = (workdir / "page.html").read_text()
     exported = (workdir / "t0.yaml").read_text()
     assert f"storage {shown}\n" in out  # the run header
-    assert f"`autotune verify s storage='{shown}'` verifies the finalists" in out
-    assert f"`autotune verify s storage='{shown}'` first" in err
+    assert f"`autotune verify study=s storage='{shown}'` verifies the finalists" in out
+    assert f"`autotune verify study=s storage='{shown}'` first" in err
     assert f"Studies in {shown}" in out
     assert f"storage: {shown}\n" in exported
-    assert html.escape(f"`autotune verify s storage='{shown}'`") in report
+    assert html.escape(f"`autotune verify study=s storage='{shown}'`") in report
     assert str(missing.value) == f"study=nosuch: no such study in {shown}"
     for text in (out, err, page, report, exported):
         assert secret not in text

@@ -64,9 +64,9 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> StudyResult:
 def test_the_commands_to_copy_mask_the_password(verified: StudyResult) -> None:
     text = _printed(print_result, dataclasses.replace(verified, storage=PASSWORD_URL))
 
-    assert f"the change: autotune best s storage='{SHOWN}' --diff\n" in text
-    assert f"export it:  autotune best s storage='{SHOWN}' --export s-best.yaml\n" in text
-    assert f"report:    autotune report s storage='{SHOWN}'\n" in text
+    assert f"the change: autotune best study=s storage='{SHOWN}' --diff\n" in text
+    assert f"export it:  autotune best study=s storage='{SHOWN}' --export s-best.yaml\n" in text
+    assert f"report:    autotune report study=s storage='{SHOWN}'\n" in text
     assert SECRET not in text
 
 
@@ -77,7 +77,7 @@ def test_the_verify_command_of_an_unverified_run_masks_the_password(
 
     text = _printed(print_result, unverified)
 
-    assert f"`autotune verify s storage='{SHOWN}'` verifies the finalists" in text
+    assert f"`autotune verify study=s storage='{SHOWN}'` verifies the finalists" in text
     assert SECRET not in text
 
 

@@ -12,6 +12,8 @@ import gzip
 import importlib.util
 import math
 import pickle
+import re
+import shlex
 import struct
 import sys
 from collections.abc import Callable
@@ -28,7 +30,8 @@ import yaml
 from optuna.study import StudyDirection
 from torch.utils.data import DataLoader, Subset, TensorDataset
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
 RESNET_DIR = EXAMPLES / "resnet_mnist"
 GPT_DIR = EXAMPLES / "char_gpt"
 
@@ -200,6 +203,48 @@ def test_datasets_split_is_the_same_every_time(resnet: ModuleType, idx_dir: Path
 def test_val_fraction_outside_0_1_is_refused(resnet: ModuleType, val_fraction: float) -> None:
     with pytest.raises(ValueError, match="val_fraction"):
         resnet.ResNetWorkload("/tmp", val_fraction=val_fraction)
+
+
+def test_the_space_reads_the_shipped_mnist_test_set_by_default(resnet: ModuleType) -> None:
+    """space.yaml names no directory of its own (``root: null``): the workload reads the MNIST
+    test set that ships with autotune, the files ``data=mnist`` reads."""
+    from autotune.workloads.builtin.data import SHIPPED_MNIST_DIR
+
+    workload = resnet.ResNetWorkload(**_space(RESNET_DIR)["workload_args"])
+    train, val = workload.datasets()
+
+    assert workload.root.resolve() == SHIPPED_MNIST_DIR.resolve()
+    assert (len(train), len(val)) == (8000, 2000)  # 10,000 images at val_fraction 0.2
+
+
+def _readme_commands(directory: Path) -> list[list[str]]:
+    """The ``autotune ...`` lines of the bash blocks of a folder's README.md, split as a shell
+    splits them."""
+    text = (directory / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+    return [
+        shlex.split(line) for b in blocks for line in b.splitlines() if line.startswith("autotune")
+    ]
+
+
+@pytest.mark.parametrize("directory", [RESNET_DIR, GPT_DIR], ids=lambda d: d.name)
+def test_the_readme_command_runs_as_pasted_from_the_repository_root(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everything `autotune run` checks before its first trial (the space, the workload, its
+    data, the storage URL) passes for the README's command, run where a fresh clone puts the
+    user: nothing there but the repository. prepare_run writes nothing."""
+    from autotune.api import prepare_run
+    from autotune.config import load_run_config
+
+    [argv] = _readme_commands(directory)
+    assert argv[:2] == ["autotune", "run"]
+    monkeypatch.chdir(REPO)
+
+    config = load_run_config([a for a in argv[2:] if "=" in a])  # --trials N is a flag
+    prepared = prepare_run(config)
+
+    assert prepared.config.space.name == directory.name
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from autotune.config._loading import (
     load_run_config,
     load_space,
     load_verify_request,
+    run_config_document,
 )
 from autotune.config._run import (
     DEFAULT_STORAGE_URL,
@@ -137,5 +138,6 @@ __all__ = [
     "load_verify_request",
     "math_key",
     "parse_model_knob",
+    "run_config_document",
     "scaled_lr",
 ]

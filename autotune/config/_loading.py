@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from autotune.config._knobs import TUNER_KNOBS
 from autotune.config._overrides import parse_overrides, set_path
 from autotune.config._run import RunConfig, VerifyRequest
 from autotune.config._space import DOORS, SearchSpace
@@ -37,6 +38,17 @@ _RUN_KEYS = (
     "hardware",
     "verify",
 )
+
+
+#: Keys whose value is a name or a URL, taken as written: OmegaConf would read ``study=007``
+#: as the number 7 and ``study=`` as None. Every command names the study and the storage so.
+_VERBATIM_KEYS = ("study", "storage")
+
+
+def _verbatim(key: str, value: Any, text: str) -> Any:
+    """The value of one ``key=value`` argument: as written (stripped) for
+    :data:`_VERBATIM_KEYS`, else as OmegaConf parsed it."""
+    return text.partition("=")[2].strip() if key in _VERBATIM_KEYS else value
 
 
 def available_spaces() -> list[str]:
@@ -168,7 +180,7 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
     space_overrides: list[str] = []
     for key, value, text in parse_overrides(args):
         if key.split(".")[0] in _RUN_KEYS:
-            set_path(run_raw, key, value, text)
+            set_path(run_raw, key, _verbatim(key, value, text), text)
             run_texts[key] = text
         else:
             space_overrides.append(text)
@@ -179,9 +191,6 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
         )
     space, source = _load_space_with_source(space_name, space_overrides)
     run_raw.setdefault("study", space.name)
-    for key in ("study", "storage"):
-        if key in run_raw and not isinstance(run_raw[key], str):
-            run_raw[key] = str(run_raw[key])
     try:
         return RunConfig.model_validate(
             {**copy.deepcopy(run_raw), "space": space, "space_source": source}
@@ -191,9 +200,10 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
 
 
 def load_verify_request(args: Sequence[str]) -> VerifyRequest:
-    """Validate ``autotune verify``'s ``key=value`` arguments (``storage=URL``,
+    """Validate ``autotune verify``'s ``key=value`` arguments (``study=NAME``, ``storage=URL``,
     ``verify.rounds=R``, ``verify.candidates=K``, ``verify.accuracy_tolerance_pt=X``,
-    ``trial.timeout_s=S``).
+    ``trial.timeout_s=S``); ``study`` and ``storage`` are taken as written, as
+    :func:`load_run_config` takes them.
 
     Raises:
         ConfigError: an unknown key or a value that breaks a rule; the message names it.
@@ -201,11 +211,61 @@ def load_verify_request(args: Sequence[str]) -> VerifyRequest:
     raw: dict[str, Any] = {}
     texts: dict[str, str] = {}
     for key, value, text in parse_overrides(args):
-        set_path(raw, key, value, text)
+        set_path(raw, key, _verbatim(key, value, text), text)
         texts[key] = text
-    if "storage" in raw and not isinstance(raw["storage"], str):
-        raw["storage"] = str(raw["storage"])
     try:
         return VerifyRequest.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(_format_validation_error(e, "command line", texts)) from None
+
+
+def _knob_as_written(knob: Any) -> Any:
+    """A knob in the form a space file or an override writes it: the list of choices, or
+    ``{low, high}`` with ``step`` and ``log`` only where they are not the defaults."""
+    dumped: dict[str, Any] = knob.model_dump(mode="json")
+    if dumped.get("choices") is not None:
+        return dumped["choices"]
+    written = {"low": dumped["low"], "high": dumped["high"]}
+    if dumped.get("step") not in (None, 1):
+        written["step"] = dumped["step"]
+    if dumped.get("log"):
+        written["log"] = True
+    return written
+
+
+def run_config_document(config: RunConfig) -> dict[str, Any]:
+    """The resolved configuration of a run as ``autotune config`` prints it: every key at the
+    path a ``key=value`` argument gives it (``train.epochs``, ``verify.rounds``, ``precision``),
+    so each line can be copied back as an override.
+
+    ``space`` is the shipped space's name or the file the space came from; the space's fields
+    follow the run's keys, its knobs in the form a space file writes them (a list of choices,
+    or ``{low, high}``). The storage URL has its password masked
+    (:func:`~autotune.config.display_url`).
+
+    Args:
+        config: a validated run configuration (:func:`load_run_config`).
+
+    Returns:
+        Plain values (str, int, float, bool, None, lists and dicts), ready for
+        ``yaml.safe_dump``.
+    """
+    run = config.model_dump(mode="json", exclude={"space", "space_source"})
+    run["storage"] = display_url(config.storage)
+    space = config.space.model_dump(mode="json")
+    for name in TUNER_KNOBS:
+        space[name] = _knob_as_written(getattr(config.space, name))
+    model = config.space.model
+    space["model"] = {
+        **({"family": model.family} if model.family is not None else {}),
+        **{name: _knob_as_written(knob) for name, knob in model.knobs.items()},
+    }
+    return {"space": _space_argument(config.space_source), **run, **space}
+
+
+def _space_argument(source: str) -> str:
+    """What ``space=`` takes for a space read from ``source``: a shipped space's name (its
+    source label, ``search_spaces/NAME.yaml``, is no path outside the repository), else the
+    file as it was given."""
+    stem = Path(source).stem
+    return stem if source == f"search_spaces/{stem}.yaml" and stem in available_spaces() else source

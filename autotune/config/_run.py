@@ -39,8 +39,8 @@ class RunConfig(Strict):
     space: SearchSpace
     space_source: str  # the file the space came from, for messages and the study record
     device: DeviceName = "auto"
-    study: str  # Optuna study name; defaults to the space name
-    storage: str = DEFAULT_STORAGE_URL  # any SQLAlchemy URL
+    study: str = Field(min_length=1)  # Optuna study name; defaults to the space name
+    storage: str = Field(DEFAULT_STORAGE_URL, min_length=1)  # any SQLAlchemy URL
     # GP: the best hypervolume after 25 and 50 trials in docs/benchmarks (search efficiency).
     sampler: SamplerName = "gp"
     # throughput (default; three objectives: samples/s, validation metric, peak memory) or
@@ -221,6 +221,7 @@ class VerifyRequest(Strict):
     """The ``key=value`` arguments of ``autotune verify``: where the study is, and how to
     verify it."""
 
-    storage: str = DEFAULT_STORAGE_URL
+    study: str | None = Field(None, min_length=1)  # Optuna study name; the CLI requires one
+    storage: str = Field(DEFAULT_STORAGE_URL, min_length=1)
     verify: VerifySettings = VerifySettings()
     trial: TrialSettings = TrialSettings()

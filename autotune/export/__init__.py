@@ -1,7 +1,7 @@
 """Getting results out: the Pareto-optimal configurations (``autotune best``), the verified
 recommendation as YAML with a ready-to-paste PyTorch snippet (``best --export``) or as the
 lines that change from the baseline (``best --diff``), every trial
-as CSV (``autotune export``), and the list of studies in a database (``autotune ls``).
+as CSV (``autotune trials``), and the list of studies in a database (``autotune ls``).
 
 ::
 
@@ -10,7 +10,7 @@ as CSV (``autotune export``), and the list of studies in a database (``autotune 
     _yaml      export_choice, export_best_yaml: the recommendation (or --trial N) as YAML
     _diff      diff_lines, export_diff: what changes from the baseline, as lines to paste
                (best --diff --style torch|lightning|hf)
-    _csv       trial_records, export_csv: one row per finished trial
+    _csv       trial_records, export_csv: one row per finished trial (trials --csv)
     _listing   list_studies: one line per study (ls)
 
 What ``best``, ``best --export`` and ``ls`` claim is the newest finished verification's

@@ -1,4 +1,4 @@
-"""``autotune export``: one CSV row per finished trial, from the results table or rebuilt from
+"""``autotune trials --csv FILE``: one CSV row per finished trial, from the results table or rebuilt from
 Optuna's record of the study."""
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from urllib.parse import parse_qs, urlsplit
 import optuna
 from plotly.offline import get_plotlyjs
 
-from autotune.config import display_url
 from autotune.exceptions import AutotuneError, ConfigError
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.report._data import gather_report
@@ -36,6 +35,7 @@ from autotune.storage import (
     StudyNotFoundError,
     load_existing_study,
     open_existing_storage,
+    storage_location,
     study_names,
 )
 
@@ -84,7 +84,7 @@ class DashboardApp:
         names = self.names()
         if study is not None and study not in names:
             raise StudyNotFoundError(
-                f"study={study}: no such study in {display_url(self.storage_url)}"
+                f"study={study}: no such study in {storage_location(self.storage_url)}"
             )
         if study is None and names:
             study = names[-1]

@@ -157,8 +157,8 @@ def metric_spread(metric: Objective, mean: float, low: float | None, high: float
 def study_command(
     command: str, study_name: str, storage_url: str | None = None, *options: str
 ) -> str:
-    """An ``autotune COMMAND STUDY [storage=URL] [OPTIONS]`` command line, shell-quoted; the
-    storage is named unless it is the default, with its password masked
+    """An ``autotune COMMAND study=NAME [storage=URL] [OPTIONS]`` command line, shell-quoted;
+    the storage is named unless it is the default, with its password masked
     (:func:`~autotune.config.display_url`; the user types it back in, as with pip)."""
     storage = (
         f" storage={shlex.quote(display_url(storage_url))}"
@@ -166,7 +166,7 @@ def study_command(
         else ""
     )
     tail = "".join(f" {shlex.quote(o)}" for o in options)
-    return f"autotune {command} {shlex.quote(study_name)}{storage}{tail}"
+    return f"autotune {command} study={shlex.quote(study_name)}{storage}{tail}"
 
 
 def verify_command(study_name: str, storage_url: str | None = None) -> str:

@@ -35,6 +35,7 @@ from autotune.storage._optuna import (
 from autotune.storage._read import (
     load_existing_study,
     open_existing_storage,
+    storage_location,
     study_names,
 )
 from autotune.storage._session import create_results_engine, session_scope, sqlite_path
@@ -86,6 +87,7 @@ __all__ = [
     "schema_revision",
     "session_scope",
     "sqlite_path",
+    "storage_location",
     "stored_study_attr",
     "study_exists",
     "study_names",

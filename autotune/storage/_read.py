@@ -4,14 +4,35 @@ from __future__ import annotations
 
 import optuna
 from optuna.storages import RDBStorage
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from autotune.config import display_url
 from autotune.exceptions import StorageError, StudyNotFoundError
 from autotune.storage._session import sqlite_path
 from autotune.storage._url import error_reason, validate_storage_url
 
-__all__ = ["load_existing_study", "open_existing_storage", "study_names"]
+__all__ = ["load_existing_study", "open_existing_storage", "storage_location", "study_names"]
+
+
+def storage_location(url: str) -> str:
+    """Where a storage URL points, as messages name it: the URL with its password masked
+    (:func:`~autotune.config.display_url`), and for a SQLite file given by a relative (or
+    ``~``) path also the absolute file it resolves to from this working directory:
+    ``sqlite:///storage/autotune.db (/home/u/proj/storage/autotune.db)``.
+
+    Args:
+        url: the storage URL (any text; one that does not parse is only masked).
+    """
+    shown = display_url(url)
+    try:
+        path = sqlite_path(url)
+        written = make_url(url).database
+    except (ArgumentError, ValueError):  # not a URL: validate_storage_url says so elsewhere
+        return shown
+    if path is None or written == str(path.absolute()):
+        return shown
+    return f"{shown} ({path.absolute()})"
 
 
 def open_existing_storage(url: str) -> RDBStorage:
@@ -25,8 +46,8 @@ def open_existing_storage(url: str) -> RDBStorage:
     path = sqlite_path(url)
     if path is not None and not path.is_file():
         raise StorageError(
-            f"storage={display_url(url)}: no database file at {path} "
-            "(run `autotune run` first, or pass storage=URL)"
+            f"storage={display_url(url)}: no database file at {path.absolute()} "
+            "(run a study there first with `autotune run`, or pass storage=URL)"
         )
     try:
         return RDBStorage(url)
@@ -61,6 +82,6 @@ def load_existing_study(
     if study_name not in names:
         known = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "") if names else "none"
         raise StudyNotFoundError(
-            f"study={study_name}: no such study in {display_url(url)} (studies there: {known})"
+            f"study={study_name}: no such study in {storage_location(url)}; studies there: {known}"
         )
     return optuna.load_study(study_name=study_name, storage=storage)

@@ -58,7 +58,7 @@ from autotune.objectives import (
     objective_mode,
     objective_values,
 )
-from autotune.storage import FINISHED_STATES, error_reason, study_exists
+from autotune.storage import FINISHED_STATES, error_reason, storage_location, study_exists
 from autotune.study._samplers import (
     GP_STARTUP_TRIALS,
     STARTUP_DESIGN_SAMPLERS,
@@ -122,7 +122,7 @@ def check_warm_start(config: RunConfig) -> None:
         raise ConfigError(f"warm_start={name}: must name another study than study={config.study}")
     if not study_exists(config.storage, name):
         raise ConfigError(
-            f"warm_start={name}: no such study in storage={display_url(config.storage)}"
+            f"warm_start={name}: no such study in storage={storage_location(config.storage)}"
         )
 
 
@@ -444,7 +444,7 @@ def _warm_start_trials(
         other = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         raise ConfigError(
-            f"warm_start={name}: no such study in storage={display_url(config.storage)}"
+            f"warm_start={name}: no such study in storage={storage_location(config.storage)}"
         ) from None
     knobs = space.knobs()
     trials: list[tuple[dict[str, Any], str]] = []

@@ -32,6 +32,7 @@ passed the screen; the closest one is named).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -361,7 +362,7 @@ class VerificationSummary:
         if not self.complete:
             return (
                 f"{prefix}verification {self.number} is incomplete ({self.runs_done} of "
-                f"{self.runs_planned} runs); `autotune verify {self.study_name}` finishes it"
+                f"{self.runs_planned} runs); `autotune verify study={shlex.quote(self.study_name)}` finishes it"
             )
         if self.is_time_to_accuracy:
             return prefix + to_target_headline(

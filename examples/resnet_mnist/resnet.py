@@ -10,18 +10,21 @@ pooling and a linear classifier.
 The data are the IDX files of LeCun et al.'s MNIST distribution (or Fashion-MNIST, which uses
 the same names): whatever of the training and test files lie in ``root`` (raw or ``.gz``) is
 pooled, split with a fixed seed into training and validation sets, and standardized with the
-training set's mean and standard deviation. This module needs only torch and numpy; importing
-it reads nothing.
+training set's mean and standard deviation. Without a ``root`` it reads the MNIST test set
+that ships with autotune (10,000 images; :func:`shipped_mnist_dir`). This module needs only
+torch and numpy; importing it reads nothing.
 
-Run it with::
+Run it from the repository's root with::
 
-    autotune run space=examples/resnet_mnist/space.yaml workload_args.root=/path/to/mnist \
-        --trials 5 device=cpu
+    autotune run space=examples/resnet_mnist/space.yaml --trials 5 device=cpu
+
+and add ``workload_args.root=/path/to/mnist`` for a directory of your own IDX files.
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +33,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import TensorDataset
 
-__all__ = ["BasicBlock", "ResNet", "ResNetWorkload", "load_idx_dir", "read_idx"]
+__all__ = [
+    "BasicBlock",
+    "ResNet",
+    "ResNetWorkload",
+    "load_idx_dir",
+    "read_idx",
+    "shipped_mnist_dir",
+]
 
 #: (images, labels) file stems of the two MNIST splits; pooled when both are present.
 IDX_SPLITS: tuple[tuple[str, str], ...] = (
@@ -98,6 +108,17 @@ def _find(root: Path, stem: str) -> Path | None:
         if (root / name).is_file():
             return root / name
     return None
+
+
+def shipped_mnist_dir() -> Path:
+    """The directory of the MNIST test set that ships with autotune (the two ``t10k-*.gz``
+    files autotune's own ``data=mnist`` reads), found without importing autotune: in the
+    installed package, else beside this file in a clone of the repository."""
+    inside = Path("workloads", "builtin", "datasets", "mnist")
+    spec = importlib.util.find_spec("autotune")  # locates the package; runs none of it
+    if spec is not None and spec.origin is not None:
+        return Path(spec.origin).parent / inside
+    return Path(__file__).resolve().parents[2] / "autotune" / inside
 
 
 def load_idx_dir(root: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -214,17 +235,18 @@ class ResNetWorkload:
     top-1 validation accuracy (maximized).
 
     Args:
-        root: directory holding the IDX files (see :func:`load_idx_dir`).
+        root: directory holding the IDX files (see :func:`load_idx_dir`); None: the MNIST test
+            set that ships with autotune (:func:`shipped_mnist_dir`).
         val_fraction: share of the pooled images held out for validation, in (0, 1).
     """
 
     metric_name = "accuracy"
     metric_direction = "maximize"
 
-    def __init__(self, root: str | Path, val_fraction: float = 0.2) -> None:
+    def __init__(self, root: str | Path | None = None, val_fraction: float = 0.2) -> None:
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
-        self.root = Path(root).expanduser()
+        self.root = shipped_mnist_dir() if root is None else Path(root).expanduser()
         self.val_fraction = val_fraction
 
     def build_model(self, blocks: int = 1, width: int = 16, stages: int = 3) -> ResNet:

@@ -315,11 +315,13 @@ def test_cli_verify_prints_the_verdict_last_and_refuses_bad_input(
     config = _study(sqlite_url)
     storage = f"storage={config.storage}"
 
-    code = main(["verify", config.study, storage, "verify.rounds=3", "verify.candidates=1"])
+    code = main(
+        ["verify", f"study={config.study}", storage, "verify.rounds=3", "verify.candidates=1"]
+    )
 
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
-    assert out[-1].startswith(f"report:    autotune report {config.study} {storage}")
+    assert out[-1].startswith(f"report:    autotune report study={config.study} {storage}")
     # The verdict block: its first line says the ending, the speed line how it was measured.
     at = next(i for i, line in enumerate(out) if line.startswith("SIMULATED (mock device): "))
     block = "\n".join(out[at:])
@@ -327,8 +329,8 @@ def test_cli_verify_prints_the_verdict_last_and_refuses_bad_input(
         out[at].startswith("SIMULATED (mock device): verified: ")
         and "verified over 3 rounds" in block
     ) or "verified: not faster" in out[at]
-    assert main(["verify", "nosuch", storage]) == 2
-    assert main(["verify", config.study, storage, "verify.rounds=1"]) == 2
+    assert main(["verify", "study=nosuch", storage]) == 2
+    assert main(["verify", f"study={config.study}", storage, "verify.rounds=1"]) == 2
     err = capsys.readouterr().err
     assert "no such study" in err and "must be 0 (off) or >= 3" in err
     assert json.loads(json.dumps(optuna.get_all_study_names(config.storage))) == [config.study]

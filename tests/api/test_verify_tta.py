@@ -243,7 +243,7 @@ def test_autotune_verify_prints_the_time_to_accuracy_headline(
 ) -> None:
     config = _study(sqlite_url)
 
-    code = main(["verify", config.study, f"storage={config.storage}", "verify.rounds=3"])
+    code = main(["verify", f"study={config.study}", f"storage={config.storage}", "verify.rounds=3"])
 
     out = capsys.readouterr().out.splitlines()
     assert code == 0

@@ -4,8 +4,10 @@ arguments, and their one-line errors that name the file or override, the key and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,8 @@ from autotune.config import (
     available_spaces,
     load_run_config,
     load_space,
+    load_verify_request,
+    run_config_document,
 )
 from autotune.exceptions import ConfigError
 
@@ -130,6 +134,72 @@ def test_run_config_splits_run_keys_from_space_overrides(tmp_path: Path) -> None
     assert config.seed == 7
     assert config.trial.timeout_s == pytest.approx(30.0)
     assert config.space.train.epochs == 3
+
+
+@pytest.mark.parametrize("name", ["007", "1e3", "true", "null", "a=b", " spaced "])
+def test_study_and_storage_are_taken_as_written(name: str) -> None:
+    """OmegaConf would read 007 as 7, 1e3 as 1000.0 and null as None: a study name is text, the
+    same in `run` and in `verify` (and the read commands, which take it verbatim too)."""
+    args = [f"study={name}", "storage=sqlite:///x.db?mode=ro"]
+
+    config = load_run_config(args)
+    request = load_verify_request(args)
+
+    assert config.study == request.study == name.strip()
+    assert config.storage == request.storage == "sqlite:///x.db?mode=ro"
+
+
+@pytest.mark.parametrize("key", ["study", "storage"])
+def test_an_empty_study_or_storage_is_refused(key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config([f"{key}="])
+
+    assert one_line(err) == f"override {key}=: {key}: String should have at least 1 character"
+
+
+def _as_overrides(document: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every leaf of a configuration document as a ``key=value`` argument; a knob's ``{low,
+    high}`` and every list is one value (JSON, which OmegaConf reads as YAML)."""
+    args = []
+    for key, value in document.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and not {"low", "high"} <= value.keys():
+            args.extend(_as_overrides(value, f"{path}."))
+        elif isinstance(value, str):
+            args.append(f"{path}={value}")
+        else:
+            args.append(f"{path}={json.dumps(value)}")
+    return args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["device=mock", "train.epochs=2", "precision=[fp32,bf16]", "verify.rounds=5"],
+        ["space=mlp_small", "study=other", "seed=3", "model.depth={low: 1, high: 2}"],
+    ],
+)
+def test_each_key_of_the_config_document_is_the_override_that_sets_it(args: list[str]) -> None:
+    """What `autotune config` prints: written back as key=value arguments, line by line, it
+    gives the same run configuration."""
+    config = load_run_config(args)
+    document = run_config_document(config)
+
+    again = load_run_config(_as_overrides(document))
+
+    assert document["space"] == config.space.name  # a shipped space by name, not its label
+    assert again.model_dump() == config.model_dump()
+
+
+def test_the_config_document_masks_the_password_and_writes_knobs_as_a_space_does() -> None:
+    config = load_run_config(["storage=postgresql://alice:S3cret@db/x", "batch_size=[32, 64]"])
+
+    document = run_config_document(config)
+
+    assert document["storage"] == "postgresql://alice:***@db/x"
+    assert document["batch_size"] == [32, 64]
+    assert document["model"]["depth"] == {"low": 2, "high": 4}
+    assert document["train"]["epochs"] == config.space.train.epochs
 
 
 def test_run_config_accepts_a_space_file(write_space: Callable[..., Path]) -> None:

@@ -37,7 +37,7 @@ def test_best_command_prints_and_exports(
     demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "best.yaml"
-    args = ["best", demo_study.name, f"storage={demo_study.url}", "--export", str(out)]
+    args = ["best", f"study={demo_study.name}", f"storage={demo_study.url}", "--export", str(out)]
     assert main([*args, "--objective", "memory"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("SIMULATED:") and "[SIMULATED]" in printed
@@ -47,9 +47,10 @@ def test_best_command_prints_and_exports(
 @pytest.mark.parametrize(
     "args",
     [
-        ["best", "nope"],
-        ["best", "demo", "--objective", "speed"],
-        ["best", "demo", "storage"],
+        ["best", "study=nope"],
+        ["best", "study=demo", "--objective", "speed"],
+        ["best", "study=demo", "storage"],
+        ["best"],
     ],
 )
 def test_best_with_bad_input_exits_2_and_writes_nothing(

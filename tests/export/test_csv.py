@@ -1,4 +1,4 @@
-"""`autotune export`: one CSV row per finished trial."""
+"""`autotune trials --csv FILE`: one CSV row per finished trial."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def test_export_csv_writes_one_row_per_finished_trial(
     demo_study: DemoStudy, tmp_path: Path
 ) -> None:
     path = tmp_path / "trials.csv"
-    assert main(["export", demo_study.name, f"storage={demo_study.url}", "--csv", str(path)]) == 0
+    study, storage = f"study={demo_study.name}", f"storage={demo_study.url}"
+    assert main(["trials", study, storage, "--csv", str(path)]) == 0
     with path.open() as f:
         reader = csv.DictReader(f)
         rows = list(reader)
@@ -34,8 +35,9 @@ def test_export_of_an_unknown_study_writes_no_file(demo_study: DemoStudy, tmp_pa
     with pytest.raises(StudyNotFoundError):
         export_csv("nope", demo_study.url, path)
     assert not path.exists()
-    assert main(["export", "nope", f"storage={demo_study.url}", "--csv", str(path)]) == 2
-    assert main(["export", demo_study.name, f"storage={demo_study.url}"]) == 2  # --csv missing
+    storage = f"storage={demo_study.url}"
+    assert main(["trials", "study=nope", storage, "--csv", str(path)]) == 2
+    assert main(["trials", f"study={demo_study.name}", storage]) == 2  # --csv missing
     assert not path.exists()
 
 

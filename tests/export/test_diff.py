@@ -375,7 +375,7 @@ def test_export_diff_of_a_trial_asked_for_is_not_verified(demo_study: DemoStudy)
 def test_best_diff_prints_only_the_lines(
     demo_study: DemoStudy, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["best", demo_study.name, f"storage={demo_study.url}", "--diff"]
+    args = ["best", f"study={demo_study.name}", f"storage={demo_study.url}", "--diff"]
     assert main([*args, "--style", "lightning"]) == 0
     out = capsys.readouterr().out
     best = best_configurations(demo_study.name, demo_study.url)
@@ -405,7 +405,7 @@ def test_the_style_choices_of_the_command_are_diff_styles() -> None:
 def test_best_diff_with_bad_input_is_one_line_and_exit_2(
     demo_study: DemoStudy, capsys: pytest.CaptureFixture[str], extra: list[str], error: str
 ) -> None:
-    assert main(["best", demo_study.name, f"storage={demo_study.url}", *extra]) == 2
+    assert main(["best", f"study={demo_study.name}", f"storage={demo_study.url}", *extra]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("autotune: error: ") and error in captured.err
@@ -420,7 +420,7 @@ def test_best_diff_without_a_recommendation_fails_as_export_does(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     studies = shared_verdict_studies(tmp_path_factory)
-    args = ["best", getattr(studies, which), f"storage={studies.url}"]
+    args = ["best", f"study={getattr(studies, which)}", f"storage={studies.url}"]
     assert main([*args, "--export", str(tmp_path / "best.yaml")]) == 2
     export_err = capsys.readouterr().err
     assert main([*args, "--diff"]) == 2

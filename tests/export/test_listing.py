@@ -21,7 +21,7 @@ def test_a_study_that_is_not_autotunes_is_refused_by_report_and_marked_by_ls(
     other = optuna.create_study(study_name="other", storage=url)
     other.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
     out = tmp_path / "r.html"
-    assert main(["report", "other", f"storage={url}", "--out", str(out)]) == 2
+    assert main(["report", "study=other", f"storage={url}", "--out", str(out)]) == 2
     assert "not an autotune study (it has 1 objectives" in capsys.readouterr().err
     assert not out.exists()
     [summary] = list_studies(url)

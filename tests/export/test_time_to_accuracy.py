@@ -1,4 +1,4 @@
-"""`autotune best`, `best --export`, `export --csv` and `ls` on a time-to-accuracy study; the
+"""`autotune best`, `best --export`, `trials --csv` and `ls` on a time-to-accuracy study; the
 verification section of an export of one."""
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def test_export_of_a_trial_carries_its_time_to_target(tta_study: TtaStudy, tmp_p
 
 def test_csv_has_the_time_to_accuracy_columns(tta_study: TtaStudy, tmp_path: Path) -> None:
     path = tmp_path / "trials.csv"
-    assert main(["export", tta_study.name, f"storage={tta_study.url}", "--csv", str(path)]) == 0
+    study, storage = f"study={tta_study.name}", f"storage={tta_study.url}"
+    assert main(["trials", study, storage, "--csv", str(path)]) == 0
     with path.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == tta_study.n_trials
@@ -98,11 +99,11 @@ def test_the_best_and_report_commands_on_a_time_to_accuracy_study(
     tta_study: TtaStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     storage = f"storage={tta_study.url}"
-    assert main(["best", tta_study.name, storage, "--objective", "time"]) == 0
+    assert main(["best", f"study={tta_study.name}", storage, "--objective", "time"]) == 0
     out = capsys.readouterr().out
     assert "time to target s" in out and "not verified" in out
     report = tmp_path / "r.html"
-    assert main(["report", tta_study.name, storage, "--out", str(report)]) == 0
+    assert main(["report", f"study={tta_study.name}", storage, "--out", str(report)]) == 0
     page = report.read_text()
     assert 'id="metric-vs-time"' in page and "SIMULATED" in page
 

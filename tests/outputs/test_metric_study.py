@@ -108,7 +108,7 @@ def test_best_ranks_the_metric_by_its_direction_and_exports_the_workload(
     best = best_configurations(loss.name, loss.url, "accuracy")
     assert best.metric.name == "val_loss"
     assert [r.val_metric for r in best.rows] == sorted(r.val_metric for r in best.rows)
-    assert main(["best", loss.name, f"storage={loss.url}", "--objective", "metric"]) == 0
+    assert main(["best", f"study={loss.name}", f"storage={loss.url}", "--objective", "metric"]) == 0
     out = capsys.readouterr().out
     assert "val_loss" in out and "val acc" not in out
     assert "n_layer=1 n_embd=16" in out or "n_layer=2 n_embd=16" in out

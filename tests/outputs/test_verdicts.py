@@ -29,12 +29,12 @@ def _outputs(
     stderr and file (None when nothing was written)."""
     storage = f"storage={studies.url}"
     page = tmp_path / f"{name}.html"
-    assert main(["report", name, storage, "--out", str(page)]) == 0
+    assert main(["report", f"study={name}", storage, "--out", str(page)]) == 0
     report_out = capsys.readouterr().out
-    assert main(["best", name, storage]) == 0
+    assert main(["best", f"study={name}", storage]) == 0
     best_out = capsys.readouterr().out
     export = tmp_path / f"{name}.yaml"
-    code = main(["best", name, storage, "--export", str(export)])
+    code = main(["best", f"study={name}", storage, "--export", str(export)])
     captured = capsys.readouterr()
     app = DashboardApp(studies.url, importances=False)
     try:
@@ -130,7 +130,7 @@ def test_every_output_says_an_unverified_study_is_not_verified(
 ) -> None:
     assert studies.summary(studies.unverified) is None
     out = _outputs(studies, studies.unverified, tmp_path, capsys)
-    said = f"not verified: run `autotune verify {studies.unverified} storage={studies.url}`"
+    said = f"not verified: run `autotune verify study={studies.unverified} storage={studies.url}`"
 
     assert html.escape(said) in out["page"]
     assert out["payload"]["verdict"].startswith(said)
@@ -141,7 +141,7 @@ def test_every_output_says_an_unverified_study_is_not_verified(
     assert out["export_code"] == 2 and out["export"] is None and out["export_out"] == ""
     [err] = out["export_err"].splitlines()
     assert err.startswith(f"autotune: error: study={studies.unverified}: not verified")
-    assert f"`autotune verify {studies.unverified} storage={studies.url}` first" in err
+    assert f"`autotune verify study={studies.unverified} storage={studies.url}` first" in err
     assert "--trial N" in err
 
 
@@ -153,7 +153,7 @@ def test_trial_n_exports_a_single_trial_that_says_it_is_not_verified(
     report, _ = report_study(name, studies.url, tmp_path / "r.html")
     row = report.pareto[0]
     out = tmp_path / "trial.yaml"
-    args = ["best", name, f"storage={studies.url}", "--export", str(out)]
+    args = ["best", f"study={name}", f"storage={studies.url}", "--export", str(out)]
     assert main([*args, "--trial", str(row.number)]) == 0
     assert "NOT VERIFIED: single-trial figures" in capsys.readouterr().out
     text = out.read_text()
@@ -170,7 +170,7 @@ def test_trial_n_must_be_a_feasible_measured_trial_and_needs_export(
     studies: VerdictStudies, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "trial.yaml"
-    base = ["best", studies.recommends, f"storage={studies.url}"]
+    base = ["best", f"study={studies.recommends}", f"storage={studies.url}"]
     assert main([*base, "--export", str(out), "--trial", "999"]) == 2
     assert "--trial 999: study=recommends has no feasible, measured trial 999" in (
         capsys.readouterr().err

@@ -87,7 +87,7 @@ def test_the_payload_changes_when_a_verification_finishes(tmp_path: Path) -> Non
     app = DashboardApp(url, importances=False)
     try:
         first = app.study_payload("demo")
-        assert first["verdict"].startswith("not verified: run `autotune verify demo storage=")
+        assert first["verdict"].startswith("not verified: run `autotune verify study=demo storage=")
         verify_study("demo", url, run_trial_fn=simulate_trial)  # no trial changes
         second = app.study_payload("demo", since=first["version"])
         assert not second["unchanged"] and second["version"] != first["version"]

@@ -112,7 +112,7 @@ def test_gathered_points_speedups_and_pareto_rows() -> None:
     assert data.configuration(3) is not None and data.configuration(4) is None
     # Single trials never make the claim: without a verification, the study says so.
     assert data.verification is None and data.recommended is None
-    assert data.verdict_line().startswith("not verified: run `autotune verify s`")
+    assert data.verdict_line().startswith("not verified: run `autotune verify study=s`")
     assert data.pareto[2].baseline and data.pareto[0].step_time_s == pytest.approx(64 / 4000)
     assert data.baseline is not None and data.baseline.throughput_sps == 1000.0
     assert data.simulated and data.generated_at == now
@@ -213,12 +213,12 @@ def test_gathered_pareto_front_is_optunas(demo_study: DemoStudy) -> None:
 
 def test_the_verdict_line_names_a_storage_other_than_the_default() -> None:
     assert not_verified_line("s") == (
-        "not verified: run `autotune verify s` to re-measure the finalists; single-trial "
+        "not verified: run `autotune verify study=s` to re-measure the finalists; single-trial "
         "figures are not a claim"
     )
     assert verify_command("my study", "sqlite:///x.db") == (
-        "autotune verify 'my study' storage=sqlite:///x.db"
+        "autotune verify study='my study' storage=sqlite:///x.db"
     )
-    assert verify_command("s", DEFAULT_STORAGE_URL) == "autotune verify s"
+    assert verify_command("s", DEFAULT_STORAGE_URL) == "autotune verify study=s"
     data = gather_from_trials("s", [], importances=False, storage_url="sqlite:///x.db")
-    assert "`autotune verify s storage=sqlite:///x.db`" in data.verdict_line()
+    assert "`autotune verify study=s storage=sqlite:///x.db`" in data.verdict_line()

@@ -67,7 +67,7 @@ def test_without_a_verification_the_report_claims_nothing(demo_study: DemoStudy)
     study = optuna.load_study(study_name=demo_study.name, storage=demo_study.url)
     page = render_report(gather_report(study, importances=False))  # no results: not verified
     verdict = page.split('id="verdict"', 1)[1].split("</p>", 1)[0]
-    assert "not verified: run `autotune verify demo`" in verdict
+    assert "not verified: run `autotune verify study=demo`" in verdict
     assert "faster than PyTorch's defaults" not in page
 
 
@@ -126,7 +126,8 @@ def test_report_command_writes_the_file_and_prints_the_verdict(
     demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r" / "demo.html"
-    assert main(["report", demo_study.name, f"storage={demo_study.url}", "--out", str(out)]) == 0
+    study, storage = f"study={demo_study.name}", f"storage={demo_study.url}"
+    assert main(["report", study, storage, "--out", str(out)]) == 0
     assert out.is_file() and out.stat().st_size > 3_000_000
     printed = capsys.readouterr().out.splitlines()
     data, _ = report_study(demo_study.name, demo_study.url, tmp_path / "again.html")
@@ -137,7 +138,7 @@ def test_report_of_an_unknown_study_exits_2_and_writes_nothing(
     demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "nope.html"
-    assert main(["report", "nope", f"storage={demo_study.url}", "--out", str(out)]) == 2
+    assert main(["report", "study=nope", f"storage={demo_study.url}", "--out", str(out)]) == 2
     assert not out.exists()
     err = capsys.readouterr().err
     assert err.startswith("autotune: error: study=nope: no such study") and err.count("\n") == 1
@@ -146,7 +147,8 @@ def test_report_of_an_unknown_study_exits_2_and_writes_nothing(
 
 
 def test_report_command_refuses_a_bad_argument(demo_study: DemoStudy, tmp_path: Path) -> None:
-    assert main(["report", demo_study.name, "store=x", "--out", str(tmp_path / "a.html")]) == 2
+    out = tmp_path / "a.html"
+    assert main(["report", f"study={demo_study.name}", "store=x", "--out", str(out)]) == 2
     assert not (tmp_path / "a.html").exists()
 
 

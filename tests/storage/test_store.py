@@ -239,7 +239,7 @@ def test_unknown_study_names_the_ones_there_are(tmp_path: Path) -> None:
     url = sqlite_url(tmp_path)
     optuna.create_study(study_name="real", storage=url)
     with pytest.raises(
-        StudyNotFoundError, match=r"study=fake: no such study .*\(studies there: real\)"
+        StudyNotFoundError, match=r"study=fake: no such study in .*; studies there: real$"
     ):
         load_existing_study("fake", url)
 

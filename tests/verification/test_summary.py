@@ -165,7 +165,7 @@ def test_an_incomplete_verification_recommends_nothing_and_says_how_to_finish() 
     assert not summary.complete and (summary.runs_done, summary.runs_planned) == (3, 6)
     assert summary.recommended is None
     assert "incomplete (3 of 6 runs)" in summary.headline()
-    assert "autotune verify s" in summary.headline()
+    assert "autotune verify study=s" in summary.headline()
 
 
 def test_without_finalists_the_headline_says_nothing_was_faster() -> None:
