@@ -234,10 +234,8 @@ class WorkloadSpec(Strict):
         """The reference as the math key and stored configurations see it: the door and its
         metric only where they are not a workload's (so the keys of studies made before
         doors stay what they were)."""
-        return self.model_dump(mode="json", exclude_defaults=True, exclude={"ref"}) | {
-            "ref": self.ref,
-            "args": self.args,
-        }
+        extra = self.model_dump(mode="json", exclude_defaults=True, exclude={"ref", "args"})
+        return {"ref": self.ref, "args": self.model_dump(mode="json")["args"], **extra}
 
 
 class SearchSpace(Strict):

@@ -168,6 +168,8 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     del fields["min_throughput_sps"]
     # Reuse changes what the trial runs, not the configuration's draws.
     del fields["reuse"]
+    # The workload as before doors existed (the mock simulates workloads only).
+    fields["workload"] = config.workload.key_fields()
     fields["measure"].pop("max_other_cpu_share", None)
     if fields["measure"].get("min_timed_s") is None:  # unset: the mock's default, 0 s
         fields["measure"]["min_timed_s"] = 0.0

@@ -252,7 +252,11 @@ def test_two_gpus_are_ddp_with_the_learning_rate_of_the_global_batch() -> None:
     ]
 
 
-@pytest.mark.parametrize("style", DIFF_STYLES)
+#: The styles that write a framework's own lines (the loop style writes a LoopTrial).
+FRAMEWORK_STYLES = ("torch", "lightning", "hf")
+
+
+@pytest.mark.parametrize("style", FRAMEWORK_STYLES)
 def test_a_model_knob_is_a_build_model_line_in_every_style(style: str) -> None:
     assert _lines(BASE | {"depth": 2}, style) == ["model = build_model(depth=2)  # was 3"]
     assert _lines(BASE | {"depth": 2, "width": 32}, style) == [
@@ -273,7 +277,7 @@ def test_no_change_is_one_line(style: str) -> None:
 
 def test_diff_lines_refuses_an_unknown_style_or_device() -> None:
     with pytest.raises(
-        ValueError, match="style must be one of torch, lightning, hf, but got 'jax'"
+        ValueError, match="style must be one of torch, lightning, hf, loop, but got 'jax'"
     ):
         diff_lines(BASE, FAST, style="jax")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="device_type must be cuda or cpu, but got 'mps'"):
@@ -429,3 +433,32 @@ def test_best_diff_without_a_recommendation_fails_as_export_does(
     [line] = captured.err.splitlines()
     assert line.startswith(f"autotune: error: study={getattr(studies, which)}: ")
     assert "--trial N" in line
+
+
+def test_the_loop_style_is_the_looptrial_the_script_runs_with() -> None:
+    new = BASE | {"batch_size": 128, "memory_format": "channels_last", "depth": 2}
+
+    lines = diff_lines(BASE, new, style="loop", learning_rate_scale=1.4142136)
+
+    assert lines == [
+        'train(autotune.LoopTrial(batch_size=128, memory_format="channels_last", '
+        'model={"depth": 2}, lr_scale=1.41421))  # was batch_size=64, '
+        'memory_format="contiguous", model={"depth": 3}, lr_scale=1.0; lr_scale: the global '
+        "batch went 64 -> 128"
+    ]
+
+
+def test_a_doors_learning_rate_is_the_factor_on_the_users_own() -> None:
+    new = BASE | {"batch_size": 128}
+
+    torch_lines = diff_lines(BASE, new, style="torch", learning_rate_scale=1.4142136)
+    hf_lines = diff_lines(BASE, new, style="hf", learning_rate_scale=1.4142136)
+
+    assert (
+        "lr = lr * 1.41421  # the optimizer's lr; your rate times 1.41421: the global batch went 64 -> 128; the peak, after warm-up"
+        in torch_lines
+    )
+    assert (
+        "    learning_rate=learning_rate * 1.41421,  # your rate times 1.41421: the global batch went 64 -> 128; the peak, after warm-up"
+        in hf_lines
+    )
