@@ -80,6 +80,8 @@ def _fmt(value: Any) -> str:
     figures (``0.00212132``)."""
     if isinstance(value, float):
         return f"{value:.6g}"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_fmt(k)}: {_fmt(v)}" for k, v in value.items()) + "}"
     if isinstance(value, str) and not isinstance(value, _Source):
         return json.dumps(value)
     return repr(value)
