@@ -443,7 +443,7 @@ def test_the_loop_style_is_the_looptrial_the_script_runs_with() -> None:
     assert lines == [
         'train(autotune.LoopTrial(batch_size=128, memory_format="channels_last", '
         'model={"depth": 2}, lr_scale=1.41421))  # was batch_size=64, '
-        'memory_format="contiguous", model={"depth": 3}, lr_scale=1.0; lr_scale: the global '
+        'memory_format="contiguous", model={"depth": 3}, lr_scale=1; lr_scale: the global '
         "batch went 64 -> 128"
     ]
 
