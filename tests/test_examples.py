@@ -586,3 +586,84 @@ def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
         throughput, val_loss, _ = t.values
         assert throughput > 0
         assert 0.0 < val_loss < 6.0
+
+
+# --- the doors' examples: a short study each, on the CPU -------------------------------------
+
+
+def _door_study(space: Path, tmp_path: Path, *overrides: str) -> Any:
+    from autotune.api import run_study
+    from autotune.config import load_run_config
+
+    storage = f"sqlite:///{tmp_path}/s.db"
+    config = load_run_config(
+        [
+            f"space={space}",
+            "device=cpu",
+            f"storage={storage}",
+            "verify.rounds=0",
+            "train.max_steps=12",
+            "train.warmup_steps=2",
+            "measure.windows=3",
+            "trial.min_throughput_vs_baseline=0",  # every trial trains to its end
+            *overrides,
+        ]
+    )
+    result = run_study(config, n_trials=3)
+    assert result.finished == 3
+    study = _study(storage, result.study_name)
+    for t in study.trials:
+        assert "failure" not in t.user_attrs, t.user_attrs.get("failure_detail")
+        assert t.values is not None and t.values[0] > 0
+    return study
+
+
+@pytest.mark.slow
+def test_loop_cnn_study_on_cpu(tmp_path: Path) -> None:
+    study = _door_study(
+        EXAMPLES / "loop_cnn" / "space.yaml",
+        tmp_path,
+        "model.depth=2",
+        "model.width=[8, 16]",
+        "batch_size=[32, 64]",
+        "precision=fp32",
+        "compile_mode=none",
+        "gpu_count=1",
+        "num_workers=0",
+    )
+    assert study.metric_names == ["throughput_sps", "accuracy", "peak_memory_bytes"]
+    assert all(0.0 <= t.values[1] <= 1.0 for t in study.trials)
+
+
+@pytest.mark.slow
+def test_hf_gpt2_study_on_cpu(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    study = _door_study(
+        EXAMPLES / "hf_gpt2" / "space.yaml",
+        tmp_path,
+        "workload_args.max_bytes=32768",
+        "model.n_layer=1",
+        "model.n_embd=32",
+        "baseline.n_layer=1",
+        "baseline.n_embd=32",
+        "batch_size=[8, 16]",
+        "baseline.batch_size=16",
+    )
+    assert study.metric_names == ["throughput_sps", "eval_loss", "peak_memory_bytes"]
+    assert study.directions[1] == StudyDirection.MINIMIZE
+    assert all(0.0 < t.values[1] < 6.0 for t in study.trials)
+
+
+@pytest.mark.slow
+def test_lightning_mnist_study_on_cpu(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    study = _door_study(
+        EXAMPLES / "lightning_mnist" / "space.yaml",
+        tmp_path,
+        "model.depth=2",
+        "model.width=8",
+        "baseline.depth=2",
+        "baseline.width=8",
+    )
+    assert study.metric_names == ["throughput_sps", "val_acc", "peak_memory_bytes"]
+    assert all(0.0 <= t.values[1] <= 1.0 for t in study.trials)

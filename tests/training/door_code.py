@@ -178,3 +178,158 @@ def steps_over_the_users_loader(trial: Any) -> None:
 def prepares_without_a_loader(trial: Any) -> None:
     model, optimizer, _, _, _ = _objects(trial)
     trial.prepare(model, optimizer)
+
+
+# --- Hugging Face Trainer (the hf_trainer door) ----------------------------------------------
+
+
+class TokenWindows(Dataset):
+    """Items ``{"input_ids": (16,) int64, "labels": (16,) int64}`` over a vocabulary of 32."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        g = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(0, 32, (n, 16), generator=g)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.ids[i], "labels": self.ids[i]}
+
+
+def token_collate(features: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """A custom data collator that counts its calls."""
+    SEEN["collated"] = SEEN.get("collated", 0) + 1
+    return {key: torch.stack([f[key] for f in features]) for key in features[0]}
+
+
+def _gpt2(trial: Any) -> Any:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    knobs = {"n_layer": 1, "n_embd": 16, "n_head": 2, **trial.model}
+    config = GPT2Config(vocab_size=32, n_positions=16, bos_token_id=0, eos_token_id=0, **knobs)
+    return GPT2LMHeadModel(config)
+
+
+def _training_args(**overrides: Any) -> Any:
+    from transformers import TrainingArguments
+
+    fields = {
+        "output_dir": "unused-by-a-trial",
+        "learning_rate": 1.0e-3,
+        "per_device_train_batch_size": 4,
+        "per_device_eval_batch_size": 16,
+        "report_to": "none",
+        "use_cpu": True,
+        "save_strategy": "no",
+        **overrides,
+    }
+    return TrainingArguments(**fields)
+
+
+def hf_trainer(trial: Any, own_optimizer: bool = True) -> Any:
+    """A Trainer of a tiny GPT-2 with a custom collator and, by default, the user's own SGD
+    and scheduler."""
+    from transformers import Trainer
+
+    SEEN.clear()
+    model = _gpt2(trial)
+    args = trial.training_args(_training_args())
+    optimizers: Any = (None, None)
+    if own_optimizer:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+        optimizers = (optimizer, scheduler)
+        SEEN.update(user_optimizer=optimizer, user_scheduler=scheduler)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=TokenWindows(64, 0),
+        eval_dataset=TokenWindows(32, 1),
+        data_collator=token_collate,
+        optimizers=optimizers,
+    )
+    SEEN.update(args=args, trainer=trainer)
+    return trainer
+
+
+def hf_returns_a_model(trial: Any) -> Any:
+    trial.training_args(_training_args())
+    return _gpt2(trial)
+
+
+def hf_builds_its_own_arguments(trial: Any) -> Any:
+    from transformers import Trainer
+
+    trial.training_args(_training_args())
+    return Trainer(model=_gpt2(trial), args=_training_args(), train_dataset=TokenWindows(64, 0))
+
+
+def hf_maps_twice(trial: Any) -> Any:
+    trial.training_args(_training_args())
+    return trial.training_args(_training_args())
+
+
+# --- Lightning (the lightning door) ----------------------------------------------------------
+
+
+def _lightning_classes() -> tuple[Any, Any]:
+    import lightning.pytorch as pl
+
+    class LitNet(pl.LightningModule):
+        """Net on dict batches; SGD and StepLR of its own; logs val_acc and val_loss."""
+
+        def __init__(self, width: int = 4) -> None:
+            super().__init__()
+            self.net = Net(width)
+
+        def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+            SEEN.setdefault("batches", []).append(batch)
+            SEEN.setdefault("autocast", []).append(
+                torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu")
+            )
+            return F.cross_entropy(self.net(batch["image"]), batch["label"])
+
+        def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+            logits = self.net(batch["image"])
+            self.log("val_loss", F.cross_entropy(logits, batch["label"]))
+            self.log("val_acc", (logits.argmax(1) == batch["label"]).float().mean())
+
+        def configure_optimizers(self) -> Any:
+            optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+            SEEN.update(user_optimizer=optimizer, user_scheduler=scheduler)
+            return {
+                "optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+            }
+
+    class Images(pl.LightningDataModule):
+        def setup(self, stage: str | None = None) -> None:
+            self.train_set, self.val_set = DictImages(N_TRAIN, 0), DictImages(N_VAL, 1)
+
+        def train_dataloader(self) -> DataLoader:
+            return DataLoader(self.train_set, batch_size=8, shuffle=True, collate_fn=collate)
+
+        def val_dataloader(self) -> DataLoader:
+            return DataLoader(self.val_set, batch_size=16, collate_fn=collate)
+
+    return LitNet, Images
+
+
+def lightning_module(trial: Any) -> Any:
+    """A LightningModule on dict batches with a custom collate, and its datamodule."""
+    SEEN.clear()
+    lit_net, images = _lightning_classes()
+    module = lit_net(**trial.model)
+    SEEN["module"] = module
+    return module, images()
+
+
+def lightning_returns_a_model(trial: Any) -> Any:
+    return Net()
+
+
+def lightning_sets_precision(trial: Any) -> Any:
+    lit_net, images = _lightning_classes()
+    return lit_net(), images(), {"precision": "bf16-mixed"}
