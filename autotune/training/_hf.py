@@ -63,6 +63,7 @@ class HFTrial(TrialHandle):
         super().__init__(**knobs)
         self._args: Any = None
         self._output_dir: str | None = None
+        self._user_drop_last = False
 
     def training_args(self, args: Any) -> Any:
         """The user's ``TrainingArguments`` with the trial's knobs (a new object; build the
@@ -78,7 +79,8 @@ class HFTrial(TrialHandle):
           the optimizer's rates once the Trainer has it (yours, from ``optimizers=``, or its
           own), linear in the global batch for SGD, its square root otherwise, unless
           ``train.lr_scaling`` says;
-        - in a trial also: ``seed`` and ``data_seed``, ``dataloader_drop_last=True``,
+        - in a trial also: ``seed`` and ``data_seed``, ``dataloader_drop_last=True`` (for
+          training; evaluation gets yours back),
           ``use_cpu`` on a CPU, a temporary ``output_dir``, and no saving, logging, reporting
           or evaluation during training (``max_steps``, the budget, is set once the training
           data is known).
@@ -144,6 +146,7 @@ class HFTrial(TrialHandle):
                 load_best_model_at_end=False,
                 disable_tqdm=True,
             )
+        self._user_drop_last = args.dataloader_drop_last
         self._args = dataclasses.replace(args, **fields)
         return self._args
 
@@ -328,6 +331,8 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
     if reuse is not None:
         metric, train_loss = reuse.val_metric, reuse.train_loss
     else:
+        # Every validation sample counts: the training loader's drop_last is not evaluation's.
+        trainer.args.dataloader_drop_last = trial._user_drop_last
         results = trainer.evaluate()
         if metric_name not in results:
             raise DoorUsageError(
