@@ -13,7 +13,7 @@ objects, in the shape Hugging Face Accelerate made familiar::
         for batch in trial.steps(train_loader):
             optimizer.zero_grad()
             with trial.autocast():
-                loss = model(batch["x"]).cross_entropy(batch["y"])
+                loss = F.cross_entropy(model(batch["x"]), batch["y"])
             trial.backward(loss)
             optimizer.step()
         trial.report(evaluate(model, val_loader))
