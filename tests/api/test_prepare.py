@@ -354,3 +354,41 @@ def test_more_cuda_workers_than_gpus_is_refused_before_writing(
         prepare_run(config, capabilities=caps)
 
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------------------------
+# The doors to the user's own code
+
+
+def _loop_space(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text("def train(trial):\n    pass\n", encoding="utf-8")
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        "name: loopy\nloop: train.py:train\nbatch_size: [32, 64]\ntrain: {epochs: 1}\n",
+        encoding="utf-8",
+    )
+    return space
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["objective=time_to_accuracy", "train.target_accuracy=0.9"],
+            "objective=time_to_accuracy: needs the workload door",
+        ),
+        (["device=mock"], "device=mock: the mock device simulates the built-in workloads"),
+    ],
+)
+def test_prepare_refuses_what_a_door_cannot_run_before_writing(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    from autotune.config import load_run_config
+
+    space = _loop_space(tmp_path)
+    storage = f"sqlite:///{tmp_path / 'db' / 's.db'}"
+
+    with pytest.raises(ConfigError, match=message):
+        prepare_run(load_run_config([f"space={space}", f"storage={storage}", *args]))
+
+    assert not (tmp_path / "db").exists()

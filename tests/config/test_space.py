@@ -217,3 +217,99 @@ def test_an_unknown_search_setting_is_refused(write_space: Callable[..., Path]) 
     with pytest.raises(ConfigError) as err:
         load_space(str(path))
     assert "search.metric_knob" in one_line(err)
+
+
+# --------------------------------------------------------------------------------------------
+# The doors to the user's own code: loop, hf_trainer, lightning
+
+DOOR_SPACE = """\
+name: doors
+{door}: train.py:build
+model:
+  width: [8, 16]
+batch_size: [32, 64]
+train:
+  epochs: 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("door", "metric"),
+    [
+        ("loop", ("accuracy", "maximize")),
+        ("hf_trainer", ("eval_loss", "minimize")),
+        ("lightning", ("val_loss", "minimize")),
+    ],
+)
+def test_a_door_names_the_users_function_and_defaults_its_metric(
+    write_space: Callable[..., Path], door: str, metric: tuple[str, str]
+) -> None:
+    path = write_space(DOOR_SPACE.format(door=door))
+
+    space = load_space(str(path))
+    spec = space.workload_spec()
+
+    assert space.door == door and spec.door == door
+    assert spec.ref == f"{path.parent / 'train.py'}:build"  # relative to the space file
+    assert spec.metric is not None and (spec.metric.name, spec.metric.direction) == metric
+
+
+def test_a_doors_metric_block_names_what_the_code_reports(
+    write_space: Callable[..., Path],
+) -> None:
+    path = write_space(
+        DOOR_SPACE.format(door="loop") + "metric: {name: top5, direction: maximize}\n"
+    )
+
+    spec = load_space(str(path)).workload_spec()
+
+    assert spec.metric is not None and spec.metric.name == "top5"
+
+
+@pytest.mark.parametrize(
+    ("extra", "rule"),
+    [
+        ("workload: other.py:W\n", "loop: one door per space, but it also names `workload:`"),
+        (
+            "train: {epochs: 1, lr: 1.0e-3}\n",
+            "train.lr: the loop door trains with your own optimizer",
+        ),
+        (
+            "train: {epochs: 1, optimizer: sgd}\n",
+            "train.optimizer: the loop door trains with your own",
+        ),
+        ("baseline: {lr: 1.0e-3}\n", "baseline.lr: the loop door trains at your own optimizer's"),
+        (
+            "metric: {name: val loss, direction: minimize}\n",
+            "must be an identifier such as val_loss",
+        ),
+        ("data: {name: mnist}\n", "data: applies to the built-in workloads (model.family) only"),
+    ],
+)
+def test_a_doors_space_refuses_what_it_cannot_apply(
+    write_space: Callable[..., Path], extra: str, rule: str
+) -> None:
+    text = DOOR_SPACE.format(door="loop").replace("train:\n  epochs: 1\n", "") + extra
+    path = write_space(text)
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert rule in one_line(err)
+
+
+def test_a_metric_block_beside_a_workload_is_refused(write_space: Callable[..., Path]) -> None:
+    path = write_space(MINIMAL_SPACE + "metric: {name: accuracy, direction: maximize}\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert "metric: only with a loop:, hf_trainer: or lightning: door" in one_line(err)
+
+
+def test_a_workloads_key_fields_are_what_they_were_before_doors() -> None:
+    spec = WorkloadSpec(ref="pkg.mod:W", args={"a": 1})
+
+    assert spec.key_fields() == {"ref": "pkg.mod:W", "args": {"a": 1}}
+    loop = WorkloadSpec(ref="pkg.mod:f", door="loop")
+    assert loop.key_fields() == {"ref": "pkg.mod:f", "args": {}, "door": "loop"}

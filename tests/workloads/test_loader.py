@@ -445,3 +445,71 @@ def test_the_command_line_refuses_a_bad_workload_and_writes_nothing(
     assert err.startswith(f"autotune: error: {space}: ")  # the space file, then the key
     assert fragment in err
     assert _files(tmp_path) == before  # no storage/, no database
+
+
+# --------------------------------------------------------------------------------------------
+# The doors' functions (loop, hf_trainer, lightning)
+
+_LOOP = """\
+def train(trial, steps=1):
+    return None
+
+NOT_A_FUNCTION = 3
+"""
+
+
+def _door(spec: WorkloadSpec, door: str = "loop", **args: object) -> WorkloadSpec:
+    from autotune.config import DEFAULT_DOOR_METRICS
+
+    return WorkloadSpec(ref=spec.ref, args=dict(args), door=door, metric=DEFAULT_DOOR_METRICS[door])  # type: ignore[arg-type]
+
+
+def test_a_doors_function_is_checked_and_gives_the_spaces_metric(
+    write_workload: Callable[..., WorkloadSpec],
+) -> None:
+    spec = _door(write_workload(_LOOP, attr="train"), steps=2)
+
+    loaded = check_workload(spec, _model(width=[8]))
+
+    assert callable(loaded.obj)
+    assert (loaded.metric_name, loaded.metric_direction) == ("accuracy", "maximize")
+
+
+@pytest.mark.parametrize(
+    ("attr", "args", "message"),
+    [
+        ("NOT_A_FUNCTION", {}, "loop: work.py:NOT_A_FUNCTION is a int, not a function"),
+        ("train", {"epochs": 3}, "loop: work.py:train(trial, **workload_args) does not fit"),
+    ],
+)
+def test_a_doors_function_that_cannot_take_the_handle_is_refused(
+    write_workload: Callable[..., WorkloadSpec], attr: str, args: dict[str, object], message: str
+) -> None:
+    spec = _door(write_workload(_LOOP, attr=attr, name="work.py"), **args)
+
+    with pytest.raises(WorkloadError) as err:
+        check_workload(spec, _model())
+
+    assert message in _one_line(err)
+
+
+def test_a_framework_door_without_its_package_names_the_extra(
+    write_workload: Callable[..., WorkloadSpec], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "lightning" else real(name, *a),
+    )
+    spec = _door(write_workload(_LOOP, attr="train", name="lit.py"), door="lightning")
+
+    with pytest.raises(WorkloadError) as err:
+        check_workload(spec, _model())
+
+    assert (
+        "needs lightning, which is not installed: pip install 'autotune[lightning]'"
+        in _one_line(err)
+    )
