@@ -112,7 +112,7 @@ def main() -> None:
         "nothing measurable: the interval holds 1.0"
         if ci[0] <= 1.0 <= ci[1]
         else "within +-5 %"
-        if 0.95 <= ci[0] and ci[1] <= 1.05
+        if ci[0] >= 0.95 and ci[1] <= 1.05
         else "MEASURABLE: the interval excludes 1.0 and reaches past +-5 %"
     )
     accuracy_gap = statistics.fmean(row[3].val_metric - row[2].val_metric for row in rows)
