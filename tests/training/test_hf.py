@@ -190,3 +190,13 @@ def test_the_script_trains_on_its_own() -> None:
 
     assert output.global_step == 3 * 64 // 4  # TrainingArguments' own 3 epochs
     assert isinstance(door_code.SEEN["user_optimizer"], torch.optim.SGD)
+
+
+@pytest.mark.slow
+def test_two_ddp_ranks_train_the_trainer_over_the_trials_process_group() -> None:
+    from autotune.study import run_trial
+
+    m = run_trial(hf_config(gpu_count=2), timeout_s=300)
+
+    assert m.samples_per_step == 8 and m.steps == 2 * 64 // 8
+    assert 0 < m.val_metric < 6

@@ -224,3 +224,14 @@ def test_a_knob_given_on_its_own_applies_as_in_a_trial() -> None:
 def test_a_knob_outside_its_values_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match=r"LoopTrial\(precision='fp8'\): must be one of fp32"):
         LoopTrial(precision="fp8")
+
+
+@pytest.mark.slow
+def test_two_ddp_ranks_train_the_loop_over_halves_of_the_data() -> None:
+    from autotune.study import run_trial
+
+    m = run_trial(loop_config(gpu_count=2), timeout_s=300)
+
+    assert m.samples_per_step == 16  # 8 per rank
+    assert m.steps == 2 * (door_code.N_TRAIN // 16)  # each rank sees its half, per epoch
+    assert 0.0 <= m.val_metric <= 1.0
