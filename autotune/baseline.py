@@ -23,7 +23,14 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.config import ChoiceParam, FloatParam, ModelKnob, SearchSpace, TrainSettings
+from autotune.config import (
+    GUIDE_KNOB_DEFAULTS,
+    ChoiceParam,
+    FloatParam,
+    ModelKnob,
+    SearchSpace,
+    TrainSettings,
+)
 from autotune.exceptions import ConfigError
 
 __all__ = [
@@ -64,6 +71,7 @@ PYTORCH_DEFAULTS: dict[str, Any] = {
     "compile_mode": "none",
     "num_workers": 0,
     "gpu_count": 1,
+    **GUIDE_KNOB_DEFAULTS,
 }
 
 

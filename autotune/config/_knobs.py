@@ -19,12 +19,21 @@ from autotune.config._base import Strict
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 MemoryFormat = Literal["contiguous", "channels_last"]
 CompileMode = Literal["none", "default", "reduce-overhead", "max-autotune"]
+#: The optimizer's implementation (PyTorch docs, torch.optim, "Algorithms": for-loop, foreach,
+#: fused); ``default`` is PyTorch's choice when neither ``foreach`` nor ``fused`` is given:
+#: foreach where every parameter is on CUDA, the for-loop elsewhere.
+OptimizerImpl = Literal["default", "for_loop", "foreach", "fused"]
+#: How several ranks hold the model: DDP (a full replica each) or FSDP2's ``fully_shard``
+#: (parameters, gradients and optimizer state sharded: ZeRO stage 3).
+DataParallel = Literal["ddp", "fsdp"]
 
 #: The choices of the tuner's precision, memory format and compile mode knobs, in order (the
 #: values of :data:`Precision`, :data:`MemoryFormat` and :data:`CompileMode`).
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
 MEMORY_FORMATS: tuple[str, ...] = ("contiguous", "channels_last")
 COMPILE_MODES: tuple[str, ...] = ("none", "default", "reduce-overhead", "max-autotune")
+OPTIMIZER_IMPLS: tuple[str, ...] = ("default", "for_loop", "foreach", "fused")
+DATA_PARALLELS: tuple[str, ...] = ("ddp", "fsdp")
 
 #: The tuner's own knobs (Optuna parameter names), which apply to every workload.
 TUNER_KNOBS: tuple[str, ...] = (
@@ -35,6 +44,28 @@ TUNER_KNOBS: tuple[str, ...] = (
     "num_workers",
     "gpu_count",
 )
+#: The knobs of PyTorch's Performance Tuning Guide beyond the first six: searched only where a
+#: space gives them more than one value (a space that leaves them out trains at PyTorch's
+#: defaults, :data:`GUIDE_KNOB_DEFAULTS`, and its studies are the same as before they
+#: existed). Each changes speed and memory, not what a trial learns (outside the math key).
+GUIDE_KNOBS: tuple[str, ...] = (
+    "optimizer_impl",
+    "activation_checkpointing",
+    "cpu_threads",
+    "cudnn_benchmark",
+    "cuda_expandable_segments",
+    "data_parallel",
+)
+#: PyTorch's default of each guide knob (``cpu_threads=0``: PyTorch's own thread count, which
+#: a trial shares among its ranks and DataLoader workers).
+GUIDE_KNOB_DEFAULTS: dict[str, Any] = {
+    "optimizer_impl": "default",
+    "activation_checkpointing": False,
+    "cpu_threads": 0,
+    "cudnn_benchmark": False,
+    "cuda_expandable_segments": False,
+    "data_parallel": "ddp",
+}
 
 T = TypeVar("T")
 
@@ -314,6 +345,19 @@ class MemoryFormatParam(CategoricalParam[MemoryFormat]):
 
 class CompileModeParam(CategoricalParam[CompileMode]):
     """torch.compile mode knob: ``none``, ``default``, ``reduce-overhead``, ``max-autotune``."""
+
+
+class OptimizerImplParam(CategoricalParam[OptimizerImpl]):
+    """The optimizer's implementation: ``default``, ``for_loop``, ``foreach``, ``fused``."""
+
+
+class DataParallelParam(CategoricalParam[DataParallel]):
+    """How several ranks hold the model: ``ddp``, ``fsdp``."""
+
+
+class SwitchParam(CategoricalParam[bool]):
+    """An on/off knob: ``[false, true]`` (activation checkpointing, cuDNN autotuning, the CUDA
+    allocator's expandable segments)."""
 
 
 def _check_choices(choices: Sequence[Any]) -> None:

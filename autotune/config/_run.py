@@ -11,7 +11,16 @@ from typing import Any, Literal
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from autotune.config._base import Strict
-from autotune.config._knobs import TUNER_KNOBS, CompileMode, MemoryFormat, Precision
+from autotune.config._knobs import (
+    GUIDE_KNOB_DEFAULTS,
+    GUIDE_KNOBS,
+    TUNER_KNOBS,
+    CompileMode,
+    DataParallel,
+    MemoryFormat,
+    OptimizerImpl,
+    Precision,
+)
 from autotune.config._settings import (
     DataSettings,
     HardwareSettings,
@@ -102,6 +111,17 @@ class TrialConfig(Strict):
     compile_mode: CompileMode
     num_workers: int = Field(ge=0)
     gpu_count: int = Field(ge=1)  # DDP world size
+    # PyTorch's Performance Tuning Guide's knobs (GUIDE_KNOBS), at PyTorch's defaults unless
+    # the space searches or fixes them.
+    optimizer_impl: OptimizerImpl = "default"
+    activation_checkpointing: bool = False  # checkpoint each of `blocks`
+    cpu_threads: int = Field(0, ge=0)  # intra-op threads per rank; 0: PyTorch's count, shared
+    cudnn_benchmark: bool = False  # torch.backends.cudnn.benchmark (CUDA)
+    cuda_expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    data_parallel: DataParallel = "ddp"  # with gpu_count > 1: DDP or FSDP2's fully_shard
+    # The model's blocks by module class name (checkpointing and FSDP's units); None: the
+    # built-in model's own, or none.
+    blocks: tuple[str, ...] | None = None
     seed: int = 0  # training seed (initialization, data order); a study gives all trials its own
     train: TrainSettings = TrainSettings()
     measure: MeasureSettings = MeasureSettings()
@@ -120,8 +140,18 @@ class TrialConfig(Strict):
     mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 
     def knobs(self) -> dict[str, Any]:
-        """The searched knobs by Optuna parameter name: the model's, then the tuner's."""
-        return {**self.model, **{name: getattr(self, name) for name in TUNER_KNOBS}}
+        """The knobs by Optuna parameter name: the model's, then the tuner's, then the guide's
+        that are not at PyTorch's default (:data:`GUIDE_KNOBS`; a knob at its default is
+        left out, as a study that does not search it records it)."""
+        return {
+            **self.model,
+            **{name: getattr(self, name) for name in TUNER_KNOBS},
+            **{
+                name: getattr(self, name)
+                for name in GUIDE_KNOBS
+                if getattr(self, name) != GUIDE_KNOB_DEFAULTS[name]
+            },
+        }
 
     @classmethod
     def from_stored(cls, stored: dict[str, Any]) -> TrialConfig:
@@ -152,13 +182,15 @@ class TrialConfig(Strict):
             pydantic.ValidationError: a value of the wrong type or out of range.
         """
         model = {name: knobs[name] for name in space.model.knobs if name in knobs}
-        tuner = {name: knobs[name] for name in TUNER_KNOBS if name in knobs}
+        tuner = {name: knobs[name] for name in (*TUNER_KNOBS, *GUIDE_KNOBS) if name in knobs}
         return cls.model_validate(
             {
                 "workload": space.workload_spec(),
                 "model": model,
                 "train": space.train,
                 "measure": space.measure,
+                "blocks": tuple(space.blocks) if space.blocks is not None else None,
+                **space.guide_settings(),
                 **fixed,
                 **tuner,
             }

@@ -21,15 +21,19 @@ from pydantic import (
 
 from autotune.config._base import Strict
 from autotune.config._knobs import (
+    GUIDE_KNOBS,
     TUNER_KNOBS,
     CategoricalParam,
     ChoiceParam,
     CompileModeParam,
+    DataParallelParam,
     FloatParam,
     IntParam,
     MemoryFormatParam,
     ModelKnob,
+    OptimizerImplParam,
     PrecisionParam,
+    SwitchParam,
     parse_model_knob,
 )
 from autotune.config._settings import (
@@ -42,7 +46,11 @@ from autotune.config._settings import (
 )
 
 #: Names a model knob may not take: the tuner's knobs, and the keys of a trial configuration.
-_RESERVED_KNOB_NAMES = frozenset(TUNER_KNOBS) | {"family", "model", "workload", "seed", "device"}
+_RESERVED_KNOB_NAMES = (
+    frozenset(TUNER_KNOBS)
+    | frozenset(GUIDE_KNOBS)
+    | {"family", "model", "workload", "seed", "device"}
+)
 #: The built-in workloads (``model.family``). Their knobs: depth (cnn: conv blocks; mlp: hidden
 #: layers) and width (cnn: base channels; mlp: hidden units).
 BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
@@ -50,7 +58,7 @@ BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
 #: it learns (outside the math key: the same initialization, batches and arithmetic up to
 #: rounding). The validation metric is modelled without them unless ``search.metric_knobs``
 #: says otherwise.
-SPEED_KNOBS: tuple[str, ...] = ("memory_format", "compile_mode", "num_workers")
+SPEED_KNOBS: tuple[str, ...] = ("memory_format", "compile_mode", "num_workers", *GUIDE_KNOBS)
 
 
 class ModelSpace(BaseModel):
@@ -275,6 +283,17 @@ class SearchSpace(Strict):
     compile_mode: CompileModeParam = CompileModeParam(choices=["none"])
     num_workers: IntParam = IntParam(choices=[0])  # DataLoader workers
     gpu_count: IntParam = IntParam(choices=[1])  # DDP world size
+    # The rest of PyTorch's Performance Tuning Guide (GUIDE_KNOBS), searched where given more
+    # than one value; PyTorch's defaults otherwise.
+    optimizer_impl: OptimizerImplParam = OptimizerImplParam(choices=["default"])
+    activation_checkpointing: SwitchParam = SwitchParam(choices=[False])  # per block
+    cpu_threads: IntParam = IntParam(choices=[0])  # intra-op threads per rank; 0: PyTorch's
+    cudnn_benchmark: SwitchParam = SwitchParam(choices=[False])  # CUDA only
+    cuda_expandable_segments: SwitchParam = SwitchParam(choices=[False])  # CUDA only
+    data_parallel: DataParallelParam = DataParallelParam(choices=["ddp"])  # ddp | fsdp
+    # The model's repeated blocks, by module class name: what activation checkpointing wraps
+    # and FSDP shards one by one (the built-in models name theirs).
+    blocks: list[str] | None = None
     train: TrainSettings = TrainSettings()
     data: DataSettings = DataSettings()  # the built-in workloads' data set
     measure: MeasureSettings = MeasureSettings()
@@ -293,7 +312,7 @@ class SearchSpace(Strict):
         return space._with_baseline_values() if space.baseline else space
 
     def _with_baseline_values(self) -> SearchSpace:
-        knobs = self.knobs()
+        knobs = {**self.knobs(), **{name: getattr(self, name) for name in GUIDE_KNOBS}}
         update: dict[str, Any] = {}
         model_knobs = dict(self.model.knobs)
         added: list[str] = []
@@ -325,7 +344,7 @@ class SearchSpace(Strict):
                 continue
             added.append(f"baseline: {key}={value} is not among the space's values; added to them")
             if key in model_knobs:
-                model_knobs[key] = widened  # type: ignore[assignment]
+                model_knobs[key] = widened
             else:
                 update[key] = widened
         if model_knobs != self.model.knobs:
@@ -346,6 +365,10 @@ class SearchSpace(Strict):
             raise ValueError("num_workers: every value must be >= 0")
         if min(self.gpu_count.values()) < 1:
             raise ValueError("gpu_count: every value must be >= 1")
+        if min(self.cpu_threads.values()) < 0:
+            raise ValueError("cpu_threads: every value must be >= 0 (0: PyTorch's own count)")
+        if self.blocks is not None and not all(b.isidentifier() for b in self.blocks):
+            raise ValueError("blocks: every entry must be a module class name (an identifier)")
         return self
 
     @model_validator(mode="after")
@@ -469,7 +492,9 @@ class SearchSpace(Strict):
 
     def knobs(self) -> dict[str, ModelKnob | CategoricalParam[Any]]:
         """The searchable knobs by Optuna parameter name: the model's, in the order written,
-        then the tuner's (:data:`TUNER_KNOBS`)."""
+        then the tuner's (:data:`TUNER_KNOBS`), then the guide's knobs the space searches
+        (:data:`GUIDE_KNOBS` with more than one value; one value is a fixed setting,
+        :meth:`guide_settings`)."""
         return {
             **self.model.knobs,
             "batch_size": self.batch_size,
@@ -478,6 +503,19 @@ class SearchSpace(Strict):
             "compile_mode": self.compile_mode,
             "num_workers": self.num_workers,
             "gpu_count": self.gpu_count,
+            **{
+                name: getattr(self, name)
+                for name in GUIDE_KNOBS
+                if len(getattr(self, name).values()) > 1
+            },
+        }
+
+    def guide_settings(self) -> dict[str, Any]:
+        """The guide's knobs the space fixes (one value each), by name: every trial's."""
+        return {
+            name: getattr(self, name).values()[0]
+            for name in GUIDE_KNOBS
+            if len(getattr(self, name).values()) == 1
         }
 
     def metric_knobs(self) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from autotune.config import DataSettings, TrainSettings, TrialConfig
+from autotune.config import GUIDE_KNOB_DEFAULTS, DataSettings, TrainSettings, TrialConfig
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
 from autotune.hardware.simulated import SimulatedMachine, get_profile
@@ -168,8 +168,14 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     del fields["min_throughput_sps"]
     # Reuse changes what the trial runs, not the configuration's draws.
     del fields["reuse"]
-    # The workload as before doors existed (the mock simulates workloads only).
+    # The workload as before doors existed (the mock simulates workloads only); the guide's
+    # knobs at PyTorch's defaults and no named blocks draw as before those existed.
     fields["workload"] = config.workload.key_fields()
+    for name, default in GUIDE_KNOB_DEFAULTS.items():
+        if fields[name] == default:
+            del fields[name]
+    if fields["blocks"] is None:
+        del fields["blocks"]
     fields["measure"].pop("max_other_cpu_share", None)
     if fields["measure"].get("min_timed_s") is None:  # unset: the mock's default, 0 s
         fields["measure"]["min_timed_s"] = 0.0
