@@ -15,6 +15,7 @@ from typing import Any
 
 from autotune.config import (
     COMPILE_MODES,
+    GUIDE_KNOBS,
     PRECISIONS,
     IntParam,
     SearchSpace,
@@ -97,6 +98,71 @@ def _world_size_reason(gpu_count: int, caps: DeviceCapabilities) -> str | None:
     return None
 
 
+def _cuda_setting_reason(knob: str, value: Any, caps: DeviceCapabilities) -> str | None:
+    """cuDNN's autotuning and the CUDA caching allocator's expandable segments exist on a
+    CUDA device only."""
+    if value and not caps.is_gpu:
+        what = {
+            "cudnn_benchmark": "cuDNN's autotuning (torch.backends.cudnn.benchmark)",
+            "cuda_expandable_segments": "the CUDA caching allocator's expandable segments",
+        }[knob]
+        return f"{what} needs a CUDA device"
+    return None
+
+
+def _cpu_threads_reason(threads: int, caps: DeviceCapabilities) -> str | None:
+    if caps.kind == "cpu" and threads > caps.count:
+        return f"cpu_threads={threads} exceeds the {caps.count} CPU cores of {caps.name}"
+    return None
+
+
+def _has_fully_shard() -> bool:
+    """Whether this torch has FSDP2's ``fully_shard`` in its public place (torch >= 2.6)."""
+    try:
+        from torch.distributed.fsdp import fully_shard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _door_knob_reason(space: SearchSpace, knob: str, value: Any) -> str | None:
+    """A guide knob's value the space's door cannot apply (and one that needs the model's
+    blocks when the space names none)."""
+    door = space.door
+    if knob == "optimizer_impl" and value != "default":
+        if door == "lightning":
+            return (
+                "the lightning door trains the optimizer your configure_optimizers() builds: "
+                "give it foreach= or fused= there"
+            )
+        if door == "hf_trainer" and value != "fused":
+            return (
+                "the hf_trainer door picks the optimizer by TrainingArguments.optim, whose "
+                "PyTorch AdamW is PyTorch's default (adamw_torch) or fused (adamw_torch_fused)"
+            )
+    needs_blocks = door != "hf_trainer" and space.model.family is None and not space.blocks
+    if knob == "activation_checkpointing" and value and needs_blocks:
+        return (
+            "name the model's blocks to checkpoint (blocks: [ClassName, ...], the module "
+            "classes each wrapped in torch.utils.checkpoint)"
+        )
+    if knob == "data_parallel" and value == "fsdp":
+        if door in ("hf_trainer", "lightning"):
+            return (
+                f"the {door} door shards with DDP; FSDP through its framework (Accelerate's or "
+                "Lightning's FSDP) is yours to set in your code"
+            )
+        if not _has_fully_shard():
+            return "FSDP2's fully_shard needs torch >= 2.6 (torch.distributed.fsdp.fully_shard)"
+    return None
+
+
+def _fsdp_world_size_reason(data_parallel: str, gpu_count: int) -> str | None:
+    if data_parallel == "fsdp" and gpu_count == 1:
+        return "data_parallel=fsdp shards over ranks, and gpu_count=1 has one"
+    return None
+
+
 def _memory_reason(estimate: MemoryEstimate, caps: DeviceCapabilities) -> str | None:
     """Refuse a trial that cannot fit even if its estimate is :data:`MEMORY_ESTIMATE_TOLERANCE`
     too high: ``estimate / (1 + tolerance) > memory`` (per GPU; the host RAM on the CPU)."""
@@ -128,6 +194,12 @@ def infeasibility_reason(knobs: Mapping[str, Any], caps: DeviceCapabilities) -> 
         or _compile_reason(knobs["compile_mode"], caps)
         or _world_size_reason(knobs["gpu_count"], caps)
         or _cuda_graph_ddp_reason(knobs["compile_mode"], knobs["gpu_count"], caps)
+        or _cuda_setting_reason("cudnn_benchmark", knobs.get("cudnn_benchmark"), caps)
+        or _cuda_setting_reason(
+            "cuda_expandable_segments", knobs.get("cuda_expandable_segments"), caps
+        )
+        or _cpu_threads_reason(int(knobs.get("cpu_threads", 0)), caps)
+        or _fsdp_world_size_reason(str(knobs.get("data_parallel", "ddp")), knobs["gpu_count"])
     )
 
 
@@ -303,15 +375,27 @@ def restrict_space(
         _compile_reason,
     )
     gpu_count = keep("gpu_count", space.gpu_count.values(), _world_size_reason)
-    restricted = space.model_copy(
-        update={
-            "precision": space.precision.restricted(precision),
-            "compile_mode": space.compile_mode.restricted(compile_mode),
-            "gpu_count": space.gpu_count.restricted(gpu_count)
-            if len(gpu_count) < len(space.gpu_count.values())
-            else space.gpu_count,
-        }
-    )
+    update: dict[str, Any] = {
+        "precision": space.precision.restricted(precision),
+        "compile_mode": space.compile_mode.restricted(compile_mode),
+        "gpu_count": space.gpu_count.restricted(gpu_count)
+        if len(gpu_count) < len(space.gpu_count.values())
+        else space.gpu_count,
+    }
+    for name in GUIDE_KNOBS:
+        param = getattr(space, name)
+
+        def reason_of(value: Any, caps: DeviceCapabilities, name: str = name) -> str | None:
+            if name in ("cudnn_benchmark", "cuda_expandable_segments"):
+                return _cuda_setting_reason(name, value, caps)
+            if name == "cpu_threads":
+                return _cpu_threads_reason(int(value), caps)
+            return _door_knob_reason(space, name, value)
+
+        kept = keep(name, param.values(), reason_of)
+        if len(kept) < len(param.values()):
+            update[name] = param.restricted(kept)
+    restricted = space.model_copy(update=update)
     if not removed:
         restricted = space
     restricted = _memory_restricted(restricted, caps, removed)

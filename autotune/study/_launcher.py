@@ -203,6 +203,35 @@ def trial_environment(environ: Mapping[str, str]) -> dict[str, str | None]:
     }
 
 
+#: The CUDA caching allocator's configuration variable (PyTorch docs, "CUDA semantics",
+#: Optimizing memory usage with ``PYTORCH_CUDA_ALLOC_CONF``), read once, when CUDA starts.
+ALLOC_CONF_VARIABLE = "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def allocator_environment(
+    environ: Mapping[str, str], expandable_segments: bool
+) -> dict[str, str | None]:
+    """The allocator setting of a trial's ranks (``cuda_expandable_segments``): with it,
+    ``expandable_segments:True`` joins what the study process's ``PYTORCH_CUDA_ALLOC_CONF``
+    already says (its own ``expandable_segments`` replaced); without, the variable as the
+    study process has it. It reaches the rank before anything initializes CUDA (the
+    forkserver never does).
+
+    Args:
+        environ: the study process's environment.
+        expandable_segments: the trial's ``cuda_expandable_segments``.
+    """
+    current = environ.get(ALLOC_CONF_VARIABLE)
+    if not expandable_segments:
+        return {ALLOC_CONF_VARIABLE: current}
+    kept = [
+        part
+        for part in (current or "").split(",")
+        if part.strip() and not part.strip().startswith("expandable_segments")
+    ]
+    return {ALLOC_CONF_VARIABLE: ",".join([*kept, "expandable_segments:True"])}
+
+
 @contextmanager
 def trial_devices(cuda_visible_devices: str | None) -> Iterator[None]:
     """Inside the block, trials started by :func:`run_trial` see only these CUDA devices
@@ -317,6 +346,7 @@ def _start_ranks(
     """Start one process per rank, appending each to ``procs`` and its pipe to ``readers``."""
     env = {
         **trial_environment(os.environ),
+        **allocator_environment(os.environ, config.cuda_expandable_segments),
         **compile_cache_environment(
             os.environ,
             config.measure.compile_cache,

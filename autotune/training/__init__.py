@@ -29,6 +29,7 @@ import torch.distributed as dist
 
 from autotune.devices import make_backend as _make_backend
 from autotune.devices.cuda import combine_rank_memory as _combine_rank_memory
+from autotune.training._guide import apply_process_knobs as _apply_process_knobs
 from autotune.training._hf import HFTrial
 from autotune.training._hf import run_hf_trainer as _run_hf_trainer
 from autotune.training._lightning import LightningTrial
@@ -88,6 +89,7 @@ def run_rank(
         return simulate(config)
     backend = _make_backend(config.device)
     backend.setup(rank, world_size, config.precision, config.num_workers)
+    _apply_process_knobs(config.cpu_threads, config.cudnn_benchmark, backend.kind)
     if world_size > 1:
         if init_file is None:
             raise ValueError("world_size > 1 needs init_file for the rendezvous")

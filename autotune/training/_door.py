@@ -11,7 +11,7 @@ import multiprocessing
 import os
 import random
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +25,19 @@ from torch.utils.data import (
     SequentialSampler,
 )
 
-from autotune.config import COMPILE_MODES, MEMORY_FORMATS, PRECISIONS, TrialConfig, scaled_lr
+from autotune.config import (
+    COMPILE_MODES,
+    MEMORY_FORMATS,
+    OPTIMIZER_IMPLS,
+    PRECISIONS,
+    TrialConfig,
+    scaled_lr,
+)
 from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
 from autotune.lifetime import die_with_rank
 from autotune.measure import CpuShareMeter
+from autotune.training._guide import apply_process_knobs
 from autotune.training._meter import StepMeter, budget_plan
 from autotune.training._setup import cpu_meter_roots
 
@@ -367,6 +375,12 @@ class TrialHandle:
         device: the device (default: ``cuda`` when torch sees a GPU, else ``cpu``).
         seed: seeds torch, ``random`` and numpy when given (in a study: the trial's seed,
             set before the user's function runs).
+        optimizer_impl: ``default`` (None's), ``for_loop``, ``foreach`` or ``fused``: the
+            optimizer's implementation (a door that has the optimizer rebuilds it so).
+        activation_checkpointing: checkpoint each block named in ``blocks``.
+        blocks: the model's blocks by module class name (checkpointing's and FSDP's units).
+        cpu_threads: intra-op threads (0: PyTorch's own count); set at once on its own.
+        cudnn_benchmark: ``torch.backends.cudnn.benchmark`` (CUDA); set at once on its own.
 
     Raises:
         ValueError: a knob outside its values (the message names the class and the knob).
@@ -386,6 +400,11 @@ class TrialHandle:
         model: Mapping[str, Any] | None = None,
         device: str | torch.device | None = None,
         seed: int | None = None,
+        optimizer_impl: str | None = None,
+        activation_checkpointing: bool = False,
+        blocks: Sequence[str] = (),
+        cpu_threads: int = 0,
+        cudnn_benchmark: bool = False,
     ) -> None:
         owner = type(self).__name__
         #: The knobs given (a door on its own applies these and leaves the rest as the user
@@ -398,6 +417,8 @@ class TrialHandle:
                 ("memory_format", memory_format),
                 ("compile_mode", compile_mode),
                 ("num_workers", num_workers),
+                ("optimizer_impl", optimizer_impl),
+                ("activation_checkpointing", activation_checkpointing or None),
             )
             if value is not None
         ) | ({"lr_scale"} if lr_scale != 1.0 else frozenset())
@@ -420,6 +441,19 @@ class TrialHandle:
         self._epochs = epochs
         self._max_steps = max_steps
         self._model_knobs = dict(model or {})
+        self._optimizer_impl = _choice(
+            optimizer_impl or "default", OPTIMIZER_IMPLS, "optimizer_impl", owner
+        )
+        if activation_checkpointing and not blocks:
+            raise ValueError(
+                f"{owner}(activation_checkpointing=True): name the blocks to checkpoint "
+                "(blocks=[ClassName, ...])"
+            )
+        self._activation_checkpointing = activation_checkpointing
+        self._blocks = tuple(blocks)
+        self._data_parallel = "ddp"
+        if cpu_threads < 0:
+            raise ValueError(f"{owner}(cpu_threads={cpu_threads}): must be >= 0")
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self._device = torch.device(device)
@@ -428,6 +462,8 @@ class TrialHandle:
         self._knobs: DoorKnobs | None = None  # set in a study
         if seed is not None:
             seed_everything(seed)
+        if self._knobs is None:  # in a trial the rank's set-up applied them
+            apply_process_knobs(cpu_threads, cudnn_benchmark, self._device.type)
         if self._precision == "tf32":
             # The state both TF32 APIs read (the backend sets the same in a study).
             torch.set_float32_matmul_precision("high")
@@ -447,10 +483,25 @@ class TrialHandle:
             max_steps=config.train.max_steps,
             model=dict(config.model),
             device=knobs.device,
+            cpu_threads=config.cpu_threads,
+            cudnn_benchmark=config.cudnn_benchmark,
         )
         handle._knobs = knobs
+        handle._optimizer_impl = config.optimizer_impl
+        handle._activation_checkpointing = config.activation_checkpointing
+        handle._blocks = tuple(config.blocks or ())
+        handle._data_parallel = config.data_parallel
         handle._given = frozenset(
-            ("batch_size", "precision", "memory_format", "compile_mode", "num_workers", "lr_scale")
+            (
+                "batch_size",
+                "precision",
+                "memory_format",
+                "compile_mode",
+                "num_workers",
+                "lr_scale",
+                "optimizer_impl",
+                "activation_checkpointing",
+            )
         )
         handle._rank, handle._world_size = knobs.rank, knobs.world_size
         handle._accumulation = knobs.accumulation_steps

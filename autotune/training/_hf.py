@@ -49,6 +49,11 @@ from autotune.workloads.builtin.networks import count_parameters
 __all__ = ["HFTrial", "ddp_environment", "run_hf_trainer"]
 
 
+#: ``TrainingArguments.optim`` for each optimizer implementation it offers: PyTorch's AdamW
+#: fused (``adamw_torch`` leaves the implementation to PyTorch, the default).
+_HF_OPTIMS = {"fused": "adamw_torch_fused"}
+
+
 class HFTrial(TrialHandle):
     """The handle an ``hf_trainer:`` door's function builds its ``transformers.Trainer`` with.
 
@@ -75,6 +80,9 @@ class HFTrial(TrialHandle):
         - ``torch_compile`` and ``torch_compile_mode`` (``compile_mode``);
         - ``dataloader_num_workers``, ``dataloader_pin_memory`` (on CUDA with workers) and
           ``dataloader_persistent_workers`` (``num_workers``);
+        - ``optim`` (``optimizer_impl=fused``: ``adamw_torch_fused``)
+          and ``gradient_checkpointing`` (``activation_checkpointing``: the model's own,
+          ``use_reentrant=False``);
         - the learning rate times :attr:`lr_scale`: on its own, ``learning_rate``; in a trial,
           the optimizer's rates once the Trainer has it (yours, from ``optimizers=``, or its
           own), linear in the global batch for SGD, its square root otherwise, unless
@@ -126,6 +134,12 @@ class HFTrial(TrialHandle):
                     knobs.pin_memory if knobs is not None else args.dataloader_pin_memory
                 ),
             )
+        if "optimizer_impl" in given and self._optimizer_impl != "default":
+            fields["optim"] = _HF_OPTIMS[self._optimizer_impl]
+        if "activation_checkpointing" in given and self._activation_checkpointing:
+            fields.update(
+                gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
         if knobs is None and self._lr_scale != 1.0:
             # In a trial the optimizer's rates are scaled once it exists (yours or the
             # Trainer's), by its kind; on its own the Trainer builds it from this.
@@ -157,6 +171,13 @@ class HFTrial(TrialHandle):
         if knobs is None:
             return
         inner = getattr(optimizer, "optimizer", optimizer)
+        impl = knobs.config.optimizer_impl
+        if impl != "default" and not inner.defaults.get(impl):
+            raise DoorUsageError(
+                f"optimizer_impl={impl}: the Trainer trains the optimizer you gave it "
+                "(optimizers=...), which autotune cannot rebuild; let the Trainer build it from "
+                "TrainingArguments.optim, or leave optimizer_impl out of the space"
+            )
         self._lr_scale = knobs.lr_factor(
             optimizer_scaling_rule(inner, knobs.config.train.lr_scaling)
         )

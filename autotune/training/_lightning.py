@@ -39,6 +39,7 @@ from autotune.training._door import (
     seed_everything,
     to_memory_format,
 )
+from autotune.training._guide import checkpoint_blocks
 from autotune.training._hf import ddp_environment
 from autotune.training._meter import BudgetTiming, StepMeter
 from autotune.workloads import load_workload
@@ -77,6 +78,7 @@ _OWNED_TRAINER_ARGS = frozenset(
         "enable_progress_bar",
         "enable_model_summary",
         "default_root_dir",
+        "benchmark",
     }
 )
 
@@ -280,6 +282,8 @@ def _fit_and_validate(
         world_size=knobs.world_size,
         call=f"{label}: train_dataloader()",
     )
+    if config.activation_checkpointing:
+        checkpoint_blocks(module, config.blocks or ())
     if config.memory_format == "channels_last":
         module.to(memory_format=torch.channels_last)
         loader.collate_fn = _collate_in_format(loader.collate_fn, torch.channels_last)
@@ -303,6 +307,7 @@ def _fit_and_validate(
         "enable_progress_bar": False,
         "enable_model_summary": False,
         "default_root_dir": root,
+        "benchmark": config.cudnn_benchmark if knobs.backend.kind == "cuda" else None,
     }
     user_callbacks = list(user_kwargs.pop("callbacks", None) or [])
     fit_module: Any = (

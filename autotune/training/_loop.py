@@ -52,6 +52,12 @@ from autotune.training._door import (
     scale_rates,
     seed_everything,
 )
+from autotune.training._guide import (
+    checkpoint_blocks,
+    gradient_sync,
+    shard_model,
+    with_optimizer_impl,
+)
 from autotune.training._meter import BudgetTiming, StepMeter
 from autotune.workloads import load_workload
 from autotune.workloads.builtin.networks import count_parameters
@@ -284,9 +290,16 @@ class LoopTrial(TrialHandle):
         # Module.to takes memory_format (keyword only; documented, and parsed at run time by
         # torch._C._nn._parse_to), but torch's overloads of `to` leave it out.
         model = model.to(device=self._device, memory_format=self._memory_format)  # type: ignore[call-overload]
+        if self._activation_checkpointing:
+            checkpoint_blocks(model, self._blocks)
         self._eager_model = model
         step_model: Any = model
-        if self._world_size > 1:
+        replaced: dict[int, torch.nn.Parameter] = {}
+        if self._world_size > 1 and self._data_parallel == "fsdp":
+            before = {name: id(p) for name, p in model.named_parameters()}
+            step_model = model = shard_model(model, self._blocks, self._world_size, self._device)
+            replaced = {before[name]: p for name, p in model.named_parameters() if name in before}
+        elif self._world_size > 1:
             step_model = self._ddp = DistributedDataParallel(model)
         if self._compile_mode != "none":
             step_model = torch.compile(step_model, mode=self._compile_mode)
@@ -295,6 +308,7 @@ class LoopTrial(TrialHandle):
             rule = optimizer_scaling_rule(optimizer, self._knobs.config.train.lr_scaling)
             self._lr_scale = self._knobs.lr_factor(rule)
         schedulers = [o for o in others if not isinstance(o, DataLoader)]
+        optimizer = with_optimizer_impl(optimizer, self._optimizer_impl, schedulers, replaced)
         scale_rates(optimizer, schedulers, self._lr_scale)
         self._optimizer = optimizer
         prepared_optimizer = PreparedOptimizer(optimizer, self)
@@ -455,12 +469,8 @@ class LoopTrial(TrialHandle):
                         self._epoch_steps = 0
                     self._micro_last = micro == k - 1
                     self._steps_entered = step + 1
-                    no_sync = (
-                        self._ddp.no_sync()
-                        if self._ddp is not None and not self._micro_last
-                        else contextlib.nullcontext()
-                    )
-                    with no_sync:  # the forward and backward of this micro-batch run here
+                    sync = gradient_sync(self._eager_model, self._ddp, self._micro_last)
+                    with sync:  # the forward and backward of this micro-batch run here
                         yield move_batch(batch, self._device, self._memory_format)
             finally:
                 self._micro_last = True

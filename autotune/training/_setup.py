@@ -14,7 +14,6 @@ default) over the budget's ``total_steps``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import multiprocessing
 import os
@@ -31,7 +30,14 @@ from autotune.devices import Backend
 from autotune.hardware import study_root_pid
 from autotune.lifetime import die_with_rank
 from autotune.measure import CpuShareMeter
+from autotune.training._guide import (
+    checkpoint_blocks,
+    gradient_sync,
+    optimizer_impl_kwargs,
+    shard_model,
+)
 from autotune.workloads import LoadedWorkload
+from autotune.workloads.builtin.networks import BUILTIN_BLOCKS
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -47,13 +53,17 @@ def cpu_meter_roots(
     return rank_pids if root is None or root in rank_pids else (*rank_pids, root)
 
 
-def make_optimizer(settings: TrainSettings, params: Any, lr: float) -> torch.optim.Optimizer:
-    """``train.optimizer`` (AdamW or SGD with momentum) at learning rate ``lr``."""
+def make_optimizer(
+    settings: TrainSettings, params: Any, lr: float, impl: str = "default"
+) -> torch.optim.Optimizer:
+    """``train.optimizer`` (AdamW or SGD with momentum) at learning rate ``lr``, in the
+    implementation ``impl`` (:func:`autotune.training._guide.optimizer_impl_kwargs`)."""
+    flags = optimizer_impl_kwargs(impl)
     if settings.optimizer == "sgd":
         return torch.optim.SGD(
-            params, lr=lr, momentum=settings.momentum, weight_decay=settings.weight_decay
+            params, lr=lr, momentum=settings.momentum, weight_decay=settings.weight_decay, **flags
         )
-    return torch.optim.AdamW(params, lr=lr, weight_decay=settings.weight_decay)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=settings.weight_decay, **flags)
 
 
 def make_lr_schedule(
@@ -164,6 +174,8 @@ class Training:
         compiled: ``compile_mode != "none"``.
         rank_pids: the process ids of every rank of the trial (rank 0's meter of the other
             processes' CPU share counts their trees as the trial's own).
+        sharded: the model is FSDP2-sharded over several ranks: every forward pass, an
+            evaluation's and the FLOP count's too, is collective (every rank runs it).
     """
 
     config: TrialConfig
@@ -186,6 +198,7 @@ class Training:
     accumulation_steps: int = 1
     ddp: DistributedDataParallel | None = None
     rank_pids: tuple[int, ...] = ()
+    sharded: bool = False
 
     def cpu_meter(self, rank: int) -> CpuShareMeter:
         """The meter of the other processes' CPU share: rank 0's over every rank's tree (this
@@ -216,12 +229,7 @@ class Training:
             loss = torch.zeros((), device=self.device)
             for i, (xm, ym) in enumerate(pairs):
                 last = i == len(pairs) - 1
-                sync: contextlib.AbstractContextManager[Any] = (
-                    self.ddp.no_sync()
-                    if self.ddp is not None and not last
-                    else contextlib.nullcontext()
-                )
-                with sync:
+                with gradient_sync(self.model, self.ddp, last):
                     loss += self._backward(xm, ym, scale=1.0 / len(pairs)).detach()
         self.scaler.step(self.optimizer)
         self.scaler.update()
@@ -318,11 +326,16 @@ def prepare_training(
     model = workload.build_model(config.model).to(  # type: ignore[call-overload]
         device=device, memory_format=memory_format
     )
+    blocks = config.blocks or (BUILTIN_BLOCKS if config.workload.is_builtin else ())
+    if config.activation_checkpointing:
+        checkpoint_blocks(model, blocks)
     train_model: torch.nn.Module = model
     ddp = None
-    if world_size > 1:
+    if world_size > 1 and config.data_parallel == "fsdp":
+        train_model = model = shard_model(model, blocks, world_size, device)
+    elif world_size > 1:
         train_model = ddp = DistributedDataParallel(model)
-    optimizer = make_optimizer(config.train, model.parameters(), peak_lr)
+    optimizer = make_optimizer(config.train, model.parameters(), peak_lr, config.optimizer_impl)
     lr_schedule = make_lr_schedule(optimizer, config.train, total_steps)
     step_model = torch.compile(train_model, mode=config.compile_mode) if compiled else train_model
     model.train()
@@ -348,4 +361,5 @@ def prepare_training(
         compiled=compiled,
         accumulation_steps=accumulation,
         ddp=ddp,
+        sharded=world_size > 1 and config.data_parallel == "fsdp",
     )

@@ -69,7 +69,7 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     reuse = config.reuse
     if reuse is not None:
         metric = reuse.val_metric
-    elif rank == 0:
+    elif rank == 0 or t.sharded:  # a sharded model's forward passes are collective
         metric = t.evaluate()
     else:
         metric = 0.0
@@ -111,9 +111,11 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             gpu_reading=gpu_reading,
             metered_samples=metered_samples,
         )
-        if rank == 0
+        if rank == 0 or t.sharded  # every rank runs a sharded model's counted step
         else {}
     )
+    if rank != 0:
+        extra = {}
     if rank == 0:
         extra["lr_peak"] = t.peak_lr
         if t.accumulation_steps > 1:

@@ -123,7 +123,8 @@ def train_to_target(t: Training, rank: int, world_size: int, maximize: bool) -> 
         if step > segment_start_step:
             segments_s.append(before_eval_s - segment_start_s)
             segment_steps.append(step - segment_start_step)
-        metric = _broadcast_metric(t.evaluate() if rank == 0 else 0.0, world_size, t.device)
+        evaluated = t.evaluate() if rank == 0 or t.sharded else 0.0  # sharded: collective
+        metric = _broadcast_metric(evaluated, world_size, t.device)
         t.model.train()
         after_eval_s = clock.mark()
         eval_s += after_eval_s - before_eval_s
@@ -181,7 +182,7 @@ def _reused_to_target(t: Training, rank: int, world_size: int, target: float) ->
     measured = train_for_throughput(t, rank, world_size)
     clock = WindowClock(t.backend.synchronize)
     before_s = clock.mark()
-    if rank == 0:
+    if rank == 0 or t.sharded:
         t.evaluate()  # timed only: the reused metric is the source's
     one_eval_s = clock.mark() - before_s
     eval_s = reuse.evaluations * one_eval_s

@@ -5,11 +5,46 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["MLP", "ConvNet", "build_model", "count_parameters"]
+__all__ = [
+    "BUILTIN_BLOCKS",
+    "MLP",
+    "ConvBlock",
+    "ConvNet",
+    "HiddenLayer",
+    "build_model",
+    "count_parameters",
+]
+
+#: The built-in models' repeated blocks (module class names): what activation checkpointing
+#: wraps and FSDP shards one by one.
+BUILTIN_BLOCKS: tuple[str, ...] = ("ConvBlock", "HiddenLayer")
+
+
+class ConvBlock(nn.Sequential):
+    """conv3x3 (no bias) - BatchNorm - ReLU, then a 2x2 max-pool when ``pool``:
+    ``(B, C_in, H, W)`` -> ``(B, C_out, H', W')``."""
+
+    def __init__(self, channels: int, out: int, pool: bool) -> None:
+        layers: list[nn.Module] = [
+            nn.Conv2d(channels, out, kernel_size=3, padding=1, bias=False),
+            nn.BatchNorm2d(out),
+            nn.ReLU(inplace=True),
+        ]
+        if pool:
+            layers.append(nn.MaxPool2d(2))
+        super().__init__(*layers)
+
+
+class HiddenLayer(nn.Sequential):
+    """Linear - ReLU: ``(B, features)`` -> ``(B, width)``."""
+
+    def __init__(self, features: int, width: int) -> None:
+        super().__init__(nn.Linear(features, width), nn.ReLU(inplace=True))
 
 
 class ConvNet(nn.Module):
-    """A plain CNN: ``depth`` blocks of conv3x3-BatchNorm-ReLU-maxpool, then a linear head on
+    """A plain CNN: ``depth`` blocks of conv3x3-BatchNorm-ReLU-maxpool (:class:`ConvBlock`),
+    then a linear head on
     the flattened feature map (as LeNet-5 and PyTorch's MNIST example net keep the spatial
     map to the head; a global-average-pooling head reached 82 % on MNIST at depth 2, width
     16, this one 98.4 %: docs/benchmarks.md).
@@ -24,19 +59,15 @@ class ConvNet(nn.Module):
     ) -> None:
         super().__init__()
         channels, height, breadth = input_shape
-        layers: list[nn.Module] = []
+        blocks: list[nn.Module] = []
         for i in range(depth):
             out = width * 2**i
-            layers += [
-                nn.Conv2d(channels, out, kernel_size=3, padding=1, bias=False),
-                nn.BatchNorm2d(out),
-                nn.ReLU(inplace=True),
-            ]
-            if height >= 2 and breadth >= 2:
-                layers.append(nn.MaxPool2d(2))
+            pool = height >= 2 and breadth >= 2
+            blocks.append(ConvBlock(channels, out, pool))
+            if pool:
                 height, breadth = height // 2, breadth // 2
             channels = out
-        self.features = nn.Sequential(*layers)
+        self.features = nn.Sequential(*blocks)
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(channels * height * breadth, num_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -57,7 +88,7 @@ class MLP(nn.Module):
         features = input_shape[0] * input_shape[1] * input_shape[2]
         layers: list[nn.Module] = [nn.Flatten()]
         for _ in range(depth):
-            layers += [nn.Linear(features, width), nn.ReLU(inplace=True)]
+            layers.append(HiddenLayer(features, width))
             features = width
         layers.append(nn.Linear(features, num_classes))
         self.net = nn.Sequential(*layers)
