@@ -214,10 +214,13 @@ def math_key(config: TrialConfig) -> str:
     model knobs, the global batch (``train.global_batch_size`` when set: then ``batch_size``
     and ``gpu_count`` only split it into micro-batches and ranks, and stay out; without it,
     ``batch_size`` and ``gpu_count``, which decide the data order per rank and the number of
-    steps), the precision, the training settings (optimizer,
+    steps), the precision, activation checkpointing when on (its recomputed forward passes
+    update BatchNorm's running statistics a second time), the training settings (optimizer,
     learning rate and its scaling and schedule, epochs, steps cap, target), the training seed
-    and the objective mode. Outside it: memory format, compile mode and DataLoader workers,
-    which change speed and memory, not the arithmetic's result beyond reordering (measured on
+    and the objective mode. Outside it: memory format, compile mode, DataLoader workers and
+    the guide's other knobs (the optimizer's implementation, CPU threads, cuDNN's autotuning,
+    the allocator's segments, DDP or FSDP), which change speed and memory, not the
+    arithmetic's result beyond reordering (measured on
     the shipped MNIST: docs/benchmarks-notes.md, "Reuse where the math is the same"); the
     timing-only training settings (:data:`_TIMING_ONLY_TRAIN_SETTINGS`); ``measure``; the
     study's throughput floor; and the mock device's fault and profile.
@@ -245,6 +248,8 @@ def math_key(config: TrialConfig) -> str:
         "seed": config.seed,
         "objective": config.objective,
     }
+    if config.activation_checkpointing:  # recomputed forwards update BatchNorm's statistics again
+        fields["activation_checkpointing"] = True
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
