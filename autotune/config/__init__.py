@@ -79,6 +79,7 @@ from autotune.config._settings import (
     scaled_lr,
 )
 from autotune.config._space import (
+    BUILTIN_BLOCKS,
     BUILTIN_FAMILIES,
     BUILTIN_WORKLOAD_REF,
     DEFAULT_DOOR_METRICS,
@@ -93,6 +94,7 @@ from autotune.config._space import (
 from autotune.config._url import display_url
 
 __all__ = [
+    "BUILTIN_BLOCKS",
     "BUILTIN_FAMILIES",
     "BUILTIN_WORKLOAD_REF",
     "COMPILE_MODES",

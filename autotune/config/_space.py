@@ -144,6 +144,10 @@ class ModelSpace(BaseModel):
         return flat
 
 
+#: The built-in models' repeated blocks (module class names in
+#: :mod:`autotune.workloads.builtin.networks`): what activation checkpointing wraps and FSDP
+#: shards one by one.
+BUILTIN_BLOCKS: tuple[str, ...] = ("ConvBlock", "HiddenLayer")
 #: The import reference of the built-in workloads (``model.family: cnn | mlp``).
 BUILTIN_WORKLOAD_REF = "autotune.workloads.builtin:ImageClassifier"
 

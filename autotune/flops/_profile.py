@@ -31,12 +31,18 @@ class ModelProfile:
         activation_fixed_bytes: saved bytes that do not grow with the batch (autocast's casts
             of the weights).
         input_bytes_per_sample: bytes of one input sample and its label (float32 and int64).
+        blocks: the model's modules of the named block classes (0: none named or found).
+        checkpointed_bytes_per_sample: with those blocks checkpointed, what autograd still
+            saves per sample (their inputs and what lies outside them); None when no block
+            was named or found.
     """
 
     parameters: int
     activation_bytes_per_sample: float
     activation_fixed_bytes: int
     input_bytes_per_sample: int
+    blocks: int = 0
+    checkpointed_bytes_per_sample: float | None = None
 
 
 def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any, loss_fn: Any) -> int:
@@ -63,7 +69,12 @@ def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any, loss_fn: Any) 
     return sum(seen.values())
 
 
-def profile_model(spec: WorkloadSpec, knobs: Mapping[str, Any], precision: str) -> ModelProfile:
+def profile_model(
+    spec: WorkloadSpec,
+    knobs: Mapping[str, Any],
+    precision: str,
+    blocks: tuple[str, ...] = (),
+) -> ModelProfile:
     """Trace what a workload's model saves for backward, on the CPU, with batches of 2 and 4
     samples of its training set.
 
@@ -77,18 +88,52 @@ def profile_model(spec: WorkloadSpec, knobs: Mapping[str, Any], precision: str) 
         spec: the workload.
         knobs: its model knobs (``build_model(**knobs)``).
         precision: the trial's precision.
+        blocks: module class names of the model's blocks: traced again with each
+            checkpointed (:func:`autotune.training._guide.checkpoint_blocks`'s wrapping), for
+            ``checkpointed_bytes_per_sample``.
 
     Raises:
         WorkloadError: the workload cannot be loaded.
         Exception: whatever the workload's model or data raise.
     """
     return _profile_cached(
-        spec.model_dump_json(), json.dumps(dict(knobs), sort_keys=True), precision
+        spec.model_dump_json(), json.dumps(dict(knobs), sort_keys=True), precision, blocks
     )
 
 
+def _checkpointed(model: Any, names: tuple[str, ...]) -> int:
+    """Wrap ``model``'s blocks of classes ``names`` in non-reentrant checkpoints, in place (as
+    a trial does); how many."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    class Checkpointed(torch.nn.Module):
+        def __init__(self, block: Any) -> None:
+            super().__init__()
+            self.block = block
+
+        def forward(self, *args: Any) -> Any:
+            return checkpoint(self.block, *args, use_reentrant=False)
+
+    count = 0
+
+    def walk(module: Any) -> None:
+        nonlocal count
+        for attr, child in module.named_children():
+            if type(child).__name__ in names:
+                setattr(module, attr, Checkpointed(child))
+                count += 1
+            else:
+                walk(child)
+
+    walk(model)
+    return count
+
+
 @functools.lru_cache(maxsize=512)
-def _profile_cached(spec_json: str, knobs_json: str, precision: str) -> ModelProfile:
+def _profile_cached(
+    spec_json: str, knobs_json: str, precision: str, blocks: tuple[str, ...]
+) -> ModelProfile:
     import torch
     from torch.utils.data import default_collate
 
@@ -112,11 +157,22 @@ def _profile_cached(spec_json: str, knobs_json: str, precision: str) -> ModelPro
         for batch in (2, 4):
             x, y = default_collate(items[:batch])
             saved.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
+        parameters = count_parameters(model)
+        found = _checkpointed(model, blocks) if blocks else 0
+        checkpointed: float | None = None
+        if found:
+            kept = []
+            for batch in (2, 4):
+                x, y = default_collate(items[:batch])
+                kept.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
+            checkpointed = max(0.0, (kept[1] - kept[0]) / 2)
     per_sample = max(0.0, (saved[1] - saved[0]) / 2)
     x, y = default_collate(items[:1])
     return ModelProfile(
-        parameters=count_parameters(model),
+        parameters=parameters,
         activation_bytes_per_sample=per_sample,
         activation_fixed_bytes=max(0, int(saved[0] - 2 * per_sample)),
         input_bytes_per_sample=x.element_size() * x.numel() + y.element_size() * y.numel(),
+        blocks=found,
+        checkpointed_bytes_per_sample=checkpointed,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autotune.config import TrialConfig
+from autotune.config import BUILTIN_BLOCKS, TrialConfig
 from autotune.flops import ModelProfile, profile_model
 from autotune.hardware._capabilities import DeviceCapabilities
 from autotune.units import MIB
@@ -119,6 +119,8 @@ def estimate_memory(
     optimizer: str,
     on_gpu: bool,
     runtime_bytes: int | None = None,
+    checkpointing: bool = False,
+    sharded: bool = False,
 ) -> MemoryEstimate:
     """Predict a trial's peak memory on its device (a pure function of its inputs).
 
@@ -126,6 +128,13 @@ def estimate_memory(
     activations scale with the per-rank batch; DDP adds one gradient-sized bucket copy.
     Compiler memory (torch.compile's own Python and generated code) is not included: the
     estimate is of the training tensors and the runtime of an eager trial.
+
+    Activation checkpointing (``checkpointing``, the profile's blocks) keeps what the
+    checkpointed model saves, plus one block's activations recomputed at a time in the
+    backward (the saved bytes it drops, over the number of blocks). FSDP2 (``sharded``) keeps
+    1 / ``world_size`` of the parameters, their gradients and the optimizer's state on each
+    rank, plus one block's parameters all-gathered at a time (the parameters over the number
+    of blocks, or all of them when the model names none), and no DDP bucket.
 
     Args:
         profile: the model's sizes (:func:`autotune.flops.profile_model`).
@@ -137,16 +146,28 @@ def estimate_memory(
             host) rather than the CPU (ranks share RAM; prefetch counts).
         runtime_bytes: per-process memory beyond tensors; default :data:`CUDA_RUNTIME_BYTES`
             on a GPU, :data:`CPU_RUNTIME_BYTES` on the CPU.
+        checkpointing: the trial checkpoints the profile's blocks.
+        sharded: the trial shards the model with FSDP2 (``data_parallel=fsdp``).
     """
     params_bytes = 4 * profile.parameters
     batch_bytes = batch_size * profile.input_bytes_per_sample
+    per_sample = profile.activation_bytes_per_sample
+    if checkpointing and profile.checkpointed_bytes_per_sample is not None and profile.blocks:
+        dropped = max(0.0, per_sample - profile.checkpointed_bytes_per_sample)
+        per_sample = profile.checkpointed_bytes_per_sample + dropped / profile.blocks
+    state_bytes = OPTIMIZER_BYTES_PER_PARAMETER[optimizer] * profile.parameters
+    gradients_bytes = params_bytes * (2 if world_size > 1 else 1)
+    if sharded and world_size > 1:
+        gathered = params_bytes // max(1, profile.blocks) if profile.blocks else params_bytes
+        params_bytes = params_bytes // world_size + gathered
+        gradients_bytes = 4 * profile.parameters // world_size + gathered
+        state_bytes //= world_size
     return MemoryEstimate(
         parameters_bytes=params_bytes,
-        gradients_bytes=params_bytes * (2 if world_size > 1 else 1),
-        optimizer_bytes=OPTIMIZER_BYTES_PER_PARAMETER[optimizer] * profile.parameters,
+        gradients_bytes=gradients_bytes,
+        optimizer_bytes=state_bytes,
         activations_bytes=int(
-            ACTIVATION_PEAK_FACTOR * profile.activation_bytes_per_sample * batch_size
-            + profile.activation_fixed_bytes
+            ACTIVATION_PEAK_FACTOR * per_sample * batch_size + profile.activation_fixed_bytes
         ),
         batch_bytes=batch_bytes,
         prefetch_bytes=0 if on_gpu else num_workers * PREFETCH_FACTOR * batch_bytes,
@@ -173,7 +194,11 @@ def estimate_trial_memory(config: TrialConfig, caps: DeviceCapabilities) -> Memo
         WorkloadError: the workload cannot be loaded.
         Exception: whatever the workload's model or data raise while it is traced.
     """
-    profile = profile_model(config.workload, config.model, config.precision)
+    blocks = config.blocks or (BUILTIN_BLOCKS if config.workload.is_builtin else ())
+    needs_blocks = config.activation_checkpointing or config.data_parallel == "fsdp"
+    profile = profile_model(
+        config.workload, config.model, config.precision, tuple(blocks) if needs_blocks else ()
+    )
     return estimate_memory(
         profile,
         batch_size=config.batch_size,
@@ -182,4 +207,6 @@ def estimate_trial_memory(config: TrialConfig, caps: DeviceCapabilities) -> Memo
         optimizer=config.train.optimizer,
         on_gpu=caps.is_gpu,
         runtime_bytes=_runtime_bytes(caps),
+        checkpointing=config.activation_checkpointing,
+        sharded=config.data_parallel == "fsdp",
     )

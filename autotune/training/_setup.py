@@ -25,7 +25,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
 
-from autotune.config import TrainSettings, TrialConfig
+from autotune.config import BUILTIN_BLOCKS, TrainSettings, TrialConfig
 from autotune.devices import Backend
 from autotune.hardware import study_root_pid
 from autotune.lifetime import die_with_rank
@@ -37,7 +37,6 @@ from autotune.training._guide import (
     shard_model,
 )
 from autotune.workloads import LoadedWorkload
-from autotune.workloads.builtin.networks import BUILTIN_BLOCKS
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 

@@ -20,6 +20,7 @@ __all__ = [
 BUILTIN_BLOCKS: tuple[str, ...] = ("ConvBlock", "HiddenLayer")
 
 
+# autotune.config.BUILTIN_BLOCKS names these two: activation checkpointing's and FSDP's units.
 class ConvBlock(nn.Sequential):
     """conv3x3 (no bias) - BatchNorm - ReLU, then a 2x2 max-pool when ``pool``:
     ``(B, C_in, H, W)`` -> ``(B, C_out, H', W')``."""
