@@ -120,6 +120,29 @@ def _model_cost(m: _BuiltinModel, shape: tuple[int, int, int]) -> tuple[float, i
     return flops, params, acts
 
 
+def _guide_compute_factor(config: TrialConfig, m: _BuiltinModel) -> float:
+    """The guide's knobs on the compute time (SIMULATION ASSUMPTIONS; 1.0 at PyTorch's
+    defaults): activation checkpointing recomputes the forward pass, one of a step's three
+    passes (x 4/3); cuDNN's autotuning picks faster convolution algorithms for a CNN (x 0.92);
+    (a CPU rank's ``cpu_threads`` act on its compute rate, in :func:`simulate`)."""
+    factor = 4 / 3 if config.activation_checkpointing else 1.0
+    if config.cudnn_benchmark and m.family == "cnn":
+        factor *= 0.92
+    return factor
+
+
+def _optimizer_launches_delta(config: TrialConfig, m: _BuiltinModel, on_gpu: bool) -> float:
+    """Kernel launches the optimizer's implementation adds to a step over PyTorch's default
+    (SIMULATION ASSUMPTION): a for-loop AdamW launches about 12 kernels per parameter tensor,
+    foreach about 12 in all, fused one; the default is foreach on a GPU, the for-loop on a
+    CPU."""
+    tensors = 3 * m.depth + 2 if m.family == "cnn" else 2 * m.depth + 2
+    launches = {"for_loop": 12.0 * tensors, "foreach": 12.0, "fused": 1.0}
+    default = "foreach" if on_gpu else "for_loop"
+    impl = default if config.optimizer_impl == "default" else config.optimizer_impl
+    return launches[impl] - launches[default]
+
+
 def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
     """What a real allocator adds to the modelled bytes: a factor in [1.0, 1.5), fixed per
     model, batch, precision, compile mode and world size (the seed does not change it).
@@ -248,13 +271,15 @@ def simulate(
     # optimizer state; at the peak of backward, saved activations and their gradients
     # coexist, factor 2), with the analytic activation count at the autocast width.
     compute_rel, launch_rel, compile_per_block_s = _COMPILE[config.compile_mode]
+    activation_bytes = acts * _BYTES[config.precision] * (0.85 if compute_rel < 1 else 1.0)
     model = ModelProfile(
         parameters=params,
-        activation_bytes_per_sample=acts
-        * _BYTES[config.precision]
-        * (0.85 if compute_rel < 1 else 1.0),
+        activation_bytes_per_sample=activation_bytes,
         activation_fixed_bytes=0,
         input_bytes_per_sample=4 * shape[0] * shape[1] * shape[2] + 8,
+        blocks=m.depth,
+        # Checkpointing a block keeps its input, one of the three saved outputs per block.
+        checkpointed_bytes_per_sample=activation_bytes / 3,
     )
     modelled_bytes = estimate_memory(
         model,
@@ -264,8 +289,14 @@ def simulate(
         optimizer=config.train.optimizer,
         on_gpu=profile.is_gpu,
         runtime_bytes=MOCK_RUNTIME_BYTES if profile.is_gpu else CPU_RUNTIME_BYTES,
+        checkpointing=config.activation_checkpointing,
+        sharded=config.data_parallel == "fsdp",
     ).total_bytes
     peak_bytes = int(modelled_bytes * _fragmentation(config, m))
+    if config.cuda_expandable_segments and profile.is_gpu:
+        # Expandable segments grow one segment instead of rounding to new ones: a third less
+        # of the allocator's slack (SIMULATION ASSUMPTION).
+        peak_bytes = int(modelled_bytes + (peak_bytes - modelled_bytes) * 2 / 3)
     if peak_bytes > profile.memory_bytes:
         what = "CUDA" if profile.is_gpu else "host"
         raise MemoryError(
@@ -288,8 +319,14 @@ def simulate(
     rate = profile.peak_flops[config.precision] * utilization * layout_gain
     if not profile.is_gpu:
         rate /= world  # CPU ranks share the cores the peak is for
-    compute_s = batch * 3 * fwd_flops / rate * compute_rel
+        if config.cpu_threads:
+            # A rank's own thread count: its share of the cores, never more than all of them
+            # (oversubscribed ranks take turns; SIMULATION ASSUMPTION).
+            cores = max(1, profile.cpu_cores or profile.count)
+            rate *= min(cores, config.cpu_threads * world) / cores
+    compute_s = batch * 3 * fwd_flops / rate * compute_rel * _guide_compute_factor(config, m)
     launch_s = (10 * m.depth + 8) * profile.launch_overhead_s * launch_rel
+    launch_s += _optimizer_launches_delta(config, m, profile.is_gpu) * profile.launch_overhead_s
     load_s = batch * profile.host_sample_s * (shape[1] * shape[2]) / 784
     if config.num_workers > 0:
         step_s = max(compute_s + launch_s, load_s / config.num_workers)
@@ -297,7 +334,11 @@ def simulate(
         step_s = compute_s + launch_s + load_s
     step_s *= accumulation  # every micro-batch computes and loads; one all-reduce per step
     if world > 1:
-        step_s += 30e-6 + 2 * params * 4 / profile.allreduce_bytes_per_s
+        # FSDP: a reduce-scatter of the gradients and an all-gather of the parameters in the
+        # forward and again in the backward, 1.5x DDP's all-reduce traffic (Zhao et al.,
+        # "PyTorch FSDP", VLDB 2023, section 3.3).
+        traffic = 1.5 if config.data_parallel == "fsdp" else 1.0
+        step_s += 30e-6 + traffic * 2 * params * 4 / profile.allreduce_bytes_per_s
 
     steps = max(1, config.train.epochs * (n_train // global_batch))
     if config.train.max_steps is not None:
