@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from optuna.trial import TrialState
 
 from autotune.baseline import baseline_params, baseline_trial, enqueue_baseline
-from autotune.config import load_space
+from autotune.config import GUIDE_KNOB_DEFAULTS, GUIDE_KNOBS, load_space
 from autotune.hardware import restrict_space
 from autotune.storage import KNOB_COLUMNS, ResultsStore, create_results_engine
 from autotune.testing import make_capabilities
@@ -34,8 +34,10 @@ def test_every_finished_trial_has_one_row_matching_optuna(demo_study: DemoStudy)
         else:
             assert row.throughput_sps == trial.user_attrs["throughput_sps"]
             assert row.peak_memory_bytes == trial.user_attrs["peak_memory_bytes"]
-        tuner = {k: getattr(row, k) for k in KNOB_COLUMNS}
+        tuner = {k: getattr(row, k) for k in KNOB_COLUMNS if k not in GUIDE_KNOBS}
         assert {**json.loads(row.model_knobs_json), **tuner} == trial.params
+        # A study that does not search the guide's knobs ran at PyTorch's defaults.
+        assert {k: getattr(row, k) for k in GUIDE_KNOBS} == GUIDE_KNOB_DEFAULTS
         assert row.workload == "cnn"
         assert row.is_feasible == (
             "failure" not in trial.user_attrs and all(v <= 0 for v in trial.constraints.values())

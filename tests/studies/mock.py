@@ -78,7 +78,13 @@ _DISTRIBUTIONS = {
 }
 #: The knob values of a trial built by :func:`make_trial` where it names none (cnn_small's
 #: middle model at batch 64, PyTorch's defaults otherwise).
-DEFAULT_PARAMS = {"depth": 2, "width": 16, "batch_size": COMMON_BATCH_SIZE, **PYTORCH_DEFAULTS}
+DEFAULT_PARAMS = {
+    "depth": 2,
+    "width": 16,
+    "batch_size": COMMON_BATCH_SIZE,
+    # The tuner's knobs: a study that does not search the guide's records none of them.
+    **{name: value for name, value in PYTORCH_DEFAULTS.items() if name in _DISTRIBUTIONS},
+}
 
 
 def make_trial(

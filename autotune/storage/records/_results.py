@@ -89,6 +89,10 @@ class TrialRecord:
         model_knobs_json: the model knobs as JSON (``{"depth": 2, "width": 16}``).
         batch_size, precision, memory_format, compile_mode, num_workers, gpu_count: the
             tuner's knobs.
+        optimizer_impl, activation_checkpointing, cpu_threads, cudnn_benchmark,
+            cuda_expandable_segments, data_parallel: the Tuning Guide's knobs (PyTorch's
+            defaults where the study did not search them); None in rows written before
+            they existed.
         seed: the trial's training seed, None when unknown.
         config_json: the full trial configuration as JSON (knobs, training, data, timing).
         started_at, completed_at: Optuna's trial start and completion times.
@@ -166,6 +170,12 @@ class TrialRecord:
     compile_cache: str | None = None
     process_memory_bytes: int | None = None
     metric_from_trial: int | None = None
+    optimizer_impl: str | None = None
+    activation_checkpointing: bool | None = None
+    cpu_threads: int | None = None
+    cudnn_benchmark: bool | None = None
+    cuda_expandable_segments: bool | None = None
+    data_parallel: str | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

@@ -9,15 +9,16 @@ from typing import Any
 
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.config import TUNER_KNOBS
+from autotune.config import GUIDE_KNOB_DEFAULTS, GUIDE_KNOBS, TUNER_KNOBS
 from autotune.measure import BUSY_ATTR
 from autotune.storage.records._results import TrialRecord
 
 __all__ = ["FINISHED_STATES", "KNOB_COLUMNS", "is_feasible", "trial_record"]
 
-#: The tuner's knobs, stored one column each (same names as the Optuna parameters); the
+#: The tuner's and the guide's knobs, stored one column each (same names as the Optuna
+#: parameters); the
 #: model's knobs, whose names are the workload's own, are stored as JSON (``model_knobs_json``).
-KNOB_COLUMNS = TUNER_KNOBS
+KNOB_COLUMNS = (*TUNER_KNOBS, *GUIDE_KNOBS)
 #: Trial states that count towards ``--trials`` and get a results row: a measured (or
 #: failed-as-data) trial. PRUNED is what studies made before infeasible trials were reported as
 #: COMPLETE hold for a trial that was never launched. FAIL is reserved for interrupted trials,
@@ -110,7 +111,15 @@ def trial_record(
     if figures["val_metric"] is None:  # studies written before workloads: val_accuracy
         figures["val_metric"] = _number(attrs.get("val_accuracy"), float)
     figures.update({name: _number(attrs.get(name), int) for name in _INT_ATTRS})
-    knobs = {name: params.get(name) for name in KNOB_COLUMNS}
+    knobs = {name: params.get(name) for name in TUNER_KNOBS}
+    # The guide's knobs: the trial's value where the study searched it, else the
+    # configuration's (a space's fixed setting, or PyTorch's default).
+    knobs.update(
+        {
+            name: params[name] if name in params else full.get(name, GUIDE_KNOB_DEFAULTS[name])
+            for name in GUIDE_KNOBS
+        }
+    )
     seed = full.get("seed")
     detail = attrs.get("failure_detail")
     reached = attrs.get("target_reached")
