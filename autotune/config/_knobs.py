@@ -56,6 +56,9 @@ GUIDE_KNOBS: tuple[str, ...] = (
     "cuda_expandable_segments",
     "data_parallel",
 )
+#: Every knob that is not the model's: the tuner's and the guide's (a change of these alone
+#: keeps the model: the same-model answer).
+SYSTEM_KNOBS: tuple[str, ...] = (*TUNER_KNOBS, *GUIDE_KNOBS)
 #: PyTorch's default of each guide knob (``cpu_threads=0``: PyTorch's own thread count, which
 #: a trial shares among its ranks and DataLoader workers).
 GUIDE_KNOB_DEFAULTS: dict[str, Any] = {

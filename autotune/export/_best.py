@@ -19,7 +19,7 @@ from typing import Any
 import optuna
 from pydantic import ValidationError
 
-from autotune.config import BUILTIN_WORKLOAD_REF, TUNER_KNOBS, DataSettings, TrialConfig
+from autotune.config import BUILTIN_WORKLOAD_REF, SYSTEM_KNOBS, DataSettings, TrialConfig
 from autotune.exceptions import ConfigError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.report import Baseline, ParetoRow, gather_report, model_knobs
@@ -177,7 +177,7 @@ def _full_configs(
             configs[trial.number] = {
                 "workload": _space_workload(space),
                 "model": model_knobs(trial.params),
-                **{name: trial.params[name] for name in TUNER_KNOBS if name in trial.params},
+                **{name: trial.params[name] for name in SYSTEM_KNOBS if name in trial.params},
                 "train": space.get("train"),
                 "measure": space.get("measure"),
             }

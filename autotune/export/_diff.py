@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from autotune.baseline import PYTORCH_DEFAULTS
-from autotune.config import TUNER_KNOBS
+from autotune.config import BUILTIN_BLOCKS, BUILTIN_WORKLOAD_REF, SYSTEM_KNOBS
 from autotune.exceptions import VerificationError
 from autotune.export._best import BestConfigs
 from autotune.export._snippet import AUTOCAST_DTYPES, trained_lr
@@ -108,6 +108,7 @@ class _Settings:
     accumulation: int
     base_accumulation: int
     device_type: str
+    blocks: tuple[str, ...] = ()
 
     def global_batches(self, c: _Change) -> tuple[int, int]:
         """The baseline's and the configuration's global batch: samples per optimizer step
@@ -139,8 +140,8 @@ class _Change:
 
     def model_knobs(self) -> list[str]:
         """The model knobs (every knob but the tuner's) whose value changes, in order."""
-        names = [n for n in self.new if n not in TUNER_KNOBS]
-        names += [n for n in self.old if n not in TUNER_KNOBS and n not in self.new]
+        names = [n for n in self.new if n not in SYSTEM_KNOBS]
+        names += [n for n in self.old if n not in SYSTEM_KNOBS and n not in self.new]
         return [n for n in names if self.old.get(n) != self.new.get(n)]
 
 
@@ -255,6 +256,73 @@ def _lr_line(
     return [f"{prefix}{_fmt(lr)}{suffix}  # {was}{went}; the peak, after warm-up"]
 
 
+# --- the guide's knobs, in each style -------------------------------------------------------
+
+_IMPL_FLAGS = {
+    "default": "",
+    "for_loop": "foreach=False",
+    "foreach": "foreach=True",
+    "fused": "fused=True",
+}
+
+
+def _impl_was(c: _Change) -> str:
+    old = c.before("optimizer_impl")
+    return "PyTorch's default implementation" if old == "default" else _IMPL_FLAGS[old]
+
+
+def _blocks_text(s: _Settings) -> str:
+    return ", ".join(s.blocks) if s.blocks else "your blocks"
+
+
+def _guide_lines(c: _Change, s: _Settings, style: str) -> list[str]:
+    """The guide's knobs that change, in ``style``'s words (the process-wide ones first)."""
+    lines: list[str] = []
+    if c.changed("cuda_expandable_segments"):
+        on = bool(c.after("cuda_expandable_segments"))
+        lines.append(
+            "# launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (read when CUDA starts)"
+            if on
+            else "# launch without expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF"
+        )
+    if c.changed("cpu_threads"):
+        threads = int(c.after("cpu_threads"))
+        was = int(c.before("cpu_threads"))
+        was_text = "PyTorch's default, one per core" if was == 0 else str(was)
+        lines.append(
+            f"torch.set_num_threads({threads})  # was {was_text}; intra-op threads per process"
+            if threads
+            else f"# torch.set_num_threads: PyTorch's default, one per core (was {was})"
+        )
+    if c.changed("cudnn_benchmark") and style != "lightning":  # Lightning: Trainer(benchmark=)
+        on = bool(c.after("cudnn_benchmark"))
+        lines.append(f"torch.backends.cudnn.benchmark = {on}  # was {not on}")
+    if c.changed("activation_checkpointing") and style not in ("hf",):
+        on = bool(c.after("activation_checkpointing"))
+        lines.append(
+            f"# activation checkpointing: run each {_blocks_text(s)} as "
+            "torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)"
+            if on
+            else "# no activation checkpointing: call your blocks directly"
+        )
+    if c.changed("optimizer_impl") and style in ("torch",):
+        flag = _IMPL_FLAGS[c.after("optimizer_impl")]
+        args = ", ".join(a for a in ("model.parameters()", "lr=lr", flag) if a)
+        lines.append(f"optimizer = torch.optim.AdamW({args})  # was {_impl_was(c)}")
+    if c.changed("data_parallel") and style == "torch":
+        if c.after("data_parallel") == "fsdp":
+            lines += [
+                "from torch.distributed.fsdp import fully_shard  # instead of "
+                "DistributedDataParallel(model)",
+                f"for block in {_blocks_text(s)}: fully_shard(block)  # each block, then the "
+                "model; before torch.compile and the optimizer",
+                "fully_shard(model)",
+            ]
+        else:
+            lines.append("model = DistributedDataParallel(model)  # was FSDP's fully_shard")
+    return lines
+
+
 # --- torch ----------------------------------------------------------------------------------
 
 
@@ -282,6 +350,7 @@ def _torch_lines(c: _Change, s: _Settings) -> list[str]:
     elif gpus_new == 1 and gpus_old > 1:
         lines.append("# no DistributedDataParallel, no DistributedSampler: one process")
     lines += _compile_line(c)
+    lines += _guide_lines(c, s, "torch")
     scaler_new = c.after("precision") == "fp16" and s.device_type == "cuda"
     scaler_old = c.before("precision") == "fp16" and s.device_type == "cuda"
     if scaler_new and not scaler_old:
@@ -384,11 +453,19 @@ def _lightning_lines(c: _Change, s: _Settings) -> list[str]:
     if s.accumulation != s.base_accumulation:
         trainer["accumulate_grad_batches"] = s.accumulation
         before["accumulate_grad_batches"] = s.base_accumulation
+    if c.changed("cudnn_benchmark"):
+        trainer["benchmark"] = bool(c.after("cudnn_benchmark"))
+        before["benchmark"] = bool(c.before("cudnn_benchmark"))
+    if c.changed("data_parallel"):
+        fsdp = c.after("data_parallel") == "fsdp"
+        trainer["strategy"] = "fsdp" if fsdp else "ddp"
+        before["strategy"] = "ddp" if fsdp else "fsdp"
     if trainer:
         lines.append(f"trainer = Trainer({_call(trainer)}){_was(trainer, before)}")
     lines += _model_line(c)
     lines += _memory_format_line(c, "; before trainer.fit(model)")
     lines += _compile_line(c, "; then trainer.fit(model)")
+    lines += _guide_lines(c, s, "lightning")
     hooks: list[str] = []
     if c.changed("memory_format"):
         fmt = _MEMORY_FORMAT[c.after("memory_format")]
@@ -404,6 +481,10 @@ def _lightning_lines(c: _Change, s: _Settings) -> list[str]:
             f"    return DataLoader(self.train_set, {_call(new)}){_was(new, old)}",
         ]
     lr = _lr_line("    lr = ", c, s, "  # the optimizer's lr")
+    if c.changed("optimizer_impl"):
+        flag = _IMPL_FLAGS[c.after("optimizer_impl")]
+        args = ", ".join(a for a in ("self.parameters()", "lr=lr", flag) if a)
+        lr.append(f"    return torch.optim.AdamW({args})  # was {_impl_was(c)}")
     if lr:
         hooks += ["def configure_optimizers(self):", *lr]
     if hooks:
@@ -458,6 +539,25 @@ def _hf_lines(c: _Change, s: _Settings) -> list[str]:
     if s.accumulation != s.base_accumulation:
         new["gradient_accumulation_steps"] = s.accumulation
         old["gradient_accumulation_steps"] = s.base_accumulation
+    if c.changed("optimizer_impl"):
+        optims = {"fused": "adamw_torch_fused"}
+        optim_new, optim_old = (
+            optims.get(c.get(side, "optimizer_impl"), "adamw_torch") for side in (c.new, c.old)
+        )
+        if optim_new != optim_old:
+            new["optim"], old["optim"] = optim_new, optim_old
+        if c.after("optimizer_impl") in ("for_loop", "foreach"):
+            lines.append(
+                f"# optimizer_impl={c.after('optimizer_impl')}: TrainingArguments.optim has no "
+                "field for it; give the Trainer your own optimizer (optimizers=...)"
+            )
+    if c.changed("activation_checkpointing"):
+        new["gradient_checkpointing"] = bool(c.after("activation_checkpointing"))
+        old["gradient_checkpointing"] = bool(c.before("activation_checkpointing"))
+    if c.changed("data_parallel"):
+        fsdp = c.after("data_parallel") == "fsdp"
+        new["fsdp"], old["fsdp"] = ("full_shard", "") if fsdp else ("", "full_shard")
+    lines += _guide_lines(c, s, "hf")
     loader_new, loader_old = _loader_args(c, s.device_type, sampler=False)
     for name in ("num_workers", "pin_memory", "persistent_workers"):
         if name in loader_new:
@@ -489,6 +589,14 @@ def _loop_lines(c: _Change, s: _Settings) -> list[str]:
     if model:
         args["model"] = model
         before["model"] = {n: c.old.get(n) for n in model}
+    for name in ("optimizer_impl", "cpu_threads", "cudnn_benchmark"):
+        if c.changed(name):
+            args[name], before[name] = c.after(name), c.before(name)
+    if c.changed("activation_checkpointing"):
+        args["activation_checkpointing"] = bool(c.after("activation_checkpointing"))
+        before["activation_checkpointing"] = bool(c.before("activation_checkpointing"))
+        if args["activation_checkpointing"] and s.blocks:
+            args["blocks"] = list(s.blocks)
     old_batch, new_batch = s.global_batches(c)
     scale = s.lr_scale
     if scale is not None and not math.isclose(scale, 1.0, rel_tol=1e-9):
@@ -504,6 +612,20 @@ def _loop_lines(c: _Change, s: _Settings) -> list[str]:
         lines.append(
             f"# gpu_count={gpus}: DDP over {gpus} processes, which a study's trial launches and "
             "LoopTrial() on its own does not (--style torch gives the torchrun lines)"
+        )
+    if c.changed("data_parallel") and c.after("data_parallel") == "fsdp":
+        lines.append(
+            "# data_parallel=fsdp: FSDP2's fully_shard over the trial's ranks, which LoopTrial() "
+            "on its own does not launch (--style torch gives the lines)"
+        )
+    if c.changed("cuda_expandable_segments"):
+        lines += _guide_lines(
+            _Change(
+                {"cuda_expandable_segments": c.before("cuda_expandable_segments")},
+                {"cuda_expandable_segments": c.after("cuda_expandable_segments")},
+            ),
+            s,
+            "loop",
         )
     if s.accumulation != s.base_accumulation:
         lines.append(
@@ -543,6 +665,7 @@ def diff_lines(
     baseline_accumulation_steps: int = 1,
     device_type: Literal["cuda", "cpu"] = "cuda",
     header: Sequence[str] = (),
+    blocks: Sequence[str] = (),
 ) -> list[str]:
     """What changes from the baseline's knobs to ``params``, as lines to paste.
 
@@ -566,6 +689,8 @@ def diff_lines(
         device_type: ``cuda`` or ``cpu``: autocast's ``device_type``; the GradScaler of fp16
             and ``pin_memory`` are CUDA's only, as in the trial.
         header: comment lines to put on top (without ``#``).
+        blocks: the model's blocks by class name (activation checkpointing's and FSDP's
+            units), for the lines that name them.
 
     Returns:
         The lines: ``# header`` comments, then the changes.
@@ -584,6 +709,7 @@ def diff_lines(
         accumulation_steps,
         baseline_accumulation_steps,
         device_type,
+        tuple(blocks),
     )
     body = _STYLE_LINES[style](_Change(baseline_params, params), settings)
     if not body:
@@ -689,4 +815,10 @@ def export_diff(
         baseline_accumulation_steps=base_accumulation,
         device_type=_device_type(config),
         header=_header(best, row, baseline.number, chosen),
+        blocks=config.get("blocks")
+        or (BUILTIN_BLOCKS if door == "workload" and _is_builtin(config) else ()),
     )
+
+
+def _is_builtin(config: Mapping[str, Any]) -> bool:
+    return (config.get("workload") or {}).get("ref") == BUILTIN_WORKLOAD_REF

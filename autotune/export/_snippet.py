@@ -169,7 +169,36 @@ def pytorch_snippet(params: Mapping[str, Any], header: Sequence[str] = ()) -> st
         f"BATCH_SIZE = {s['dataloader']['batch_size']}  # per process; global = BATCH_SIZE * WORLD_SIZE",
         f"NUM_WORKERS = {s['dataloader']['num_workers']}  # DataLoader worker processes",
         f"WORLD_SIZE = {s['ddp_world_size']}  # DDP processes (GPUs)",
+        *_guide_settings(params),
         "",
         "",
     ]
     return "\n".join(lines) + textwrap.dedent(_SNIPPET_BODY)
+
+
+def _guide_settings(params: Mapping[str, Any]) -> list[str]:
+    """The guide's knobs a configuration sets away from PyTorch's defaults, as the lines (and
+    the notes) a script needs before ``autotuned_training`` runs."""
+    lines: list[str] = []
+    threads = int(params.get("cpu_threads", 0))
+    if threads:
+        lines.append(f"torch.set_num_threads({threads})  # intra-op threads per process")
+    if params.get("cudnn_benchmark"):
+        lines.append("torch.backends.cudnn.benchmark = True  # cuDNN times its algorithms")
+    if params.get("cuda_expandable_segments"):
+        lines.append("# Launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    impl = params.get("optimizer_impl", "default")
+    if impl != "default":
+        flag = {"for_loop": "foreach=False", "foreach": "foreach=True", "fused": "fused=True"}[impl]
+        lines.append(f"# Build the optimizer with {flag} (optimizer_impl={impl})")
+    if params.get("activation_checkpointing"):
+        lines.append(
+            "# Run each of the model's blocks as torch.utils.checkpoint.checkpoint(block, x, "
+            "use_reentrant=False)"
+        )
+    if params.get("data_parallel") == "fsdp":
+        lines.append(
+            "# Shard with FSDP2 instead of DDP: fully_shard(block) for each block, then "
+            "fully_shard(model) (torch.distributed.fsdp)"
+        )
+    return [""] + lines if lines else []

@@ -74,6 +74,17 @@ _TUNER_KNOB_COLUMNS = (
 )
 
 
+#: The guide's knobs as the folded Pareto table names them, shown where a row has one.
+GUIDE_KNOB_HEADERS = {
+    "optimizer_impl": "optimizer",
+    "activation_checkpointing": "checkpointing",
+    "cpu_threads": "threads",
+    "cudnn_benchmark": "cudnn bench",
+    "cuda_expandable_segments": "expandable seg",
+    "data_parallel": "parallel",
+}
+
+
 def _knob_column(header: str, name: str, text: bool, absent: str = "") -> Column[ParetoRow]:
     """The column of one knob: its value as the trial set it (``absent`` when it has none)."""
     return Column(header, lambda row: str(row.params.get(name, absent)), text=text)
@@ -95,6 +106,7 @@ def pareto_columns(
     speedup: bool = True,
     recommended: int | None = None,
     knob_names: Sequence[str] | None = None,
+    guide_knobs: Sequence[str] = (),
 ) -> list[Column[ParetoRow]]:
     """The columns of the Pareto table: one line per configuration, its single-trial figures
     and its knobs (the model as its knobs, ``depth=2 width=16``).
@@ -119,6 +131,8 @@ def pareto_columns(
             where the baseline's figure is not at hand).
         recommended: the verified recommendation's trial number, marked when it is a row.
         knob_names: one column per knob, in this order; None: the folded form.
+        guide_knobs: the folded form's columns of the guide's knobs (the ones the rows have;
+            :data:`GUIDE_KNOB_HEADERS`), after the tuner's.
     """
 
     def trial(row: ParetoRow) -> str:
@@ -153,6 +167,7 @@ def pareto_columns(
         *columns,
         Column("model", lambda r: model_text(r.params), text=True),
         *(_knob_column(header, name, text) for header, name, text in _TUNER_KNOB_COLUMNS),
+        *(_knob_column(GUIDE_KNOB_HEADERS[name], name, True) for name in guide_knobs),
     ]
 
 

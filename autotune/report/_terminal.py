@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from autotune.objectives import Objective
-from autotune.report._columns import busy_notes, pareto_columns
+from autotune.report._columns import GUIDE_KNOB_HEADERS, busy_notes, pareto_columns
 from autotune.report._points import ParetoRow
 from autotune.verification import ACCURACY
 
@@ -40,8 +40,13 @@ def pareto_table(
     """
     if time_to_accuracy is None:
         time_to_accuracy = any(row.time_to_accuracy for row in rows)
+    guide = [name for name in GUIDE_KNOB_HEADERS if any(name in row.params for row in rows)]
     columns = pareto_columns(
-        metric, time_to_accuracy=time_to_accuracy, speedup=speedup, recommended=recommended
+        metric,
+        time_to_accuracy=time_to_accuracy,
+        speedup=speedup,
+        recommended=recommended,
+        guide_knobs=guide,
     )
     table = Table(title=title, title_justify="left")
     for column in columns:

@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from autotune.config import DEFAULT_STORAGE_URL, TUNER_KNOBS, display_url, format_knob_value
+from autotune.config import DEFAULT_STORAGE_URL, SYSTEM_KNOBS, display_url, format_knob_value
 from autotune.objectives import Objective, seconds_text
 from autotune.units import MIB
 from autotune.verification import CandidateVerdict, difference_number, difference_unit
@@ -98,9 +98,10 @@ def time_spread_text(verdict: CandidateVerdict) -> str:
 
 
 def model_knobs(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The model's knobs among a trial's parameters: all but the tuner's (:data:`TUNER_KNOBS`),
+    """The model's knobs among a trial's parameters: all but the tuner's and the guide's
+    (:data:`~autotune.config.SYSTEM_KNOBS`),
     in their order (``depth``, ``width`` for the built-ins; a workload's own names)."""
-    return {name: value for name, value in params.items() if name not in TUNER_KNOBS}
+    return {name: value for name, value in params.items() if name not in SYSTEM_KNOBS}
 
 
 def model_text(params: Mapping[str, Any]) -> str:

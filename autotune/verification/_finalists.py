@@ -10,7 +10,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from autotune.baseline import baseline_trial
-from autotune.config import TUNER_KNOBS
+from autotune.config import SYSTEM_KNOBS
 from autotune.exceptions import VerificationError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.storage.records import is_feasible
@@ -138,10 +138,10 @@ def _select_tta_finalists(
 
 def changes_model(params: Mapping[str, Any], baseline_params: Mapping[str, Any]) -> bool:
     """Whether a configuration changes the model: any knob outside the tuner's own
-    (:data:`~autotune.config.TUNER_KNOBS`: batch size, precision, memory format, compile mode,
+    (:data:`~autotune.config.SYSTEM_KNOBS`: batch size, precision, memory format, compile mode,
     workers, GPU count) differs from the baseline's. Such a configuration belongs to the
     ``model_change`` answer; one that changes only the tuner's knobs, to ``same_model``."""
-    names = (set(params) | set(baseline_params)) - set(TUNER_KNOBS)
+    names = (set(params) | set(baseline_params)) - set(SYSTEM_KNOBS)
     return any(params.get(name) != baseline_params.get(name) for name in names)
 
 
