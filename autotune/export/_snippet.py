@@ -201,4 +201,4 @@ def _guide_settings(params: Mapping[str, Any]) -> list[str]:
             "# Shard with FSDP2 instead of DDP: fully_shard(block) for each block, then "
             "fully_shard(model) (torch.distributed.fsdp)"
         )
-    return [""] + lines if lines else []
+    return ["", *lines] if lines else []
