@@ -82,6 +82,8 @@ def _fmt(value: Any) -> str:
         return f"{value:.6g}"
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{_fmt(k)}: {_fmt(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
     if isinstance(value, str) and not isinstance(value, _Source):
         return json.dumps(value)
     return repr(value)

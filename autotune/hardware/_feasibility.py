@@ -157,6 +157,24 @@ def _door_knob_reason(space: SearchSpace, knob: str, value: Any) -> str | None:
     return None
 
 
+def _fused_sgd_fsdp_reason(config: TrialConfig) -> str | None:
+    """Fused SGD over FSDP2's shards: torch 2.13 registers no DTensor strategy for
+    ``aten._fused_sgd_`` (fused Adam and AdamW, and foreach SGD, run). The workload door's
+    optimizer only; a door's own optimizer fails its trial (``failure=error``)."""
+    if (
+        config.workload.door == "workload"
+        and config.data_parallel == "fsdp"
+        and config.gpu_count > 1
+        and config.optimizer_impl == "fused"
+        and config.train.optimizer == "sgd"
+    ):
+        return (
+            "fused SGD over FSDP2's shards has no DTensor strategy (aten._fused_sgd_); use "
+            "foreach, or AdamW"
+        )
+    return None
+
+
 def _fsdp_world_size_reason(data_parallel: str, gpu_count: int) -> str | None:
     if data_parallel == "fsdp" and gpu_count == 1:
         return "data_parallel=fsdp shards over ranks, and gpu_count=1 has one"
@@ -238,6 +256,9 @@ def trial_infeasibility_reason(config: TrialConfig, caps: DeviceCapabilities) ->
         graph_reason = _cuda_graph_accumulation_reason(config.compile_mode, accumulation, caps)
         if graph_reason is not None:
             return graph_reason
+    sharded_sgd_reason = _fused_sgd_fsdp_reason(config)
+    if sharded_sgd_reason is not None:
+        return sharded_sgd_reason
     estimate = estimate_trial_memory_or_none(config, caps)
     return None if estimate is None else _memory_reason(estimate, caps)
 

@@ -15,6 +15,7 @@ stage 3 in Rajbhandari et al., "ZeRO", SC 2020).
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -100,6 +101,9 @@ def with_optimizer_impl(
         if replaced:
             group["params"] = [replaced.get(id(p), p) for p in group["params"]]
     cls = type(optimizer)
+    # The defaults the constructor takes (AdamW keeps a `decoupled_weight_decay` it does not).
+    accepted = inspect.signature(cls.__init__).parameters
+    defaults = {k: v for k, v in defaults.items() if k in accepted}
     try:
         made = cls(optimizer.param_groups, **{**defaults, **flags})
     except (TypeError, RuntimeError, ValueError) as e:

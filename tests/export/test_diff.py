@@ -462,3 +462,67 @@ def test_a_doors_learning_rate_is_the_factor_on_the_users_own() -> None:
         "    learning_rate=learning_rate * 1.41421,  # your rate times 1.41421: the global batch went 64 -> 128; the peak, after warm-up"
         in hf_lines
     )
+
+
+# --- the Tuning Guide's knobs -------------------------------------------------------------------
+
+GUIDE = BASE | {
+    "optimizer_impl": "fused",
+    "activation_checkpointing": True,
+    "cpu_threads": 1,
+    "cudnn_benchmark": True,
+    "cuda_expandable_segments": True,
+}
+
+
+def test_the_guides_knobs_in_plain_pytorch() -> None:
+    lines = diff_lines(BASE, GUIDE, style="torch", blocks=["ConvBlock"])
+
+    assert lines == [
+        "# launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (read when CUDA starts)",
+        "torch.set_num_threads(1)  # was PyTorch's default, one per core; intra-op threads per process",
+        "torch.backends.cudnn.benchmark = True  # was False",
+        "# activation checkpointing: run each ConvBlock as torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)",
+        "optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # was PyTorch's default implementation",
+    ]
+
+
+def test_the_guides_knobs_in_lightnings_and_transformers_words() -> None:
+    lightning = diff_lines(BASE, GUIDE, style="lightning", blocks=["ConvBlock"])
+    hf = diff_lines(BASE, GUIDE, style="hf", blocks=["ConvBlock"])
+
+    assert lightning[0] == "trainer = Trainer(benchmark=True)  # was benchmark=False"
+    assert (
+        "    return torch.optim.AdamW(self.parameters(), lr=lr, fused=True)  # was PyTorch's "
+        "default implementation"
+    ) in lightning
+    assert '    optim="adamw_torch_fused",  # was "adamw_torch"' in hf
+    assert "    gradient_checkpointing=True,  # was False" in hf
+    assert "torch.backends.cudnn.benchmark = True  # was False" in hf
+
+
+def test_fsdp_in_each_style() -> None:
+    new = BASE | {"gpu_count": 2, "data_parallel": "fsdp"}
+    old = BASE | {"gpu_count": 2}
+
+    torch_lines = diff_lines(old, new, style="torch", blocks=["ConvBlock"])
+    lightning = diff_lines(old, new, style="lightning")
+    hf = diff_lines(old, new, style="hf")
+
+    assert torch_lines[1] == (
+        "for block in ConvBlock: fully_shard(block)  # each block, then the model; before "
+        "torch.compile and the optimizer"
+    )
+    assert lightning == ['trainer = Trainer(strategy="fsdp")  # was strategy="ddp"']
+    assert '    fsdp="full_shard",  # was ""' in hf
+
+
+def test_the_guides_knobs_as_a_looptrials_arguments() -> None:
+    lines = diff_lines(BASE, GUIDE, style="loop", blocks=["ConvBlock"])
+
+    assert lines[0] == (
+        'train(autotune.LoopTrial(optimizer_impl="fused", cpu_threads=1, cudnn_benchmark=True, '
+        'activation_checkpointing=True, blocks=["ConvBlock"]))  # was optimizer_impl="default", '
+        "cpu_threads=0, cudnn_benchmark=False, activation_checkpointing=False"
+    )
+    assert lines[1].startswith("# launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")

@@ -264,3 +264,103 @@ def test_max_autotune_on_the_cpu_records_no_cuda_graphs() -> None:
     )
 
     assert trial_infeasibility_reason(config, make_capabilities("cpu")) is None
+
+
+# --------------------------------------------------------------------------------------------
+# The Tuning Guide's knobs
+
+GUIDE_SPACE = (
+    MINIMAL_SPACE
+    + """\
+optimizer_impl: [default, for_loop, foreach, fused]
+activation_checkpointing: [false, true]
+cpu_threads: [0, 1, 64]
+cudnn_benchmark: [false, true]
+cuda_expandable_segments: [false, true]
+data_parallel: [ddp, fsdp]
+gpu_count: [1, 2]
+"""
+)
+
+
+def test_a_cpu_keeps_the_guides_knobs_it_can_run_and_says_why_it_drops_the_rest(
+    write_space: Callable[..., Path],
+) -> None:
+    space = load_space(str(write_space(GUIDE_SPACE)))
+
+    restricted, removed = restrict_space(space, make_capabilities("cpu", count=2))
+
+    assert restricted.cudnn_benchmark.values() == [False]
+    assert restricted.cuda_expandable_segments.values() == [False]
+    assert restricted.cpu_threads.values() == [0, 1]
+    assert restricted.optimizer_impl.values() == ["default", "for_loop", "foreach", "fused"]
+    assert restricted.data_parallel.values() == ["ddp", "fsdp"]
+    assert restricted.activation_checkpointing.values() == [False, True]  # cnn: blocks known
+    reasons = dict(line.split(": ", 1) for line in removed)
+    assert reasons["cudnn_benchmark=True"] == (
+        "cuDNN's autotuning (torch.backends.cudnn.benchmark) needs a CUDA device"
+    )
+    assert "expandable segments needs a CUDA device" in reasons["cuda_expandable_segments=True"]
+    assert reasons["cpu_threads=64"] == "cpu_threads=64 exceeds the 2 CPU cores of " + (
+        make_capabilities("cpu", count=2).name
+    )
+
+
+def test_a_gpu_keeps_its_cuda_settings(write_space: Callable[..., Path]) -> None:
+    space = load_space(str(write_space(GUIDE_SPACE)))
+
+    restricted, _ = restrict_space(space, make_capabilities("cuda", count=2))
+
+    assert restricted.cudnn_benchmark.values() == [False, True]
+    assert restricted.cuda_expandable_segments.values() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("door", "knob", "value", "reason"),
+    [
+        ("lightning", "optimizer_impl", "fused", "give it foreach= or fused= there"),
+        ("hf_trainer", "optimizer_impl", "foreach", "adamw_torch) or fused (adamw_torch_fused)"),
+        ("hf_trainer", "data_parallel", "fsdp", "the hf_trainer door shards with DDP"),
+        ("lightning", "data_parallel", "fsdp", "the lightning door shards with DDP"),
+        ("loop", "activation_checkpointing", True, "name the model's blocks to checkpoint"),
+    ],
+)
+def test_a_door_refuses_the_guide_knobs_it_cannot_apply(
+    write_space: Callable[..., Path], door: str, knob: str, value: Any, reason: str
+) -> None:
+    (Path(write_space("", "train.py")).parent / "train.py").write_text("def f(trial): ...\n")
+    text = (
+        f"name: doors\n{door}: train.py:f\nbatch_size: [32]\ngpu_count: [1, 2]\n"
+        f"{knob}: {[GUIDE_DEFAULTS[knob], value]}\n".replace("'", "")
+    )
+    space = load_space(str(write_space(text)))
+
+    _, removed = restrict_space(space, make_capabilities("cuda", count=2))
+
+    assert any(line.startswith(f"{knob}={value}: ") and reason in line for line in removed), removed
+
+
+GUIDE_DEFAULTS: dict[str, Any] = {
+    "optimizer_impl": "default",
+    "data_parallel": "ddp",
+    "activation_checkpointing": False,
+}
+
+
+def test_fsdp_needs_several_ranks() -> None:
+    caps = make_capabilities("cuda", count=2)
+
+    assert infeasibility_reason(_knobs(data_parallel="fsdp"), caps) == (
+        "data_parallel=fsdp shards over ranks, and gpu_count=1 has one"
+    )
+    assert infeasibility_reason(_knobs(data_parallel="fsdp", gpu_count=2), caps) is None
+
+
+def test_fused_sgd_over_fsdp_shards_is_refused() -> None:
+    config = make_trial_config(
+        gpu_count=2, data_parallel="fsdp", optimizer_impl="fused", train={"optimizer": "sgd"}
+    )
+
+    reason = trial_infeasibility_reason(config, make_capabilities("cpu", count=2))
+
+    assert reason is not None and "fused SGD over FSDP2's shards" in reason

@@ -268,3 +268,53 @@ def test_estimate_is_within_tolerance_of_a_real_cpu_trial(
     estimate = estimate_trial_memory(config, make_capabilities("cpu")).total_bytes
 
     assert abs(estimate / measured - 1) <= MEMORY_ESTIMATE_TOLERANCE
+
+
+# --------------------------------------------------------------------------------------------
+# The Tuning Guide's knobs in the estimate
+
+_BLOCKED = ModelProfile(
+    parameters=8000,
+    activation_bytes_per_sample=3000.0,
+    activation_fixed_bytes=0,
+    input_bytes_per_sample=72,
+    blocks=4,
+    checkpointed_bytes_per_sample=1000.0,
+)
+
+
+def test_checkpointing_lowers_the_activations_to_what_is_kept_plus_one_block() -> None:
+    common: dict[str, object] = {"batch_size": 10, "num_workers": 0, "world_size": 1}
+    plain = estimate_memory(_BLOCKED, optimizer="adamw", on_gpu=True, **common)  # type: ignore[arg-type]
+    kept = estimate_memory(_BLOCKED, optimizer="adamw", on_gpu=True, checkpointing=True, **common)  # type: ignore[arg-type]
+
+    assert kept.activations_bytes < plain.activations_bytes
+    # 2 x (1000 kept + 2000 dropped / 4 blocks) x 10 samples
+    assert kept.activations_bytes == 2 * (1000 + 2000 / 4) * 10
+
+
+def test_sharding_divides_the_optimizer_state_over_the_ranks() -> None:
+    common: dict[str, object] = {"batch_size": 10, "num_workers": 0, "world_size": 4}
+    ddp = estimate_memory(_BLOCKED, optimizer="adamw", on_gpu=True, **common)  # type: ignore[arg-type]
+    fsdp = estimate_memory(_BLOCKED, optimizer="adamw", on_gpu=True, sharded=True, **common)  # type: ignore[arg-type]
+
+    assert fsdp.optimizer_bytes == ddp.optimizer_bytes // 4
+    assert (
+        fsdp.parameters_bytes == 4 * 8000 // 4 + 4 * 8000 // 4
+    )  # a quarter, and one block gathered
+    assert fsdp.per_rank_bytes < ddp.per_rank_bytes
+
+
+def test_the_trial_estimate_of_the_builtin_cnn_follows_both_knobs() -> None:
+    caps = make_capabilities("cpu", count=2)
+    base = dict(depth=3, width=32, batch_size=128)
+
+    plain = estimate_trial_memory(make_trial_config(**base), caps)
+    checkpointed = estimate_trial_memory(
+        make_trial_config(**base, activation_checkpointing=True), caps
+    )
+    ddp = estimate_trial_memory(make_trial_config(**base, gpu_count=2), caps)
+    fsdp = estimate_trial_memory(make_trial_config(**base, gpu_count=2, data_parallel="fsdp"), caps)
+
+    assert checkpointed.activations_bytes < plain.activations_bytes
+    assert fsdp.optimizer_bytes == ddp.optimizer_bytes // 2

@@ -333,3 +333,41 @@ def lightning_returns_a_model(trial: Any) -> Any:
 def lightning_sets_precision(trial: Any) -> Any:
     lit_net, images = _lightning_classes()
     return lit_net(), images(), {"precision": "bf16-mixed"}
+
+
+# --- what a trial's process sees (the guide's knobs), reported as its metric -------------
+
+
+def _train_briefly(trial: Any) -> tuple[Any, Any]:
+    model, optimizer, _, train_loader, _ = _objects(trial)
+    model, optimizer, train_loader = trial.prepare(model, optimizer, train_loader)
+    for batch in trial.steps(train_loader):
+        optimizer.zero_grad()
+        trial.backward(F.cross_entropy(model(batch["image"]), batch["label"]))
+        optimizer.step()
+    return model, optimizer
+
+
+def reports_its_threads(trial: Any) -> None:
+    """The metric is this rank's intra-op thread count."""
+    _train_briefly(trial)
+    trial.report(torch.get_num_threads())
+
+
+def reports_its_allocator_setting(trial: Any) -> None:
+    """The metric is 1 when PYTORCH_CUDA_ALLOC_CONF asks for expandable segments, else 0."""
+    import os
+
+    _train_briefly(trial)
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or ""
+    trial.report(1.0 if "expandable_segments:True" in conf else 0.0)
+
+
+def reports_its_sharding(trial: Any) -> None:
+    """The metric is 1 when the prepared model's parameters are FSDP2 shards (DTensors)."""
+    from torch.distributed.tensor import DTensor
+
+    model, optimizer = _train_briefly(trial)
+    sharded = all(isinstance(p, DTensor) for p in model.parameters())
+    fused = bool(optimizer.optimizer.defaults.get("fused"))
+    trial.report(1.0 * sharded + 2.0 * fused)
