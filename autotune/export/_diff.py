@@ -277,6 +277,23 @@ def _blocks_text(s: _Settings) -> str:
     return ", ".join(s.blocks) if s.blocks else "your blocks"
 
 
+def _fsdp_lines(s: _Settings) -> list[str]:
+    """FSDP2 in place of DDP: each block sharded, then the model (before compile and the
+    optimizer, which must see the sharded parameters)."""
+    classes = ", ".join(s.blocks) if s.blocks else "YourBlock"
+    return [
+        "from torch.distributed.fsdp import fully_shard  # instead of DistributedDataParallel",
+        f"for block in [m for m in model.modules() if type(m).__name__ in {{{_quoted(s.blocks)}}}]:"
+        f"  # {classes}: each block, then the model",
+        "    fully_shard(block)",
+        "fully_shard(model)  # before torch.compile and the optimizer",
+    ]
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names) if names else '"YourBlock"'
+
+
 def _guide_lines(c: _Change, s: _Settings, style: str) -> list[str]:
     """The guide's knobs that change, in ``style``'s words (the process-wide ones first)."""
     lines: list[str] = []
@@ -311,17 +328,6 @@ def _guide_lines(c: _Change, s: _Settings, style: str) -> list[str]:
         flag = _IMPL_FLAGS[c.after("optimizer_impl")]
         args = ", ".join(a for a in ("model.parameters()", "lr=lr", flag) if a)
         lines.append(f"optimizer = torch.optim.AdamW({args})  # was {_impl_was(c)}")
-    if c.changed("data_parallel") and style == "torch":
-        if c.after("data_parallel") == "fsdp":
-            lines += [
-                "from torch.distributed.fsdp import fully_shard  # instead of "
-                "DistributedDataParallel(model)",
-                f"for block in {_blocks_text(s)}: fully_shard(block)  # each block, then the "
-                "model; before torch.compile and the optimizer",
-                "fully_shard(model)",
-            ]
-        else:
-            lines.append("model = DistributedDataParallel(model)  # was FSDP's fully_shard")
     return lines
 
 
@@ -344,10 +350,14 @@ def _torch_lines(c: _Change, s: _Settings) -> list[str]:
     lines += _tf32_line(c)
     lines += _model_line(c)
     lines += _memory_format_line(c)
-    if ddp_on:
+    fsdp_new = gpus_new > 1 and c.after("data_parallel") == "fsdp"
+    fsdp_old = gpus_old > 1 and c.before("data_parallel") == "fsdp"
+    if fsdp_new and (ddp_on or not fsdp_old):
+        lines += _fsdp_lines(s)
+    elif ddp_on or (fsdp_old and gpus_new > 1):
         lines.append(
             "model = torch.nn.parallel.DistributedDataParallel(model)  # after .to(device), "
-            "before torch.compile"
+            "before torch.compile" + ("; was FSDP's fully_shard" if fsdp_old else "")
         )
     elif gpus_new == 1 and gpus_old > 1:
         lines.append("# no DistributedDataParallel, no DistributedSampler: one process")
@@ -817,10 +827,15 @@ def export_diff(
         baseline_accumulation_steps=base_accumulation,
         device_type=_device_type(config),
         header=_header(best, row, baseline.number, chosen),
-        blocks=config.get("blocks")
-        or (BUILTIN_BLOCKS if door == "workload" and _is_builtin(config) else ()),
+        blocks=config.get("blocks") or _builtin_blocks(config),
     )
 
 
-def _is_builtin(config: Mapping[str, Any]) -> bool:
-    return (config.get("workload") or {}).get("ref") == BUILTIN_WORKLOAD_REF
+def _builtin_blocks(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The built-in model's block class (``ConvBlock`` for the cnn, ``HiddenLayer`` for the
+    mlp: :data:`autotune.config.BUILTIN_BLOCKS`); none for another workload."""
+    workload = config.get("workload") or {}
+    if workload.get("ref") != BUILTIN_WORKLOAD_REF:
+        return ()
+    family = (workload.get("args") or {}).get("family")
+    return (BUILTIN_BLOCKS[0],) if family == "cnn" else (BUILTIN_BLOCKS[1],)

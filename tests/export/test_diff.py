@@ -509,10 +509,13 @@ def test_fsdp_in_each_style() -> None:
     lightning = diff_lines(old, new, style="lightning")
     hf = diff_lines(old, new, style="hf")
 
-    assert torch_lines[1] == (
-        "for block in ConvBlock: fully_shard(block)  # each block, then the model; before "
-        "torch.compile and the optimizer"
-    )
+    assert torch_lines == [
+        "from torch.distributed.fsdp import fully_shard  # instead of DistributedDataParallel",
+        'for block in [m for m in model.modules() if type(m).__name__ in {"ConvBlock"}]:  '
+        "# ConvBlock: each block, then the model",
+        "    fully_shard(block)",
+        "fully_shard(model)  # before torch.compile and the optimizer",
+    ]
     assert lightning == ['trainer = Trainer(strategy="fsdp")  # was strategy="ddp"']
     assert '    fsdp="full_shard",  # was ""' in hf
 
