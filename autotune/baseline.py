@@ -117,7 +117,10 @@ def baseline_params(space: SearchSpace) -> tuple[dict[str, Any], list[str]]:
     }
     params["batch_size"] = given.get("batch_size", _closest_batch(space.batch_size.values()))
     notes: list[str] = []
+    searched = space.knobs()  # the guide's knobs only where the space searches them
     for name, default in PYTORCH_DEFAULTS.items():
+        if name not in searched:
+            continue
         values: list[Any] = getattr(space, name).values()
         if name in given:
             params[name] = given[name]
