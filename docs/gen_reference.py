@@ -2,8 +2,8 @@
 schema, written from the code at build time so they cannot drift from it.
 
 It is an MkDocs hook (``hooks:`` in mkdocs.yml): each page under ``docs/reference/`` holds a
-placeholder such as ``<!-- autotune:options -->``, which :func:`on_page_markdown` replaces with
-Markdown generated from
+block that opens with ``<!-- autotune:options -->`` and closes with ``<!-- /autotune:options -->``,
+which :func:`on_page_markdown` writes afresh from
 
 - the pydantic models :class:`autotune.config.RunConfig` and :class:`autotune.config.SearchSpace`
   (every field, recursively: its key path, type, default and rules, and its description from
@@ -14,7 +14,9 @@ Markdown generated from
   meaning of each column read from ``storage/README.md``.
 
 ``tests/test_docs.py`` checks that every key :class:`RunConfig` accepts, every command and
-every column appears. Run it by hand to see a page: ``python docs/gen_reference.py options``.
+every column appears, and that the committed pages hold what the code generates now (so they
+read right outside the site too): ``python docs/gen_reference.py --write`` brings them up to
+date, ``python docs/gen_reference.py options`` prints one generator's text.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import ast
 import inspect
 import io
+import logging
 import re
 import sys
 import textwrap
@@ -851,24 +854,65 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "storage-queries": storage_queries_markdown,
     "space-cnn_small": lambda: search_space_file("cnn_small"),
 }
-_PLACEHOLDER = re.compile(r"<!-- autotune:([\w-]+) -->")
+#: A generated block: ``<!-- autotune:NAME -->``, the text, ``<!-- /autotune:NAME -->``.
+_BLOCK = re.compile(r"<!-- autotune:([\w-]+) -->\n.*?<!-- /autotune:\1 -->", re.DOTALL)
+DOCS = Path(__file__).resolve().parent
 
 
 def render(markdown: str) -> str:
-    """``markdown`` with every ``<!-- autotune:NAME -->`` replaced by its generated text.
+    """``markdown`` with every generated block written afresh from the code.
 
     Raises:
-        KeyError: a placeholder names no generator.
+        KeyError: a block names no generator.
     """
-    return _PLACEHOLDER.sub(lambda m: GENERATORS[m.group(1)](), markdown)
+
+    def fresh(match: re.Match[str]) -> str:
+        name = match.group(1)
+        body = GENERATORS[name]().strip("\n")
+        return f"<!-- autotune:{name} -->\n{body}\n<!-- /autotune:{name} -->"
+
+    return _BLOCK.sub(fresh, markdown)
+
+
+def generated_pages() -> list[Path]:
+    """The pages under docs/ that hold a generated block."""
+    return sorted(p for p in DOCS.rglob("*.md") if _BLOCK.search(p.read_text(encoding="utf-8")))
+
+
+def stale_pages() -> list[Path]:
+    """The pages whose committed blocks differ from what the code generates now."""
+    return [p for p in generated_pages() if render(p.read_text("utf-8")) != p.read_text("utf-8")]
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """MkDocs hook: fill the placeholders of each page."""
-    del page, config, files
-    return render(markdown)
+    """MkDocs hook: the site shows the blocks generated now, from the code being built. A
+    committed page whose blocks differ is stale for those who read the file itself: that is a
+    warning, which fails ``mkdocs build --strict``."""
+    del config, files
+    fresh = render(markdown)
+    if fresh != markdown:
+        logging.getLogger("mkdocs.hooks.gen_reference").warning(
+            "docs/%s: its generated tables differ from the code; run "
+            "python docs/gen_reference.py --write",
+            page.file.src_uri,
+        )
+    return fresh
+
+
+def main(argv: list[str]) -> int:
+    """``--write``: bring the committed pages up to date; ``--check``: exit 1 if one is stale;
+    a generator's name: print its text."""
+    if argv in (["--write"], ["--check"]):
+        stale = stale_pages()
+        for page in stale:
+            if argv == ["--write"]:
+                page.write_text(render(page.read_text("utf-8")), encoding="utf-8")
+            print(f"{'wrote' if argv == ['--write'] else 'stale'}: {page.relative_to(REPO)}")
+        return 1 if stale and argv == ["--check"] else 0
+    for name in argv or list(GENERATORS):
+        print(GENERATORS[name]())
+    return 0
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or list(GENERATORS):
-        print(GENERATORS[name]())
+    sys.exit(main(sys.argv[1:]))
