@@ -48,8 +48,10 @@ STORAGE_README = REPO / "storage" / "README.md"
 
 
 def _plain(text: str) -> str:
-    """Docstring markup as Markdown: ``code`` -> `code`, :func:`~a.b` -> `b`, :class:`X` -> `X`."""
+    """Docstring markup as Markdown: ``code`` -> `code`, :func:`~a.b` -> `b`, :class:`X` -> `X`;
+    the research notes where they now live (docs/research/)."""
     text = re.sub(r":(?:func|class|mod|data|meth|attr|obj):`~?([^`]+)`", _role, text)
+    text = re.sub(r"\bdocs/(benchmarks(?:-notes)?\.md|main-job\.md)", r"docs/research/\1", text)
     return text.replace("``", "`")
 
 
@@ -162,7 +164,7 @@ def _comments(cls: type) -> dict[str, str]:
 def _class_text(cls: type) -> _ClassText:
     intro, described = _docstring_attributes(cls.__doc__ or "")
     for name, text in _comments(cls).items():
-        described.setdefault(name, text)
+        described.setdefault(name, _plain(text))
     return _ClassText(intro, described)
 
 
