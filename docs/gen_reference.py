@@ -441,9 +441,9 @@ _NOT_KEYS = {"space_source"}
 
 
 def _space_key_option(described: str) -> Option:
-    from autotune.config import available_spaces
-
-    shipped = ", ".join(f"`{s}`" for s in available_spaces())
+    # The repository's shipped spaces (the wheel ships this folder as autotune.search_spaces;
+    # an editable install elsewhere may map that name to another checkout's folder).
+    shipped = ", ".join(f"`{p.stem}`" for p in sorted((REPO / "search_spaces").glob("*.yaml")))
     return Option(
         path="space",
         type=f"a shipped space's name ({shipped}) or the path of a YAML file",
@@ -791,11 +791,13 @@ def undocumented_columns() -> list[str]:
 
 def storage_markdown() -> str:
     """One table per results table: every column with its SQL type, NULL, keys and meaning."""
+    from sqlalchemy import UniqueConstraint
+
     from autotune.storage.models import Base
 
     meanings = _readme_meanings()
     intros = _readme_intros()
-    docs = {m.local_table.name: m.class_.__doc__ or "" for m in Base.registry.mappers}
+    docs = {m.class_.__tablename__: m.class_.__doc__ or "" for m in Base.registry.mappers}
     out: list[str] = []
     for name, table in Base.metadata.tables.items():
         out.append(f"### `{name}` {{#{_anchor(name)}}}\n")
@@ -804,7 +806,7 @@ def storage_markdown() -> str:
         uniques = [
             ", ".join(f"`{c.name}`" for c in constraint.columns)
             for constraint in table.constraints
-            if constraint.__class__.__name__ == "UniqueConstraint" and len(constraint.columns) > 1
+            if isinstance(constraint, UniqueConstraint) and len(constraint.columns) > 1
         ]
         out.append("| column | SQL type | NULL | key | meaning |")
         out.append("| --- | --- | --- | --- | --- |")
