@@ -414,3 +414,34 @@ def test_the_mock_tour_runs_as_pasted(
     assert "the change: autotune best study=tour --diff" in out
     assert (tmp_path / "tour-report.html").is_file()
     assert "SIMULATED (mock device): verified: same model answer" in text
+
+
+@pytest.mark.parametrize(
+    "readme", sorted((REPO / "examples").glob("*/README.md")), ids=lambda p: p.parent.name
+)
+def test_each_example_readme_passes_every_pre_run_check_as_pasted(
+    readme: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each example's ``autotune run`` passes everything run checks before its first trial
+    (the space, the door's code, its data, the storage), run from the repository's root as a
+    fresh clone has it; its ``autotune best`` names that study and its ``python`` the file.
+    The studies themselves run in tests/test_examples.py."""
+    from autotune.api import prepare_run
+    from autotune.config import load_run_config
+
+    extra = {"hf_gpt2": "transformers", "lightning_mnist": "lightning"}.get(readme.parent.name)
+    if extra:
+        pytest.importorskip(extra)
+    lines = [line for block in _bash_blocks(readme) for line in block.splitlines()]
+    commands = [shlex.split(line, comments=True) for line in lines if line.strip()]
+    runs = [c for c in commands if c[:2] == ["autotune", "run"]]
+    monkeypatch.chdir(REPO)
+
+    assert runs
+    for argv in runs:
+        prepared = prepare_run(load_run_config([a for a in argv[2:] if "=" in a]))
+        for other in commands:
+            if other[:2] == ["autotune", "best"]:
+                assert f"study={prepared.config.study}" in other
+            elif other[0] == "python":
+                assert (REPO / other[1]).is_file()
