@@ -458,6 +458,7 @@ def _words(text: str, prefix: str) -> str:
     """A description as a page reads it: ``None`` is ``null``; a pointer to another field of
     the same model gets the model's prefix."""
     text = re.sub(r"\bNone\b", "`null`", text).replace("``null``", "`null`")
+    text = text.replace("(see the class docstring)", "(see above)")
     return re.sub(r"^See `(\w+)`\.$", lambda m: f"See `{prefix}{m.group(1)}`.", text)
 
 
