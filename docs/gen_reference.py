@@ -292,7 +292,9 @@ def _type_words(tp: Any) -> str:
         inner = _strip_annotated(values[0]) if values else Any
         if typing.get_origin(inner) is typing.Literal:
             return "knob of " + ", ".join(f"`{v}`" for v in typing.get_args(inner))
-        return "knob of scalars"
+        if inner is Any or len(_union_args(inner) or ()) > 2:
+            return "knob of scalars"
+        return f"knob of {_type_words(inner)}"
     if _is_model(tp):
         return "group (below)"
     names = {int: "integer", float: "number", bool: "`true` or `false`", str: "string"}
@@ -303,13 +305,22 @@ def _type_words(tp: Any) -> str:
     return f"`{getattr(tp, '__name__', str(tp))}`"
 
 
+def _scalar(value: Any) -> str:
+    """One value as YAML writes it: `true`, `null`, `0.001`, `fp32`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
 def _value_words(value: Any) -> str:
     """A default as a space file writes it."""
     if isinstance(value, BaseModel):
         if isinstance(value, _knob_classes()):
             dumped = value.model_dump(mode="json")
             if dumped.get("choices") is not None:
-                return f"`[{', '.join(str(c) for c in dumped['choices'])}]`"
+                return f"`[{', '.join(_scalar(c) for c in dumped['choices'])}]`"
             return f"`{{low: {dumped['low']}, high: {dumped['high']}}}`"
         return "(group)"
     if value is None:
@@ -317,7 +328,7 @@ def _value_words(value: Any) -> str:
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
     if isinstance(value, (list, tuple)):
-        return f"`[{', '.join(str(v) for v in value)}]`"
+        return f"`[{', '.join(_scalar(v) for v in value)}]`"
     if isinstance(value, dict):
         return "`{}`" if not value else f"`{value}`"
     if value == "":
