@@ -12,12 +12,12 @@ verifies the trials it ran):
 4. a time-to-accuracy ``cnn_small`` study with its verification;
 5. with two GPUs or more, ``gpu_count=2`` trials, eager and ``reduce-overhead``;
 
-then writes ``--out`` (``docs/gpu.md``) with the device, driver, CUDA and torch versions and
+then writes ``--out`` (``docs/research/gpu.md``) with the device, driver, CUDA and torch versions and
 every figure.
 
 Usage::
 
-    python benchmarks/gpu.py --out docs/gpu.md                      # on a CUDA machine
+    python benchmarks/gpu.py --out docs/research/gpu.md             # on a CUDA machine
     python benchmarks/gpu.py --device mock --out /tmp/gpu-mock.md   # a rehearsal anywhere
 
 ``--device mock`` runs every part on the mock device's ``h100`` profile (8 simulated GPUs):
@@ -373,7 +373,7 @@ def multi_gpu(part: Part, space: Any, caps: Any, timeout_s: float) -> None:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "gpu.md")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "research" / "gpu.md")
     parser.add_argument("--device", choices=("cuda", "mock", "cpu"), default="cuda")
     parser.add_argument("--budget-s", type=float, default=25 * 60.0)
     parser.add_argument("--study-trials", type=int, default=20)

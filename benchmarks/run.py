@@ -1,7 +1,7 @@
 """Benchmarks that prove it: tuned vs defaults vs expert, search efficiency, overhead, noise,
 time to accuracy.
 
-Writes ``docs/benchmarks.md`` (``--quick``: ``docs/benchmarks-quick.md``, git-ignored) with the
+Writes ``docs/research/benchmarks.md`` (``--quick``: ``docs/research/benchmarks-quick.md``, git-ignored) with the
 machine, the versions, the exact command and five tables:
 
 1. Tuned vs defaults vs expert, measured interleaved (A B C A B C ...) on real data.
@@ -1163,7 +1163,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--out",
         type=Path,
-        help="markdown file to write (default: docs/benchmarks.md; --quick: docs/benchmarks-quick.md)",
+        help="markdown file to write (default: docs/research/benchmarks.md; --quick: docs/research/benchmarks-quick.md)",
     )
     p.add_argument(
         "--study-storage",
@@ -1259,7 +1259,9 @@ def main(argv: Sequence[str]) -> int:
         tta_overrides=base.tta_overrides,
         tta_target_digits=base.tta_target_digits,
     )
-    out = args.out or REPO / "docs" / ("benchmarks-quick.md" if args.quick else "benchmarks.md")
+    out = args.out or REPO / "docs" / "research" / (
+        "benchmarks-quick.md" if args.quick else "benchmarks.md"
+    )
     command = "python benchmarks/run.py" + ("" if not argv else " " + shlex.join(argv))
     started = time.monotonic()
     load_start = os.getloadavg()

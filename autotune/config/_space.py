@@ -264,7 +264,7 @@ class SearchSpace(Strict):
     space's own ``workload: FILE.py:NAME | package.module:NAME`` (a relative FILE is relative
     to the space file; :func:`load_space` makes it absolute), with ``workload_args`` for NAME
     when it is a class or factory. Load it with :func:`load_space`; the file format is
-    documented in the README.
+    documented in docs/reference/space.md.
 
     ``baseline:`` names what the user trains with today: any knob (the model's included) and
     ``lr``, the learning rate at the baseline's global batch. The baseline trial runs exactly

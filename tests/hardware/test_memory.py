@@ -248,7 +248,7 @@ def test_restrict_removes_integer_model_knob_values_of_any_workload(tmp_path: Pa
 
 
 # --------------------------------------------------------------------------------------------
-# Against real CPU trials (done-criterion 3; the full table is in the README)
+# Against real CPU trials (done-criterion 3; the full table is in docs/research/memory-estimate.md)
 
 
 @pytest.mark.slow
