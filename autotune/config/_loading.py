@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from autotune.config._knobs import TUNER_KNOBS
+from autotune.config._knobs import SYSTEM_KNOBS
 from autotune.config._overrides import parse_overrides, set_path
 from autotune.config._run import RunConfig, VerifyRequest
 from autotune.config._space import DOORS, SearchSpace
@@ -253,7 +253,7 @@ def run_config_document(config: RunConfig) -> dict[str, Any]:
     run = config.model_dump(mode="json", exclude={"space", "space_source"})
     run["storage"] = display_url(config.storage)
     space = config.space.model_dump(mode="json")
-    for name in TUNER_KNOBS:
+    for name in SYSTEM_KNOBS:
         space[name] = _knob_as_written(getattr(config.space, name))
     model = config.space.model
     space["model"] = {
