@@ -48,7 +48,6 @@ __all__ = [
     "plan_reused_windows",
     "plan_windows",
     "reset_peak_rss",
-    "summarize_steps",
     "summarize_windows",
     "tree_cpu_s",
 ]
@@ -292,37 +291,6 @@ def summarize_windows(
         step_time_p90_s=_quantile(step_times_s, 0.9),
         timed_steps=sum(steps),
     )
-
-
-def summarize_steps(
-    step_times_s: Sequence[float], samples_per_step: int, windows: int, min_window_steps: int = 1
-) -> ThroughputStats:
-    """Cut per-step times into the windows :func:`plan_windows` plans and summarize them.
-
-    For callers that have one time per step (a simulation, a test): the steps are cut as a
-    loop of ``len(step_times_s)`` steps without warm-up would be, each window's time is the
-    sum of its steps', and steps that do not fill the last window are left out, as a real loop
-    leaves them untimed.
-
-    Args:
-        step_times_s: seconds of each timed optimizer step, input pipeline included.
-        samples_per_step: global samples per step (per-rank batch size times world size).
-        windows: the number of windows wanted (>= 1).
-        min_window_steps: the fewest steps a window may hold.
-
-    Raises:
-        ValueError: when ``step_times_s`` is empty or holds a non-positive time.
-    """
-    if not step_times_s:
-        raise ValueError("no timed steps: raise the budget (train.epochs) or lower warmup_steps")
-    if min(step_times_s) <= 0:
-        raise ValueError(f"step times must be > 0 s, but got min {min(step_times_s)}")
-    plan = plan_windows(
-        len(step_times_s), warmup_steps=0, windows=windows, min_window_steps=min_window_steps
-    )
-    n = plan.window_steps
-    window_times_s = [sum(step_times_s[i * n : (i + 1) * n]) for i in range(plan.windows)]
-    return summarize_windows(window_times_s, n, samples_per_step)
 
 
 class WindowClock:

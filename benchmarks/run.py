@@ -54,9 +54,13 @@ if TYPE_CHECKING:
 # torch) and ``_search_efficiency`` are imported inside the functions that use them.
 
 REPO = Path(__file__).resolve().parents[1]
-#: The shared real MNIST test set (10,000 digits in IDX form), ``../shared/data/mnist``.
+#: The real MNIST test set (10,000 digits in IDX form) that ships with the package
+#: (``autotune.workloads.builtin.data.SHIPPED_MNIST_DIR``, named by path: this file's top level
+#: imports the standard library only), unless AUTOTUNE_TEST_MNIST names another directory.
 DEFAULT_MNIST = Path(
-    os.environ.get("AUTOTUNE_TEST_MNIST", REPO.parent / "shared" / "data" / "mnist")
+    os.environ.get(
+        "AUTOTUNE_TEST_MNIST", REPO / "autotune" / "workloads" / "builtin" / "datasets" / "mnist"
+    )
 )
 MNIST_FILE = "t10k-images-idx3-ubyte.gz"
 

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from autotune.workloads.builtin.data import SHIPPED_MNIST_DIR
 from tests.studies.mock import DemoStudy, shared_demo_study
 from tests.studies.tta import TtaStudy, build_tta_study
 
 #: The MNIST test set in IDX form (10,000 digits). Tests use it when present; autotune itself
 #: never needs it (a user passes data.root=DIR).
-MNIST_DIR = Path(os.environ.get("AUTOTUNE_TEST_MNIST", "/work/shared/data/mnist"))
+#: The MNIST test set: the copy shipped with the package unless AUTOTUNE_TEST_MNIST names a
+#: directory of IDX files.
+MNIST_DIR = Path(os.environ.get("AUTOTUNE_TEST_MNIST", str(SHIPPED_MNIST_DIR)))
 
 #: A small, valid space, in the same form as the shipped ones.
 MINIMAL_SPACE = """\

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 
 import pytest
@@ -20,7 +19,6 @@ from autotune.measure import (
     plan_reused_windows,
     plan_windows,
     reset_peak_rss,
-    summarize_steps,
     summarize_windows,
     tree_cpu_s,
 )
@@ -68,84 +66,6 @@ def test_non_positive_window_time_is_refused(bad: float) -> None:
 def test_empty_windows_are_refused() -> None:
     with pytest.raises(ValueError, match="window_steps >= 1"):
         summarize_windows([1.0], window_steps=0, samples_per_step=8)
-
-
-# --------------------------------------------------------------------------------------------
-# summarize_steps (per-step times, cut as plan_windows cuts a loop)
-
-
-def test_constant_steps() -> None:
-    stats = summarize_steps([0.1] * 10, samples_per_step=32, windows=5)
-
-    assert stats.window_throughputs_sps == pytest.approx((320.0,) * 5)
-    assert stats.throughput_sps == pytest.approx(320.0)
-    assert stats.throughput_iqr_sps == pytest.approx(0.0)
-    assert stats.step_time_s == pytest.approx(0.1)
-    assert stats.timed_steps == 10
-    assert stats.throughput_cv == pytest.approx(0.0)
-
-
-def test_windows_median_and_iqr() -> None:
-    # Three windows of two steps: 20 samples in 2 s, 4 s and 8 s.
-    stats = summarize_steps([1.0, 1.0, 2.0, 2.0, 4.0, 4.0], samples_per_step=10, windows=3)
-
-    assert stats.window_throughputs_sps == pytest.approx((10.0, 5.0, 2.5))
-    assert stats.throughput_sps == pytest.approx(5.0)
-    # Linear-interpolated quartiles of [2.5, 5, 10]: 3.75 and 7.5.
-    assert stats.throughput_iqr_sps == pytest.approx(3.75)
-    assert stats.throughput_cv == pytest.approx(0.75)
-    # Per-window step times 1, 2 and 4 s: median 2, 90th percentile 3.6.
-    assert stats.step_time_s == pytest.approx(2.0)
-    assert stats.step_time_p90_s == pytest.approx(3.6)
-    assert stats.timed_steps == 6
-
-
-def test_median_is_robust_to_one_slow_window() -> None:
-    stats = summarize_steps([0.1, 0.1, 0.1, 0.1, 5.0], samples_per_step=1, windows=5)
-
-    assert stats.throughput_sps == pytest.approx(10.0)
-    assert stats.window_throughputs_sps[-1] == pytest.approx(0.2)
-
-
-def test_leftover_steps_stay_out_of_the_windows_and_the_step_times() -> None:
-    # 7 steps into 3 windows: 2 steps each; the 7th trains untimed, as in a real loop.
-    stats = summarize_steps([1.0] * 6 + [100.0], samples_per_step=1, windows=3)
-
-    assert stats.timed_steps == 6
-    assert stats.window_throughputs_sps == pytest.approx((1.0, 1.0, 1.0))
-    assert stats.step_time_p90_s == pytest.approx(1.0)
-
-
-def test_fewer_windows_when_steps_run_short() -> None:
-    stats = summarize_steps([0.5] * 5, samples_per_step=4, windows=5, min_window_steps=2)
-
-    assert len(stats.window_throughputs_sps) == 2
-    assert stats.timed_steps == 4
-    assert stats.throughput_sps == pytest.approx(8.0)
-
-
-def test_one_step_makes_one_window() -> None:
-    stats = summarize_steps([0.25], samples_per_step=8, windows=5, min_window_steps=2)
-
-    assert stats.window_throughputs_sps == pytest.approx((32.0,))
-    assert stats.throughput_iqr_sps == 0.0
-    assert stats.timed_steps == 1
-
-
-def test_no_steps_is_refused() -> None:
-    with pytest.raises(ValueError, match="no timed steps"):
-        summarize_steps([], samples_per_step=8, windows=5)
-
-
-@pytest.mark.parametrize("bad", [0.0, -1.0])
-def test_non_positive_step_time_is_refused(bad: float) -> None:
-    with pytest.raises(ValueError, match="step times must be > 0 s"):
-        summarize_steps([0.1, bad, 0.1], samples_per_step=8, windows=1)
-
-
-def test_cv_of_zero_throughput_is_infinite() -> None:
-    stats = summarize_steps([1.0], samples_per_step=0, windows=1)
-    assert math.isinf(stats.throughput_cv)
 
 
 # --------------------------------------------------------------------------------------------
