@@ -200,3 +200,29 @@ def test_two_ddp_ranks_train_the_trainer_over_the_trials_process_group() -> None
 
     assert m.samples_per_step == 8 and m.steps == 2 * 64 // 8
     assert 0 < m.val_metric < 6
+
+
+def test_compile_and_the_optimizers_implementation_map_onto_the_arguments() -> None:
+    args = door_code._training_args()
+
+    mapped = HFTrial(compile_mode="max-autotune", optimizer_impl="fused").training_args(args)
+    eager = HFTrial(compile_mode="none").training_args(args)
+
+    assert mapped.torch_compile and mapped.torch_compile_mode == "max-autotune"
+    assert str(getattr(mapped.optim, "value", mapped.optim)) == "adamw_torch_fused"
+    assert not eager.torch_compile and eager.torch_compile_mode is None
+
+
+def test_channels_last_reaches_the_collators_4d_tensors() -> None:
+    from autotune.training._hf import _in_memory_format
+
+    collate = _in_memory_format(
+        lambda items: {"pixel_values": torch.stack(items), "ids": torch.zeros(2, 3)},
+        torch.channels_last,
+    )
+
+    batch = collate([torch.randn(3, 4, 4), torch.randn(3, 4, 4)])
+
+    assert batch["pixel_values"].is_contiguous(memory_format=torch.channels_last)
+    assert not batch["pixel_values"].is_contiguous()
+    assert batch["ids"].shape == (2, 3)

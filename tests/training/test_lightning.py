@@ -173,3 +173,19 @@ def test_two_ddp_ranks_train_the_module_over_the_trials_process_group() -> None:
 
     assert m.samples_per_step == 16 and m.steps == 2 * (door_code.N_TRAIN // 16)
     assert 0.0 <= m.val_metric <= 1.0
+
+
+@pytest.mark.slow
+def test_a_compiled_trial_fits_the_compiled_module() -> None:
+    m = run(lightning_config(compile_mode="default"))
+
+    assert m.steps == 2 * (door_code.N_TRAIN // 8) and m.compile_s >= 0
+    assert 0.0 <= m.val_metric <= 1.0
+
+
+def test_checkpointing_wraps_the_modules_named_blocks() -> None:
+    from autotune.training._guide import CheckpointedBlock
+
+    run(lightning_config(activation_checkpointing=True, blocks=("Net",)))
+
+    assert isinstance(door_code.SEEN["module"].net, CheckpointedBlock)
