@@ -240,8 +240,11 @@ class LoopTrial(TrialHandle):
         self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, *others: Any
     ) -> Any:
         """Apply the trial's knobs to the user's objects, in the order PyTorch requires: the
-        model to the device and memory format, then DDP (``gpu_count > 1``), then
-        ``torch.compile``; the optimizer's learning rates times :attr:`lr_scale`; the first
+        model to the device and memory format, its named blocks checkpointed
+        (``activation_checkpointing``), then DDP or FSDP2's ``fully_shard``
+        (``gpu_count > 1``, ``data_parallel``), then ``torch.compile``; the optimizer rebuilt
+        in its implementation (``optimizer_impl``) or over the sharded parameters, and its
+        learning rates times :attr:`lr_scale`; the first
         DataLoader (the training loader) rebuilt with the trial's batch size, workers, pinning
         and seeded sampler; further DataLoaders (evaluation) yielding batches on the device;
         learning-rate schedulers stepping once per optimizer step.
