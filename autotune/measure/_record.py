@@ -25,9 +25,9 @@ class Measurement:
             seconds minus ``step_time_s`` (0 without compile).
         peak_memory_bytes: CUDA: allocator peak over the steps after the warm-up plus the
             CUDA graphs' private pools (``extra``'s ``cuda_graph_pool_bytes``; their replays
-            allocate nothing) plus the memory the rank's process holds outside the allocator (its CUDA context, NCCL's
-            buffers: NVML's figure less the allocator's reserved bytes, ``extra``'s
-            ``gpu_context_bytes``), of the busiest GPU (``memory_kind``
+            allocate nothing) plus the memory the rank's process holds outside the allocator
+            (its CUDA context, NCCL's buffers: NVML's figure less the allocator's reserved
+            bytes, ``extra``'s ``gpu_context_bytes``), of the busiest GPU (``memory_kind``
             ``cuda_peak_plus_context``; ``cuda_allocator_peak`` where NVML gave no figure,
             ``extra``'s ``process_memory_error`` says why); the warm-up's allocator peak,
             with its trial workspaces, is ``extra``'s ``warmup_peak_memory_bytes``. CPU: peak
@@ -71,9 +71,9 @@ class Measurement:
             after warm-up; CUDA: ``process_memory_bytes``, NVML's memory of the trial's
             processes summed over ranks, ``process_memory_max_bytes``, the most one rank
             held, ``process_memory_method``, how NVML gave it: the process's own entry, or
-            the GPU's used memory less its reading before the rank's first CUDA call; compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``,
-            with ``compile_cache_hits`` and ``compile_cache_misses``), stored as user
-            attributes too.
+            the GPU's used memory less its reading before the rank's first CUDA call;
+            compiled trials: ``compile_cache``, ``cold`` / ``warm`` / ``partly warm``, with
+            ``compile_cache_hits`` and ``compile_cache_misses``), stored as user attributes too.
     """
 
     throughput_sps: float
