@@ -5,7 +5,8 @@ step time comes from per-precision FLOP rates, kernel-launch overhead, the input
 DDP communication; its memory from parameters, optimizer state and activations; its accuracy
 from model capacity and the number of optimizer steps, weighted by the learning-rate scale
 (``train.lr_scaling``). Results are deterministic per seed and cost milliseconds. Every
-measurement it returns has ``simulated=True``.
+measurement it returns has ``simulated=True``. Every constant of the model (data sets, compile
+modes, memory, step time, noise, accuracy) is one table, ``_COSTS``, each named with its unit.
 
 The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
 :mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it
