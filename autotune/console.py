@@ -23,10 +23,11 @@ from rich.table import Table
 from autotune.baseline import baseline_params
 from autotune.config import SearchSpace, display_url, format_knob_value
 from autotune.flops import flops_text
-from autotune.measure import BUSY_ATTR, busy_text
+from autotune.measure import BUSY_ATTR
 from autotune.objectives import Objective
 from autotune.report import (
     SIMULATED_TEXT,
+    busy_text,
     mib_text,
     pareto_row,
     pareto_table,

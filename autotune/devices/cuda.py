@@ -63,7 +63,7 @@ def enable_tf32() -> None:
     semantics", TF32). Setting the new ``fp32_precision`` alone leaves the legacy readers
     raising "mix of the legacy and new APIs", and Inductor still reads them (pytorch/pytorch
     issue 166387; torch 2.13's autotuning cache key reads
-    ``torch.get_float32_matmul_precision()``): every compiled tf32 trial failed. ``"high"``
+    ``torch.get_float32_matmul_precision()``), so a compiled tf32 trial would fail. ``"high"``
     also lets oneDNN's fp32 matmuls on the CPU use TF32 where the CPU has it; a CUDA trial
     runs none there.
     """
@@ -102,8 +102,8 @@ def graph_pool_bytes(segments: Iterable[Mapping[str, Any]], device_index: int) -
     torch.compile's CUDA graph trees (``reduce-overhead``; ``max-autotune`` on CUDA) record
     into a private pool, and their replays allocate nothing: the memory their outputs and
     intermediates occupy never shows in ``torch.cuda.max_memory_allocated`` after the
-    recording (pytorch/pytorch issue 121932). So a graph mode looked lean, and the memory
-    objective favoured it.
+    recording (pytorch/pytorch issue 121932): without these bytes a graph mode would look
+    lean to the memory objective.
 
     Args:
         segments: ``torch.cuda.memory_snapshot()``: the allocator's segments, each with its

@@ -5,7 +5,8 @@ step time comes from per-precision FLOP rates, kernel-launch overhead, the input
 DDP communication; its memory from parameters, optimizer state and activations; its accuracy
 from model capacity and the number of optimizer steps, weighted by the learning-rate scale
 (``train.lr_scaling``). Results are deterministic per seed and cost milliseconds. Every
-measurement it returns has ``simulated=True``.
+measurement it returns has ``simulated=True``. Every constant of the model (data sets, compile
+modes, memory, step time, noise, accuracy) is one table, ``_COSTS``, each named with its unit.
 
 The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
 :mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it
@@ -18,9 +19,9 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,29 +40,119 @@ from autotune.measure import (
 
 __all__ = ["simulate"]
 
-#: Nominal data the simulation assumes: (C, H, W), training samples, accuracy ceiling, and
-#: the under-capacity penalty (accuracy lost by a model of capacity 1; see ``simulate``).
-#: digits and mnist are fitted to the built-in CNN's measured accuracy (flatten head, 5
-#: epochs, AdamW 3e-3 with a cosine schedule; 14 configurations on this repository's 2-core
-#: CPU, RMS error 0.39 points, largest 0.64); fashion_mnist and synthetic are not measured.
-_NOMINAL_DATA = {
-    "digits": ((1, 8, 8), 1438, 1.0, 0.118),
-    "mnist": ((1, 28, 28), 48000, 0.986, 0.023),
-    "fashion_mnist": ((1, 28, 28), 48000, 0.92, 0.023),
-    "synthetic": ((1, 28, 28), 3277, 0.1, 0.0),
-}
-#: Images of the MNIST test set that ``data=mnist`` reads when no ``data.root`` is given (the
-#: nominal 48,000 above stands for a directory holding MNIST's training files).
-_SHIPPED_MNIST_SAMPLES = 10_000
-_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
-#: Relative compute time and launch overhead per compile mode (fusion cuts launches; CUDA
-#: graphs in reduce-overhead nearly remove them), and the modelled compile seconds per block.
-_COMPILE = {
-    "none": (1.0, 1.0, 0.0),
-    "default": (0.9, 0.5, 6.0),
-    "reduce-overhead": (0.9, 0.05, 8.0),
-    "max-autotune": (0.8, 0.45, 25.0),
-}
+
+@dataclass(frozen=True)
+class _DataSet:
+    """The nominal data set a built-in workload trains on, as the simulation sees it."""
+
+    shape: tuple[int, int, int]  # (C, H, W) of one sample
+    train_samples: int  # samples of the training split
+    accuracy_ceiling: float  # top-1 accuracy in [0, 1] of a large, fully trained model
+    under_capacity: float  # accuracy lost by a model of capacity 1 (less for a larger one)
+
+
+@dataclass(frozen=True)
+class _CompileCost:
+    """What one torch.compile mode does to a step, relative to eager."""
+
+    compute: float  # compute time, x eager's (fusion)
+    launches: float  # kernel-launch overhead, x eager's (CUDA graphs nearly remove it)
+    block_s: float  # compile seconds per block (the head counts as one more)
+
+
+@dataclass(frozen=True)
+class _Constants:
+    """Every constant of the mock's cost model (SIMULATION ASSUMPTIONS, hand-fitted).
+
+    The simulated machine's own figures (peak FLOP/s, memory, launch overhead, input and
+    all-reduce rates, power) are its :class:`~autotune.hardware.simulated.SimulatedMachine`.
+    """
+
+    # --- data: digits and mnist fit the built-in CNN's measured accuracy (14 configurations
+    # on a 2-core CPU, RMS error 0.39 points); fashion_mnist and synthetic are not measured.
+    data_sets: Mapping[str, _DataSet] = field(
+        default_factory=lambda: {
+            "digits": _DataSet((1, 8, 8), 1438, 1.0, 0.118),
+            "mnist": _DataSet((1, 28, 28), 48000, 0.986, 0.023),
+            "fashion_mnist": _DataSet((1, 28, 28), 48000, 0.92, 0.023),
+            "synthetic": _DataSet((1, 28, 28), 3277, 0.1, 0.0),
+        }
+    )
+    # Images of the MNIST test set that data=mnist reads without a data.root (the nominal
+    # 48,000 above stands for a directory holding MNIST's training files).
+    shipped_mnist_samples: int = 10_000
+    kernel_area: int = 9  # the built-in CNN's 3x3 convolutions (multiply-adds per output)
+    classes: int = 10  # outputs of the linear head
+
+    # --- memory
+    element_bytes: Mapping[str, int] = field(  # bytes per activation element, per precision
+        default_factory=lambda: {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+    )
+    saved_outputs_per_block: int = 3  # a CNN block's conv, BatchNorm and ReLU outputs
+    compiled_activation_share: float = 0.85  # of eager's saved activations, when compiled
+    input_element_bytes: int = 4  # bytes per input element (fp32 images)
+    label_bytes: int = 8  # bytes per label (int64)
+    # The caching allocator's rounding and fragmentation: up to this share on top of the
+    # modelled bytes (a fixed draw per configuration).
+    fragmentation_max: float = 0.5
+    # Expandable segments divide that slack by this (a third less: one growing segment).
+    expandable_slack_divisor: float = 1.5
+
+    # --- step time
+    compile_modes: Mapping[str, _CompileCost] = field(
+        default_factory=lambda: {
+            "none": _CompileCost(1.0, 1.0, 0.0),
+            "default": _CompileCost(0.9, 0.5, 6.0),
+            "reduce-overhead": _CompileCost(0.9, 0.05, 8.0),
+            "max-autotune": _CompileCost(0.8, 0.45, 25.0),
+        }
+    )
+    passes_per_step: int = 3  # FLOPs of a step over the forward's (forward + 2x backward)
+    max_utilization: float = 0.7  # share of the peak FLOP/s a large batch and width reach
+    # batch x width at which the utilization is half its maximum (it grows with both).
+    half_utilization_batch_width: int = 4096
+    channels_last_gain: float = 1.25  # compute rate, x, of a CNN in channels_last at fp16/bf16
+    checkpoint_recompute: float = 4 / 3  # compute time, x: the forward (1 of 3 passes) again
+    cudnn_benchmark_gain: float = 0.92  # compute time, x, of a CNN with cuDNN's autotuning
+    launches_per_block: int = 10  # eager kernel launches per block and step
+    launches_per_step: int = 8  # eager kernel launches per step outside the blocks
+    # AdamW's kernel launches: for-loop per parameter tensor; foreach and fused per step.
+    for_loop_launches_per_tensor: float = 12.0
+    foreach_launches: float = 12.0
+    fused_launches: float = 1.0
+    reference_image_pixels: int = 784  # the machine's host_sample_s is per 28x28 image
+    allreduce_latency_s: float = 30e-6  # seconds per all-reduce, whatever its size
+    allreduce_passes: int = 2  # a ring all-reduce moves each gradient byte twice
+    gradient_bytes: int = 4  # bytes per gradient element (fp32)
+    # FSDP's traffic, x DDP's: reduce-scatter plus an all-gather in forward and backward
+    # (Zhao et al., "PyTorch FSDP", VLDB 2023, section 3.3).
+    fsdp_traffic: float = 1.5
+
+    # --- noise: the same configuration in a fresh process runs a little faster or slower,
+    # as on real machines, so that verification has a spread to measure.
+    run_noise_sigma: float = 0.05  # log-normal sigma of the per-process throughput factor
+    step_noise_sigma: float = 0.02  # log-normal sigma of each step's time
+    accuracy_noise_sd: float = 0.003  # standard deviation of the accuracy offset
+
+    # --- accuracy and loss
+    # Capacity = depth x (width / capacity_width) ** capacity_exponent: width counts more
+    # than depth (on digits, depth 2 x width 8 gives 93.7 %, depth 1 x width 16 96.0 %).
+    capacity_width: int = 8
+    capacity_exponent: int = 2
+    untrained_gap: float = 0.36  # accuracy below the ceiling before training
+    learning_steps: float = 24.5  # optimizer steps (x the lr scale) per e-fold of that gap
+    fp16_penalty: float = 0.003  # accuracy fp16's narrower range costs
+    initial_loss: float = 2.3  # training loss before training (about ln 10: 10 classes)
+    loss_steps: int = 80  # optimizer steps per e-fold of the training loss
+    min_loss: float = 0.01  # the training loss's floor
+
+    # --- early stop below the floor: host seconds of steps a real trial needs before it
+    # stops (autotune.training._throughput._ThroughputFloor's default).
+    min_evidence_s: float = 2.0
+
+
+#: The one table of the mock's constants.
+_COSTS = _Constants()
 
 
 @dataclass(frozen=True)
@@ -101,9 +192,9 @@ def _model_cost(m: _BuiltinModel, shape: tuple[int, int, int]) -> tuple[float, i
     if m.family == "cnn":
         for i in range(m.depth):
             out = m.width * 2**i
-            flops += 2 * h * w * c * out * 9
-            params += c * out * 9 + 2 * out
-            acts += 3 * h * w * out  # conv, BatchNorm and ReLU outputs saved for backward
+            flops += 2 * h * w * c * out * _COSTS.kernel_area  # 2 FLOPs per multiply-add
+            params += c * out * _COSTS.kernel_area + 2 * out  # BatchNorm: weight and bias
+            acts += _COSTS.saved_outputs_per_block * h * w * out  # saved for backward
             if h >= 2 and w >= 2:
                 h, w = h // 2, w // 2
             c = out
@@ -113,39 +204,46 @@ def _model_cost(m: _BuiltinModel, shape: tuple[int, int, int]) -> tuple[float, i
         for _ in range(m.depth):
             flops += 2 * features * m.width
             params += features * m.width + m.width
-            acts += 2 * m.width
+            acts += 2 * m.width  # the linear layer's and the ReLU's outputs
             features = m.width
-    flops += 2 * features * 10
-    params += features * 10 + 10
+    flops += 2 * features * _COSTS.classes
+    params += features * _COSTS.classes + _COSTS.classes
     return flops, params, acts
 
 
 def _guide_compute_factor(config: TrialConfig, m: _BuiltinModel) -> float:
     """The guide's knobs on the compute time (SIMULATION ASSUMPTIONS; 1.0 at PyTorch's
     defaults): activation checkpointing recomputes the forward pass, one of a step's three
-    passes (x 4/3); cuDNN's autotuning picks faster convolution algorithms for a CNN (x 0.92);
-    (a CPU rank's ``cpu_threads`` act on its compute rate, in :func:`simulate`)."""
-    factor = 4 / 3 if config.activation_checkpointing else 1.0
+    passes; cuDNN's autotuning picks faster convolution algorithms for a CNN (factors in
+    :data:`_COSTS`; a CPU rank's ``cpu_threads`` act on its compute rate, in :func:`simulate`)."""
+    factor = _COSTS.checkpoint_recompute if config.activation_checkpointing else 1.0
     if config.cudnn_benchmark and m.family == "cnn":
-        factor *= 0.92
+        factor *= _COSTS.cudnn_benchmark_gain
     return factor
 
 
 def _optimizer_launches_delta(config: TrialConfig, m: _BuiltinModel, on_gpu: bool) -> float:
     """Kernel launches the optimizer's implementation adds to a step over PyTorch's default
-    (SIMULATION ASSUMPTION): a for-loop AdamW launches about 12 kernels per parameter tensor,
-    foreach about 12 in all, fused one; the default is foreach on a GPU, the for-loop on a
-    CPU."""
+    (SIMULATION ASSUMPTION, counts in :data:`_COSTS`): a for-loop AdamW launches a dozen
+    kernels per parameter tensor, foreach a dozen in all, fused one; the default is foreach on
+    a GPU, the for-loop on a CPU."""
+    # Parameter tensors: a CNN block's conv weight and BatchNorm weight and bias, an MLP
+    # layer's weight and bias, the head's weight and bias.
     tensors = 3 * m.depth + 2 if m.family == "cnn" else 2 * m.depth + 2
-    launches = {"for_loop": 12.0 * tensors, "foreach": 12.0, "fused": 1.0}
+    launches = {
+        "for_loop": _COSTS.for_loop_launches_per_tensor * tensors,
+        "foreach": _COSTS.foreach_launches,
+        "fused": _COSTS.fused_launches,
+    }
     default = "foreach" if on_gpu else "for_loop"
     impl = default if config.optimizer_impl == "default" else config.optimizer_impl
     return launches[impl] - launches[default]
 
 
 def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
-    """What a real allocator adds to the modelled bytes: a factor in [1.0, 1.5), fixed per
-    model, batch, precision, compile mode and world size (the seed does not change it).
+    """What a real allocator adds to the modelled bytes: a factor in [1.0, 1.5)
+    (``_COSTS.fragmentation_max``), fixed per model, batch, precision, compile mode and world
+    size (the seed does not change it).
 
     PyTorch's CUDA caching allocator rounds blocks up (512 B; 2 MiB segments for small
     tensors) and fragments between steps, which weighs most on small models like the demo
@@ -157,16 +255,128 @@ def _fragmentation(config: TrialConfig, m: _BuiltinModel) -> float:
         f"{config.compile_mode}/{config.gpu_count}/{config.train.optimizer}"
     )
     digest = hashlib.sha256(key.encode()).digest()
-    return 1.0 + 0.5 * int.from_bytes(digest[:8], "little") / 2**64
+    return 1.0 + _COSTS.fragmentation_max * int.from_bytes(digest[:8], "little") / 2**64
 
 
-#: Log-normal sigma of the per-process throughput factor (simulated run-to-run noise).
-_RUN_NOISE_SIGMA = 0.05
+def _peak_memory_bytes(
+    config: TrialConfig,
+    m: _BuiltinModel,
+    profile: SimulatedMachine,
+    mode: _CompileCost,
+    shape: tuple[int, int, int],
+    params: int,
+    acts: int,
+) -> int:
+    """The modelled peak memory: the same model as :func:`autotune.hardware.estimate_memory`
+    (fp32 weights, grads and optimizer state; at the peak of backward, saved activations and
+    their gradients coexist, factor 2), with the analytic activation count at the autocast
+    width, times the allocator's :func:`_fragmentation`.
+
+    Raises:
+        MemoryError: the peak exceeds ``profile.memory_bytes``.
+    """
+    compiled_share = _COSTS.compiled_activation_share if mode.compute < 1 else 1.0
+    activation_bytes = acts * _COSTS.element_bytes[config.precision] * compiled_share
+    model = ModelProfile(
+        parameters=params,
+        activation_bytes_per_sample=activation_bytes,
+        activation_fixed_bytes=0,
+        input_bytes_per_sample=_COSTS.input_element_bytes * shape[0] * shape[1] * shape[2]
+        + _COSTS.label_bytes,
+        blocks=m.depth,
+        # Checkpointing a block keeps its input, one of the saved outputs per block.
+        checkpointed_bytes_per_sample=activation_bytes / _COSTS.saved_outputs_per_block,
+    )
+    modelled_bytes = estimate_memory(
+        model,
+        batch_size=config.batch_size,
+        num_workers=config.num_workers,
+        world_size=config.gpu_count,
+        optimizer=config.train.optimizer,
+        on_gpu=profile.is_gpu,
+        runtime_bytes=MOCK_RUNTIME_BYTES if profile.is_gpu else CPU_RUNTIME_BYTES,
+        checkpointing=config.activation_checkpointing,
+        sharded=config.data_parallel == "fsdp",
+    ).total_bytes
+    peak_bytes = int(modelled_bytes * _fragmentation(config, m))
+    if config.cuda_expandable_segments and profile.is_gpu:
+        # One growing segment instead of rounding to new ones: less of the allocator's slack.
+        slack = peak_bytes - modelled_bytes
+        peak_bytes = int(modelled_bytes + slack / _COSTS.expandable_slack_divisor)
+    if peak_bytes > profile.memory_bytes:
+        what = "CUDA" if profile.is_gpu else "host"
+        raise MemoryError(
+            f"simulated {what} out of memory: needs {peak_bytes} bytes, "
+            f"the mock device has {profile.memory_bytes}"
+        )
+    return peak_bytes
 
 
-#: Fields added with objective=time_to_accuracy (and train.global_batch_size), left out of the
-#: noise seed while at their defaults, so that a configuration draws the same noise as before
-#: they existed.
+class _StepCost(NamedTuple):
+    """A step's modelled seconds, noise-free, and the figures they came from."""
+
+    step_s: float  # seconds per optimizer step (all its micro-batches, the all-reduce)
+    compute_s: float  # seconds the device computes per micro-batch
+    launch_s: float  # kernel-launch seconds per micro-batch
+    rate: float  # FLOP/s achieved
+    utilization: float  # share of the peak FLOP/s before the layout's gain
+
+
+def _step_cost(
+    config: TrialConfig,
+    m: _BuiltinModel,
+    profile: SimulatedMachine,
+    mode: _CompileCost,
+    shape: tuple[int, int, int],
+    fwd_flops: float,
+    params: int,
+) -> _StepCost:
+    """The modelled seconds of one optimizer step: compute at a utilization that grows with
+    batch and width, plus launches, plus the input pipeline (overlapped with compute when
+    workers > 0), per micro-batch, plus the all-reduce."""
+    batch, world = config.batch_size, config.gpu_count
+    utilization = (
+        _COSTS.max_utilization * batch / (batch + _COSTS.half_utilization_batch_width / m.width)
+    )
+    layout_gain = (
+        _COSTS.channels_last_gain
+        if (
+            m.family == "cnn"
+            and config.memory_format == "channels_last"
+            and config.precision in ("fp16", "bf16")
+        )
+        else 1.0
+    )
+    rate = profile.peak_flops[config.precision] * utilization * layout_gain
+    if not profile.is_gpu:
+        rate /= world  # CPU ranks share the cores the peak is for
+        if config.cpu_threads:
+            # A rank's own thread count: its share of the cores, never more than all of them
+            # (oversubscribed ranks take turns; SIMULATION ASSUMPTION).
+            cores = max(1, profile.cpu_cores or profile.count)
+            rate *= min(cores, config.cpu_threads * world) / cores
+    compute_s = batch * _COSTS.passes_per_step * fwd_flops / rate * mode.compute
+    compute_s *= _guide_compute_factor(config, m)
+    eager_launches = _COSTS.launches_per_block * m.depth + _COSTS.launches_per_step
+    launch_s = eager_launches * profile.launch_overhead_s * mode.launches
+    launch_s += _optimizer_launches_delta(config, m, profile.is_gpu) * profile.launch_overhead_s
+    load_s = batch * profile.host_sample_s * (shape[1] * shape[2]) / _COSTS.reference_image_pixels
+    if config.num_workers > 0:
+        step_s = max(compute_s + launch_s, load_s / config.num_workers)
+    else:
+        step_s = compute_s + launch_s + load_s
+    # train.global_batch_size: every micro-batch computes and loads; one all-reduce per step.
+    step_s *= config.train.accumulation_steps(batch, world)
+    if world > 1:
+        traffic = _COSTS.fsdp_traffic if config.data_parallel == "fsdp" else 1.0
+        # Each gradient byte crosses the link allreduce_passes times (x traffic under FSDP).
+        moved = traffic * _COSTS.allreduce_passes * params * _COSTS.gradient_bytes
+        step_s += _COSTS.allreduce_latency_s + moved / profile.allreduce_bytes_per_s
+    return _StepCost(step_s, compute_s, launch_s, rate, utilization)
+
+
+#: Training settings left out of the noise seed while at their defaults, so that a setting
+#: nobody changes leaves a configuration's draws (and the tests' figures) as they are.
 _UNSEEDED_AT_DEFAULT = (
     "target_accuracy",
     "target_metric",
@@ -191,8 +401,8 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     del fields["min_throughput_sps"]
     # Reuse changes what the trial runs, not the configuration's draws.
     del fields["reuse"]
-    # The workload as before doors existed (the mock simulates workloads only); the guide's
-    # knobs at PyTorch's defaults and no named blocks draw as before those existed.
+    # Settings at their defaults stay out of the seed (the workload by its key fields: the
+    # mock simulates workloads only), so that a new setting keeps the existing draws.
     fields["workload"] = config.workload.key_fields()
     for name, default in GUIDE_KNOB_DEFAULTS.items():
         if fields[name] == default:
@@ -254,91 +464,25 @@ def simulate(
     if config.precision not in profile.peak_flops:
         raise ValueError(f"precision {config.precision} is not supported by {profile.name}")
     m = _builtin_model(config)
-    shape, n_train, acc_ceiling, under_capacity = _NOMINAL_DATA[m.data.name]
+    nominal = _COSTS.data_sets[m.data.name]
+    shape, n_train = nominal.shape, nominal.train_samples
     if m.data.name == "synthetic":
         n_train = int(m.data.synthetic_samples * (1 - m.data.val_fraction))
     elif m.data.name == "mnist" and m.data.root is None:
-        # The shipped MNIST test set (workloads.builtin.data): 10,000 images less the validation split.
-        n_train = _SHIPPED_MNIST_SAMPLES - round(_SHIPPED_MNIST_SAMPLES * m.data.val_fraction)
+        # The shipped MNIST test set (workloads.builtin.data) less the validation split.
+        shipped = _COSTS.shipped_mnist_samples
+        n_train = shipped - round(shipped * m.data.val_fraction)
     fwd_flops, params, acts = _model_cost(m, shape)
     batch, world = config.batch_size, config.gpu_count
     # train.global_batch_size: micro-batches of `batch` per step and rank (1 without).
     accumulation = config.train.accumulation_steps(batch, world)
     global_batch = batch * world * accumulation
     rng: np.random.Generator | _NoiseFree = _rng(config) if noise else _NoiseFree()
-
-    # Memory: the same model as autotune.hardware.estimate_memory (fp32 weights, grads and
-    # optimizer state; at the peak of backward, saved activations and their gradients
-    # coexist, factor 2), with the analytic activation count at the autocast width.
-    compute_rel, launch_rel, compile_per_block_s = _COMPILE[config.compile_mode]
-    activation_bytes = acts * _BYTES[config.precision] * (0.85 if compute_rel < 1 else 1.0)
-    model = ModelProfile(
-        parameters=params,
-        activation_bytes_per_sample=activation_bytes,
-        activation_fixed_bytes=0,
-        input_bytes_per_sample=4 * shape[0] * shape[1] * shape[2] + 8,
-        blocks=m.depth,
-        # Checkpointing a block keeps its input, one of the three saved outputs per block.
-        checkpointed_bytes_per_sample=activation_bytes / 3,
+    mode = _COSTS.compile_modes[config.compile_mode]
+    peak_bytes = _peak_memory_bytes(config, m, profile, mode, shape, params, acts)
+    step_s, compute_s, launch_s, rate, utilization = _step_cost(
+        config, m, profile, mode, shape, fwd_flops, params
     )
-    modelled_bytes = estimate_memory(
-        model,
-        batch_size=batch,
-        num_workers=config.num_workers,
-        world_size=world,
-        optimizer=config.train.optimizer,
-        on_gpu=profile.is_gpu,
-        runtime_bytes=MOCK_RUNTIME_BYTES if profile.is_gpu else CPU_RUNTIME_BYTES,
-        checkpointing=config.activation_checkpointing,
-        sharded=config.data_parallel == "fsdp",
-    ).total_bytes
-    peak_bytes = int(modelled_bytes * _fragmentation(config, m))
-    if config.cuda_expandable_segments and profile.is_gpu:
-        # Expandable segments grow one segment instead of rounding to new ones: a third less
-        # of the allocator's slack (SIMULATION ASSUMPTION).
-        peak_bytes = int(modelled_bytes + (peak_bytes - modelled_bytes) * 2 / 3)
-    if peak_bytes > profile.memory_bytes:
-        what = "CUDA" if profile.is_gpu else "host"
-        raise MemoryError(
-            f"simulated {what} out of memory: needs {peak_bytes} bytes, "
-            f"the mock device has {profile.memory_bytes}"
-        )
-
-    # Step time: compute at a utilization that grows with batch and width, plus launches,
-    # plus the input pipeline (overlapped with compute when workers > 0), plus all-reduce.
-    utilization = 0.7 * batch / (batch + 4096 / m.width)
-    layout_gain = (
-        1.25
-        if (
-            m.family == "cnn"
-            and config.memory_format == "channels_last"
-            and config.precision in ("fp16", "bf16")
-        )
-        else 1.0
-    )
-    rate = profile.peak_flops[config.precision] * utilization * layout_gain
-    if not profile.is_gpu:
-        rate /= world  # CPU ranks share the cores the peak is for
-        if config.cpu_threads:
-            # A rank's own thread count: its share of the cores, never more than all of them
-            # (oversubscribed ranks take turns; SIMULATION ASSUMPTION).
-            cores = max(1, profile.cpu_cores or profile.count)
-            rate *= min(cores, config.cpu_threads * world) / cores
-    compute_s = batch * 3 * fwd_flops / rate * compute_rel * _guide_compute_factor(config, m)
-    launch_s = (10 * m.depth + 8) * profile.launch_overhead_s * launch_rel
-    launch_s += _optimizer_launches_delta(config, m, profile.is_gpu) * profile.launch_overhead_s
-    load_s = batch * profile.host_sample_s * (shape[1] * shape[2]) / 784
-    if config.num_workers > 0:
-        step_s = max(compute_s + launch_s, load_s / config.num_workers)
-    else:
-        step_s = compute_s + launch_s + load_s
-    step_s *= accumulation  # every micro-batch computes and loads; one all-reduce per step
-    if world > 1:
-        # FSDP: a reduce-scatter of the gradients and an all-gather of the parameters in the
-        # forward and again in the backward, 1.5x DDP's all-reduce traffic (Zhao et al.,
-        # "PyTorch FSDP", VLDB 2023, section 3.3).
-        traffic = 1.5 if config.data_parallel == "fsdp" else 1.0
-        step_s += 30e-6 + traffic * 2 * params * 4 / profile.allreduce_bytes_per_s
 
     steps = max(1, config.train.epochs * (n_train // global_batch))
     if config.train.max_steps is not None:
@@ -354,15 +498,12 @@ def simulate(
         min_window_steps=config.measure.min_window_steps,
         compiled=config.compile_mode != "none",
     )
-    # Noise: per step (2 %), and per process (5 %): the same configuration in a fresh process
-    # (another seed, another verification round) runs a little faster or slower, as seen on
-    # real machines (docs/benchmarks.md, Table 4), so verification has a spread to measure.
-    run_factor = float(rng.lognormal(0.0, _RUN_NOISE_SIGMA))
-    step_times = (
-        step_s * run_factor * rng.lognormal(0.0, 0.02, size=(plan.windows, plan.window_steps))
-    )
+    # Noise per process (another seed, another verification round) and per step.
+    run_factor = float(rng.lognormal(0.0, _COSTS.run_noise_sigma))
+    step_noise = rng.lognormal(0.0, _COSTS.step_noise_sigma, size=(plan.windows, plan.window_steps))
+    step_times = step_s * run_factor * step_noise
     stats = summarize_windows(step_times.sum(axis=1).tolist(), plan.window_steps, global_batch)
-    compile_s = compile_per_block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
+    compile_s = mode.block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
         stopped = _stopped_too_slow(
@@ -394,23 +535,21 @@ def simulate(
     lr_peak = config.train.peak_lr(global_batch)
     lr_gain = lr_peak / config.train.lr
     effective_steps = steps * lr_gain
-    # Width counts more than depth: on digits, depth 2 x width 8 (93.7 %) and depth 1 x
-    # width 16 (96.0 %) have the same depth x width.
-    capacity = m.depth * (m.width / 8) ** 2
-    accuracy_noise = float(rng.normal(0.0, 0.003))
+    capacity = m.depth * (m.width / _COSTS.capacity_width) ** _COSTS.capacity_exponent
+    accuracy_noise = float(rng.normal(0.0, _COSTS.accuracy_noise_sd))
 
     def accuracy_after(trained_steps: int) -> float:
         return float(
-            acc_ceiling
-            - under_capacity / capacity
-            - 0.36 * math.exp(-trained_steps * lr_gain / 24.5)
-            - (0.003 if config.precision == "fp16" else 0.0)
+            nominal.accuracy_ceiling
+            - nominal.under_capacity / capacity
+            - _COSTS.untrained_gap * math.exp(-trained_steps * lr_gain / _COSTS.learning_steps)
+            - (_COSTS.fp16_penalty if config.precision == "fp16" else 0.0)
             + accuracy_noise
         )
 
     accuracy = accuracy_after(steps)
     extra: dict[str, float | bool] = {
-        "flops_per_sample": 3.0 * fwd_flops,
+        "flops_per_sample": _COSTS.passes_per_step * fwd_flops,
         "lr_peak": lr_peak,
         "simulated_figures": True,
     }
@@ -420,7 +559,9 @@ def simulate(
         busy = compute_s / step_s
         power_w = world * (
             profile.idle_power_w
-            + (profile.power_limit_w - profile.idle_power_w) * busy * min(1.0, utilization / 0.7)
+            + (profile.power_limit_w - profile.idle_power_w)
+            * busy
+            * min(1.0, utilization / _COSTS.max_utilization)
         )
         extra.update(
             gpu_utilization_pct=100.0 * busy,
@@ -428,7 +569,7 @@ def simulate(
             energy_j_per_sample=power_w / stats.throughput_sps,
         )
     n_val = max(1, round(n_train * m.data.val_fraction / (1 - m.data.val_fraction)))
-    eval_s = n_val * fwd_flops / rate * compute_rel + launch_s * math.ceil(n_val / batch)
+    eval_s = n_val * fwd_flops / rate * mode.compute + launch_s * math.ceil(n_val / batch)
     if config.reuse is not None:
         return _simulate_reused(
             config,
@@ -462,7 +603,7 @@ def simulate(
         compile_s=compile_s,
         peak_memory_bytes=peak_bytes,
         val_metric=float(min(1.0, max(0.0, accuracy))),
-        train_loss=float(max(0.01, 2.3 * math.exp(-effective_steps / 80))),
+        train_loss=_train_loss(effective_steps),
         train_s=compile_s + steps * step_s,
         steps=steps,
         samples_per_step=global_batch,
@@ -472,6 +613,12 @@ def simulate(
         val_samples=n_val,
         extra=extra,
     )
+
+
+def _train_loss(trained_steps: float) -> float:
+    """The modelled mean training loss after ``trained_steps`` optimizer steps."""
+    decay = math.exp(-trained_steps / _COSTS.loss_steps)
+    return float(max(_COSTS.min_loss, _COSTS.initial_loss * decay))
 
 
 def _plan_reused(steps_per_epoch: int) -> Callable[..., WindowPlan]:
@@ -533,11 +680,6 @@ def _simulate_reused(
     )
 
 
-#: Host seconds of steps a real trial needs before it stops early below its floor
-#: (``autotune.training._throughput._ThroughputFloor``'s default).
-_MIN_EVIDENCE_S = 2.0
-
-
 def _stopped_too_slow(
     floor_sps: float,
     plan: WindowPlan,
@@ -549,7 +691,7 @@ def _stopped_too_slow(
     ``(steps taken, steps timed, their seconds)``; None when it does not.
 
     Before the first window's end (DDP ranks too: they agree each step): once the steps
-    after its first have run for :data:`_MIN_EVIDENCE_S` and taken longer than they may at
+    after its first have run for ``_COSTS.min_evidence_s`` and taken longer than they may at
     the floor (warm-up steps at ``warmup_step_s`` each, then the first window's
     ``first_window_s``). At that end: when the window ran below the floor.
     """
@@ -568,7 +710,7 @@ def _stopped_too_slow(
     elapsed_s = np.cumsum(after_first)[:-1]  # the window's last step: its end decides
     steps = np.arange(1, len(elapsed_s) + 1)
     over = np.flatnonzero(
-        (elapsed_s >= _MIN_EVIDENCE_S) & (elapsed_s * floor_sps > steps * samples_per_step)
+        (elapsed_s >= _COSTS.min_evidence_s) & (elapsed_s * floor_sps > steps * samples_per_step)
     )
     if not over.size:
         return at_window_end
@@ -632,7 +774,7 @@ def _simulate_to_target(
         compile_s=compile_s,
         peak_memory_bytes=peak_memory_bytes,
         val_metric=curve[-1][2],
-        train_loss=float(max(0.01, 2.3 * math.exp(-done / 80))),
+        train_loss=_train_loss(done),
         train_s=wall_s,
         steps=done,
         samples_per_step=config.train.global_batch(config.batch_size, config.gpu_count),

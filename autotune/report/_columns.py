@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from autotune.measure import busy_text
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import (
     MISSING,
     busy_runs_text,
+    busy_text,
     ci_text,
     compile_text,
     metric_column,

@@ -21,8 +21,9 @@ import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.baseline import BASELINE_ATTR
-from autotune.measure import BUSY_ATTR, cpu_share_text
+from autotune.measure import BUSY_ATTR
 from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode, attr_float
+from autotune.report._text import cpu_share_text
 from autotune.storage import FINISHED_STATES
 
 __all__ = [
@@ -149,7 +150,7 @@ class ParetoRow(NamedTuple):
     @property
     def cpu_text(self) -> str:
         """The ``other CPU`` cell of the Pareto tables: ``3 %``, ``48 % BUSY``, ``not measured
-        (mock)`` or ``n/a`` (:func:`autotune.measure.cpu_share_text`)."""
+        (mock)`` or ``n/a`` (:func:`autotune.report.cpu_share_text`)."""
         text = cpu_share_text(self.other_cpu_share, simulated=self.simulated)
         return f"{text} BUSY" if self.busy else text
 

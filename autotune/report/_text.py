@@ -1,8 +1,8 @@
 """The words and figures every output shares, in one place: the SIMULATED warning, the
 placeholder of a missing figure, each figure's format (MiB, samples/s, milliseconds, seconds,
 ratios, intervals, spreads), the model's knobs as text, the metric's column, spread and paired
-difference, HTML escaping, the ``autotune`` command lines a page names, and the line of a study
-without a verification."""
+difference, a busy run's flag and the other processes' CPU share, HTML escaping, the
+``autotune`` command lines a page names, and the line of a study without a verification."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ __all__ = [
     "NOT_VERIFIED",
     "SIMULATED_TEXT",
     "busy_runs_text",
+    "busy_text",
     "ci_text",
     "compile_text",
+    "cpu_share_text",
     "esc",
     "metric_column",
     "metric_difference",
@@ -145,6 +147,23 @@ def busy_runs_text(verdict: CandidateVerdict, *, simulated: bool = False) -> str
     if verdict.busy_runs:
         return f"{verdict.busy_runs} of {verdict.rounds_measured}"
     return "not measured (mock)" if simulated else "0"
+
+
+def busy_text(other_cpu_share: float) -> str:
+    """The flag every output gives a run measured on a busy machine (:mod:`autotune.measure`):
+    ``measured on a busy machine (other processes used 48 % of the CPUs)``."""
+    return (
+        f"measured on a busy machine (other processes used {100 * other_cpu_share:.0f} % of "
+        "the CPUs)"
+    )
+
+
+def cpu_share_text(other_cpu_share: float | None, *, simulated: bool = False) -> str:
+    """A table cell for the other processes' share: ``3 %``; ``not measured (mock)`` on the
+    mock device; ``n/a`` when not recorded (runs from before it was measured)."""
+    if other_cpu_share is None:
+        return "not measured (mock)" if simulated else MISSING
+    return f"{100 * other_cpu_share:.0f} %"
 
 
 def metric_spread(metric: Objective, mean: float, low: float | None, high: float | None) -> str:

@@ -553,12 +553,10 @@ def extension_window_steps(
     The windows are sized from the budget's median step time so that together they cover
     ``min_timed_s``. Under DDP rank 0 decides, from its own clock, and broadcasts the decision
     and the step count in one collective: every rank then runs the same extension, or none.
-    Each rank deciding from its own clock (it was so) let a budget near ``min_timed_s`` send
-    one rank into the extension's collectives while another went on to the trial's closing
-    ``all_gather_object``: the collectives no longer matched and the trial hung until its
-    timeout. torch.distributed requires every rank of a group to call the same collectives in
-    the same order (PyTorch docs, "Distributed communication package - torch.distributed",
-    Collective functions).
+    Ranks deciding each from its own clock could disagree near ``min_timed_s`` and call
+    different collectives, which hangs the trial until its timeout: torch.distributed requires
+    every rank of a group to call the same collectives in the same order (PyTorch docs,
+    "Distributed communication package - torch.distributed", Collective functions).
 
     Args:
         budget: the budget's window statistics (this rank's).

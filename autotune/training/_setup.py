@@ -110,7 +110,7 @@ def make_loader(
     # The loader's generator seeds its workers: each new iterator (every epoch without
     # persistent workers, once with them) draws a seed from it. The sampler shuffles with a
     # generator of its own, so that those draws never shift the data order: with one shared
-    # generator, num_workers changed the order from the second epoch on (issue 24), and the
+    # generator, num_workers would change the order from the second epoch on, and the
     # workers are outside the math key (autotune.config.math_key).
     generator = torch.Generator().manual_seed(config.seed)
     sampler: Any

@@ -1,28 +1,11 @@
-"""Timing discipline and measurements (autotune/measure.py)."""
+"""Timed windows and their statistics (autotune/measure/_windows.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import pytest
 
-from autotune.measure import (
-    CpuReading,
-    CpuShareMeter,
-    WindowClock,
-    busy_text,
-    cpu_busy_s,
-    cpu_share_text,
-    current_rss_bytes,
-    other_cpu_share,
-    peak_rss_bytes,
-    plan_reused_windows,
-    plan_windows,
-    reset_peak_rss,
-    summarize_windows,
-    tree_cpu_s,
-)
-from autotune.testing import FakeClock, make_measurement
+from autotune.measure import WindowClock, plan_reused_windows, plan_windows, summarize_windows
+from autotune.testing import FakeClock
 
 # --------------------------------------------------------------------------------------------
 # summarize_windows
@@ -106,7 +89,8 @@ def test_plan_compiling_makes_the_first_step_warm_up() -> None:
 
 
 def test_plan_of_a_cuda_graph_mode_reads_the_clock_after_the_recording_step_too() -> None:
-    # CUDA graphs record on the second call: compile_s counts steps 1 and 2 (issue 38, 12).
+    # CUDA graphs record on the second call: compile_s counts steps 1 and 2, the recording
+    # included.
     plan = plan_windows(
         20, warmup_steps=0, windows=5, min_window_steps=2, compiled=True, compile_steps=2
     )
@@ -226,127 +210,3 @@ def test_window_clock_defaults_to_a_real_clock() -> None:
     clock = WindowClock(lambda: None)
     start = clock.mark()
     assert 0.0 <= clock.mark() - start < 1.0
-
-
-# --------------------------------------------------------------------------------------------
-# Memory and Measurement
-
-
-def test_rss_readings_are_positive_and_ordered() -> None:
-    now = current_rss_bytes()
-    peak = peak_rss_bytes()
-
-    assert now > 0
-    assert peak >= now
-
-
-def test_reset_peak_rss_starts_a_new_window() -> None:
-    if not reset_peak_rss():
-        pytest.skip("this kernel refuses /proc/self/clear_refs; the peak is the lifetime's")
-    baseline = current_rss_bytes()
-    # 64 MiB written byte by byte (memset of 1s): every page is touched. A zero-filled
-    # bytearray may come from calloc's fresh mmap, whose pages stay untouched (no RSS).
-    block = b"\x01" * (64 << 20)
-    grown = peak_rss_bytes() - baseline
-    del block
-
-    assert grown >= 48 << 20
-
-
-def test_measurement_user_attrs_are_flat() -> None:
-    m = make_measurement(window_throughputs_sps=(1.0, 2.0), extra={"gpu_util": 0.5})
-
-    attrs = m.as_user_attrs()
-
-    assert attrs["window_throughputs_sps"] == [1.0, 2.0]
-    assert attrs["gpu_util"] == 0.5
-    assert "extra" not in attrs
-    assert attrs["throughput_sps"] == m.throughput_sps
-    assert attrs["simulated"] is True
-
-
-# --------------------------------------------------------------------------------------------
-# The other processes' share of the CPUs (a busy machine)
-
-
-def test_the_other_processes_share_is_the_busy_time_the_trial_tree_did_not_use() -> None:
-    # 2 CPUs over 2 s: 4 CPU-seconds. The CPUs were busy 3.5 s; the trial's rank (pid 10)
-    # used 1.5 s of them, its DataLoader worker (11) 0.5 s: others used 1.5 of 4 s.
-    start = CpuReading(wall_s=100.0, cpu_busy_s=50.0, tree_cpu_s={10: 7.0, 11: 1.0})
-    end = CpuReading(wall_s=102.0, cpu_busy_s=53.5, tree_cpu_s={10: 8.5, 11: 1.5})
-
-    assert other_cpu_share(start, end, cpus=2) == pytest.approx(0.375)
-
-
-def test_processes_born_or_reaped_inside_the_windows_count_as_the_trial_s() -> None:
-    # Worker 12 is born inside the windows (all of its 0.4 s count); worker 11 exits and is
-    # reaped by rank 10, whose children time gains 11's lifetime (1.0 s before, 0.2 s inside).
-    start = CpuReading(wall_s=0.0, cpu_busy_s=0.0, tree_cpu_s={10: 5.0, 11: 1.0})
-    end = CpuReading(wall_s=1.0, cpu_busy_s=2.0, tree_cpu_s={10: 5.0 + 0.4 + 1.2, 12: 0.4})
-
-    # The tree: 0.4 (rank) + 0.2 (worker 11 inside) + 0.4 (worker 12) = 1.0 of 2.0 busy.
-    assert other_cpu_share(start, end, cpus=2) == pytest.approx(0.5)
-
-
-def test_the_share_is_clamped_to_0_1_and_none_without_time() -> None:
-    start = CpuReading(0.0, 0.0, {1: 0.0})
-    # Tick rounding can make the tree's seconds exceed the CPUs' busy seconds.
-    assert other_cpu_share(start, CpuReading(1.0, 0.98, {1: 1.0}), cpus=1) == 0.0
-    assert other_cpu_share(start, CpuReading(1.0, 5.0, {1: 0.0}), cpus=2) == 1.0
-    assert other_cpu_share(start, CpuReading(0.0, 1.0, {1: 0.0}), cpus=2) is None
-
-
-def test_the_meter_reads_its_injected_counters_over_the_cpus_of_the_trial() -> None:
-    asked: list[frozenset[int]] = []
-    busy = iter([10.0, 11.6])  # busy seconds of CPUs {0, 1} at start, then at stop
-    tree = iter([{7: 2.0}, {7: 2.6}])
-    clock = iter([0.0, 1.0])
-
-    def read_busy_s(cpus: Collection[int]) -> float:
-        asked.append(frozenset(cpus))
-        return next(busy)
-
-    meter = CpuShareMeter(
-        (7,),
-        cpus={0, 1},
-        read_busy_s=read_busy_s,
-        read_tree_s=lambda roots: next(tree),
-        clock=lambda: next(clock),
-        load_avg=lambda: 1.25,
-    )
-    meter.start()
-    load = meter.stop()
-
-    assert asked == [frozenset({0, 1})] * 2
-    assert load is not None and meter.load == load
-    assert load.other_cpu_share == pytest.approx(0.5)  # (1.6 - 0.6) / (1 s x 2 CPUs)
-    assert load.load_avg_1m == 1.25 and load.cpus == 2
-    # The other ranks' meter (no roots) measures nothing.
-    idle = CpuShareMeter((), read_busy_s=lambda cpus: 1 / 0)
-    idle.start()
-    assert idle.stop() is None and idle.load is None
-
-
-def test_the_real_counters_read_this_machine() -> None:
-    import os
-
-    cpus = os.sched_getaffinity(0)
-    assert cpu_busy_s(set()) == 0.0
-    assert cpu_busy_s(cpus) >= max(cpu_busy_s({cpu}) for cpu in cpus) > 0.0
-    assert os.getpid() in tree_cpu_s([os.getpid()])
-    assert tree_cpu_s([2**22 + 12345]) == {}  # no such process
-
-
-def test_a_measurement_carries_the_share_and_is_busy_above_the_threshold() -> None:
-    quiet = make_measurement(simulated=False, other_cpu_share=0.05, load_avg_1m=1.0)
-    busy = make_measurement(simulated=False, other_cpu_share=0.48, load_avg_1m=2.5)
-    mock = make_measurement()
-
-    assert not quiet.busy(0.10) and busy.busy(0.10) and not busy.busy(0.5)
-    assert not mock.busy(0.0)  # not measured: never busy
-    assert busy.as_user_attrs()["other_cpu_share"] == 0.48
-    assert busy.as_user_attrs()["load_avg_1m"] == 2.5
-    assert "other_cpu_share" not in mock.as_user_attrs()
-    assert busy_text(0.48) == ("measured on a busy machine (other processes used 48 % of the CPUs)")
-    assert cpu_share_text(None, simulated=True) == "not measured (mock)"
-    assert cpu_share_text(None) == "n/a" and cpu_share_text(0.031) == "3 %"
