@@ -1,5 +1,5 @@
 """Hardware fingerprints, the per-study record and its mismatch check, warm start, and the
-``autotune hardware`` command (autotune/hardware/_fingerprint.py, autotune/study/_study.py,
+``autotune hardware`` command (autotune/hardware/_fingerprint.py, autotune/study/_opening.py,
 autotune/cli.py)."""
 
 from __future__ import annotations

@@ -19,14 +19,13 @@ from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
 from autotune.hardware import STUDY_PID_VARIABLE, STUDY_WORKERS_VARIABLE
 from autotune.study import (
-    compile_cache_environment,
     run_trial,
     study_compile_cache,
-    study_compile_cache_dir,
     study_processes,
     trial_devices,
     trial_environment,
 )
+from autotune.study._launcher import compile_cache_environment, study_compile_cache_dir
 from autotune.testing import make_trial_config
 from autotune.training._child import apply_environment
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
-import inspect
 import itertools
 import math
 import statistics
@@ -18,10 +16,7 @@ import torch
 
 from autotune.api import run_study
 from autotune.exceptions import ConfigError
-from autotune.study import (
-    LEAN_LOCAL_SEARCHES,
-    LEAN_PRELIMINARY_SAMPLES,
-    LEAN_QMC_SAMPLES_EHVI,
+from autotune.study._samplers import (
     PRIOR_SLOPE_BOUNDS,
     REPEAT_LOG_PENALTY,
     STARTUP_DESIGN_SAMPLERS,
@@ -587,93 +582,8 @@ def test_many_workers_take_different_rows() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# LeanGPSampler: Optuna's private names, the metric's inputs, the acquisition effort
-
-
-def test_the_private_gpsampler_names_lean_gp_relies_on_are_there() -> None:
-    """Fails loudly when an Optuna upgrade moves what :class:`LeanGPSampler` reaches into
-    (pyproject.toml pins optuna>=5.0,<5.1): read the new GPSampler before moving the pin."""
-    from optuna._gp import gp as optuna_gp
-    from optuna.samplers._gp import sampler as gp_sampler_module
-
-    version = tuple(int(p) for p in optuna.__version__.split(".")[:2])
-    assert (5, 0) <= version < (5, 1), f"optuna {optuna.__version__}: check LeanGPSampler"
-    plain = optuna.samplers.GPSampler(seed=0)
-    assert (
-        plain._n_preliminary_samples,
-        plain._n_local_search,
-        plain._n_qmc_samples_ehvi,
-    ) == (2048, 10, 128)
-    assert plain._gprs_cache_list is None
-    assert list(inspect.signature(plain._sample_relative_impl).parameters) == [
-        "study",
-        "completed_trials",
-        "running_trials",
-        "search_space",
-    ]
-    assert gp_sampler_module.gp.fit_kernel_params is optuna_gp.fit_kernel_params
-    # Repeats are penalized around the acquisition's optimizer, on the trials' parameters as
-    # GPSampler reads them (a running trial's from its relative-sampling attributes).
-    assert list(inspect.signature(plain._optimize_acqf).parameters) == ["acqf", "best_params"]
-    assert "self._optimize_acqf(acqf, best_params)" in inspect.getsource(
-        optuna.samplers.GPSampler._sample_relative_impl
-    )
-    assert list(inspect.signature(gp_sampler_module._get_params).parameters) == ["trial"]
-    fit = inspect.signature(optuna_gp.fit_kernel_params).parameters
-    assert {"X", "Y", "gpr_cache"} <= set(fit)
-    # The compile-cost GP is fitted as GPSampler fits an objective's, with its kernel prior
-    # and noise floor, and weighs the acquisition through a wrapper of the same base class.
-    assert {"is_categorical", "log_prior", "minimum_noise", "deterministic_objective"} <= set(fit)
-    assert callable(plain._log_prior) and isinstance(plain._minimum_noise, float)
-    assert list(inspect.signature(optuna._gp.acqf.BaseAcquisitionFunc.__init__).parameters) == [
-        "self",
-        "length_scales",
-        "search_space",
-    ]
-    source = inspect.getsource(optuna.samplers.GPSampler._sample_relative_impl)
-    # One GP per objective, fitted in order before the constraints' GPs, through the module.
-    assert source.index("for i in range(n_objectives)") < source.index("gp.fit_kernel_params(")
-    assert source.index("gp.fit_kernel_params(") < source.index("_get_constraints_acqf_args(")
-    assert "self._gprs_cache_list = gprs_list" in source
-    # The metric's GP reads its inputs through kernel(X1, X2), which posterior calls.
-    assert list(inspect.signature(optuna_gp.GPRegressor.kernel).parameters) == ["self", "X1", "X2"]
-    assert "self.kernel(" in inspect.getsource(optuna_gp.GPRegressor.posterior)
-    assert "self._gpr.kernel(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
-    # A prior mean rides on posterior (every acquisition reads the mean there) and on
-    # append_running_data (the Kriging believer's values of running trials).
-    assert list(inspect.signature(optuna_gp.GPRegressor.posterior).parameters) == [
-        "self",
-        "x",
-        "joint",
-    ]
-    assert list(inspect.signature(optuna_gp.GPRegressor.append_running_data).parameters) == [
-        "self",
-        "X_running",
-        "y_running",
-    ]
-    acqf_source = inspect.getsource(importlib.import_module("optuna._gp.acqf"))
-    assert ".posterior(" in acqf_source and "append_running_data(" in acqf_source
-    assert "self._gpr.posterior(" in inspect.getsource(optuna_gp.ConditionalGPRegressor)
-    # Normalized inputs decode to parameters through the GP's search space; standardized as
-    # (sign * values - mean) / std with the population std (ddof 0).
-    from optuna._gp import search_space as gp_search_space
-
-    assert callable(gp_search_space.SearchSpace.get_unnormalized_param)
-    # Proposals run with torch functions off (GPSampler's torch.device("cpu") mode skipped).
-    assert callable(torch._C.DisableTorchFunction)
-    assert 'with torch.device("cpu"):' in inspect.getsource(
-        optuna.samplers.GPSampler.sample_relative
-    )
-    standardized, _, stds = gp_sampler_module._standardize_values(np.array([[1.0], [3.0]]))
-    assert list(standardized[:, 0]) == [-1.0, 1.0] and stds[0] == 1.0
-
-    lean = LeanGPSampler(seed=0)
-    assert (lean._n_preliminary_samples, lean._n_local_search, lean._n_qmc_samples_ehvi) == (
-        LEAN_PRELIMINARY_SAMPLES,
-        LEAN_LOCAL_SEARCHES,
-        LEAN_QMC_SAMPLES_EHVI,
-    )
-    assert (LEAN_PRELIMINARY_SAMPLES, LEAN_LOCAL_SEARCHES, LEAN_QMC_SAMPLES_EHVI) == (256, 3, 32)
+# LeanGPSampler: the metric's inputs, prior means, repeats, compile cost (its private Optuna
+# names: test_optuna_private_names.py)
 
 
 SPACE = {
@@ -778,7 +688,7 @@ def test_the_gp_proposes_with_torch_functions_off_and_its_tensors_on_the_cpu(
 def _fit_change(values: np.ndarray, prior: np.ndarray, measured: np.ndarray | None = None) -> Any:
     """A _FitChange of a minimized objective whose prior at row i is ``prior[i]``, and the
     standardized values Optuna would fit for ``values`` (sign -1, ddof-0 std)."""
-    from autotune.study._samplers import _FitChange
+    from autotune.study._samplers._gp import _FitChange
 
     class _Prior:
         def __call__(self, X: np.ndarray, objective: str) -> np.ndarray:
@@ -972,7 +882,7 @@ def _loss_study_configs(
 ) -> list[tuple[Any, ...]]:
     """The knob values of the 12 trials of tests/studies/loss.py's study (a space of 12
     configurations, deterministic figures), with ``penalty`` for a repeated proposal."""
-    monkeypatch.setattr("autotune.study._samplers.REPEAT_LOG_PENALTY", penalty)
+    monkeypatch.setattr("autotune.study._samplers._gp.REPEAT_LOG_PENALTY", penalty)
     directory.mkdir()
     config = loss_study.loss_config(directory, "verify.rounds=0")
     run_study(config, loss_study.N_TRIALS, run_trial_fn=loss_study.scripted_loss)
@@ -1014,7 +924,7 @@ def _compile_study(n_per_config: int = 2) -> optuna.Study:
 
 
 def test_modelled_seconds_are_compilation_plus_the_typical_seconds_besides() -> None:
-    from autotune.study._samplers import _modelled_seconds
+    from autotune.study._samplers._gp import _modelled_seconds
 
     def trial(attrs: dict[str, float]) -> optuna.trial.FrozenTrial:
         return optuna.trial.create_trial(
@@ -1038,7 +948,7 @@ def test_modelled_seconds_are_compilation_plus_the_typical_seconds_besides() -> 
 def test_the_cost_model_charges_slow_compiles_and_not_the_cheap_quarter() -> None:
     from optuna._gp import search_space as gp_search_space
 
-    from autotune.study._samplers import _CompileCost, _CostAwareAcquisition
+    from autotune.study._samplers._gp import _CompileCost, _CostAwareAcquisition
 
     study = _compile_study()
     trials = study.get_trials()
@@ -1068,7 +978,7 @@ def test_the_cost_model_charges_slow_compiles_and_not_the_cheap_quarter() -> Non
 def test_the_cost_model_is_refitted_only_when_the_seconds_change() -> None:
     from optuna._gp import search_space as gp_search_space
 
-    from autotune.study._samplers import _CompileCost
+    from autotune.study._samplers._gp import _CompileCost
 
     space = gp_search_space.SearchSpace(SPACE_64)
     trials = _compile_study().get_trials()
@@ -1095,7 +1005,7 @@ def test_the_cost_model_is_refitted_only_when_the_seconds_change() -> None:
 def test_a_study_with_one_cost_or_no_seconds_has_no_cost_model() -> None:
     from optuna._gp import search_space as gp_search_space
 
-    from autotune.study._samplers import _CompileCost
+    from autotune.study._samplers._gp import _CompileCost
 
     space = gp_search_space.SearchSpace(SPACE_64)
     no_seconds = _memory_study().get_trials()

@@ -1,5 +1,6 @@
 """The Optuna side: storage, samplers, the study record and the trial objective
-(autotune/study/_study.py). Trials are run by FakeRunTrial; no child process is started."""
+(autotune/study/_opening.py, autotune/study/_objective.py). Trials are run by FakeRunTrial; no child
+process is started."""
 
 from __future__ import annotations
 
@@ -33,20 +34,21 @@ from autotune.objectives import (
 from autotune.storage import open_storage
 from autotune.study import (
     GP_STARTUP_TRIALS,
-    DesignSampler,
     LeanGPSampler,
-    OneThreadSampler,
     TrialObjective,
     WarpedSampler,
     count_finished,
-    covering_design,
-    design_levels,
-    feasibility_test,
-    knob_trial_config,
     open_study,
     prior_mean,
     startup_design,
     study_sampler,
+)
+from autotune.study._opening import feasibility_test, knob_trial_config
+from autotune.study._samplers import (
+    DesignSampler,
+    OneThreadSampler,
+    covering_design,
+    design_levels,
 )
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
 from tests.studies.mock import DEFAULT_PARAMS

@@ -1,0 +1,555 @@
+"""The objective: the function Optuna calls per trial (:class:`TrialObjective`), and the
+policies it applies, each a small function of its own.
+
+The objective turns the sampler's parameters into a frozen :class:`TrialConfig`, checks it
+against the device's feasibility rules, runs it in a child process, and stores every figure
+as a trial user attribute (units in the names). A trial that fails (out of memory, error,
+crash, timeout) is still a data point: it completes with the worst objective values, its
+``failure`` attribute says why, and it is marked infeasible through Optuna's constraints so
+samplers learn the boundary and it never reaches the Pareto front. A configuration the
+device cannot run at all is never launched, but it is reported to the sampler the same way
+(``failure=infeasible``): a pruned trial teaches the sampler nothing, and it would propose
+the configuration again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from autotune.baseline import BASELINE_ATTR, baseline_trial
+from autotune.config import (
+    Constraints,
+    MockFault,
+    MockSettings,
+    ReusedMetric,
+    RunConfig,
+    SearchSpace,
+    TrainSettings,
+    TrialConfig,
+    math_key,
+)
+from autotune.exceptions import SurplusTrial, TrialError
+from autotune.hardware import DeviceCapabilities, trial_infeasibility_reason
+from autotune.measure import BUSY_ATTR, Measurement
+from autotune.objectives import (
+    OBJECTIVES,
+    Objective,
+    failed_values,
+    metric_objective,
+    objective_mode,
+    objective_values,
+)
+from autotune.study._opening import knob_trial_config
+from autotune.study._samplers import OneThreadSampler
+
+__all__ = [
+    "EVAL_EVERY_SHARE",
+    "MATH_KEY_ATTR",
+    "METRIC_FROM_TRIAL_ATTR",
+    "RunTrialFn",
+    "SurplusTrial",
+    "TrialObjective",
+    "eval_every_s",
+    "is_surplus",
+    "mock_fault",
+    "reuse_source",
+    "throughput_floor",
+    "time_limit_s",
+    "trial_constraints",
+    "with_full_run",
+    "worst_measured",
+]
+
+#: The trial user attribute holding its configuration's math key (:func:`autotune.config.math_key`).
+MATH_KEY_ATTR = "math_key"
+#: The trial user attribute naming the trial whose metric a trial reused (its number).
+METRIC_FROM_TRIAL_ATTR = "metric_from_trial"
+#: States that hold one of the study's ``--trials`` slots: finished, running or queued.
+_CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+#: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
+_RETRIED_FAILURES = ("error", "crash")
+#: How a trial is run: its configuration and timeout in seconds -> its measurement
+#: (:func:`autotune.study.run_trial`; tests inject fakes).
+RunTrialFn = Callable[[TrialConfig, float], Measurement]
+
+
+#: A time-to-accuracy study without a cadence of its own evaluates every this share of the
+#: baseline's time to the target (:meth:`TrialObjective._warm_baseline`).
+EVAL_EVERY_SHARE = 0.1
+
+
+def _reused_metric(source: int, attrs: Mapping[str, Any], tta: bool) -> ReusedMetric:
+    """What a trial takes from trial ``source``, measured in full, whose figures are
+    ``attrs`` (its user attributes, :meth:`Measurement.as_user_attrs`): its validation
+    metric, training loss and steps, and in a time-to-accuracy study (``tta``) its
+    evaluations up to the target.
+
+    Raises:
+        KeyError: ``attrs`` lacks ``val_metric`` or ``steps``.
+    """
+    return ReusedMetric(
+        from_trial=source,
+        val_metric=float(attrs["val_metric"]),
+        train_loss=float(attrs.get("train_loss", float("nan"))),
+        steps=int(attrs["steps"]),
+        evaluations=len(attrs.get("metric_curve") or []) if tta else 0,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The objective's policies, each a function of what it decides from
+
+
+def is_surplus(trial_number: int, claimed: Sequence[FrozenTrial], n_trials: int | None) -> bool:
+    """True when ``n_trials`` trials numbered below ``trial_number`` are among ``claimed``
+    (the study's trials finished or under way: :data:`_CLAIMING_STATES`).
+
+    Trial numbers are handed out atomically by the storage, so this rule lets exactly
+    ``n_trials`` trials run however many workers share the study; None: no limit.
+    """
+    if n_trials is None:
+        return False
+    return sum(t.number < trial_number for t in claimed) >= n_trials
+
+
+def mock_fault(caps: DeviceCapabilities, mock: MockSettings, number: int) -> MockFault:
+    """The fault the mock device injects into trial ``number`` (``none`` off the mock)."""
+    if caps.kind != "mock" or (mock.fault_trials and number not in mock.fault_trials):
+        return "none"
+    return mock.fault
+
+
+def throughput_floor(base: FrozenTrial, ratio: float) -> float | None:
+    """The throughput (samples/s) below which a throughput trial stops after its first timed
+    window: ``ratio`` times the baseline trial's measured throughput. A trial that slow
+    takes most of a study's seconds, and one window already teaches the sampler its
+    throughput. None without a measured baseline (it failed) or with the ratio 0."""
+    base_sps = base.user_attrs.get("throughput_sps")
+    if not ratio or "failure" in base.user_attrs or not base_sps:
+        return None
+    return ratio * float(base_sps)
+
+
+def time_limit_s(train: TrainSettings, base: FrozenTrial) -> float | None:
+    """A time-to-accuracy trial's stop: ``train.max_time_vs_baseline`` times the baseline
+    trial's time to accuracy, or ``train.max_time_s`` if smaller; None when the ratio is not
+    set or the baseline has no time to accuracy (the trial keeps ``train.max_time_s``)."""
+    base_s = base.user_attrs.get("time_to_accuracy_s")
+    if train.max_time_vs_baseline is None or not base_s:
+        return None
+    limit_s = train.max_time_vs_baseline * float(base_s)
+    if train.max_time_s is not None:
+        limit_s = min(limit_s, train.max_time_s)
+    return limit_s
+
+
+def eval_every_s(train: TrainSettings, cold: Measurement) -> float | None:
+    """The evaluation cadence a time-to-accuracy study takes from the baseline's discarded
+    run ``cold``: every :data:`EVAL_EVERY_SHARE` of its time to the target, so that the
+    clock's resolution is finer than the differences it ranks. None when the space sets a
+    cadence or the run missed the target."""
+    if train.has_eval_cadence or not cold.target_reached or not cold.time_to_accuracy_s:
+        return None
+    return EVAL_EVERY_SHARE * cold.time_to_accuracy_s
+
+
+def reuse_source(
+    completed: Sequence[FrozenTrial], trial_number: int, key: str, tta: bool
+) -> FrozenTrial | None:
+    """The trial whose metric trial ``trial_number`` reuses: the earliest of ``completed``
+    with the same math key (``key``) that was measured in full, completed without failure
+    (in a time-to-accuracy study, ``tta``, one that reached the target) and did not itself
+    reuse a metric; None when there is none."""
+    for source in completed:
+        attrs = source.user_attrs
+        if (
+            source.number == trial_number
+            or attrs.get(MATH_KEY_ATTR) != key
+            or "failure" in attrs
+            or METRIC_FROM_TRIAL_ATTR in attrs
+            or not isinstance(attrs.get("val_metric"), (int, float))
+            or not isinstance(attrs.get("steps"), int)
+            or (tta and attrs.get("target_reached") is not True)
+        ):
+            continue
+        return source
+    return None
+
+
+def with_full_run(full: Measurement, run: Measurement) -> Measurement:
+    """A re-timed ``run``'s timing figures with the full run's training figures and memory
+    (``steps``, ``train_s``, ``train_loss``, ``compile_s``, peak memory and its kind,
+    ``val_samples``, ``extra``'s compile-cache and memory figures): other processes change
+    how fast a run is, not what it trained or the memory it took."""
+    full_run_extra = {
+        k: v for k, v in full.extra.items() if k.startswith("compile_cache") or "memory" in k
+    }
+    return replace(
+        run,
+        steps=full.steps,
+        train_s=full.train_s,
+        train_loss=full.train_loss,
+        compile_s=full.compile_s,
+        peak_memory_bytes=full.peak_memory_bytes,
+        memory_kind=full.memory_kind,
+        val_samples=full.val_samples,
+        extra={**run.extra, **full_run_extra},
+    )
+
+
+def trial_constraints(
+    measurement: Measurement | None, limits: Constraints, tta: bool
+) -> dict[str, float]:
+    """A trial's feasibility as Optuna constraints (> 0 means violated), in order.
+
+    Every trial of a study gets the same constraint keys (GPSampler requires it):
+    ``failed`` always, ``target_not_reached`` in a time-to-accuracy study (``tta``), plus
+    one per limit the space sets (``limits``). A failed trial (``measurement`` None) is
+    infeasible through ``failed`` alone; its other constraints read 0.
+    """
+    constraints = {"failed": 0.0 if measurement is not None else 1.0}
+    if tta:
+        missed = measurement is not None and not measurement.target_reached
+        constraints["target_not_reached"] = 1.0 if missed else 0.0
+    if limits.max_memory_bytes is not None:
+        excess = (
+            0.0
+            if measurement is None
+            else measurement.peak_memory_bytes - int(limits.max_memory_bytes)
+        )
+        constraints["max_memory_bytes"] = float(excess)
+    if limits.min_accuracy is not None:
+        shortfall = 0.0 if measurement is None else limits.min_accuracy - measurement.val_metric
+        constraints["min_accuracy"] = shortfall
+    return constraints
+
+
+def worst_measured(completed: Sequence[FrozenTrial], index: int) -> float | None:
+    """The largest value of objective ``index`` among the measured trials of ``completed``
+    (in a time-to-accuracy study, those that reached the target); None when there is none."""
+    measured = [
+        t.values[index]
+        for t in completed
+        if t.values is not None
+        and "failure" not in t.user_attrs
+        and t.user_attrs.get("target_reached") is not False
+    ]
+    return max(measured, default=None)
+
+
+class TrialObjective:
+    """The function Optuna calls per trial: sample, check, run in isolation, record.
+
+    Args:
+        config: the run (seed, timeout, device).
+        space: the space restricted to what the device can run.
+        caps: the device's capabilities.
+        run_trial: runs a :class:`TrialConfig` with a timeout and returns its measurement
+            (``autotune.study.run_trial``; tests inject fakes).
+        n_trials: the study's target; a trial beyond it (several workers asked at once) is not
+            run but stopped as :class:`SurplusTrial`.
+
+    Returns (when called):
+        ``(throughput_sps, val_metric, peak_memory_bytes)``, or ``(time_to_accuracy_s,
+        peak_memory_bytes)`` with ``objective=time_to_accuracy``
+        (:func:`autotune.objectives.objective_values`).
+
+    A configuration the device's feasibility rules refuse is not launched; it completes with
+    the failed values and ``failure=infeasible``, like a trial that ran out of memory.
+
+    Raises (when called):
+        SurplusTrial: the study already holds or is running ``n_trials`` trials.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        space: SearchSpace,
+        caps: DeviceCapabilities,
+        run_trial: RunTrialFn,
+        n_trials: int | None = None,
+        objectives: tuple[Objective, ...] = OBJECTIVES,
+    ) -> None:
+        self._objectives = objectives
+        self._sampler_s_seen = 0.0  # the sampler's seconds already attributed to a trial
+        self._config = config
+        self._space = space
+        self._caps = caps
+        self._run_trial = run_trial
+        self._n_trials = n_trials
+
+    def trial_config(self, trial: optuna.Trial) -> TrialConfig:
+        """Ask the sampler for every knob and freeze the complete configuration.
+
+        Every trial trains with the study's seed (common random numbers: the same
+        initialization and data order, so that accuracy differences come from the knobs, not
+        from luck); only verification rounds use other seeds. The learning rate's reference
+        batch is the baseline's global batch unless the space sets one
+        (:func:`autotune.baseline.trial_train_settings`).
+        """
+        knobs = {name: param.suggest(trial, name) for name, param in self._space.knobs().items()}
+        # Validated here: the sampler's values and the device kind are checked by the model.
+        return knob_trial_config(
+            self._config, self._space, self._caps, knobs, self._mock_fault(trial.number)
+        )
+
+    def _with_baseline_settings(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:
+        """What later trials take from the baseline trial. In a throughput study: the floor
+        of :meth:`_with_throughput_floor`. In a time-to-accuracy study: the
+        evaluation cadence it derived (user attribute ``eval_every_s``, see
+        :meth:`_warm_baseline`) where the space sets none, and a stop at
+        ``train.max_time_vs_baseline`` times its time to accuracy (or ``train.max_time_s``,
+        the smaller), recorded as the user attribute ``time_limit_s``. Without a baseline
+        that reached the target (the baseline itself, or a baseline that missed it), the
+        limit is ``train.max_time_s`` alone."""
+        train = config.train
+        base = baseline_trial(trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        if base is None or base.number == trial.number:
+            return config
+        if config.objective != "time_to_accuracy":
+            return self._with_throughput_floor(trial, config, base)
+        every_s = base.user_attrs.get("eval_every_s")
+        if every_s:
+            train = train.with_default_cadence(float(every_s))
+        limit_s = time_limit_s(train, base)
+        if limit_s is not None:
+            trial.set_user_attr("time_limit_s", limit_s)
+            train = train.model_copy(update={"max_time_s": limit_s})
+        return config.model_copy(update={"train": train})
+
+    def _with_throughput_floor(
+        self, trial: optuna.Trial, config: TrialConfig, base: FrozenTrial
+    ) -> TrialConfig:
+        """A throughput trial stops after its first timed window when that window runs
+        below ``trial.min_throughput_vs_baseline`` times the baseline trial's measured
+        throughput (``config.min_throughput_sps``, also the user attribute
+        ``min_throughput_sps``; :func:`throughput_floor`)."""
+        floor_sps = throughput_floor(base, self._config.trial.min_throughput_vs_baseline)
+        if floor_sps is None:
+            return config
+        trial.set_user_attr("min_throughput_sps", floor_sps)
+        return config.model_copy(update={"min_throughput_sps": floor_sps})
+
+    def _warm_baseline(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:
+        """Run the baseline trial's configuration once and discard it, so that the figure
+        every later trial is compared with is measured warm.
+
+        The study's first trial process pays for cold caches (the forkserver's first fork,
+        the page cache, the CPU's clock), and a baseline measured cold makes every
+        comparison with it too kind. The discarded run's figures are kept as
+        ``cold_throughput_sps`` (and ``cold_time_to_accuracy_s``).
+
+        In a time-to-accuracy study whose space sets no evaluation cadence, the discarded
+        run also sets it: the measured run and every later trial evaluate every
+        :data:`EVAL_EVERY_SHARE` (10 %) of the discarded run's time to the target (user
+        attribute ``eval_every_s``, :func:`eval_every_s`). A discarded run that failed or missed
+        the target leaves the cadence as it is.
+        """
+        if not trial.user_attrs.get(BASELINE_ATTR):
+            return config
+        try:
+            cold = self._run_trial(config, self._config.trial.timeout_s)
+        except TrialError:
+            return config  # the measured run will fail too, and record why
+        trial.set_user_attr("cold_throughput_sps", cold.throughput_sps)
+        if config.objective != "time_to_accuracy":
+            return config
+        trial.set_user_attr("cold_time_to_accuracy_s", cold.time_to_accuracy_s)
+        every_s = eval_every_s(config.train, cold)
+        if every_s is None:
+            return config
+        trial.set_user_attr("eval_every_s", every_s)
+        return config.model_copy(update={"train": config.train.with_default_cadence(every_s)})
+
+    def _with_reuse(self, trial: optuna.Trial, config: TrialConfig, key: str) -> TrialConfig:
+        """The configuration with ``reuse`` set when ``search.reuse_metric`` is on and a
+        finished trial with the same math key (``key``) was measured in full: the earliest
+        such trial that completed without failure (in a time-to-accuracy study, one that
+        reached the target) and did not itself reuse a metric. Its validation metric and
+        training loss, and its steps and evaluations to the target, go with the trial, which
+        then runs only its warm-up and timed windows (:mod:`autotune.training`). The baseline
+        trial always trains in full (it is what every speedup is measured against), and so
+        does every verification run (its configuration is rebuilt from the stored knobs,
+        without ``reuse``)."""
+        if not self._space.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
+            return config
+        tta = config.objective == "time_to_accuracy"
+        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        source = reuse_source(completed, trial.number, key, tta)
+        if source is None:
+            return config
+        reuse = _reused_metric(source.number, source.user_attrs, tta)
+        return config.model_copy(update={"reuse": reuse})
+
+    def _remeasure_while_busy(
+        self, trial: optuna.Trial, config: TrialConfig, measurement: Measurement
+    ) -> Measurement:
+        """The trial's measurement, timed again while it was taken on a busy machine.
+
+        A run whose timed windows saw other processes above ``measure.max_other_cpu_share``
+        of the CPUs is followed by another, up to ``trial.busy_remeasures`` re-runs, until
+        the kept run is not busy. A re-run reuses the trial's own validation metric
+        (``reuse``: the math is the same, so it runs only its warm-up and timed windows; in a
+        time-to-accuracy study only a run that reached the target is re-timed). The run kept
+        is the least busy one (the lowest share of other processes; a re-run stopped as too
+        slow, its floor passed by the full run, is never kept): its timing figures count,
+        while the training's own figures (``steps``, ``train_s``, ``train_loss``,
+        ``compile_s``, ``val_samples``, ``extra``'s compile-cache counts) stay the full
+        run's, so a later trial can reuse this one, and so does its memory (peak, kind and
+        ``extra``'s memory figures: other processes do not change it, and a run without
+        evaluation could read lower than every fully trained trial). User attributes, when a
+        re-run was made: ``busy_remeasures`` (re-runs), ``busy_run_shares`` (the other
+        processes' share of every run, the full run first), ``busy_remeasure_s`` (the
+        re-runs' seconds); ``busy_remeasure_failure`` when a re-run failed (the runs before
+        it stand).
+        """
+        threshold = config.measure.max_other_cpu_share
+        tta = config.objective == "time_to_accuracy"
+        first = kept = measurement
+        shares = [] if first.other_cpu_share is None else [first.other_cpu_share]
+        reruns, spent_s = 0, 0.0
+        rerun_config: TrialConfig | None = None  # made at the first re-run
+        while (
+            reruns < self._config.trial.busy_remeasures
+            and kept.other_cpu_share is not None
+            and kept.busy(threshold)
+            and not kept.too_slow
+            and (not tta or kept.target_reached is True)
+        ):
+            if rerun_config is None:  # the metric the trial reused, or its own
+                reuse = config.reuse or _reused_metric(trial.number, first.as_user_attrs(), tta)
+                rerun_config = config.model_copy(update={"reuse": reuse})
+            try:
+                again = self._run_trial(rerun_config, self._config.trial.timeout_s)
+            except TrialError as e:
+                trial.set_user_attr("busy_remeasure_failure", f"{e.failure}: {e.detail[-500:]}")
+                break
+            reruns += 1
+            spent_s += again.train_s
+            if again.other_cpu_share is None:  # not measured: nothing to compare it by
+                break
+            shares.append(again.other_cpu_share)
+            if not again.too_slow and again.other_cpu_share < kept.other_cpu_share:
+                kept = with_full_run(first, again)
+        if reruns:
+            trial.set_user_attr("busy_remeasures", reruns)
+            trial.set_user_attr("busy_run_shares", shares)
+            trial.set_user_attr("busy_remeasure_s", spent_s)
+        return kept
+
+    def _mock_fault(self, number: int) -> MockFault:
+        return mock_fault(self._caps, self._config.mock, number)
+
+    def _is_surplus(self, trial: optuna.Trial) -> bool:
+        """True when ``n_trials`` trials numbered below this one are finished or under way
+        (:func:`is_surplus`)."""
+        if self._n_trials is None:
+            return False
+        claimed = trial.study.get_trials(deepcopy=False, states=_CLAIMING_STATES)
+        return is_surplus(trial.number, claimed, self._n_trials)
+
+    def _run_with_retry(self, trial: optuna.Trial, config: TrialConfig) -> Measurement:
+        """Run the trial; an error or crash (not oom or timeout) gets one more try."""
+        try:
+            return self._run_trial(config, self._config.trial.timeout_s)
+        except TrialError as first:
+            if first.failure not in _RETRIED_FAILURES:
+                raise
+            trial.set_user_attr("retried_after", f"{first.failure}: {first.detail[-500:]}")
+            return self._run_trial(config, self._config.trial.timeout_s)
+
+    def _set_constraints(self, trial: optuna.Trial, measurement: Measurement | None) -> None:
+        """Record feasibility as Optuna constraints (> 0 means violated;
+        :func:`trial_constraints`)."""
+        tta = self._config.objective == "time_to_accuracy"
+        for name, value in trial_constraints(measurement, self._space.constraints, tta).items():
+            trial.set_constraint(name, value)
+
+    def _record_sampler_time(self, trial: optuna.Trial) -> None:
+        """Store the seconds the sampler spent proposing this trial's parameters as the user
+        attribute ``sampler_s`` (relative and independent sampling; measured by
+        :class:`autotune.study._samplers.OneThreadSampler`, absent with another sampler)."""
+        sampler = trial.study.sampler
+        if isinstance(sampler, OneThreadSampler):
+            trial.set_user_attr("sampler_s", sampler.fit_s - self._sampler_s_seen)
+            self._sampler_s_seen = sampler.fit_s
+
+    def _worst_measured(self, trial: optuna.Trial, index: int) -> float | None:
+        """The largest value of objective ``index`` among the study's measured trials (in a
+        time-to-accuracy study, those that reached the target; :func:`worst_measured`)."""
+        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        return worst_measured(completed, index)
+
+    def _record_failure(self, trial: optuna.Trial, failure: str, detail: str) -> tuple[float, ...]:
+        """A trial without a measurement (never launched, or failed): why, as constraints,
+        and the worst objective values, so the sampler learns from it."""
+        trial.set_user_attr("failure", failure)
+        trial.set_user_attr("failure_detail", detail[-2000:])
+        self._set_constraints(trial, None)
+        mode = objective_mode(self._objectives)
+        if mode == "time_to_accuracy":
+            worst_s = self._worst_measured(trial, 0)
+            return failed_values(self._caps.memory_bytes, mode=mode, worst_time_s=worst_s)
+        metric = metric_objective(self._objectives)
+        assert metric is not None  # the throughput mode has its metric among the objectives
+        worst = self._worst_measured(trial, 1) if metric.direction == "minimize" else None
+        return failed_values(self._caps.memory_bytes, metric.direction, worst)
+
+    def _record_too_slow(self, trial: optuna.Trial, measurement: Measurement) -> tuple[float, ...]:
+        """A trial stopped after its first window (:meth:`_with_throughput_floor`): failed
+        as ``too_slow`` (infeasible), with its measured throughput and memory as objective
+        values, so the sampler learns how slow it was; its metric, never evaluated, is the
+        worst (as for any failure)."""
+        floor_sps = float(trial.user_attrs.get("min_throughput_sps") or 0.0)
+        values = self._record_failure(
+            trial,
+            "too_slow",
+            f"stopped after the first timed window: {measurement.throughput_sps:,.0f} samples/s "
+            f"is below the floor of {floor_sps:,.0f} (trial.min_throughput_vs_baseline="
+            f"{self._config.trial.min_throughput_vs_baseline:g} x the baseline's)",
+        )
+        return (measurement.throughput_sps, values[1], float(measurement.peak_memory_bytes))
+
+    def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
+        if self._is_surplus(trial):
+            trial.set_user_attr("failure", "surplus")
+            trial.study.stop()
+            raise SurplusTrial(f"trial {trial.number}: the study already has its trials")
+        config = self._with_baseline_settings(trial, self.trial_config(trial))
+        trial.set_user_attr("simulated", self._caps.simulated)
+        self._record_sampler_time(trial)
+        reason = trial_infeasibility_reason(config, self._caps)
+        if reason is not None:
+            return self._record_failure(trial, "infeasible", reason)
+        key = math_key(config)
+        trial.set_user_attr(MATH_KEY_ATTR, key)
+        config = self._with_reuse(trial, config, key)
+        try:
+            config = self._warm_baseline(trial, config)
+            measurement = self._run_with_retry(trial, config)
+        except TrialError as e:
+            return self._record_failure(trial, e.failure, e.detail)
+        measurement = self._remeasure_while_busy(trial, config, measurement)
+        for name, value in measurement.as_user_attrs().items():
+            trial.set_user_attr(name, value)
+        if config.reuse is not None and not measurement.too_slow:
+            trial.set_user_attr(METRIC_FROM_TRIAL_ATTR, config.reuse.from_trial)
+        if measurement.other_cpu_share is not None:
+            # Flagged under the threshold in force when it was measured (every output reads it).
+            busy = measurement.busy(config.measure.max_other_cpu_share)
+            trial.set_user_attr(BUSY_ATTR, busy)
+        if measurement.too_slow:
+            return self._record_too_slow(trial, measurement)
+        self._set_constraints(trial, measurement)
+        mode = objective_mode(self._objectives)
+        values = objective_values(measurement, mode)
+        if mode == "time_to_accuracy" and not measurement.target_reached:
+            # No time to accuracy: at least the seconds it trained, and no better than any
+            # trial that reached the target (it is infeasible besides).
+            values = (max(values[0], self._worst_measured(trial, 0) or 0.0), values[1])
+        return values
