@@ -476,8 +476,8 @@ class TrialObjective:
         :class:`autotune.study._samplers.OneThreadSampler`, absent with another sampler)."""
         sampler = trial.study.sampler
         if isinstance(sampler, OneThreadSampler):
-            trial.set_user_attr("sampler_s", sampler.fit_s - self._sampler_s_seen)
-            self._sampler_s_seen = sampler.fit_s
+            trial.set_user_attr("sampler_s", sampler.sampler_s - self._sampler_s_seen)
+            self._sampler_s_seen = sampler.sampler_s
 
     def _worst_measured(self, trial: optuna.Trial, index: int) -> float | None:
         """The largest value of objective ``index`` among the study's measured trials (in a

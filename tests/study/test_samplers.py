@@ -65,7 +65,7 @@ def test_the_wrapped_sampler_samples_on_one_thread_and_the_study_runs_as_before(
     assert len(study.trials) == 5
     assert inner.threads and set(inner.threads) == {1}
     assert torch.get_num_threads() == before
-    assert sampler.fit_s > 0
+    assert sampler.sampler_s > 0
 
 
 def test_the_wrapper_proposes_what_the_wrapped_sampler_proposes() -> None:
@@ -95,7 +95,7 @@ def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
     study.optimize(objective, n_trials=4)
     seconds = [t.user_attrs["sampler_s"] for t in study.trials]
     assert all(s >= 0 for s in seconds)
-    assert sum(seconds) == pytest.approx(sampler.fit_s)
+    assert sum(seconds) == pytest.approx(sampler.sampler_s)
 
 
 def _three_objective_study(sampler: optuna.samplers.BaseSampler | None = None) -> optuna.Study:

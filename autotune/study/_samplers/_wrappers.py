@@ -92,13 +92,13 @@ class OneThreadSampler(DelegatingSampler):
 
     Attributes:
         sampler: the wrapped sampler.
-        fit_s: wall seconds spent in ``infer_relative_search_space``, ``sample_relative`` and
+        sampler_s: wall seconds spent in ``infer_relative_search_space``, ``sample_relative`` and
             ``sample_independent`` so far in this process (the sampler's cost per trial).
     """
 
     def __init__(self, sampler: BaseSampler) -> None:
         super().__init__(sampler)
-        self.fit_s = 0.0
+        self.sampler_s = 0.0
 
     def _timed(self, call: Callable[[], T]) -> T:
         started = time.perf_counter()
@@ -106,7 +106,7 @@ class OneThreadSampler(DelegatingSampler):
             try:
                 return call()
             finally:
-                self.fit_s += time.perf_counter() - started
+                self.sampler_s += time.perf_counter() - started
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
