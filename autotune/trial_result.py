@@ -129,7 +129,6 @@ class TrialResult:
         lr_scale: a door's learning-rate factor.
         min_throughput_sps: the throughput floor the trial ran under.
         peak_memory_bytes: peak memory (see ``memory_kind``).
-        warmup_peak_memory_bytes: CUDA: the warm-up's allocator peak, kept apart.
         process_memory_bytes: CUDA: NVML's memory of the trial's processes, summed over
             ranks.
         parameters: trainable parameters.
@@ -179,7 +178,6 @@ class TrialResult:
     lr_scale: float | None = None
     min_throughput_sps: float | None = None
     peak_memory_bytes: int | None = None
-    warmup_peak_memory_bytes: int | None = None
     process_memory_bytes: int | None = None
     parameters: int | None = None
     samples_per_step: int | None = None

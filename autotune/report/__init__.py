@@ -18,7 +18,9 @@ verification's recommendation, or that nothing qualifies, or that the study is n
 from __future__ import annotations
 
 from autotune.report._columns import (
+    FIGURE_COLUMNS,
     Column,
+    FigureColumn,
     busy_notes,
     is_recommended,
     pareto_columns,
@@ -72,6 +74,7 @@ from autotune.report._text import (
 __all__ = [
     "FAILED",
     "FEASIBLE",
+    "FIGURE_COLUMNS",
     "FIGURE_IDS",
     "INFEASIBLE",
     "MISSING",
@@ -82,6 +85,7 @@ __all__ = [
     "Column",
     "DashboardApp",
     "DashboardServer",
+    "FigureColumn",
     "HypervolumePoint",
     "ParetoRow",
     "ReportData",

@@ -38,7 +38,9 @@ from autotune.report._text import (
 from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
+    "FIGURE_COLUMNS",
     "Column",
+    "FigureColumn",
     "busy_notes",
     "is_recommended",
     "pareto_columns",
@@ -61,6 +63,49 @@ class Column(Generic[RowT]):
     header: str
     cell: Callable[[RowT], str]
     text: bool = False
+
+
+@dataclass(frozen=True)
+class FigureColumn:
+    """A trial's figure as a column of the Pareto table (terminal and HTML), shown where a
+    row has it.
+
+    Attributes:
+        header: the column's header.
+        figure: the :class:`~autotune.trial_result.TrialResult` field it shows (stored as the
+            results column of the same name, and so in ``trials --csv``).
+        text: the figure's cell (:mod:`autotune.report._text`'s formats).
+    """
+
+    header: str
+    figure: str
+    text: Callable[[float], str]
+
+    def shown(self, rows: Sequence[ParetoRow]) -> bool:
+        """Some row has the figure."""
+        return any(self.value(row) is not None for row in rows)
+
+    def value(self, row: ParetoRow) -> float | None:
+        """The row's figure; None when it has none (or is a row built by hand)."""
+        value = getattr(row.result, self.figure, None) if row.result is not None else None
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def column(self) -> Column[ParetoRow]:
+        """The column of the Pareto table."""
+
+        def cell(row: ParetoRow) -> str:
+            value = self.value(row)
+            return MISSING if value is None else self.text(value)
+
+        return Column(self.header, cell)
+
+
+#: The column registry of a trial's further figures: one entry per figure, which the
+#: terminal's and the HTML's Pareto tables show after the mode's own figures, wherever a row
+#: has it; the results row (:class:`~autotune.storage.TrialRecord`) stores the figure of the
+#: same name and ``trials --csv`` writes it. A new output column is one entry here (see
+#: docs/architecture.md, "Where does a change go").
+FIGURE_COLUMNS: tuple[FigureColumn, ...] = ()
 
 
 #: The tuner's knobs as the Pareto table names them: (header, parameter name, a text column).
@@ -107,6 +152,7 @@ def pareto_columns(
     recommended: int | None = None,
     knob_names: Sequence[str] | None = None,
     guide_knobs: Sequence[str] = (),
+    rows: Sequence[ParetoRow] = (),
 ) -> list[Column[ParetoRow]]:
     """The columns of the Pareto table: one line per configuration, its single-trial figures
     and its knobs (the model as its knobs, ``depth=2 width=16``).
@@ -133,6 +179,8 @@ def pareto_columns(
         knob_names: one column per knob, in this order; None: the folded form.
         guide_knobs: the folded form's columns of the guide's knobs (the ones the rows have;
             :data:`GUIDE_KNOB_HEADERS`), after the tuner's.
+        rows: the rows shown: a figure of :data:`FIGURE_COLUMNS` is a column where one of
+            them has it (none: no such column).
     """
 
     def trial(row: ParetoRow) -> str:
@@ -160,6 +208,7 @@ def pareto_columns(
             Column("step ms", lambda r: step_ms_text(r.step_time_s)),
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
         ]
+    columns += [figure.column() for figure in FIGURE_COLUMNS if figure.shown(rows)]
     columns.append(Column("other CPU", lambda r: r.cpu_text))
     if knob_names is not None:
         return columns + [_knob_column(name, name, True, "—") for name in knob_names]
