@@ -31,7 +31,7 @@ from autotune.measure import BUSY_ATTR
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["BASELINE_ATTR", "FAILURE_ATTR", "TrialResult"]
+__all__ = ["BASELINE_ATTR", "FAILURE_ATTR", "FIGURE_COLUMNS", "FigureColumn", "TrialResult"]
 
 #: The trial user attribute that marks the baseline (:mod:`autotune.baseline`).
 BASELINE_ATTR = "baseline"
@@ -260,3 +260,26 @@ class TrialResult:
         """A time-to-accuracy trial's seconds to beat: its time to accuracy, or where it
         missed the target, the seconds it trained (a lower bound)."""
         return self.time_to_accuracy_s if self.time_to_accuracy_s is not None else self.train_s
+
+
+@dataclass(frozen=True)
+class FigureColumn:
+    """A further figure of a trial as an output column.
+
+    Attributes:
+        figure: the :class:`TrialResult` field it shows; the results row
+            (:class:`~autotune.storage.TrialRecord`) stores the field of the same name, so
+            ``trials --csv`` writes it too. Its unit, from its name (``_bytes``, ``_sps``,
+            ``_s``), picks the cell's format.
+        header: the column's header in the Pareto tables (terminal and HTML).
+    """
+
+    figure: str
+    header: str
+
+
+#: The column registry: a trial's further figures, each shown by the terminal's and the HTML's
+#: Pareto tables after the objective mode's own figures, wherever a row has it
+#: (:func:`autotune.report.figure_columns`). A new output column is a :class:`TrialResult`
+#: field and an entry here (docs/architecture.md, "Where does a change go").
+FIGURE_COLUMNS: tuple[FigureColumn, ...] = ()

@@ -18,10 +18,9 @@ verification's recommendation, or that nothing qualifies, or that the study is n
 from __future__ import annotations
 
 from autotune.report._columns import (
-    FIGURE_COLUMNS,
     Column,
-    FigureColumn,
     busy_notes,
+    figure_columns,
     is_recommended,
     pareto_columns,
     verification_columns,
@@ -74,7 +73,6 @@ from autotune.report._text import (
 __all__ = [
     "FAILED",
     "FEASIBLE",
-    "FIGURE_COLUMNS",
     "FIGURE_IDS",
     "INFEASIBLE",
     "MISSING",
@@ -85,7 +83,6 @@ __all__ = [
     "Column",
     "DashboardApp",
     "DashboardServer",
-    "FigureColumn",
     "HypervolumePoint",
     "ParetoRow",
     "ReportData",
@@ -98,6 +95,7 @@ __all__ = [
     "compile_text",
     "default_report_path",
     "esc",
+    "figure_columns",
     "fragments",
     "gather_from_trials",
     "gather_report",

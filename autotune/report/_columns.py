@@ -35,13 +35,13 @@ from autotune.report._text import (
     step_ms_text,
     time_spread_text,
 )
+from autotune.trial_result import FIGURE_COLUMNS, FigureColumn
 from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
-    "FIGURE_COLUMNS",
     "Column",
-    "FigureColumn",
     "busy_notes",
+    "figure_columns",
     "is_recommended",
     "pareto_columns",
     "verification_columns",
@@ -65,47 +65,42 @@ class Column(Generic[RowT]):
     text: bool = False
 
 
-@dataclass(frozen=True)
-class FigureColumn:
-    """A trial's figure as a column of the Pareto table (terminal and HTML), shown where a
-    row has it.
+def _figure_format(figure: str) -> Callable[[float], str]:
+    """A figure's cell format, by the unit its name ends in: MiB for ``_bytes``, samples/s for
+    ``_sps``, seconds for ``_s``, four significant figures otherwise."""
+    if figure.endswith("_bytes"):
+        return mib_text
+    if figure.endswith("_sps"):
+        return sps_text
+    if figure.endswith("_s"):
+        return seconds_text
+    return lambda value: f"{value:.4g}"
 
-    Attributes:
-        header: the column's header.
-        figure: the :class:`~autotune.trial_result.TrialResult` field it shows (stored as the
-            results column of the same name, and so in ``trials --csv``).
-        text: the figure's cell (:mod:`autotune.report._text`'s formats).
-    """
 
-    header: str
-    figure: str
-    text: Callable[[float], str]
+def _figure(row: ParetoRow, figure: str) -> float | None:
+    """A row's figure from its trial's result; None when it has none (or is built by hand)."""
+    value = getattr(row.result, figure, None) if row.result is not None else None
+    return float(value) if isinstance(value, (int, float)) else None
 
-    def shown(self, rows: Sequence[ParetoRow]) -> bool:
-        """Some row has the figure."""
-        return any(self.value(row) is not None for row in rows)
 
-    def value(self, row: ParetoRow) -> float | None:
-        """The row's figure; None when it has none (or is a row built by hand)."""
-        value = getattr(row.result, self.figure, None) if row.result is not None else None
-        return float(value) if isinstance(value, (int, float)) else None
+def figure_columns(rows: Sequence[ParetoRow]) -> list[Column[ParetoRow]]:
+    """The columns of the registry's figures (:data:`~autotune.trial_result.FIGURE_COLUMNS`)
+    that some row has, in the registry's order, each in its unit's format."""
 
-    def column(self) -> Column[ParetoRow]:
-        """The column of the Pareto table."""
+    def column(entry: FigureColumn) -> Column[ParetoRow]:
+        text = _figure_format(entry.figure)
 
         def cell(row: ParetoRow) -> str:
-            value = self.value(row)
-            return MISSING if value is None else self.text(value)
+            value = _figure(row, entry.figure)
+            return MISSING if value is None else text(value)
 
-        return Column(self.header, cell)
+        return Column(entry.header, cell)
 
-
-#: The column registry of a trial's further figures: one entry per figure, which the
-#: terminal's and the HTML's Pareto tables show after the mode's own figures, wherever a row
-#: has it; the results row (:class:`~autotune.storage.TrialRecord`) stores the figure of the
-#: same name and ``trials --csv`` writes it. A new output column is one entry here (see
-#: docs/architecture.md, "Where does a change go").
-FIGURE_COLUMNS: tuple[FigureColumn, ...] = ()
+    return [
+        column(entry)
+        for entry in FIGURE_COLUMNS
+        if any(_figure(row, entry.figure) is not None for row in rows)
+    ]
 
 
 #: The tuner's knobs as the Pareto table names them: (header, parameter name, a text column).
@@ -208,7 +203,7 @@ def pareto_columns(
             Column("step ms", lambda r: step_ms_text(r.step_time_s)),
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
         ]
-    columns += [figure.column() for figure in FIGURE_COLUMNS if figure.shown(rows)]
+    columns += figure_columns(rows)
     columns.append(Column("other CPU", lambda r: r.cpu_text))
     if knob_names is not None:
         return columns + [_knob_column(name, name, True, "—") for name in knob_names]

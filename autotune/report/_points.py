@@ -123,7 +123,7 @@ class ParetoRow(NamedTuple):
             the math being the same (``search.reuse_metric``); None when it trained in full.
         result: everything the trial recorded (:class:`~autotune.trial_result.TrialResult`;
             None in a row built by hand): the figures a column of the registry reads
-            (:data:`autotune.report.FIGURE_COLUMNS`).
+            (:data:`autotune.trial_result.FIGURE_COLUMNS`).
     """
 
     number: int
