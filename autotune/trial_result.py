@@ -129,6 +129,8 @@ class TrialResult:
         lr_scale: a door's learning-rate factor.
         min_throughput_sps: the throughput floor the trial ran under.
         peak_memory_bytes: peak memory (see ``memory_kind``).
+        warmup_peak_memory_bytes: CUDA: the warm-up's allocator peak, kept apart from
+            ``peak_memory_bytes``.
         process_memory_bytes: CUDA: NVML's memory of the trial's processes, summed over
             ranks.
         parameters: trainable parameters.
@@ -179,6 +181,7 @@ class TrialResult:
     min_throughput_sps: float | None = None
     peak_memory_bytes: int | None = None
     process_memory_bytes: int | None = None
+    warmup_peak_memory_bytes: int | None = None
     parameters: int | None = None
     samples_per_step: int | None = None
     steps: int | None = None
@@ -282,4 +285,6 @@ class FigureColumn:
 #: Pareto tables after the objective mode's own figures, wherever a row has it
 #: (:func:`autotune.report.figure_columns`). A new output column is a :class:`TrialResult`
 #: field and an entry here (docs/architecture.md, "Where does a change go").
-FIGURE_COLUMNS: tuple[FigureColumn, ...] = ()
+FIGURE_COLUMNS: tuple[FigureColumn, ...] = (
+    FigureColumn("warmup_peak_memory_bytes", "warm-up peak MiB"),
+)
