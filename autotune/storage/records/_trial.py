@@ -78,7 +78,7 @@ def trial_record(
     model_knobs = {k: v for k, v in params.items() if k not in KNOB_COLUMNS}
     started, completed = trial.datetime_start, trial.datetime_complete
     figures: dict[str, Any] = {name: getattr(result, name) for name in _COPIED}
-    knobs = {name: params.get(name) for name in TUNER_KNOBS}
+    knobs: dict[str, Any] = {name: params.get(name) for name in TUNER_KNOBS}
     # The guide's knobs: the trial's value where the study searched it, else the
     # configuration's (a space's fixed setting, or PyTorch's default).
     knobs.update(
