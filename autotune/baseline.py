@@ -32,6 +32,7 @@ from autotune.config import (
     TrainSettings,
 )
 from autotune.exceptions import ConfigError
+from autotune.trial_result import BASELINE_ATTR, TrialResult
 
 __all__ = [
     "BASELINE_ATTR",
@@ -49,8 +50,6 @@ __all__ = [
     "trial_train_settings",
 ]
 
-#: The trial user attribute that marks the baseline.
-BASELINE_ATTR = "baseline"
 #: The trial user attribute of a trial queued to keep the baseline's model
 #: (:func:`enqueue_same_model`).
 SAME_MODEL_ATTR = "same_model"
@@ -181,7 +180,7 @@ def trial_train_settings(space: SearchSpace) -> TrainSettings:
 def baseline_trial(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
     """The study's finished baseline trial (the first one, if several), or None."""
     for trial in sorted(trials, key=lambda t: t.number):
-        if trial.user_attrs.get(BASELINE_ATTR) and trial.state in (
+        if TrialResult.from_trial(trial).baseline and trial.state in (
             TrialState.COMPLETE,
             TrialState.PRUNED,
         ):
@@ -201,7 +200,7 @@ def enqueue_baseline(study: optuna.Study, space: SearchSpace) -> bool:
     """
     states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
     if any(
-        t.user_attrs.get(BASELINE_ATTR) for t in study.get_trials(deepcopy=False, states=states)
+        TrialResult.from_trial(t).baseline for t in study.get_trials(deepcopy=False, states=states)
     ):
         return False
     params, notes = baseline_params(space)

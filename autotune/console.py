@@ -23,7 +23,6 @@ from rich.table import Table
 from autotune.baseline import baseline_params
 from autotune.config import SearchSpace, display_url, format_knob_value
 from autotune.flops import flops_text
-from autotune.measure import BUSY_ATTR
 from autotune.objectives import Objective
 from autotune.report import (
     SIMULATED_TEXT,
@@ -37,7 +36,8 @@ from autotune.report import (
     verification_columns,
     verify_command,
 )
-from autotune.verification import ACCURACY, VerificationSummary, trial_metric
+from autotune.trial_result import TrialResult
+from autotune.verification import ACCURACY, VerificationSummary
 
 if TYPE_CHECKING:  # annotations only: `autotune best` and `ls` need not import torch (api does)
     from autotune.api import PreparedRun, StudyProgress, StudyResult, VerificationProgress
@@ -88,81 +88,80 @@ def _fmt_best(
 
 def _target(trial: FrozenTrial) -> float | None:
     """A time-to-accuracy trial's target value (its ``target`` attribute), else None."""
-    value = trial.user_attrs.get("target")
-    return float(value) if isinstance(value, (int, float)) else None
+    return TrialResult.from_trial(trial).target
 
 
-def _to_target_line(trial: FrozenTrial, metric: Objective) -> str:
+def _to_target_line(trial: TrialResult, metric: Objective) -> str:
     """A measured time-to-accuracy trial: ``trial 3: reached 95.2% in 12.4 s (compile 3.1 s
     cold), 8.3 MiB`` or ``trial 3: missed 95.0% (94.1% after 30.0 s), 8.3 MiB``."""
-    attrs = trial.user_attrs
-    memory = f"{mib_text(attrs.get('peak_memory_bytes', 0))} MiB"
+    memory = f"{mib_text(trial.peak_memory_bytes or 0)} MiB"
     name = "" if metric.is_accuracy else f"{metric.name} "
-    reached = metric.format(trial_metric(trial), 1)
-    time_s = attrs.get("time_to_accuracy_s")
-    if attrs.get("target_reached") and isinstance(time_s, (int, float)):
-        compile_s, cache = attrs.get("compile_s"), attrs.get("compile_cache")
+    reached = metric.format(trial.val_metric, 1)
+    time_s = trial.time_to_accuracy_s
+    if trial.target_reached and time_s is not None:
+        compile_s, cache = trial.compile_s, trial.compile_cache
         compile_text = (
-            f" (compile {seconds_text(float(compile_s))} s"
-            f"{f' {cache}' if isinstance(cache, str) else ''})"
-            if isinstance(compile_s, (int, float)) and compile_s > 0
+            f" (compile {seconds_text(compile_s)} s{f' {cache}' if cache is not None else ''})"
+            if compile_s is not None and compile_s > 0
             else ""
         )
         return (
-            f"trial {trial.number}: reached {name}{reached} in {seconds_text(float(time_s))} s"
+            f"trial {trial.number}: reached {name}{reached} in {seconds_text(time_s)} s"
             f"{compile_text}, {memory}"
         )
-    target = _target(trial)
-    trained_s = float(trial.values[0]) if trial.values else attrs.get("train_s")
-    after = f" after {seconds_text(trained_s)} s" if isinstance(trained_s, (int, float)) else ""
+    trained_s = float(trial.values[0]) if trial.values else trial.train_s
+    after = f" after {seconds_text(trained_s)} s" if trained_s is not None else ""
     return (
-        f"trial {trial.number}: missed {name}{metric.format(target, 1)} ({reached}{after}), "
-        f"{memory}"
+        f"trial {trial.number}: missed {name}{metric.format(trial.target, 1)} "
+        f"({reached}{after}), {memory}"
     )
 
 
-def _busy_flag(trial: FrozenTrial) -> str:
+def _busy_flag(trial: FrozenTrial | TrialResult) -> str:
     """``, WARNING: measured on a busy machine (other processes used 48 % of the CPUs)`` for
     a trial flagged busy (its ``busy_machine`` attribute), else ``""``."""
-    share = trial.user_attrs.get("other_cpu_share")
-    if trial.user_attrs.get(BUSY_ATTR) is not True or not isinstance(share, (int, float)):
-        return _remeasured_flag(trial)
-    reruns = trial.user_attrs.get("busy_remeasures")
-    timed = f", the least busy of {reruns + 1} runs" if isinstance(reruns, int) else ""
-    return f", WARNING: {busy_text(float(share))}{timed}"
+    result = trial if isinstance(trial, TrialResult) else TrialResult.from_trial(trial)
+    share = result.other_cpu_share
+    if not result.busy or share is None:
+        return _remeasured_flag(result)
+    reruns = result.busy_remeasures
+    timed = f", the least busy of {reruns + 1} runs" if reruns is not None else ""
+    return f", WARNING: {busy_text(share)}{timed}"
 
 
-def _remeasured_flag(trial: FrozenTrial) -> str:
+def _remeasured_flag(trial: TrialResult) -> str:
     """``, timed again: the first run was measured on a busy machine (other processes used
     48 % of the CPUs)`` for a trial whose busy run was followed by a quiet one (its
     ``busy_run_shares`` attribute, the full run first), else ``""``."""
-    shares = trial.user_attrs.get("busy_run_shares")
-    if not isinstance(shares, list) or not shares or not isinstance(shares[0], (int, float)):
-        return ""
-    return f", timed again: the first run was {busy_text(float(shares[0]))}"
+    shares = trial.busy_run_shares
+    return f", timed again: the first run was {busy_text(shares[0])}" if shares else ""
 
 
-def _reused_flag(trial: FrozenTrial) -> str:
+def _reused_flag(trial: TrialResult) -> str:
     """``, metric from trial 3`` for a trial that reused that trial's metric (the same math
     key; its ``metric_from_trial`` attribute), else ``""``."""
-    source = trial.user_attrs.get("metric_from_trial")
-    return f", metric from trial {source}" if isinstance(source, int) else ""
+    source = trial.metric_from_trial
+    return f", metric from trial {source}" if source is not None else ""
 
 
 def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
-    attrs = trial.user_attrs
-    knobs = " ".join(f"{k}={v}" for k, v in trial.params.items())
-    if "failure" in attrs:
-        last = (str(attrs.get("failure_detail") or "").strip().splitlines() or [""])[-1]
+    result = TrialResult.from_trial(trial)
+    knobs = " ".join(f"{k}={v}" for k, v in result.params.items())
+    if result.failed:
         # A too_slow trial measured its first window: a busy machine may be why.
-        return f"trial {trial.number}: {attrs['failure']} ({last}){_busy_flag(trial)} {knobs}"
-    if "target_reached" in attrs:
-        return f"{_to_target_line(trial, metric)}{_reused_flag(trial)}{_busy_flag(trial)}  {knobs}"
+        return (
+            f"trial {result.number}: {result.failure_kind} ({result.last_failure_line})"
+            f"{_busy_flag(result)} {knobs}"
+        )
+    if result.time_to_accuracy:
+        return (
+            f"{_to_target_line(result, metric)}{_reused_flag(result)}{_busy_flag(result)}  {knobs}"
+        )
     return (
-        f"trial {trial.number}: {attrs.get('throughput_sps', 0):,.0f} samples/s, "
-        f"{_metric_text(metric, trial_metric(trial))}, "
-        f"{mib_text(attrs.get('peak_memory_bytes', 0))} MiB{_reused_flag(trial)}"
-        f"{_busy_flag(trial)}  {knobs}"
+        f"trial {result.number}: {result.throughput_sps or 0:,.0f} samples/s, "
+        f"{_metric_text(metric, result.val_metric)}, "
+        f"{mib_text(result.peak_memory_bytes or 0)} MiB{_reused_flag(result)}"
+        f"{_busy_flag(result)}  {knobs}"
     )
 
 
@@ -259,7 +258,7 @@ class ProgressDisplay:
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.finished, best=best)
             # Failed and busy trials get their line above the bar (the others only count).
-            if "failure" in progress.last.user_attrs or _busy_flag(progress.last):
+            if TrialResult.from_trial(progress.last).failed or _busy_flag(progress.last):
                 self._progress.console.print(
                     f"[dim]{_trial_line(progress.last, self._metric)}[/]", highlight=False
                 )
@@ -378,7 +377,7 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
 def _to_target_table(result: StudyResult, metric: Objective, simulated: str) -> Table:
     """The Pareto table of a time-to-accuracy study, soonest to the target first; the ``x
     sooner`` column when the baseline is on the front (its time is then at hand)."""
-    base = next((t for t in result.pareto_trials if t.user_attrs.get("baseline")), None)
+    base = next((t for t in result.pareto_trials if TrialResult.from_trial(t).baseline), None)
     base_time_s = float(base.values[0]) if base is not None and base.values else None
     rows = sorted(
         (pareto_row(t, baseline_time_s=base_time_s) for t in result.pareto_trials),

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from autotune.config import ObjectiveMode
 from autotune.measure import Measurement
+from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
@@ -219,10 +220,12 @@ def failed_values(
 
 
 def attr_float(trial: FrozenTrial, name: str) -> float | None:
-    """A trial's numeric user attribute as a float (a figure a trial stored, such as
-    ``throughput_sps`` or ``compile_s``); None when absent or not a number (a bool is not)."""
-    value = trial.user_attrs.get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A trial's figure ``name`` as its :class:`~autotune.trial_result.TrialResult` reads it, when
+    a float; None otherwise. Kept for ``study/_samplers.py`` (its compile-cost model reads
+    ``compile_s`` and ``train_s``) until it reads ``TrialResult`` itself; new code reads
+    :meth:`TrialResult.from_trial <autotune.trial_result.TrialResult.from_trial>`."""
+    value = getattr(TrialResult.from_trial(trial), name, None)
+    return value if isinstance(value, float) else None
 
 
 def seconds_text(seconds: float | None) -> str:

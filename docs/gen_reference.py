@@ -756,8 +756,9 @@ def _params_table(cmd: Any) -> Iterator[str]:
 
 
 def _readme_meanings() -> dict[str, dict[str, str]]:
-    """Each table's column meanings as storage/README.md gives them: ``### `table```
-    headings, then rows ``| `col`, `col2` | meaning |``."""
+    """Each table's column meanings as storage/README.md gives them (``### `table```
+    headings, then rows ``| `col`, `col2` | meaning |``); a column it leaves out has the comment
+    written beside it in its model (storage/models.py), so a new column needs no line there."""
     meanings: dict[str, dict[str, str]] = {}
     table: str | None = None
     for line in STORAGE_README.read_text(encoding="utf-8").splitlines():
@@ -772,6 +773,12 @@ def _readme_meanings() -> dict[str, dict[str, str]]:
         if table is not None and row:
             for column in re.findall(r"`(\w+)`", row.group(1)):
                 meanings[table][column] = row.group(2)
+    from autotune.storage.models import Base
+
+    for mapper in Base.registry.mappers:
+        table_name = mapper.class_.__tablename__
+        for column, text in _comments(mapper.class_).items():
+            meanings.setdefault(table_name, {}).setdefault(column, _plain(text))
     return meanings
 
 

@@ -35,6 +35,7 @@ from autotune.study import (
     study_processes,
     trial_devices,
 )
+from autotune.trial_result import TrialResult
 from autotune.verification import VerificationSummary
 
 
@@ -208,7 +209,7 @@ def run_study(
     before = len(study.trials)
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
-        if on_trial is not None and trial.user_attrs.get("failure") != "surplus":
+        if on_trial is not None and TrialResult.from_trial(trial).failure_kind != "surplus":
             on_trial(
                 StudyProgress(
                     count_finished(study),

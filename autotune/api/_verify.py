@@ -24,6 +24,7 @@ from autotune.storage import (
     load_existing_study,
 )
 from autotune.study import RunTrialFn, run_trial, study_compile_cache
+from autotune.trial_result import TrialResult
 from autotune.verification import (
     VerificationSummary,
     model_change_finalists,
@@ -111,7 +112,7 @@ def _with_study_cadence(
     derived (its user attribute; :meth:`autotune.study.TrialObjective._warm_baseline`).
     The results rows rebuild a trial's configuration from its knobs, without it."""
     trial = next((t for t in study.get_trials(deepcopy=False) if t.number == baseline), None)
-    every_s = trial.user_attrs.get("eval_every_s") if trial is not None else None
+    every_s = TrialResult.from_trial(trial).eval_every_s if trial is not None else None
     if not every_s:
         return configs
     return {

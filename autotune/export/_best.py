@@ -24,6 +24,7 @@ from autotune.exceptions import ConfigError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.report import Baseline, ParetoRow, gather_report, model_knobs
 from autotune.storage import ResultsStore, TrialRecord, load_existing_study
+from autotune.trial_result import TrialResult
 from autotune.verification import ACCURACY, VerificationSummary
 
 __all__ = ["OBJECTIVE_CHOICES", "BestConfigs", "best_configurations", "sort_pareto"]
@@ -231,8 +232,8 @@ def best_configurations(study_name: str, storage: str, objective: str | None = N
         objective_mode=data.objective_mode,
         target=data.target,
         lr_scales={
-            trial.number: float(trial.user_attrs["lr_scale"])
-            for trial in study.get_trials(deepcopy=False)
-            if isinstance(trial.user_attrs.get("lr_scale"), (int, float))
+            result.number: result.lr_scale
+            for result in map(TrialResult.from_trial, study.get_trials(deepcopy=False))
+            if result.lr_scale is not None
         },
     )

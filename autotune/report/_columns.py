@@ -35,11 +35,13 @@ from autotune.report._text import (
     step_ms_text,
     time_spread_text,
 )
+from autotune.trial_result import FIGURE_COLUMNS, FigureColumn
 from autotune.verification import CandidateVerdict, VerificationSummary
 
 __all__ = [
     "Column",
     "busy_notes",
+    "figure_columns",
     "is_recommended",
     "pareto_columns",
     "verification_columns",
@@ -61,6 +63,44 @@ class Column(Generic[RowT]):
     header: str
     cell: Callable[[RowT], str]
     text: bool = False
+
+
+def _figure_format(figure: str) -> Callable[[float], str]:
+    """A figure's cell format, by the unit its name ends in: MiB for ``_bytes``, samples/s for
+    ``_sps``, seconds for ``_s``, four significant figures otherwise."""
+    if figure.endswith("_bytes"):
+        return mib_text
+    if figure.endswith("_sps"):
+        return sps_text
+    if figure.endswith("_s"):
+        return seconds_text
+    return lambda value: f"{value:.4g}"
+
+
+def _figure(row: ParetoRow, figure: str) -> float | None:
+    """A row's figure from its trial's result; None when it has none (or is built by hand)."""
+    value = getattr(row.result, figure, None) if row.result is not None else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def figure_columns(rows: Sequence[ParetoRow]) -> list[Column[ParetoRow]]:
+    """The columns of the registry's figures (:data:`~autotune.trial_result.FIGURE_COLUMNS`)
+    that some row has, in the registry's order, each in its unit's format."""
+
+    def column(entry: FigureColumn) -> Column[ParetoRow]:
+        text = _figure_format(entry.figure)
+
+        def cell(row: ParetoRow) -> str:
+            value = _figure(row, entry.figure)
+            return MISSING if value is None else text(value)
+
+        return Column(entry.header, cell)
+
+    return [
+        column(entry)
+        for entry in FIGURE_COLUMNS
+        if any(_figure(row, entry.figure) is not None for row in rows)
+    ]
 
 
 #: The tuner's knobs as the Pareto table names them: (header, parameter name, a text column).
@@ -107,6 +147,7 @@ def pareto_columns(
     recommended: int | None = None,
     knob_names: Sequence[str] | None = None,
     guide_knobs: Sequence[str] = (),
+    rows: Sequence[ParetoRow] = (),
 ) -> list[Column[ParetoRow]]:
     """The columns of the Pareto table: one line per configuration, its single-trial figures
     and its knobs (the model as its knobs, ``depth=2 width=16``).
@@ -133,6 +174,8 @@ def pareto_columns(
         knob_names: one column per knob, in this order; None: the folded form.
         guide_knobs: the folded form's columns of the guide's knobs (the ones the rows have;
             :data:`GUIDE_KNOB_HEADERS`), after the tuner's.
+        rows: the rows shown: a figure of :data:`FIGURE_COLUMNS` is a column where one of
+            them has it (none: no such column).
     """
 
     def trial(row: ParetoRow) -> str:
@@ -160,6 +203,7 @@ def pareto_columns(
             Column("step ms", lambda r: step_ms_text(r.step_time_s)),
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
         ]
+    columns += figure_columns(rows)
     columns.append(Column("other CPU", lambda r: r.cpu_text))
     if knob_names is not None:
         return columns + [_knob_column(name, name, True, "—") for name in knob_names]

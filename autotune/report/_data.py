@@ -18,7 +18,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.baseline import BASELINE_ATTR, baseline_trial
+from autotune.baseline import baseline_trial
 from autotune.exceptions import ConfigError
 from autotune.objectives import (
     METRIC_INDEX,
@@ -26,7 +26,6 @@ from autotune.objectives import (
     TIME_TO_ACCURACY,
     Objective,
     ObjectiveMode,
-    attr_float,
     objective_mode,
     objectives_of_study,
     study_metric,
@@ -41,7 +40,6 @@ from autotune.report._points import (
     ParetoRow,
     TrialPoint,
     classify,
-    metric_curve,
     pareto_numbers,
     pareto_row,
     speedup,
@@ -50,6 +48,7 @@ from autotune.report._points import (
 from autotune.report._text import model_knobs, not_verified_line
 from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import KNOB_COLUMNS, HardwareFingerprint, StudyRecord
+from autotune.trial_result import TrialResult
 from autotune.verification import CandidateVerdict, VerificationSummary, load_verification
 
 __all__ = ["ReportData", "gather_from_trials", "gather_report"]
@@ -207,30 +206,27 @@ def gather_from_trials(
     objectives = tuple(objectives)
     tta = objective_mode(objectives) == "time_to_accuracy"
     base_trial = baseline_trial(finished)
-    base_status = classify(base_trial) if base_trial is not None else None
-    base_measured = base_trial is not None and base_status is not None and base_status[1]
-    base_sps = attr_float(base_trial, "throughput_sps") if base_measured and base_trial else None
-    base_time_s = (
-        attr_float(base_trial, "time_to_accuracy_s")
-        if tta and base_measured and base_trial
-        else None
-    )
+    results = {t.number: TrialResult.from_trial(t) for t in finished}
+    base = results[base_trial.number] if base_trial is not None else None
+    base_status = classify(base) if base is not None else None
+    base_measured = base is not None and base_status is not None and base_status[1]
+    base_sps = base.throughput_sps if base_measured and base else None
+    base_time_s = base.time_to_accuracy_s if tta and base_measured and base else None
 
-    classified = {t.number: classify(t) for t in finished}
+    classified = {number: classify(result) for number, result in results.items()}
     feasible_values = {
         t.number: list(t.values) for t in finished if classified[t.number][0] == FEASIBLE
     }
     front = pareto_numbers(feasible_values, objectives)
 
     points = [
-        _point(trial, classified[trial.number], trial.number in front, tta, base_sps, base_time_s)
-        for trial in finished
+        _point(results[n], classified[n], n in front, tta, base_sps, base_time_s) for n in results
     ]
 
     configurations = tuple(
-        pareto_row(trial, base_sps, baseline_time_s=base_time_s)
-        for trial in finished
-        if classified[trial.number][0] == FEASIBLE and classified[trial.number][1]
+        pareto_row(results[n], base_sps, baseline_time_s=base_time_s)
+        for n in results
+        if classified[n][0] == FEASIBLE and classified[n][1]
     )
     front_numbers = {p.number for p in points if p.pareto}
     pareto_rows = sorted(
@@ -269,7 +265,7 @@ def gather_from_trials(
     else:
         notes.append("this study has no finished baseline trial; speedups are not available")
     if simulated is None:
-        simulated = any(t.user_attrs.get("simulated") for t in finished)
+        simulated = any(result.simulated for result in results.values())
     if knob_names is None:
         model = {k: None for t in finished for k in model_knobs(t.params)}
         knob_names = [*model, *KNOB_COLUMNS]
@@ -302,7 +298,7 @@ def gather_from_trials(
 
 
 def _point(
-    trial: FrozenTrial,
+    trial: TrialResult,
     classified: tuple[str, bool, str],
     pareto: bool,
     tta: bool,
@@ -317,7 +313,7 @@ def _point(
         status=status,
         measured=measured,
         pareto=pareto,
-        baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
+        baseline=trial.baseline,
         throughput_sps=None,
         val_metric=None,
         peak_memory_bytes=None,
@@ -335,18 +331,18 @@ def _point(
             peak_memory_bytes=peak_memory_bytes,
             speedup=speedup(throughput_sps, base_sps),
         )
-    reached = trial.user_attrs.get("target_reached")
-    time_s = attr_float(trial, "time_to_accuracy_s") if reached is not False else None
+    reached = trial.target_reached
+    time_s = trial.time_to_accuracy_s if reached is not False else None
     if time_s is None and reached is True:
         time_s = float(trial.values[0])
     return point._replace(
-        throughput_sps=attr_float(trial, "throughput_sps"),
-        val_metric=attr_float(trial, "val_metric"),
+        throughput_sps=trial.throughput_sps,
+        val_metric=trial.val_metric,
         peak_memory_bytes=float(trial.values[1]),
         speedup=times_sooner(time_s, base_time_s),
         time_to_accuracy_s=time_s,
-        target_reached=reached if isinstance(reached, bool) else None,
-        curve=metric_curve(trial),
+        target_reached=reached,
+        curve=trial.metric_curve,
         trained_s=float(trial.values[0]),
     )
 

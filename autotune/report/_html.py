@@ -215,6 +215,7 @@ def _pareto_table(data: ReportData) -> str:
         time_to_accuracy=data.time_to_accuracy,
         recommended=recommended,
         knob_names=data.knob_names,
+        rows=data.pareto,
     )
     rows = "".join(
         f"<tr{' class=baseline' if row.baseline else ''}>{_cells(columns, row)}</tr>"

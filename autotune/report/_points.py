@@ -20,11 +20,10 @@ import moocore
 import numpy as np
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.baseline import BASELINE_ATTR
-from autotune.measure import BUSY_ATTR
-from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode, attr_float
+from autotune.objectives import OBJECTIVES, Objective, ObjectiveMode
 from autotune.report._text import cpu_share_text
 from autotune.storage import FINISHED_STATES
+from autotune.trial_result import TrialResult
 
 __all__ = [
     "FAILED",
@@ -34,7 +33,6 @@ __all__ = [
     "ParetoRow",
     "TrialPoint",
     "classify",
-    "metric_curve",
     "pareto_numbers",
     "pareto_row",
     "speedup",
@@ -123,6 +121,9 @@ class ParetoRow(NamedTuple):
             not compiled or not known.
         metric_from_trial: the trial whose metric (and steps to the target) this one reused,
             the math being the same (``search.reuse_metric``); None when it trained in full.
+        result: everything the trial recorded (:class:`~autotune.trial_result.TrialResult`;
+            None in a row built by hand): the figures a column of the registry reads
+            (:data:`autotune.trial_result.FIGURE_COLUMNS`).
     """
 
     number: int
@@ -141,6 +142,7 @@ class ParetoRow(NamedTuple):
     simulated: bool = False
     compile_cache: str | None = None
     metric_from_trial: int | None = None
+    result: TrialResult | None = None
 
     @property
     def time_to_accuracy(self) -> bool:
@@ -176,26 +178,25 @@ class Baseline(NamedTuple):
     time_to_accuracy_s: float | None = None
 
 
-def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
+def classify(trial: FrozenTrial | TrialResult) -> tuple[str, bool, str]:
     """``(status, measured, reason)`` of a finished trial.
 
     Raises:
         ValueError: the trial is not finished (COMPLETE or PRUNED).
     """
-    if trial.state not in FINISHED_STATES:
-        raise ValueError(f"trial {trial.number} is {trial.state.name}, not finished")
-    attrs = trial.user_attrs
-    failure = attrs.get("failure")
-    detail = str(attrs.get("failure_detail", "")).strip()
-    last_line = detail.splitlines()[-1] if detail else ""
-    if trial.state == TrialState.PRUNED or failure == "infeasible":
+    result = _result(trial)
+    if result.state not in FINISHED_STATES:
+        raise ValueError(f"trial {result.number} is {result.state.name}, not finished")
+    failure = result.failure_kind
+    last_line = result.last_failure_line
+    if result.state == TrialState.PRUNED or failure == "infeasible":
         return INFEASIBLE, False, f"not launched: {last_line or failure or 'pruned'}"
     if failure == "too_slow":  # one timed window, no evaluation: not a full measurement
         return INFEASIBLE, False, f"too slow: {last_line}" if last_line else "too slow"
     if failure is not None:
         return FAILED, False, f"{failure}: {last_line}" if last_line else str(failure)
-    broken = [name for name, value in sorted(trial.constraints.items()) if value > 0]
-    if attrs.get("target_reached") is False and "target_not_reached" not in broken:
+    broken = [name for name, value in sorted(result.constraints.items()) if value > 0]
+    if result.target_reached is False and "target_not_reached" not in broken:
         broken.append("target_not_reached")
     if broken:
         missed = "target_not_reached" in broken
@@ -207,28 +208,18 @@ def classify(trial: FrozenTrial) -> tuple[str, bool, str]:
     return FEASIBLE, True, ""
 
 
-def trial_mode(trial: FrozenTrial) -> ObjectiveMode:
+def _result(trial: FrozenTrial | TrialResult) -> TrialResult:
+    """``trial``'s result (itself, when already read)."""
+    return trial if isinstance(trial, TrialResult) else TrialResult.from_trial(trial)
+
+
+def trial_mode(trial: FrozenTrial | TrialResult) -> ObjectiveMode:
     """``time_to_accuracy`` for a trial of a time-to-accuracy study (two objective values
     whose first is a time, or the ``target_reached`` attribute), else ``throughput``."""
-    if "target_reached" in trial.user_attrs:
+    result = _result(trial)
+    if result.time_to_accuracy:
         return "time_to_accuracy"
-    values = trial.values or ()
-    return "time_to_accuracy" if len(values) == 2 else "throughput"
-
-
-def metric_curve(trial: FrozenTrial) -> tuple[tuple[float, int, float], ...]:
-    """A time-to-accuracy trial's evaluations, ``(wall_s, step, metric)`` each, from its
-    ``metric_curve`` attribute; empty when absent or malformed."""
-    raw = trial.user_attrs.get("metric_curve")
-    if not isinstance(raw, list):
-        return ()
-    points: list[tuple[float, int, float]] = []
-    for point in raw:
-        if isinstance(point, (list, tuple)) and len(point) == 3:
-            wall_s, step, value = point
-            if all(isinstance(v, (int, float)) for v in (wall_s, step, value)):
-                points.append((float(wall_s), int(step), float(value)))
-    return tuple(points)
+    return "time_to_accuracy" if len(result.values or ()) == 2 else "throughput"
 
 
 def pareto_numbers(
@@ -267,20 +258,8 @@ def times_sooner(time_s: float | None, baseline_time_s: float | None) -> float |
     return baseline_time_s / time_s
 
 
-def _text_attr(trial: FrozenTrial, name: str) -> str | None:
-    """A trial's text user attribute; None when absent or not text."""
-    value = trial.user_attrs.get(name)
-    return value if isinstance(value, str) else None
-
-
-def _int_attr(trial: FrozenTrial, name: str) -> int | None:
-    """The integer user attribute ``name`` of ``trial``, None when absent or not an int."""
-    value = trial.user_attrs.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def pareto_row(
-    trial: FrozenTrial,
+    trial: FrozenTrial | TrialResult,
     baseline_sps: float | None = None,
     *,
     baseline_time_s: float | None = None,
@@ -302,41 +281,38 @@ def pareto_row(
     Raises:
         ValueError: the trial has no objective values.
     """
-    if trial.values is None:
-        raise ValueError(f"trial {trial.number} has no objective values")
-    machine: dict[str, Any] = {
-        "other_cpu_share": attr_float(trial, "other_cpu_share"),
-        "busy": trial.user_attrs.get(BUSY_ATTR) is True,
-        "simulated": trial.user_attrs.get("simulated") is True,
-        "compile_cache": _text_attr(trial, "compile_cache"),
-        "metric_from_trial": _int_attr(trial, "metric_from_trial"),
+    result = _result(trial)
+    if result.values is None:
+        raise ValueError(f"trial {result.number} has no objective values")
+    shared: dict[str, Any] = {
+        "number": result.number,
+        "step_time_s": result.step_time_s,
+        "compile_s": result.compile_s,
+        "params": dict(result.params),
+        "baseline": result.baseline,
+        "other_cpu_share": result.other_cpu_share,
+        "busy": result.busy,
+        "simulated": result.simulated,
+        "compile_cache": result.compile_cache,
+        "metric_from_trial": result.metric_from_trial,
+        "result": result,
     }
-    if trial_mode(trial) == "time_to_accuracy":
-        time_s, peak_memory_bytes = (float(v) for v in trial.values)
+    if trial_mode(result) == "time_to_accuracy":
+        time_s, peak_memory_bytes = (float(v) for v in result.values)
         return ParetoRow(
-            number=trial.number,
-            throughput_sps=attr_float(trial, "throughput_sps") or 0.0,
-            val_metric=attr_float(trial, "val_metric") or 0.0,
+            throughput_sps=result.throughput_sps or 0.0,
+            val_metric=result.val_metric or 0.0,
             peak_memory_bytes=peak_memory_bytes,
-            step_time_s=attr_float(trial, "step_time_s"),
-            compile_s=attr_float(trial, "compile_s"),
             speedup=times_sooner(time_s, baseline_time_s),
-            params=dict(trial.params),
-            baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
             time_to_accuracy_s=time_s,
-            eval_s=attr_float(trial, "eval_s"),
-            **machine,
+            eval_s=result.eval_s,
+            **shared,
         )
-    throughput_sps, val_metric, peak_memory_bytes = (float(v) for v in trial.values)
+    throughput_sps, val_metric, peak_memory_bytes = (float(v) for v in result.values)
     return ParetoRow(
-        number=trial.number,
         throughput_sps=throughput_sps,
         val_metric=val_metric,
         peak_memory_bytes=peak_memory_bytes,
-        step_time_s=attr_float(trial, "step_time_s"),
-        compile_s=attr_float(trial, "compile_s"),
         speedup=speedup(throughput_sps, baseline_sps),
-        params=dict(trial.params),
-        baseline=bool(trial.user_attrs.get(BASELINE_ATTR)),
-        **machine,
+        **shared,
     )

@@ -47,6 +47,7 @@ def pareto_table(
         speedup=speedup,
         recommended=recommended,
         guide_knobs=guide,
+        rows=rows,
     )
     table = Table(title=title, title_justify="left")
     for column in columns:

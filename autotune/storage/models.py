@@ -163,6 +163,9 @@ class TrialResultModel(Base):
     # CUDA: NVML's memory of the trial's processes on their GPUs, summed over ranks (the
     # CUDA contexts and NCCL buffers included); NULL on the CPU or without NVML's figure.
     process_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # CUDA: the allocator's peak over the warm-up (its one-off workspaces; the peak above counts
+    # the steps after it); NULL on the CPU and the mock device.
+    warmup_peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     val_metric: Mapped[float | None] = mapped_column(Float)
     train_loss: Mapped[float | None] = mapped_column(Float)
     train_s: Mapped[float | None] = mapped_column(Float)

@@ -82,7 +82,6 @@ from autotune.verification._metric import (
     screen_allowance,
     study_metric,
     tolerance_text,
-    trial_metric,
     within_tolerance,
 )
 from autotune.verification._speedup import (
@@ -139,6 +138,5 @@ __all__ = [
     "summarize_for_study",
     "summarize_verification",
     "tolerance_text",
-    "trial_metric",
     "within_tolerance",
 ]

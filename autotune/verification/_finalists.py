@@ -13,13 +13,12 @@ from autotune.baseline import baseline_trial
 from autotune.config import SYSTEM_KNOBS
 from autotune.exceptions import VerificationError
 from autotune.objectives import Objective, ObjectiveMode
-from autotune.storage.records import is_feasible
+from autotune.trial_result import TrialResult
 from autotune.verification._metric import (
     ACCURACY,
     DEFAULT_SCREEN_Z,
     passes_screen,
     screen_allowance,
-    trial_metric,
 )
 from autotune.verification._speedup import is_valid_figure
 
@@ -47,62 +46,56 @@ def round_seeds(study_seed: int, verification_number: int, rounds: int) -> tuple
     return tuple(start + r for r in range(rounds))
 
 
-def _measured(trial: FrozenTrial) -> bool:
+def _results(trials: Sequence[FrozenTrial]) -> list[TrialResult]:
+    return [TrialResult.from_trial(t) for t in trials]
+
+
+def _measured(trial: TrialResult) -> bool:
     """A throughput trial with a valid throughput (finite, > 0) and a finite metric."""
-    value = trial_metric(trial)
+    value = trial.val_metric
     return (
-        is_valid_figure(_float(trial.user_attrs.get("throughput_sps")))
-        and "failure" not in trial.user_attrs
+        is_valid_figure(trial.throughput_sps)
+        and not trial.failed
         and value is not None
         and math.isfinite(value)
     )
 
 
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _val_samples(trial: FrozenTrial) -> int | None:
-    """The validation samples of a trial's metric (None: stored before it was recorded)."""
-    value = trial.user_attrs.get("val_samples")
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _ran_to_target(trial: FrozenTrial) -> bool:
+def _ran_to_target(trial: TrialResult) -> bool:
     """A time-to-accuracy trial that trained (reached its target or not) without failing."""
-    attrs = trial.user_attrs
     return (
-        "failure" not in attrs
-        and isinstance(attrs.get("target_reached"), bool)
-        and (attrs.get("time_to_accuracy_s") is not None or attrs.get("train_s") is not None)
+        not trial.failed
+        and trial.target_reached is not None
+        and trial.seconds_trained_to_target is not None
     )
 
 
-def _seconds_to_beat(trial: FrozenTrial) -> float:
+def _seconds_to_beat(trial: TrialResult) -> float:
     """The baseline's time to accuracy; where it missed the target, the seconds it trained
     (a lower bound of its time: whatever reached the target sooner is faster)."""
-    attrs = trial.user_attrs
-    seconds = attrs.get("time_to_accuracy_s")
-    return float(seconds if seconds is not None else attrs["train_s"])
+    seconds = trial.seconds_trained_to_target
+    assert seconds is not None  # _ran_to_target
+    return seconds
 
 
 def _measured_baseline(
-    trials: Sequence[FrozenTrial], measured: Callable[[FrozenTrial], bool]
-) -> FrozenTrial:
+    trials: Sequence[FrozenTrial], measured: Callable[[TrialResult], bool]
+) -> TrialResult:
     """The study's baseline trial, where ``measured`` accepts it.
 
     Raises:
         VerificationError: the study has no baseline trial, or its baseline produced no
             measurement.
     """
-    base = baseline_trial(trials)
+    found = baseline_trial(trials)
+    base = TrialResult.from_trial(found) if found is not None else None
     if base is None or not measured(base):
         why = (
             "has no baseline trial"
             if base is None
             else (
                 f"baseline trial {base.number} produced no measurement "
-                f"({base.user_attrs.get('failure', 'not measured')})"
+                f"({base.failure_kind or 'not measured'})"
             )
         )
         raise VerificationError(f"the study {why}; there is nothing to compare against")
@@ -114,22 +107,24 @@ def _select_tta_finalists(
 ) -> tuple[int, tuple[int, ...]]:
     """:func:`select_finalists` of a time-to-accuracy study."""
     base = _measured_baseline(trials, _ran_to_target)
+    results = _results(trials)
     base_s = _seconds_to_beat(base)
     eligible = [
         t
-        for t in trials
+        for t in results
         if t.number != base.number
-        and is_feasible(t)
+        and t.feasible
         and _ran_to_target(t)
-        and t.user_attrs.get("target_reached") is True
-        and is_valid_figure(_float(t.user_attrs.get("time_to_accuracy_s")))
-        and float(t.user_attrs["time_to_accuracy_s"]) < base_s
+        and t.target_reached is True
+        and t.time_to_accuracy_s is not None
+        and is_valid_figure(t.time_to_accuracy_s)
+        and t.time_to_accuracy_s < base_s
     ]
     # Pareto-optimal first (False sorts before True), then soonest first, then lower number.
     eligible.sort(
         key=lambda t: (
             t.number not in pareto_numbers,
-            float(t.user_attrs["time_to_accuracy_s"]),
+            t.time_to_accuracy_s or 0.0,
             t.number,
         )
     )
@@ -157,7 +152,7 @@ def model_change_finalists(
 
 
 def _distinct(
-    eligible: Sequence[FrozenTrial], base: FrozenTrial, candidates: int
+    eligible: Sequence[TrialResult], base: TrialResult, candidates: int
 ) -> tuple[int, ...]:
     """The first ``candidates`` of ``eligible`` whose knobs differ from the baseline's and
     from every earlier one's (a warm start, a retried trial), for each answer apart: up to
@@ -165,7 +160,7 @@ def _distinct(
     ``candidates`` that change it."""
     picked: list[int] = []
     for model_change in (False, True):
-        chosen: list[FrozenTrial] = []
+        chosen: list[TrialResult] = []
         for t in eligible:
             if changes_model(t.params, base.params) != model_change:
                 continue
@@ -178,21 +173,21 @@ def _distinct(
 
 
 def _passes(
-    trial: FrozenTrial,
-    base: FrozenTrial,
+    trial: TrialResult,
+    base: TrialResult,
     metric: Objective,
     tolerance_pt: float,
     screen_z: float,
 ) -> bool:
     """The screen's accuracy rule for one measured trial against the measured baseline."""
-    value, base_value = trial_metric(trial), trial_metric(base)
+    value, base_value = trial.val_metric, base.val_metric
     assert value is not None and base_value is not None  # _measured
     return passes_screen(
         metric,
         value,
-        _val_samples(trial),
+        trial.val_samples,
         base_value,
-        _val_samples(base),
+        base.val_samples,
         tolerance_pt,
         screen_z,
     )
@@ -251,21 +246,22 @@ def select_finalists(
     if objective == "time_to_accuracy":
         return _select_tta_finalists(trials, pareto_numbers, candidates)
     base = _measured_baseline(trials, _measured)
-    base_sps = float(base.user_attrs["throughput_sps"])
+    results = _results(trials)
+    base_sps = base.throughput_sps or 0.0
     eligible = [
         t
-        for t in trials
+        for t in results
         if t.number != base.number
-        and is_feasible(t)
+        and t.feasible
         and _measured(t)
-        and float(t.user_attrs["throughput_sps"]) > base_sps
+        and (t.throughput_sps or 0.0) > base_sps
         and _passes(t, base, metric, accuracy_tolerance_pt, screen_z)
     ]
     # Pareto-optimal first (False sorts before True), then fastest first, then lower number.
     eligible.sort(
         key=lambda t: (
             t.number not in pareto_numbers,
-            -float(t.user_attrs["throughput_sps"]),
+            -(t.throughput_sps or 0.0),
             t.number,
         )
     )
@@ -286,46 +282,49 @@ def closest_trial(
     Example: ``trial 15: 1.19x the baseline's throughput in the search at 98.89 % accuracy;
     the screen asked for at least 99.02 % (defaults 99.72 %, n=359)``.
     """
-    base = baseline_trial(trials)
+    found = baseline_trial(trials)
+    base = TrialResult.from_trial(found) if found is not None else None
     if base is None or not _measured(base):
         return None
-    base_sps = float(base.user_attrs["throughput_sps"])
-    base_value = trial_metric(base)
+    base_sps = base.throughput_sps or 0.0
+    base_value = base.val_metric
     assert base_value is not None
-    others = [t for t in trials if t.number != base.number and is_feasible(t) and _measured(t)]
+    others = [
+        t for t in _results(trials) if t.number != base.number and t.feasible and _measured(t)
+    ]
     if not others:
         return None
-    faster = [t for t in others if float(t.user_attrs["throughput_sps"]) > base_sps]
+    faster = [t for t in others if (t.throughput_sps or 0.0) > base_sps]
 
-    def bar(t: FrozenTrial) -> float:
+    def bar(t: TrialResult) -> float:
         """The worst metric the screen lets through for ``t``."""
-        value = trial_metric(t)
+        value = t.val_metric
         assert value is not None
         allowance = screen_allowance(
             metric,
             value,
-            _val_samples(t),
+            t.val_samples,
             base_value,
-            _val_samples(base),
+            base.val_samples,
             accuracy_tolerance_pt,
             screen_z,
         )
         return base_value - allowance if metric.direction == "maximize" else base_value + allowance
 
-    def shortfall(t: FrozenTrial) -> float:
-        value = trial_metric(t)
+    def shortfall(t: TrialResult) -> float:
+        value = t.val_metric
         assert value is not None
         return bar(t) - value if metric.direction == "maximize" else value - bar(t)
 
     pick = (
         min(faster, key=lambda t: (shortfall(t), t.number))
         if faster
-        else max(others, key=lambda t: (float(t.user_attrs["throughput_sps"]), -t.number))
+        else max(others, key=lambda t: (t.throughput_sps or 0.0, -t.number))
     )
-    value = trial_metric(pick)
+    value = pick.val_metric
     assert value is not None
-    ratio = float(pick.user_attrs["throughput_sps"]) / base_sps
-    n = _val_samples(base)
+    ratio = (pick.throughput_sps or 0.0) / base_sps
+    n = base.val_samples
     at_n = f", n={n:,}" if n else ""
     head = (
         f"trial {pick.number}: {ratio:.2f}x the baseline's throughput in the search at "

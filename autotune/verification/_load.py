@@ -8,6 +8,7 @@ import optuna
 from autotune.objectives import objective_mode, objectives_of_study, study_target
 from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import VerificationRun
+from autotune.trial_result import TrialResult
 from autotune.verification._finalists import closest_trial
 from autotune.verification._metric import DEFAULT_SCREEN_Z, study_metric
 from autotune.verification._summary import (
@@ -47,7 +48,7 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
     objective = objective_mode(objectives_of_study(study))
     searched = next(
         (
-            t.user_attrs.get("time_to_accuracy_s")
+            TrialResult.from_trial(t).time_to_accuracy_s
             for t in trials
             if t.number == run.plan.baseline_trial
         ),

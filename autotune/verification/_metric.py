@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import optuna
-from optuna.trial import FrozenTrial
 
 from autotune.objectives import METRIC_INDEX, OBJECTIVES, Objective
 from autotune.objectives import study_metric as objectives_study_metric
@@ -25,7 +24,6 @@ __all__ = [
     "screen_allowance",
     "study_metric",
     "tolerance_text",
-    "trial_metric",
     "within_tolerance",
 ]
 
@@ -210,16 +208,6 @@ def tolerance_text(metric: Objective, tolerance_pt: float) -> str:
     if metric.is_accuracy:
         return f"{tolerance_pt:g} pt"
     return f"{tolerance_pt:g} % of the baseline's {metric.name}"
-
-
-def trial_metric(trial: FrozenTrial) -> float | None:
-    """A search trial's validation metric (``val_accuracy`` in studies written before
-    workloads), None when it has none."""
-    attrs = trial.user_attrs
-    value = attrs.get("val_metric")
-    if value is None:
-        value = attrs.get("val_accuracy")
-    return None if value is None else float(value)
 
 
 def study_metric(study: optuna.Study) -> Objective:

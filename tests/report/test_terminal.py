@@ -80,3 +80,18 @@ def test_the_compile_seconds_say_whether_the_compile_was_cold_or_warm() -> None:
     ]
     text = rendered_text(pareto_table([cold, warm], "front", speedup=False))
     assert "31.2 cold" in text and "2.5 warm" in text
+
+
+def test_a_registered_figure_is_a_column_where_a_row_has_it() -> None:
+    """``trial_result.FIGURE_COLUMNS``: the CUDA warm-up peak is a column (in MiB, before
+    ``other CPU``) only when some row recorded one (a row without it reads MISSING)."""
+    warm = make_trial(1, (4000.0, 0.85, 4 * MIB), extra_attrs={"warmup_peak_memory_bytes": 3 * MIB})
+    plain = make_trial(2, (2000.0, 0.9, 4 * MIB))
+
+    with_figure = pareto_table([pareto_row(warm), pareto_row(plain)], "front", speedup=False)
+    without = pareto_table([pareto_row(plain)], "front", speedup=False)
+
+    headers = [str(c.header) for c in with_figure.columns]
+    assert headers[headers.index("other CPU") - 1] == "warm-up peak MiB"
+    assert "warm-up peak MiB" not in [str(c.header) for c in without.columns]
+    assert "3.0" in rendered_text(with_figure)

@@ -119,6 +119,9 @@ class TrialRecord:
         metric_from_trial: the number of the trial whose validation metric (and steps to the
             target) this trial reused, its math key being the same (``search.reuse_metric``);
             None when it trained in full.
+        warmup_peak_memory_bytes: CUDA: the allocator's peak over the warm-up (its one-off
+            workspaces), kept apart from ``peak_memory_bytes``; None on the CPU and the mock
+            device.
     """
 
     study_name: str
@@ -176,6 +179,7 @@ class TrialRecord:
     cudnn_benchmark: bool | None = None
     cuda_expandable_segments: bool | None = None
     data_parallel: str | None = None
+    warmup_peak_memory_bytes: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

@@ -3,6 +3,7 @@ states count as finished and feasible."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -10,8 +11,8 @@ from typing import Any
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.config import GUIDE_KNOB_DEFAULTS, GUIDE_KNOBS, TUNER_KNOBS
-from autotune.measure import BUSY_ATTR
 from autotune.storage.records._results import TrialRecord
+from autotune.trial_result import TrialResult
 
 __all__ = ["FINISHED_STATES", "KNOB_COLUMNS", "is_feasible", "trial_record"]
 
@@ -25,51 +26,19 @@ KNOB_COLUMNS = (*TUNER_KNOBS, *GUIDE_KNOBS)
 #: which are run again.
 FINISHED_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
 
-#: Figures copied from the trial's user attributes as floats / ints, when present.
-_FLOAT_ATTRS = (
-    "throughput_sps",
-    "throughput_iqr_sps",
-    "step_time_s",
-    "step_time_p90_s",
-    "compile_s",
-    "val_metric",
-    "train_loss",
-    "train_s",
-    "flops_per_sample",
-    "mfu",
-    "energy_j_per_sample",
-    "time_to_accuracy_s",
-    "eval_s",
-    "other_cpu_share",
-    "load_avg_1m",
-)
-_INT_ATTRS = (
-    "peak_memory_bytes",
-    "parameters",
-    "samples_per_step",
-    "steps",
-    "timed_steps",
-    "val_samples",
-    "process_memory_bytes",
-)
+#: The record's fields that are the trial result's of the same name
+#: (:class:`~autotune.trial_result.TrialResult`), copied as it reads them: a new figure is a
+#: field of each and no line here. ``state`` (the record keeps its name) and
+#: ``failure_detail`` (its end) are the builder's.
+_COPIED = (
+    frozenset(f.name for f in dataclasses.fields(TrialRecord))
+    & frozenset(f.name for f in dataclasses.fields(TrialResult))
+) - {"state", "failure_detail"}
 
 
 def is_feasible(trial: FrozenTrial) -> bool:
     """Measured (COMPLETE, no ``failure``) and within every Optuna constraint (all <= 0)."""
-    return (
-        trial.state == TrialState.COMPLETE
-        and "failure" not in trial.user_attrs
-        and all(v <= 0 for v in trial.constraints.values())
-    )
-
-
-def _number(value: Any, kind: type) -> Any:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return kind(value)
-    except (TypeError, ValueError):
-        return None
+    return TrialResult.from_trial(trial).feasible
 
 
 def _workload_label(config: Mapping[str, Any]) -> str | None:
@@ -90,7 +59,9 @@ def _workload_label(config: Mapping[str, Any]) -> str | None:
 def trial_record(
     study_name: str, trial: FrozenTrial, config: Mapping[str, Any] | None = None
 ) -> TrialRecord:
-    """Build the results row of one finished trial from Optuna's record of it (pure).
+    """Build the results row of one finished trial from Optuna's record of it (pure): every
+    figure from its :class:`~autotune.trial_result.TrialResult`, the one reader of its user
+    attributes.
 
     Args:
         study_name: the Optuna study name.
@@ -101,17 +72,13 @@ def trial_record(
     Returns:
         The row, with None for every figure the trial does not carry.
     """
-    attrs = trial.user_attrs
+    result = TrialResult.from_trial(trial)
     params = trial.params
     full = dict(config) if config is not None else {"knobs": dict(params)}
     model_knobs = {k: v for k, v in params.items() if k not in KNOB_COLUMNS}
-    workload = _workload_label(full)
     started, completed = trial.datetime_start, trial.datetime_complete
-    figures: dict[str, Any] = {name: _number(attrs.get(name), float) for name in _FLOAT_ATTRS}
-    if figures["val_metric"] is None:  # studies written before workloads: val_accuracy
-        figures["val_metric"] = _number(attrs.get("val_accuracy"), float)
-    figures.update({name: _number(attrs.get(name), int) for name in _INT_ATTRS})
-    knobs = {name: params.get(name) for name in TUNER_KNOBS}
+    figures: dict[str, Any] = {name: getattr(result, name) for name in _COPIED}
+    knobs: dict[str, Any] = {name: params.get(name) for name in TUNER_KNOBS}
     # The guide's knobs: the trial's value where the study searched it, else the
     # configuration's (a space's fixed setting, or PyTorch's default).
     knobs.update(
@@ -121,34 +88,24 @@ def trial_record(
         }
     )
     seed = full.get("seed")
-    detail = attrs.get("failure_detail")
-    reached = attrs.get("target_reached")
-    curve = attrs.get("metric_curve")
-    busy = attrs.get(BUSY_ATTR)
-    cache = attrs.get("compile_cache")
-    reused_from = attrs.get("metric_from_trial")
+    detail = result.failure_detail
+    curve = [list(point) for point in result.metric_curve]
     return TrialRecord(
         study_name=study_name,
         trial_number=trial.number,
         state=trial.state.name,
-        is_baseline=bool(attrs.get("baseline", False)),
-        is_feasible=is_feasible(trial),
-        simulated=bool(attrs.get("simulated", False)),
-        failure=attrs.get("failure"),
-        failure_detail=str(detail)[-2000:] if detail is not None else None,
-        memory_kind=attrs.get("memory_kind"),
-        workload=workload,
+        is_baseline=result.baseline,
+        is_feasible=result.feasible,
+        failure=result.failure_kind,
+        failure_detail=detail[-2000:] if detail is not None else None,
+        workload=_workload_label(full),
         model_knobs_json=json.dumps(model_knobs, sort_keys=True),
         seed=int(seed) if isinstance(seed, int) else None,
         config_json=json.dumps(full, sort_keys=True),
         started_at=started,
         completed_at=completed,
         duration_s=(completed - started).total_seconds() if started and completed else None,
-        target_reached=reached if isinstance(reached, bool) else None,
-        metric_curve_json=json.dumps(curve) if isinstance(curve, list) else None,
-        busy_machine=busy if isinstance(busy, bool) else None,
-        compile_cache=cache if isinstance(cache, str) else None,
-        metric_from_trial=_number(reused_from, int),
+        metric_curve_json=json.dumps(curve) if result.time_to_accuracy else None,
         **figures,
         **knobs,
     )
