@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from autotune.config import ObjectiveMode
 from autotune.measure import Measurement
-from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
-    from optuna.trial import FrozenTrial
+    pass
 
 __all__ = [
     "METRIC_INDEX",
@@ -35,7 +34,6 @@ __all__ = [
     "TIME_TO_ACCURACY",
     "Objective",
     "ObjectiveMode",
-    "attr_float",
     "failed_values",
     "metric_objective",
     "objective_mode",
@@ -217,15 +215,6 @@ def failed_values(
     else:
         metric = float(worst_metric) if worst_metric is not None else 0.0
     return 0.0, metric, memory
-
-
-def attr_float(trial: FrozenTrial, name: str) -> float | None:
-    """A trial's figure ``name`` as its :class:`~autotune.trial_result.TrialResult` reads it, when
-    a float; None otherwise. Kept for ``study/_samplers.py`` (its compile-cost model reads
-    ``compile_s`` and ``train_s``) until it reads ``TrialResult`` itself; new code reads
-    :meth:`TrialResult.from_trial <autotune.trial_result.TrialResult.from_trial>`."""
-    value = getattr(TrialResult.from_trial(trial), name, None)
-    return value if isinstance(value, float) else None
 
 
 def seconds_text(seconds: float | None) -> str:

@@ -141,6 +141,9 @@ class TrialResult:
         metric_from_trial: the trial whose metric this one reused (the same math key).
         busy_remeasures: how many times a busy trial was timed again.
         memory_kind: what ``peak_memory_bytes`` is.
+        math_key: the trial's math key (:func:`autotune.config.math_key`): trials with equal
+            keys learn the same, so one may reuse the other's metric.
+        warm_start_from: ``study#trial`` of a trial queued by ``warm_start=``; None otherwise.
         compile_cache: ``cold``, ``warm`` or ``partly warm``.
         target_reached: time-to-accuracy trials: whether the metric met the target; None in
             a throughput trial.
@@ -190,6 +193,8 @@ class TrialResult:
     metric_from_trial: int | None = None
     busy_remeasures: int | None = None
     memory_kind: str | None = None
+    math_key: str | None = None
+    warm_start_from: str | None = None
     compile_cache: str | None = None
     target_reached: bool | None = None
     busy_machine: bool | None = None
@@ -201,9 +206,7 @@ class TrialResult:
         """The result of ``trial`` (any state), read from its user attributes."""
         attrs = trial.user_attrs
         figures: dict[str, Any] = {
-            f.name: _READERS[str(f.type)](attrs.get(_ATTR_NAMES.get(f.name, f.name)))
-            for f in dataclasses.fields(cls)
-            if str(f.type) in _READERS
+            name: read(attrs.get(attr)) for name, attr, read in _FIGURE_READERS
         }
         if figures["val_metric"] is None:  # studies written before workloads
             figures["val_metric"] = _float(attrs.get("val_accuracy"))
@@ -263,6 +266,15 @@ class TrialResult:
         """A time-to-accuracy trial's seconds to beat: its time to accuracy, or where it
         missed the target, the seconds it trained (a lower bound)."""
         return self.time_to_accuracy_s if self.time_to_accuracy_s is not None else self.train_s
+
+
+#: ``(field, attribute, reader)`` for each typed figure of :class:`TrialResult`, worked out
+#: once: the samplers read every trial at every proposal.
+_FIGURE_READERS: tuple[tuple[str, str, Callable[[object], Any]], ...] = tuple(
+    (f.name, _ATTR_NAMES.get(f.name, f.name), _READERS[str(f.type)])
+    for f in dataclasses.fields(TrialResult)
+    if str(f.type) in _READERS
+)
 
 
 @dataclass(frozen=True)

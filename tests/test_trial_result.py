@@ -24,6 +24,8 @@ def test_a_measured_trial_reads_its_figures_with_their_types() -> None:
             "compile_cache": "warm",
             "metric_from_trial": 1,
             "other_cpu_share": 0.02,
+            "math_key": "0123abcd",
+            "warm_start_from": "older#7",
         },
         batch_size=128,
     )
@@ -39,6 +41,7 @@ def test_a_measured_trial_reads_its_figures_with_their_types() -> None:
     assert result.val_samples == 359 and result.metric_from_trial == 1
     assert (result.memory_kind, result.compile_cache) == ("cpu_peak_rss_growth", "warm")
     assert result.other_cpu_share == 0.02
+    assert (result.math_key, result.warm_start_from) == ("0123abcd", "older#7")
     assert result.simulated and not result.baseline
     assert result.measured and result.feasible and not result.failed
     assert result.failure_kind is None and not result.time_to_accuracy and not result.busy

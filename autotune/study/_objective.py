@@ -14,9 +14,8 @@ the configuration again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -46,6 +45,7 @@ from autotune.objectives import (
 )
 from autotune.study._opening import knob_trial_config
 from autotune.study._samplers import OneThreadSampler
+from autotune.trial_result import TrialResult
 
 __all__ = [
     "EVAL_EVERY_SHARE",
@@ -83,21 +83,22 @@ RunTrialFn = Callable[[TrialConfig, float], Measurement]
 EVAL_EVERY_SHARE = 0.1
 
 
-def _reused_metric(source: int, attrs: Mapping[str, Any], tta: bool) -> ReusedMetric:
-    """What a trial takes from trial ``source``, measured in full, whose figures are
-    ``attrs`` (its user attributes, :meth:`Measurement.as_user_attrs`): its validation
-    metric, training loss and steps, and in a time-to-accuracy study (``tta``) its
-    evaluations up to the target.
+def _reused_metric(source: TrialResult, tta: bool) -> ReusedMetric:
+    """What a trial takes from ``source``, a trial measured in full: its validation metric,
+    training loss and steps, and in a time-to-accuracy study (``tta``) its evaluations up to
+    the target.
 
     Raises:
-        KeyError: ``attrs`` lacks ``val_metric`` or ``steps``.
+        ValueError: ``source`` has no ``val_metric`` or ``steps``.
     """
+    if source.val_metric is None or source.steps is None:
+        raise ValueError(f"_reused_metric: trial {source.number} has no val_metric or steps")
     return ReusedMetric(
-        from_trial=source,
-        val_metric=float(attrs["val_metric"]),
-        train_loss=float(attrs.get("train_loss", float("nan"))),
-        steps=int(attrs["steps"]),
-        evaluations=len(attrs.get("metric_curve") or []) if tta else 0,
+        from_trial=source.number,
+        val_metric=source.val_metric,
+        train_loss=source.train_loss if source.train_loss is not None else float("nan"),
+        steps=source.steps,
+        evaluations=len(source.metric_curve) if tta else 0,
     )
 
 
@@ -129,20 +130,20 @@ def throughput_floor(base: FrozenTrial, ratio: float) -> float | None:
     window: ``ratio`` times the baseline trial's measured throughput. A trial that slow
     takes most of a study's seconds, and one window already teaches the sampler its
     throughput. None without a measured baseline (it failed) or with the ratio 0."""
-    base_sps = base.user_attrs.get("throughput_sps")
-    if not ratio or "failure" in base.user_attrs or not base_sps:
+    result = TrialResult.from_trial(base)
+    if not ratio or result.failed or not result.throughput_sps:
         return None
-    return ratio * float(base_sps)
+    return ratio * result.throughput_sps
 
 
 def time_limit_s(train: TrainSettings, base: FrozenTrial) -> float | None:
     """A time-to-accuracy trial's stop: ``train.max_time_vs_baseline`` times the baseline
     trial's time to accuracy, or ``train.max_time_s`` if smaller; None when the ratio is not
     set or the baseline has no time to accuracy (the trial keeps ``train.max_time_s``)."""
-    base_s = base.user_attrs.get("time_to_accuracy_s")
+    base_s = TrialResult.from_trial(base).time_to_accuracy_s
     if train.max_time_vs_baseline is None or not base_s:
         return None
-    limit_s = train.max_time_vs_baseline * float(base_s)
+    limit_s = train.max_time_vs_baseline * base_s
     if train.max_time_s is not None:
         limit_s = min(limit_s, train.max_time_s)
     return limit_s
@@ -160,21 +161,21 @@ def eval_every_s(train: TrainSettings, cold: Measurement) -> float | None:
 
 def reuse_source(
     completed: Sequence[FrozenTrial], trial_number: int, key: str, tta: bool
-) -> FrozenTrial | None:
+) -> TrialResult | None:
     """The trial whose metric trial ``trial_number`` reuses: the earliest of ``completed``
     with the same math key (``key``) that was measured in full, completed without failure
     (in a time-to-accuracy study, ``tta``, one that reached the target) and did not itself
     reuse a metric; None when there is none."""
-    for source in completed:
-        attrs = source.user_attrs
+    for trial in completed:
+        source = TrialResult.from_trial(trial)
         if (
             source.number == trial_number
-            or attrs.get(MATH_KEY_ATTR) != key
-            or "failure" in attrs
-            or METRIC_FROM_TRIAL_ATTR in attrs
-            or not isinstance(attrs.get("val_metric"), (int, float))
-            or not isinstance(attrs.get("steps"), int)
-            or (tta and attrs.get("target_reached") is not True)
+            or source.math_key != key
+            or source.failed
+            or source.metric_from_trial is not None
+            or source.val_metric is None
+            or source.steps is None
+            or (tta and source.target_reached is not True)
         ):
             continue
         return source
@@ -236,8 +237,8 @@ def worst_measured(completed: Sequence[FrozenTrial], index: int) -> float | None
         t.values[index]
         for t in completed
         if t.values is not None
-        and "failure" not in t.user_attrs
-        and t.user_attrs.get("target_reached") is not False
+        and not (result := TrialResult.from_trial(t)).failed
+        and result.target_reached is not False
     ]
     return max(measured, default=None)
 
@@ -313,9 +314,9 @@ class TrialObjective:
             return config
         if config.objective != "time_to_accuracy":
             return self._with_throughput_floor(trial, config, base)
-        every_s = base.user_attrs.get("eval_every_s")
+        every_s = TrialResult.from_trial(base).eval_every_s
         if every_s:
-            train = train.with_default_cadence(float(every_s))
+            train = train.with_default_cadence(every_s)
         limit_s = time_limit_s(train, base)
         if limit_s is not None:
             trial.set_user_attr("time_limit_s", limit_s)
@@ -383,7 +384,7 @@ class TrialObjective:
         source = reuse_source(completed, trial.number, key, tta)
         if source is None:
             return config
-        reuse = _reused_metric(source.number, source.user_attrs, tta)
+        reuse = _reused_metric(source, tta)
         return config.model_copy(update={"reuse": reuse})
 
     def _remeasure_while_busy(
@@ -422,7 +423,13 @@ class TrialObjective:
             and (not tta or kept.target_reached is True)
         ):
             if rerun_config is None:  # the metric the trial reused, or its own
-                reuse = config.reuse or _reused_metric(trial.number, first.as_user_attrs(), tta)
+                reuse = config.reuse or ReusedMetric(
+                    from_trial=trial.number,
+                    val_metric=first.val_metric,
+                    train_loss=first.train_loss,
+                    steps=first.steps,
+                    evaluations=len(first.metric_curve) if tta else 0,
+                )
                 rerun_config = config.model_copy(update={"reuse": reuse})
             try:
                 again = self._run_trial(rerun_config, self._config.trial.timeout_s)

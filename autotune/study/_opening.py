@@ -52,6 +52,7 @@ from autotune.study._samplers import (
     design_levels,
     make_sampler,
 )
+from autotune.trial_result import TrialResult
 
 __all__ = [
     "PRIOR_PROFILE_BUDGET_S",
@@ -198,7 +199,10 @@ def open_study(
                         f"({existing.get('space_source') if key == 'space' else existing.get(key)}); "
                         "choose a new study name (study=NAME) or the original settings"
                     )
-        warm = sum(WARM_START_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False))
+        warm = sum(
+            TrialResult.from_trial(t).warm_start_from is not None
+            for t in study.get_trials(deepcopy=False)
+        )
         study.sampler = study_sampler(
             config, space, caps, config.seed + len(study.trials) + seed_offset, n_queued=1 + warm
         )

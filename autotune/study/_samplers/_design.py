@@ -15,9 +15,9 @@ from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 from scipy.stats import qmc
 
-from autotune.baseline import BASELINE_ATTR
 from autotune.config import CategoricalParam, FloatParam, ModelKnob
 from autotune.study._samplers._wrappers import DelegatingSampler
+from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -243,7 +243,8 @@ def _fill_uncovered(
 
 def _is_queued(trial: FrozenTrial) -> bool:
     """A trial whose configuration was queued, not proposed: the baseline or a warm start."""
-    return bool(trial.user_attrs.get(BASELINE_ATTR)) or WARM_START_ATTR in trial.user_attrs
+    result = TrialResult.from_trial(trial)
+    return result.baseline or result.warm_start_from is not None
 
 
 def _contains(distribution: BaseDistribution, value: Any) -> bool:

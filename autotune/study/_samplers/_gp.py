@@ -29,9 +29,10 @@ from optuna.samplers._gp import sampler as _gp_sampler_module
 from optuna.study import StudyDirection
 
 from autotune.config import COST_AWARE_AFTER_TRIALS, SPEED_KNOBS
-from autotune.objectives import attr_float, metric_objective, objectives_of_study
+from autotune.objectives import metric_objective, objectives_of_study
 from autotune.study._samplers._design import GP_STARTUP_TRIALS
 from autotune.study._samplers._values import PriorMean, is_measured
+from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -264,8 +265,9 @@ def _modelled_seconds(trials: Sequence[FrozenTrial]) -> np.ndarray:
     median over the trials of the seconds besides compilation (``train_s - compile_s``); NaN
     for a trial without both figures (refused before it ran, failed, or a warm-start trial
     from a study that did not store them)."""
-    compile_s = np.array([attr_float(t, "compile_s") for t in trials], dtype=float)
-    train_s = np.array([attr_float(t, "train_s") for t in trials], dtype=float)
+    results = [TrialResult.from_trial(t) for t in trials]
+    compile_s = np.array([r.compile_s for r in results], dtype=float)
+    train_s = np.array([r.train_s for r in results], dtype=float)
     rest_s = train_s - compile_s
     known = np.isfinite(rest_s) & np.isfinite(compile_s)
     if not known.any():

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from autotune.trial_result import TrialResult
+
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
@@ -21,13 +23,13 @@ PriorMean = Callable[[Mapping[str, Any]], Mapping[str, float]]
 
 def is_failed(trial: FrozenTrial) -> bool:
     """True for a trial without a measurement: its values are placeholders."""
-    return "failure" in trial.user_attrs or trial.constraints.get("failed", 0.0) > 0
+    return TrialResult.from_trial(trial).failed or trial.constraints.get("failed", 0.0) > 0
 
 
 def missed_target(trial: FrozenTrial) -> bool:
     """True for a time-to-accuracy trial that missed its target: its time is only a lower
     bound (the time limit it was stopped at)."""
-    return trial.user_attrs.get("target_reached") is False
+    return TrialResult.from_trial(trial).target_reached is False
 
 
 def is_measured(trial: FrozenTrial) -> bool:

@@ -37,6 +37,7 @@ from autotune.objectives import objectives_of_study
 from autotune.study._samplers._gp import LeanGPSampler
 from autotune.study._samplers._values import PriorMean, is_failed, is_measured, missed_target
 from autotune.study._samplers._wrappers import DelegatingSampler
+from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -114,7 +115,7 @@ def _measured_axes(trial: FrozenTrial, names: Sequence[str]) -> set[int]:
     """The objectives a failed trial did measure: throughput and memory of a trial stopped
     as ``too_slow`` after its first window (its metric was never evaluated); none for any
     other failure."""
-    if trial.user_attrs.get("failure") != "too_slow":
+    if TrialResult.from_trial(trial).failure_kind != "too_slow":
         return set()
     return {i for i, name in enumerate(names) if name in ("throughput_sps", "peak_memory_bytes")}
 
