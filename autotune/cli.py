@@ -313,8 +313,8 @@ def verify(
         None,
         metavar="study=NAME [KEY=VALUE]...",
         help="study=NAME (required) storage=URL verify.rounds=R (confirmation rounds, default "
-        "8, >= 3) verify.race_rounds=A (default 2) verify.candidates=K (finalists per answer, "
-        "default 3) verify.accuracy_tolerance_pt=X (default 0.5) verify.screen_z=Z (default "
+        "8, >= 3) advanced.verify.race_rounds=A (default 2) advanced.verify.candidates=K (finalists per answer, "
+        "default 3) verify.accuracy_tolerance_pt=X (default 0.5) advanced.verify.screen_z=Z (default "
         "1.645) trial.timeout_s=S. (A bare STUDY first still works for this release; it is "
         "deprecated.)",
     ),
@@ -338,7 +338,7 @@ def verify(
         summary = verify_study(
             study,
             request.storage,
-            settings=request.verify,
+            settings=request.verify_settings,
             timeout_s=request.trial.timeout_s,
             on_run=lambda p: console.print(
                 verification_line(p, metric), highlight=False, markup=False

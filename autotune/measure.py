@@ -171,9 +171,9 @@ def plan_windows(
 
     Args:
         total_steps: optimizer steps of the loop (>= 1).
-        warmup_steps: untimed steps wanted before the first window (``train.warmup_steps``).
-        windows: the number of windows wanted (``measure.windows``, >= 1).
-        min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
+        warmup_steps: untimed steps wanted before the first window (``advanced.train.warmup_steps``).
+        windows: the number of windows wanted (``advanced.measure.windows``, >= 1).
+        min_window_steps: the fewest steps a window may hold (``advanced.measure.min_window_steps``).
         compiled: whether the model is compiled (``compile_mode != "none"``).
         compile_steps: steps whose time holds compilation (:attr:`WindowPlan.compile_steps`).
 
@@ -212,7 +212,7 @@ def plan_reused_windows(
     compiled: bool = False,
     compile_steps: int = 1,
 ) -> WindowPlan:
-    """Plan the loop of a trial that reuses another trial's metric (``search.reuse_metric``):
+    """Plan the loop of a trial that reuses another trial's metric (``advanced.search.reuse_metric``):
     the same warm-up, then the windows over one epoch's steps (at least ``windows x
     min_window_steps``, at most the budget's), so the throughput is timed over a full pass of
     the data loader's order at the budget's batch, and the steps after it, which would only
@@ -221,9 +221,9 @@ def plan_reused_windows(
     Args:
         total_steps: optimizer steps of the full budget (>= 1).
         steps_per_epoch: optimizer steps of one pass over the training split (>= 1).
-        warmup_steps: untimed steps wanted before the first window (``train.warmup_steps``).
-        windows: the number of windows wanted (``measure.windows``).
-        min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
+        warmup_steps: untimed steps wanted before the first window (``advanced.train.warmup_steps``).
+        windows: the number of windows wanted (``advanced.measure.windows``).
+        min_window_steps: the fewest steps a window may hold (``advanced.measure.min_window_steps``).
         compiled: whether the model is compiled.
         compile_steps: steps whose time holds compilation (:attr:`WindowPlan.compile_steps`).
 
@@ -557,13 +557,13 @@ class CpuShareMeter:
 
 
 #: The trial user attribute (and results column) that says a run was measured on a busy
-#: machine: :func:`is_busy` under the ``measure.max_other_cpu_share`` in force when it ran.
+#: machine: :func:`is_busy` under the ``advanced.measure.max_other_cpu_share`` in force when it ran.
 BUSY_ATTR = "busy_machine"
 
 
 def is_busy(other_cpu_share: float | None, max_other_cpu_share: float) -> bool:
     """A run is measured on a busy machine when other processes used more than
-    ``max_other_cpu_share`` (``measure.max_other_cpu_share``) of its CPUs over its timed
+    ``max_other_cpu_share`` (``advanced.measure.max_other_cpu_share``) of its CPUs over its timed
     windows; never when the share was not measured (the mock device)."""
     return other_cpu_share is not None and other_cpu_share > max_other_cpu_share
 

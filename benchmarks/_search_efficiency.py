@@ -82,13 +82,13 @@ __all__ = [
 ]
 
 #: The row the seconds budget is measured on: the default sampler as it was before it weighed
-#: compilation seconds (``search.cost_aware_after_trials=null``), so that a default that
+#: compilation seconds (``advanced.search.cost_aware_after_trials=null``), so that a default that
 #: picks cheaper trials does not shrink its own budget (issue 24: "within the simulated
 #: seconds of 50 full trials of today's default").
 SECONDS_REFERENCE = "gp, cost-unaware"
 #: Rows that run a sampler with settings of their own: label -> (``sampler=`` name, overrides).
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    SECONDS_REFERENCE: ("gp", ("search.cost_aware_after_trials=null",)),
+    SECONDS_REFERENCE: ("gp", ("advanced.search.cost_aware_after_trials=null",)),
 }
 #: The rows compared: ``sampler=`` names, and the labels of :data:`VARIANTS`.
 SAMPLERS = ("nsga2", "tpe", "gp", SECONDS_REFERENCE, "random")
@@ -289,7 +289,7 @@ def hypervolume(points: np.ndarray, reference: Sequence[float] = REFERENCE_POINT
 
 
 def _mock_run(config: RunConfig) -> tuple[SearchSpace, DeviceCapabilities]:
-    caps = detect_capabilities("mock", mock_profile=config.mock.profile)
+    caps = detect_capabilities("mock", mock_profile=config.advanced.mock.profile)
     space, _ = restrict_space(config.space, caps)
     return space, caps
 

@@ -24,7 +24,7 @@ import yaml
 
 import autotune
 from autotune.cli import main
-from autotune.config import available_spaces
+from autotune.config._loading import available_spaces
 from tests.studies.mock import DemoStudy
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")

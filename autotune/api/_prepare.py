@@ -49,7 +49,7 @@ def prepare_run(
     its smallest model on the meta device, and its datasets load: so a missing or corrupt
     ``data.root`` fails here), checks the storage URL (its driver is installed, a database
     server answers), screens the precisions against the device's peaks
-    (``hardware.min_peak_ratio``; a study that exists keeps the screen it stored), removes
+    (``advanced.hardware.min_peak_ratio``; a study that exists keeps the screen it stored), removes
     them and the choices the device can never run, and checks that the ``warm_start`` study
     exists (reading the database, never creating it). With ``workers`` > 1 on ``cuda`` the
     capabilities are those of this worker's own GPUs (:func:`autotune.hardware.worker_share`),
@@ -85,13 +85,13 @@ def prepare_run(
             f"device=mock: the mock device simulates the built-in workloads (cnn, mlp) only; "
             f"it has no model of {spec.label}'s accuracy. Run it with device=cpu or device=cuda"
         )
-    caps = capabilities or detect_capabilities(kind, mock_profile=config.mock.profile)
+    caps = capabilities or detect_capabilities(kind, mock_profile=config.advanced.mock.profile)
     caps = worker_share(caps, config.workers, worker_index)
     check_storage_reachable(config.storage)
     screen = study_precision_screen(
         config.space,
         caps,
-        config.hardware.min_peak_ratio,
+        config.advanced.hardware.min_peak_ratio,
         stored_study_attr(config.storage, config.study, STUDY_RECORD_ATTR),
         config.study,
     )

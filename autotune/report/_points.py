@@ -121,7 +121,7 @@ class ParetoRow(NamedTuple):
             ``warm``, ``partly warm``; the trial's ``compile_cache`` attribute), None when
             not compiled or not known.
         metric_from_trial: the trial whose metric (and steps to the target) this one reused,
-            the math being the same (``search.reuse_metric``); None when it trained in full.
+            the math being the same (``advanced.search.reuse_metric``); None when it trained in full.
     """
 
     number: int

@@ -38,6 +38,7 @@ from autotune.config import (
     TrialConfig,
     display_url,
     math_key,
+    upgrade_space_record,
 )
 from autotune.exceptions import ConfigError, StorageError, SurplusTrial, TrialError
 from autotune.hardware import (
@@ -137,7 +138,7 @@ def _study_record(
     record: dict[str, Any] = {
         # Defaults left out: a field added in a later autotune version (with a default that
         # keeps the old behaviour) must not make existing studies impossible to resume.
-        "space": space.model_dump(mode="json", exclude_defaults=True),
+        "space": space.study_record(),
         "space_source": config.space_source,
         "device_kind": caps.kind,
         "device_name": caps.name,
@@ -224,6 +225,8 @@ def open_study(
                     f"study={config.study}: it was created with objective={mode}; choose a new "
                     "study name (study=NAME) or the original objective"
                 )
+            # A study stored before advanced.* compares in this release's shape.
+            existing = {**existing, "space": upgrade_space_record(existing.get("space"))}
             for key, what in (("space", "search space"), ("device_kind", "device")):
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
                     record[key], sort_keys=True
@@ -397,7 +400,7 @@ def study_sampler(
         metric_knobs=space.metric_knobs(),
         feasible=feasibility_test(config, space, caps),
         prior_mean=prior_mean(config, space, caps),
-        cost_aware_after_trials=space.search.cost_aware_after_trials,
+        cost_aware_after_trials=space.advanced.search.cost_aware_after_trials,
     )
 
 
@@ -422,7 +425,7 @@ def knob_trial_config(
         seed=config.seed,
         train=trial_train_settings(space),
         mock_fault=mock_fault,
-        mock_profile=config.mock.profile,
+        mock_profile=config.advanced.mock.profile,
         objective=config.objective,
     )
 
@@ -534,7 +537,7 @@ class TrialObjective:
         of :meth:`_with_throughput_floor`. In a time-to-accuracy study: the
         evaluation cadence it derived (user attribute ``eval_every_s``, see
         :meth:`_warm_baseline`) where the space sets none, and a stop at
-        ``train.max_time_vs_baseline`` times its time to accuracy (or ``train.max_time_s``,
+        ``advanced.train.max_time_vs_baseline`` times its time to accuracy (or ``train.max_time_s``,
         the smaller), recorded as the user attribute ``time_limit_s``. Without a baseline
         that reached the target (the baseline itself, or a baseline that missed it), the
         limit is ``train.max_time_s`` alone."""
@@ -560,13 +563,13 @@ class TrialObjective:
         self, trial: optuna.Trial, config: TrialConfig, base: FrozenTrial
     ) -> TrialConfig:
         """A throughput trial stops after its first timed window when that window runs
-        below ``trial.min_throughput_vs_baseline`` times the baseline trial's measured
+        below ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
         throughput (``config.min_throughput_sps``, also the user attribute
         ``min_throughput_sps``). On the 2-core Xeon of issue 22, 16 fp16 trials at
         10-4,000 samples/s against fp32's ~30,000 took 72 % of a study's trial seconds;
         stopped after one window, such a trial still teaches the sampler its throughput.
         Without a measured baseline (it failed), or with the ratio 0, there is no floor."""
-        ratio = self._config.trial.min_throughput_vs_baseline
+        ratio = self._config.advanced.trial.min_throughput_vs_baseline
         base_sps = base.user_attrs.get("throughput_sps")
         if not ratio or "failure" in base.user_attrs or not base_sps:
             return config
@@ -609,7 +612,7 @@ class TrialObjective:
         return config.model_copy(update={"train": train.with_default_cadence(every_s)})
 
     def _with_reuse(self, trial: optuna.Trial, config: TrialConfig, key: str) -> TrialConfig:
-        """The configuration with ``reuse`` set when ``search.reuse_metric`` is on and a
+        """The configuration with ``reuse`` set when ``advanced.search.reuse_metric`` is on and a
         finished trial with the same math key (``key``) was measured in full: the earliest
         such trial that completed without failure (in a time-to-accuracy study, one that
         reached the target) and did not itself reuse a metric. Its validation metric and
@@ -618,7 +621,7 @@ class TrialObjective:
         trial always trains in full (it is what every speedup is measured against), and so
         does every verification run (its configuration is rebuilt from the stored knobs,
         without ``reuse``)."""
-        if not self._space.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
+        if not self._space.advanced.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
             return config
         tta = config.objective == "time_to_accuracy"
         for source in trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
@@ -641,8 +644,8 @@ class TrialObjective:
     ) -> Measurement:
         """The trial's measurement, timed again while it was taken on a busy machine.
 
-        A run whose timed windows saw other processes above ``measure.max_other_cpu_share``
-        of the CPUs is followed by another, up to ``trial.busy_remeasures`` re-runs, until
+        A run whose timed windows saw other processes above ``advanced.measure.max_other_cpu_share``
+        of the CPUs is followed by another, up to ``advanced.trial.busy_retimes`` re-runs, until
         the kept run is not busy. A re-run reuses the trial's own validation metric
         (``reuse``: the math is the same, so it runs only its warm-up and timed windows; in a
         time-to-accuracy study only a run that reached the target is re-timed). The run kept
@@ -683,7 +686,7 @@ class TrialObjective:
             )
 
         while (
-            reruns < self._config.trial.busy_remeasures
+            reruns < self._config.advanced.trial.busy_retimes
             and kept.other_cpu_share is not None
             and kept.busy(threshold)
             and not kept.too_slow
@@ -711,7 +714,7 @@ class TrialObjective:
         return kept
 
     def _mock_fault(self, number: int) -> MockFault:
-        mock = self._config.mock
+        mock = self._config.advanced.mock
         if self._caps.kind != "mock" or (mock.fault_trials and number not in mock.fault_trials):
             return "none"
         return mock.fault
@@ -807,8 +810,8 @@ class TrialObjective:
             trial,
             "too_slow",
             f"stopped after the first timed window: {measurement.throughput_sps:,.0f} samples/s "
-            f"is below the floor of {floor_sps:,.0f} (trial.min_throughput_vs_baseline="
-            f"{self._config.trial.min_throughput_vs_baseline:g} x the baseline's)",
+            f"is below the floor of {floor_sps:,.0f} (advanced.trial.min_throughput_vs_baseline="
+            f"{self._config.advanced.trial.min_throughput_vs_baseline:g} x the baseline's)",
         )
         return (measurement.throughput_sps, values[1], float(measurement.peak_memory_bytes))
 

@@ -14,12 +14,12 @@ import pytest
 from autotune.config import (
     DEFAULT_STORAGE_URL,
     SearchSpace,
-    available_spaces,
     load_run_config,
     load_space,
     load_verify_request,
     run_config_document,
 )
+from autotune.config._loading import available_spaces
 from autotune.exceptions import ConfigError
 
 from ..conftest import MINIMAL_SPACE

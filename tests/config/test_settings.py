@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.config import (
+from autotune.config import TrainSettings, load_run_config, load_space, scaled_lr
+from autotune.config._settings import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
     HardwareSettings,
     MeasureSettings,
-    TrainSettings,
-    load_run_config,
-    load_space,
-    scaled_lr,
 )
 from autotune.exceptions import ConfigError
 

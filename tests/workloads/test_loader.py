@@ -459,7 +459,7 @@ NOT_A_FUNCTION = 3
 
 
 def _door(spec: WorkloadSpec, door: str = "loop", **args: object) -> WorkloadSpec:
-    from autotune.config import DEFAULT_DOOR_METRICS
+    from autotune.config._space import DEFAULT_DOOR_METRICS
 
     return WorkloadSpec(ref=spec.ref, args=dict(args), door=door, metric=DEFAULT_DOOR_METRICS[door])  # type: ignore[arg-type]
 
