@@ -10,8 +10,11 @@ still work for this release, each with a one-line note on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -107,7 +110,8 @@ def _run_args(
     if trials is not None and trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
     hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
-    return load_run_config([*(overrides or []), *hardware_args])
+    with _noting_moved_keys():
+        return load_run_config([*(overrides or []), *hardware_args])
 
 
 @app.command(context_settings={"allow_extra_args": False}, epilog=f"{_REFERENCE} {_GRAMMAR}")
@@ -215,6 +219,27 @@ def _deprecated(old: str, new: str) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+@contextlib.contextmanager
+def _noting_moved_keys() -> Iterator[None]:
+    """Print each key written with the name it had before ``advanced.*`` (a
+    :class:`~autotune.config.DeprecatedKeyWarning`) as the other deprecated spellings are
+    printed, also when the arguments are then refused; other warnings pass on as they were."""
+    from autotune.config import DeprecatedKeyWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", DeprecatedKeyWarning)
+            caught = recorded
+            yield
+    finally:
+        for w in caught:
+            if isinstance(w.message, DeprecatedKeyWarning):
+                _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _positional_study(args: list[str] | None, *, note: bool = True) -> tuple[str | None, list[str]]:
@@ -329,7 +354,8 @@ def verify(
     from autotune.verification import study_metric
 
     positional, rest = _positional_study(args)
-    request = load_verify_request(rest)
+    with _noting_moved_keys():
+        request = load_verify_request(rest)
     study = _one_study(positional, request.study, "verify")
     # The study's metric, for the lines of each run (verify_study reads the same study).
     metric = study_metric(load_existing_study(study, request.storage))
