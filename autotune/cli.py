@@ -338,10 +338,10 @@ def verify(
         None,
         metavar="study=NAME [KEY=VALUE]...",
         help="study=NAME (required) storage=URL verify.rounds=R (confirmation rounds, default "
-        "8, >= 3) advanced.verify.race_rounds=A (default 2) advanced.verify.candidates=K (finalists per answer, "
-        "default 3) verify.accuracy_tolerance_pt=X (default 0.5) advanced.verify.screen_z=Z (default "
-        "1.645) trial.timeout_s=S. (A bare STUDY first still works for this release; it is "
-        "deprecated.)",
+        "8, >= 3) verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S; research "
+        "knobs: advanced.verify.race_rounds=A (default 2) advanced.verify.candidates=K "
+        "(finalists per answer, default 3) advanced.verify.screen_z=Z (default 1.645). (A bare "
+        "STUDY first still works for this release; it is deprecated.)",
     ),
 ) -> None:
     """Re-run the baseline and the finalists in interleaved rounds of fresh processes, each
