@@ -127,8 +127,7 @@ def test_an_old_key_beside_its_new_one_in_a_file_is_refused(tmp_path: Path) -> N
         load_space(str(path))
 
     assert str(err.value) == (
-        f"{path}: measure.windows and advanced.measure.windows are the same setting; "
-        "keep advanced.measure.windows"
+        f"{path}: measure and advanced.measure are the same setting; keep advanced.measure"
     )
 
 
