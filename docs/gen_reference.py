@@ -427,9 +427,10 @@ MORE: dict[str, str] = {
     "data.name": "The built-in workloads' data set: `digits` (scikit-learn's 8x8 digits), "
     "`mnist` (the shipped MNIST test set, or `data.root`'s IDX files), `fashion_mnist` "
     "(needs `data.root`), `synthetic` (random tensors; throughput only).",
-    "advanced.mock.fault": "Make the trials in `advanced.mock.fault_trials` fail on purpose: `oom`, `error`, "
-    "`crash` or `hang`.",
-    "advanced.mock.fault_trials": "Trial numbers `advanced.mock.fault` applies to; empty: every trial.",
+    "advanced.mock.fault": "Make the trials in `advanced.mock.fault_trials` fail on purpose: "
+    "`oom`, `error`, `crash` or `hang`.",
+    "advanced.mock.fault_trials": "Trial numbers `advanced.mock.fault` applies to; empty: "
+    "every trial.",
     "constraints.max_memory_bytes": "Peak memory limit; a trial above it is infeasible.",
     "constraints.min_accuracy": "Lowest acceptable validation accuracy, 0 to 1 (accuracy "
     "metrics only); a trial below it is infeasible.",

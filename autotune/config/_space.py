@@ -57,8 +57,9 @@ BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
 #: The tuner's knobs that change how fast a trial trains and how much memory it takes, not what
 #: it learns (outside the math key: the same initialization, batches and arithmetic up to
 #: rounding). Activation checkpointing is not one: its recomputed forward passes update a
-#: BatchNorm's running statistics a second time, so the evaluated model differs. The validation metric is modelled without them unless ``advanced.search.metric_knobs``
-#: says otherwise.
+#: BatchNorm's running statistics a second time, so the evaluated model differs. The
+#: validation metric is modelled without them unless ``advanced.search.metric_knobs`` says
+#: otherwise.
 SPEED_KNOBS: tuple[str, ...] = (
     "memory_format",
     "compile_mode",
