@@ -247,12 +247,12 @@ def test_unknown_key_in_file(write_space: Callable[..., Path]) -> None:
 
 
 def test_unknown_nested_key_in_file(write_space: Callable[..., Path]) -> None:
-    path = write_space(MINIMAL_SPACE + "measure: {windows: 3, repeats: 2}\n")
+    path = write_space(MINIMAL_SPACE + "advanced: {measure: {windows: 3, repeats: 2}}\n")
 
     with pytest.raises(ConfigError) as err:
         load_space(str(path))
 
-    assert one_line(err) == f"{path}: measure.repeats: unknown key"
+    assert one_line(err) == f"{path}: advanced.measure.repeats: unknown key"
 
 
 def test_wrong_type_in_file(write_space: Callable[..., Path]) -> None:
