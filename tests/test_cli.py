@@ -83,8 +83,8 @@ BAD_INPUT = [
         id="min-peak-ratio-nan",
     ),
     pytest.param(
-        ["run", "device=mock", "hardware.peak=1"],
-        "override hardware.peak=1: hardware.peak: unknown key",
+        ["run", "device=mock", "advanced.hardware.peak=1"],
+        "override advanced.hardware.peak=1: advanced.hardware.peak: unknown key",
         id="hardware-unknown-key",
     ),
     pytest.param(["run", "space=nosuch"], "space=nosuch: unknown space name", id="space-name"),

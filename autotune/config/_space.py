@@ -566,6 +566,10 @@ class SearchSpace(Strict):
         are not the defaults (a key added in a later release keeps old studies resumable),
         without the run's ``advanced`` groups (:data:`RUN_ADVANCED_GROUPS`), which a resumed
         run may change as it may change ``trial.*`` or ``verify.*``."""
-        return self.model_dump(
+        record = self.model_dump(
             mode="json", exclude_defaults=True, exclude={"advanced": set(RUN_ADVANCED_GROUPS)}
         )
+        # Only the run's groups changed (or none): no "advanced" key, as before advanced.*.
+        if not any(record.get("advanced", {}).values()):
+            record.pop("advanced", None)
+        return record
