@@ -289,7 +289,7 @@ def hypervolume(points: np.ndarray, reference: Sequence[float] = REFERENCE_POINT
 
 
 def _mock_run(config: RunConfig) -> tuple[SearchSpace, DeviceCapabilities]:
-    caps = detect_capabilities("mock", mock_profile=config.advanced.mock.profile)
+    caps = detect_capabilities("mock", mock_profile=config.mock.profile)
     space, _ = restrict_space(config.space, caps)
     return space, caps
 

@@ -307,7 +307,7 @@ def study_part(
         f"study={name}",
         "seed=0",
         f"trial.timeout_s={args.trial_timeout_s:g}",
-        *(["advanced.mock.profile=h100"] if args.device == "mock" else []),
+        *(["mock.profile=h100"] if args.device == "mock" else []),
         *overrides,
     ]
     config = load_run_config([*arguments, f"storage={args.storage}"])

@@ -85,7 +85,7 @@ def prepare_run(
             f"device=mock: the mock device simulates the built-in workloads (cnn, mlp) only; "
             f"it has no model of {spec.label}'s accuracy. Run it with device=cpu or device=cuda"
         )
-    caps = capabilities or detect_capabilities(kind, mock_profile=config.advanced.mock.profile)
+    caps = capabilities or detect_capabilities(kind, mock_profile=config.mock.profile)
     caps = worker_share(caps, config.workers, worker_index)
     check_storage_reachable(config.storage)
     screen = study_precision_screen(

@@ -33,6 +33,7 @@ _RUN_KEYS = (
     "seed",
     "trial",
     "workers",
+    "mock",
     "warm_start",
     "allow_hardware_change",
     "verify",

@@ -27,6 +27,7 @@ from autotune.config._settings import (
     DataSettings,
     MeasureSettings,
     MockFault,
+    MockOptions,
     MockProfileName,
     ObjectiveMode,
     TrainSettings,
@@ -59,6 +60,7 @@ class RunConfig(Strict):
     seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; every trial trains with it
     trial: TrialSettings = TrialSettings()
     workers: int = Field(1, ge=1)  # worker processes sharing the study on this machine
+    mock: MockOptions = MockOptions()  # the mock device's simulated machine (mock.profile)
     # Enqueue this study's Pareto-optimal configurations first (same storage).
     warm_start: str | None = None
     # Run an existing study on a machine with another hardware fingerprint.

@@ -222,13 +222,27 @@ class TrainSettings(TrainOptions, AdvancedTrainSettings):
         return min(total_steps, math.ceil(round(self.lr_warmup_fraction * total_steps, 9)))
 
 
-class DataSettings(Strict):
-    """Which data set a study trains on and how it is split."""
+class DataOptions(Strict):
+    """Which data set a study trains on and how it is split (``data:``; the size of the
+    synthetic benchmark data is ``advanced.data:``, :class:`AdvancedDataSettings`)."""
 
     name: DataName = "digits"
     root: str | None = None  # directory holding the IDX files (mnist, fashion_mnist)
     val_fraction: float = Field(0.2, gt=0, lt=1)  # held-out validation share
-    synthetic_samples: int = Field(4096, ge=16)  # size of the `synthetic` data set
+
+
+class AdvancedDataSettings(Strict):
+    """The built-in workloads' benchmark data (``advanced.data:``)."""
+
+    # Size of the `synthetic` data set (random tensors, for throughput only): how many
+    # samples one epoch of a timing run has, not what a model learns.
+    synthetic_samples: int = Field(4096, ge=16)
+
+
+class DataSettings(AdvancedDataSettings, DataOptions):
+    """The data set a built-in workload is given (its ``data`` argument): ``data:`` and
+    ``advanced.data:`` in one (:meth:`autotune.config.SearchSpace.data_settings`), its fields
+    in the order of the release before (``DataOptions``' first)."""
 
 
 class Constraints(Strict):
@@ -361,8 +375,17 @@ MockFault = Literal["none", "oom", "error", "crash", "hang"]
 MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]
 
 
+class MockOptions(Strict):
+    """The simulated ``mock`` device's machine (``mock.*``; its faults are
+    ``advanced.mock.*``, :class:`MockSettings`)."""
+
+    # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
+    # or cpu (no GPU).
+    profile: MockProfileName = "default"
+
+
 class MockSettings(Strict):
-    """Settings of the simulated ``mock`` device (``advanced.mock.*``).
+    """Faults of the simulated ``mock`` device, on purpose (``advanced.mock.*``).
 
     ``fault`` makes the trials numbered in ``fault_trials`` (all trials when empty) fail on
     purpose, to exercise failure handling: ``oom`` (out of memory), ``error`` (an exception),
@@ -371,9 +394,6 @@ class MockSettings(Strict):
 
     fault: MockFault = "none"
     fault_trials: list[int] = Field(default_factory=list)
-    # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
-    # or cpu (no GPU).
-    profile: MockProfileName = "default"
 
 
 class HardwareSettings(Strict):
@@ -467,6 +487,7 @@ class AdvancedSettings(Strict):
     search: SearchSettings = SearchSettings()
     measure: MeasureSettings = MeasureSettings()
     train: AdvancedTrainSettings = AdvancedTrainSettings()
+    data: AdvancedDataSettings = AdvancedDataSettings()
     trial: AdvancedTrialSettings = AdvancedTrialSettings()
     verify: AdvancedVerifySettings = AdvancedVerifySettings()
     hardware: HardwareSettings = HardwareSettings()

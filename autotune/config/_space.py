@@ -39,6 +39,7 @@ from autotune.config._knobs import (
 from autotune.config._settings import (
     AdvancedSettings,
     Constraints,
+    DataOptions,
     DataSettings,
     TrainOptions,
     TrainSettings,
@@ -313,7 +314,7 @@ class SearchSpace(Strict):
     # and FSDP shards one by one (the built-in models name theirs).
     blocks: list[str] | None = None
     train: TrainOptions = TrainOptions()
-    data: DataSettings = DataSettings()  # the built-in workloads' data set
+    data: DataOptions = DataOptions()  # the built-in workloads' data set
     constraints: Constraints = Constraints()
     # What the user trains with today: knob -> value, and lr (see the class docstring).
     baseline: dict[str, Any] = Field(default_factory=dict)
@@ -490,9 +491,10 @@ class SearchSpace(Strict):
                 f"`{ref}: {reference}`; remove one of them"
             )
         for key in _BUILTIN_ONLY_KEYS:
-            if key in self.model_fields_set:
+            if key in self.model_fields_set or key in self.advanced.model_fields_set:
+                where = key if key in self.model_fields_set else f"advanced.{key}"
                 raise ValueError(
-                    f"{key}: applies to the built-in workloads (model.family) only; "
+                    f"{where}: applies to the built-in workloads (model.family) only; "
                     f"`{ref}: {reference}` brings its own data"
                 )
         try:
@@ -509,7 +511,7 @@ class SearchSpace(Strict):
         if ref is None:
             return WorkloadSpec(
                 ref=BUILTIN_WORKLOAD_REF,
-                args={"family": self.model.family, "data": self.data.model_dump()},
+                args={"family": self.model.family, "data": self.data_settings().model_dump()},
             )
         door = self.door
         metric = self.metric or DEFAULT_DOOR_METRICS.get(door)
@@ -559,6 +561,13 @@ class SearchSpace(Strict):
         ``advanced.train:`` in one."""
         return TrainSettings.model_validate(
             {**self.train.model_dump(), **self.advanced.train.model_dump()}
+        )
+
+    def data_settings(self) -> DataSettings:
+        """The data set a built-in workload is given: ``data:`` and ``advanced.data:`` in
+        one."""
+        return DataSettings.model_validate(
+            {**self.data.model_dump(), **self.advanced.data.model_dump()}
         )
 
     def study_record(self) -> dict[str, Any]:

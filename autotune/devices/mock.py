@@ -7,7 +7,7 @@ from model capacity and the number of optimizer steps, weighted by the learning-
 (``train.lr_scaling``). Results are deterministic per seed and cost milliseconds. Every
 measurement it returns has ``simulated=True``.
 
-The simulated machines themselves (``advanced.mock.profile=NAME``: their GPUs, memory and rates) are
+The simulated machines themselves (``mock.profile=NAME``: their GPUs, memory and rates) are
 :mod:`autotune.hardware.simulated`, which the study side reads through a simulated NVML as it
 reads a real machine.
 """

@@ -152,7 +152,7 @@ def detect_capabilities(
 
     Args:
         kind: the resolved device (:func:`resolve_device`).
-        mock_profile: the mock profile (``advanced.mock.profile``); only ``default`` is allowed for a
+        mock_profile: the mock profile (``mock.profile``); only ``default`` is allowed for a
             real device.
         nvml: the ``pynvml`` module or a fake; None imports ``pynvml``.
 
@@ -165,7 +165,7 @@ def detect_capabilities(
         return _simulated_capabilities(mock_profile)
     if mock_profile != "default":
         raise ConfigError(
-            f"advanced.mock.profile={mock_profile}: only for device=mock (the device is {kind})"
+            f"mock.profile={mock_profile}: only for device=mock (the device is {kind})"
         )
     fp = detect_fingerprint(kind, nvml=nvml)
     if kind == "cuda" and not fp.gpus:

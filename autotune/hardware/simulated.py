@@ -1,6 +1,6 @@
 """The mock device's simulated machines, and the simulated NVML they are read through.
 
-A :class:`SimulatedMachine` (``advanced.mock.profile=NAME``) describes a machine that is not there: its
+A :class:`SimulatedMachine` (``mock.profile=NAME``) describes a machine that is not there: its
 GPUs (or none: a CPU), their memory and compute capability, and the rates the mock cost model
 (:func:`autotune.devices.mock.simulate`) uses. The study side sees a profile exactly as it sees
 a real machine: through NVML. :meth:`SimulatedMachine.nvml` is a :class:`SimulatedNvml`, which
@@ -365,7 +365,7 @@ _CPU_PROFILE = SimulatedMachine(
     host_memory_bytes=64 * _GIB,
 )
 
-#: The ``advanced.mock.profile`` choices: ``default`` (:data:`DEFAULT_PROFILE`), four real GPU
+#: The ``mock.profile`` choices: ``default`` (:data:`DEFAULT_PROFILE`), four real GPU
 #: machines, and ``cpu`` (no GPU). GPU names and memory are what NVML reports; memory, power
 #: limit (board TDP) and NVLink figures are from NVIDIA's datasheets: H100 SXM5 80 GB, 700 W,
 #: NVLink 4 900 GB/s; A100 SXM4 80 GB, 400 W, NVLink 3 600 GB/s; V100 SXM2 32 GB, 300 W;
@@ -381,12 +381,12 @@ PROFILES: dict[str, SimulatedMachine] = {
     "t4": _gpu_profile("Tesla T4", 15360, (7, 5), 70.0, 10.0, 1, 16e9),
     "cpu": _CPU_PROFILE,
 }
-#: What ``advanced.mock.profile`` accepts: the names of :data:`PROFILES`, in order.
+#: What ``mock.profile`` accepts: the names of :data:`PROFILES`, in order.
 PROFILE_NAMES = tuple(PROFILES)
 
 
 def get_profile(name: str) -> SimulatedMachine:
-    """The mock profile called ``name`` (``advanced.mock.profile=NAME``).
+    """The mock profile called ``name`` (``mock.profile=NAME``).
 
     Raises:
         ConfigError: an unknown name.
@@ -395,5 +395,5 @@ def get_profile(name: str) -> SimulatedMachine:
         return PROFILES[name]
     except KeyError:
         raise ConfigError(
-            f"advanced.mock.profile={name}: unknown profile (known: {', '.join(PROFILE_NAMES)})"
+            f"mock.profile={name}: unknown profile (known: {', '.join(PROFILE_NAMES)})"
         ) from None

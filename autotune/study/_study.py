@@ -425,7 +425,7 @@ def knob_trial_config(
         seed=config.seed,
         train=trial_train_settings(space),
         mock_fault=mock_fault,
-        mock_profile=config.advanced.mock.profile,
+        mock_profile=config.mock.profile,
         objective=config.objective,
     )
 

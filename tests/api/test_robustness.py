@@ -65,7 +65,7 @@ def test_faulty_trial_is_recorded_and_the_study_goes_on(
             f"advanced.mock.fault={fault}",
             "advanced.mock.fault_trials=[1]",
             "trial.timeout_s=3",
-            "advanced.mock.profile=a100",
+            "mock.profile=a100",
         )
     )
 

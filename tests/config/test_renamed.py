@@ -52,7 +52,12 @@ def test_the_twin_budgets_have_names_that_say_how_they_differ() -> None:
             "advanced.verify.busy_rerun_budget",
             lambda c: c.verify_settings.busy_rerun_budget,
         ),
-        ("mock.profile=h100", "advanced.mock.profile", lambda c: c.advanced.mock.profile),
+        ("mock.fault=oom", "advanced.mock.fault", lambda c: c.advanced.mock.fault),
+        (
+            "data.synthetic_samples=64",
+            "advanced.data.synthetic_samples",
+            lambda c: c.space.data_settings().synthetic_samples,
+        ),
         ("measure.windows=3", "advanced.measure.windows", lambda c: c.advanced.measure.windows),
         (
             "train.warmup_steps=2",

@@ -86,7 +86,7 @@ def test_builtin_space_names_the_builtin_workload() -> None:
     assert spec.ref == BUILTIN_WORKLOAD_REF
     assert spec.is_builtin
     assert spec.label == "cnn"
-    assert spec.args == {"family": "cnn", "data": space.data.model_dump()}
+    assert spec.args == {"family": "cnn", "data": space.data_settings().model_dump()}
 
 
 @pytest.mark.parametrize(
@@ -284,6 +284,10 @@ def test_a_doors_metric_block_names_what_the_code_reports(
             "must be an identifier such as val_loss",
         ),
         ("data: {name: mnist}\n", "data: applies to the built-in workloads (model.family) only"),
+        (
+            "advanced: {data: {synthetic_samples: 64}}\n",
+            "advanced.data: applies to the built-in workloads (model.family) only",
+        ),
     ],
 )
 def test_a_doors_space_refuses_what_it_cannot_apply(

@@ -51,7 +51,7 @@ def test_cpu_capabilities_carry_a_measured_peak_and_the_fingerprint() -> None:
 
 
 def test_a_mock_profile_is_refused_for_a_real_device() -> None:
-    with pytest.raises(ConfigError, match=r"^advanced.mock.profile=h100: only for device=mock"):
+    with pytest.raises(ConfigError, match=r"^mock.profile=h100: only for device=mock"):
         detect_capabilities("cpu", mock_profile="h100")
 
 

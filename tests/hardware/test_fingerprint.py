@@ -252,7 +252,7 @@ def _mock_run(sqlite_url: str, *args: str) -> RunConfig:
 
 
 def test_study_records_its_hardware(sqlite_url: str) -> None:
-    run_study(_mock_run(sqlite_url, "advanced.mock.profile=h100"), 2, run_trial_fn=simulate_trial)
+    run_study(_mock_run(sqlite_url, "mock.profile=h100"), 2, run_trial_fn=simulate_trial)
 
     study = optuna.load_study(study_name="s", storage=sqlite_url)
     hardware = study.user_attrs["hardware"]
@@ -262,16 +262,14 @@ def test_study_records_its_hardware(sqlite_url: str) -> None:
 
 
 def test_resuming_on_other_hardware_is_refused_unless_allowed(sqlite_url: str) -> None:
-    run_study(_mock_run(sqlite_url, "advanced.mock.profile=h100"), 2, run_trial_fn=simulate_trial)
+    run_study(_mock_run(sqlite_url, "mock.profile=h100"), 2, run_trial_fn=simulate_trial)
 
     with pytest.raises(ConfigError, match=r"^study=s: it was measured on other hardware"):
-        run_study(
-            _mock_run(sqlite_url, "advanced.mock.profile=a100"), 4, run_trial_fn=simulate_trial
-        )
+        run_study(_mock_run(sqlite_url, "mock.profile=a100"), 4, run_trial_fn=simulate_trial)
     assert len(optuna.load_study(study_name="s", storage=sqlite_url).trials) == 2
 
     result = run_study(
-        _mock_run(sqlite_url, "advanced.mock.profile=a100", "allow_hardware_change=true"),
+        _mock_run(sqlite_url, "mock.profile=a100", "allow_hardware_change=true"),
         4,
         run_trial_fn=simulate_trial,
     )
@@ -288,7 +286,7 @@ def test_resuming_on_other_hardware_is_refused_unless_allowed(sqlite_url: str) -
 
 def test_warm_start_enqueues_the_other_studys_pareto_front_first(sqlite_url: str) -> None:
     run_study(
-        _mock_run(sqlite_url, "advanced.mock.profile=h100", "study=h100"),
+        _mock_run(sqlite_url, "mock.profile=h100", "study=h100"),
         12,
         run_trial_fn=simulate_trial,
     )
@@ -297,7 +295,7 @@ def test_warm_start_enqueues_the_other_studys_pareto_front_first(sqlite_url: str
     assert front
 
     run_study(
-        _mock_run(sqlite_url, "advanced.mock.profile=v100", "study=v100", "warm_start=h100"),
+        _mock_run(sqlite_url, "mock.profile=v100", "study=v100", "warm_start=h100"),
         len(front) + 2,
         run_trial_fn=simulate_trial,
     )
@@ -365,7 +363,7 @@ def test_hardware_command_refuses_an_unknown_profile(capsys: pytest.CaptureFixtu
 
     err = capsys.readouterr().err
     assert err == (
-        "autotune: error: advanced.mock.profile=tpu: unknown profile "
+        "autotune: error: mock.profile=tpu: unknown profile "
         "(known: default, h100, a100, v100, t4, cpu)\n"
     )
 
@@ -373,8 +371,8 @@ def test_hardware_command_refuses_an_unknown_profile(capsys: pytest.CaptureFixtu
 def test_run_refuses_other_hardware_and_takes_the_flag(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run_study(_mock_run(sqlite_url, "advanced.mock.profile=h100"), 2, run_trial_fn=simulate_trial)
-    args = ["run", "device=mock", "advanced.mock.profile=a100", f"storage={sqlite_url}", "study=s"]
+    run_study(_mock_run(sqlite_url, "mock.profile=h100"), 2, run_trial_fn=simulate_trial)
+    args = ["run", "device=mock", "mock.profile=a100", f"storage={sqlite_url}", "study=s"]
 
     assert main([*args, "--trials", "2"]) == 2
     assert "it was measured on other hardware" in capsys.readouterr().err

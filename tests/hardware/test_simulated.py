@@ -82,15 +82,11 @@ def test_default_profile_is_a_small_gpu() -> None:
 
 
 def test_unknown_profile_is_one_line_config_error() -> None:
-    with pytest.raises(
-        ConfigError, match=r"^advanced.mock.profile=tpu: unknown profile \(known: default"
-    ):
+    with pytest.raises(ConfigError, match=r"^mock.profile=tpu: unknown profile \(known: default"):
         get_profile("tpu")
     with pytest.raises(ConfigError) as err:
-        load_run_config(["device=mock", "advanced.mock.profile=tpu"])
-    assert str(err.value).startswith(
-        "override advanced.mock.profile=tpu: advanced.mock.profile: Input should be"
-    )
+        load_run_config(["device=mock", "mock.profile=tpu"])
+    assert str(err.value).startswith("override mock.profile=tpu: mock.profile: Input should be")
 
 
 def test_unknown_profile_on_the_command_line_writes_nothing(
@@ -98,12 +94,10 @@ def test_unknown_profile_on_the_command_line_writes_nothing(
 ) -> None:
     storage = f"sqlite:///{tmp_path / 'db' / 'a.db'}"
 
-    assert main(["run", "device=mock", "advanced.mock.profile=tpu", f"storage={storage}"]) == 2
+    assert main(["run", "device=mock", "mock.profile=tpu", f"storage={storage}"]) == 2
 
     err = capsys.readouterr().err
-    assert err.startswith(
-        "autotune: error: override advanced.mock.profile=tpu: advanced.mock.profile:"
-    )
+    assert err.startswith("autotune: error: override mock.profile=tpu: mock.profile:")
     assert err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
 
@@ -230,12 +224,12 @@ def test_a_precision_the_device_lacks_is_an_error() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Done-criterion 1: `autotune run space=cnn_small --trials 30 device=mock advanced.mock.profile=v100`
+# Done-criterion 1: `autotune run space=cnn_small --trials 30 device=mock mock.profile=v100`
 
 
 def test_v100_study_completes_no_bf16_or_tf32_trial(sqlite_url: str) -> None:
     config = load_run_config(
-        ["space=cnn_small", "device=mock", "advanced.mock.profile=v100", f"storage={sqlite_url}"]
+        ["space=cnn_small", "device=mock", "mock.profile=v100", f"storage={sqlite_url}"]
     )
     result = run_study(config, 12, run_trial_fn=simulate_trial)
 
@@ -268,7 +262,7 @@ def test_v100_run_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixt
             "--trials",
             "30",
             "device=mock",
-            "advanced.mock.profile=v100",
+            "mock.profile=v100",
             f"storage={storage}",
         ]
     )

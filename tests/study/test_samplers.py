@@ -1141,7 +1141,7 @@ def test_the_setting_reaches_the_study_sampler(tmp_path: Path) -> None:
 
     def lean(*overrides: str) -> LeanGPSampler:
         config = load_run_config(["space=cnn_small", "device=mock", *overrides])
-        caps = detect_capabilities("mock", mock_profile=config.advanced.mock.profile)
+        caps = detect_capabilities("mock", mock_profile=config.mock.profile)
         space, _ = restrict_space(config.space, caps)
         sampler: Any = study_sampler(config, space, caps, seed=0)
         while not isinstance(sampler, LeanGPSampler):

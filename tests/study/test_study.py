@@ -384,7 +384,7 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
         assert trial_config.device == "mock"
         assert trial_config.workload == config.space.workload_spec()
         assert trial_config.workload.args["family"] == "cnn"
-        assert trial_config.workload.args["data"] == config.space.data.model_dump()
+        assert trial_config.workload.args["data"] == config.space.data_settings().model_dump()
         assert trial_config.train == config.space.train_settings().model_copy(
             update={"reference_batch_size": baseline_global_batch(config.space)}
         )
