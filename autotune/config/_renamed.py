@@ -73,7 +73,8 @@ def _moved_leaves(key: str, value: Any) -> tuple[list[tuple[str, str, Any]], Any
         moved.extend(found)
         if rest is not None or not found:
             kept[name] = rest if found else inner
-    return moved, kept
+    # A group whose keys all moved is gone (as a stored study's defaults are left out).
+    return moved, (kept if kept or not moved else None)
 
 
 def _set(raw: dict[str, Any], key: str, value: Any, where: str, old: str) -> None:
