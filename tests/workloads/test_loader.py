@@ -383,7 +383,7 @@ def test_a_workload_with_its_own_loss_and_metric_trains_in_a_trial(tmp_path: Pat
         "num_workers": 0,
         "gpu_count": 1,
     }
-    train = space.train.model_copy(update={"max_steps": 10, "warmup_steps": 2})
+    train = space.train_settings().model_copy(update={"max_steps": 10, "warmup_steps": 2})
     measure = space.advanced.measure.model_copy(update={"windows": 2})
     config = TrialConfig.from_knobs(knobs, space, device="cpu", train=train, measure=measure)
 
