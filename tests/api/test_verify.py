@@ -205,7 +205,7 @@ def test_run_reuses_a_finished_verification_and_verify_repeats_it_with_new_seeds
     assert again.configs == []  # nothing to top up, nothing to re-verify
     assert first is not None and rerun is not None and rerun.number == first.number == 1
     repeated = verify_study(
-        config.study, config.storage, settings=config.verify, run_trial_fn=simulate_trial
+        config.study, config.storage, settings=config.verify_settings, run_trial_fn=simulate_trial
     )
     assert repeated.number == 2
     assert not set(repeated.seeds) & set(first.seeds)
