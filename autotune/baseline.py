@@ -171,7 +171,7 @@ def trial_train_settings(space: SearchSpace) -> TrainSettings:
     Args:
         space: the search space, restricted to what the device can run (as the baseline).
     """
-    train = space.train
+    train = space.train_settings()
     if train.reference_batch_size is not None:
         return train
     return train.model_copy(update={"reference_batch_size": baseline_global_batch(space)})

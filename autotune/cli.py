@@ -10,8 +10,11 @@ still work for this release, each with a one-line note on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -107,7 +110,8 @@ def _run_args(
     if trials is not None and trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
     hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
-    return load_run_config([*(overrides or []), *hardware_args])
+    with _noting_moved_keys():
+        return load_run_config([*(overrides or []), *hardware_args])
 
 
 @app.command(context_settings={"allow_extra_args": False}, epilog=f"{_REFERENCE} {_GRAMMAR}")
@@ -217,6 +221,27 @@ def _deprecated(old: str, new: str) -> None:
     )
 
 
+@contextlib.contextmanager
+def _noting_moved_keys() -> Iterator[None]:
+    """Print each key written with the name it had before ``advanced.*`` (a
+    :class:`~autotune.config.DeprecatedKeyWarning`) as the other deprecated spellings are
+    printed, also when the arguments are then refused; other warnings pass on as they were."""
+    from autotune.config import DeprecatedKeyWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", DeprecatedKeyWarning)
+            caught = recorded
+            yield
+    finally:
+        for w in caught:
+            if isinstance(w.message, DeprecatedKeyWarning):
+                _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _positional_study(args: list[str] | None, *, note: bool = True) -> tuple[str | None, list[str]]:
     """Split off the deprecated positional STUDY (a first argument without ``=``).
 
@@ -313,10 +338,10 @@ def verify(
         None,
         metavar="study=NAME [KEY=VALUE]...",
         help="study=NAME (required) storage=URL verify.rounds=R (confirmation rounds, default "
-        "8, >= 3) verify.race_rounds=A (default 2) verify.candidates=K (finalists per answer, "
-        "default 3) verify.accuracy_tolerance_pt=X (default 0.5) verify.screen_z=Z (default "
-        "1.645) trial.timeout_s=S. (A bare STUDY first still works for this release; it is "
-        "deprecated.)",
+        "8, >= 3) verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S; research "
+        "knobs: advanced.verify.race_rounds=A (default 2) advanced.verify.candidates=K "
+        "(finalists per answer, default 3) advanced.verify.screen_z=Z (default 1.645). (A bare "
+        "STUDY first still works for this release; it is deprecated.)",
     ),
 ) -> None:
     """Re-run the baseline and the finalists in interleaved rounds of fresh processes, each
@@ -329,7 +354,8 @@ def verify(
     from autotune.verification import study_metric
 
     positional, rest = _positional_study(args)
-    request = load_verify_request(rest)
+    with _noting_moved_keys():
+        request = load_verify_request(rest)
     study = _one_study(positional, request.study, "verify")
     # The study's metric, for the lines of each run (verify_study reads the same study).
     metric = study_metric(load_existing_study(study, request.storage))
@@ -338,7 +364,7 @@ def verify(
         summary = verify_study(
             study,
             request.storage,
-            settings=request.verify,
+            settings=request.verify_settings,
             timeout_s=request.trial.timeout_s,
             on_run=lambda p: console.print(
                 verification_line(p, metric), highlight=False, markup=False

@@ -82,13 +82,13 @@ __all__ = [
 ]
 
 #: The row the seconds budget is measured on: the default sampler as it was before it weighed
-#: compilation seconds (``search.cost_aware_after_trials=null``), so that a default that
+#: compilation seconds (``advanced.search.cost_aware_after_trials=null``), so that a default that
 #: picks cheaper trials does not shrink its own budget (issue 24: "within the simulated
 #: seconds of 50 full trials of today's default").
 SECONDS_REFERENCE = "gp, cost-unaware"
 #: Rows that run a sampler with settings of their own: label -> (``sampler=`` name, overrides).
 VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    SECONDS_REFERENCE: ("gp", ("search.cost_aware_after_trials=null",)),
+    SECONDS_REFERENCE: ("gp", ("advanced.search.cost_aware_after_trials=null",)),
 }
 #: The rows compared: ``sampler=`` names, and the labels of :data:`VARIANTS`.
 SAMPLERS = ("nsga2", "tpe", "gp", SECONDS_REFERENCE, "random")

@@ -68,7 +68,7 @@ class PowerRow:
         scenario: ``power`` (one finalist truly 1.3x faster), ``null`` (none faster) or
             ``inferior`` (one finalist truly 1.3x faster and 1 pt less accurate).
         rounds: confirmation rounds (``verify.rounds``).
-        race_rounds: race rounds (``verify.race_rounds``).
+        race_rounds: race rounds (``advanced.verify.race_rounds``).
         finalists: finalists in each race.
         verifications: simulated verifications.
         recommended_true: verifications that recommended the truly faster finalist.

@@ -116,7 +116,7 @@ QUICK = Budget(
     seeds=2,
     budgets=(10, 25),
     study_overrides=("compile_mode=[none]", "train.max_steps=30"),
-    verify_overrides=("verify.rounds=3", "verify.candidates=1"),
+    verify_overrides=("verify.rounds=3", "advanced.verify.candidates=1"),
     arm_overrides=("train.max_steps=30",),
     tta_trials=4,
     tta_repeats=1,
@@ -582,9 +582,9 @@ def section_search(
         "ranks, and asks again (up to 5 times) when the feasibility rules refuse its proposal; "
         f"from trial {COST_AWARE_AFTER_TRIALS + 1} on it weighs each proposal's expected "
         "improvement against its predicted compilation seconds "
-        "(`search.cost_aware_after_trials`); "
+        "(`advanced.search.cost_aware_after_trials`); "
         f"`{search.SECONDS_REFERENCE}` is the same sampler without that weighing "
-        "(`search.cost_aware_after_trials=null`), the reference of the seconds budget below; "
+        "(`advanced.search.cost_aware_after_trials=null`), the reference of the seconds budget below; "
         "`tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
         f"model-based samplers start with a feasible covering design of {GP_STARTUP_TRIALS} "
         "trials (the baseline counts; `autotune.study.startup_design`).",
@@ -617,7 +617,7 @@ def section_search(
         "",
         "**By simulated seconds** (the mock's cost model: compilation, warm-up, training and "
         "evaluation of each trial; a trial whose math key equals a finished trial's reuses its "
-        "metric and pays only its warm-up and timed windows, `search.reuse_metric`). The "
+        "metric and pays only its warm-up and timed windows, `advanced.search.reuse_metric`). The "
         f"budget of a seed is the simulated seconds of `{search.SECONDS_REFERENCE}`'s first "
         f"{last} trials with that seed, each counted as trained in full (the default's cost "
         "before trials could reuse a metric and before it weighed compilation seconds, so a "

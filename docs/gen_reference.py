@@ -427,9 +427,10 @@ MORE: dict[str, str] = {
     "data.name": "The built-in workloads' data set: `digits` (scikit-learn's 8x8 digits), "
     "`mnist` (the shipped MNIST test set, or `data.root`'s IDX files), `fashion_mnist` "
     "(needs `data.root`), `synthetic` (random tensors; throughput only).",
-    "mock.fault": "Make the trials in `mock.fault_trials` fail on purpose: `oom`, `error`, "
-    "`crash` or `hang`.",
-    "mock.fault_trials": "Trial numbers `mock.fault` applies to; empty: every trial.",
+    "advanced.mock.fault": "Make the trials in `advanced.mock.fault_trials` fail on purpose: "
+    "`oom`, `error`, `crash` or `hang`.",
+    "advanced.mock.fault_trials": "Trial numbers `advanced.mock.fault` applies to; empty: "
+    "every trial.",
     "constraints.max_memory_bytes": "Peak memory limit; a trial above it is infeasible.",
     "constraints.min_accuracy": "Lowest acceptable validation accuracy, 0 to 1 (accuracy "
     "metrics only); a trial below it is infeasible.",
@@ -586,27 +587,79 @@ def _cell(text: str) -> str:
     return "".join(p if p.startswith("`") else p.replace("|", "\\|") for p in pieces)
 
 
-def options_markdown() -> str:
-    """The options page's tables."""
-    out: list[str] = []
-    for group in option_groups():
-        out.append(f"## {group.title} {{#{group.anchor}}}\n")
-        if group.intro:
-            out.append(group.intro + "\n")
-        out.append("| key | type | default | rules | description |")
-        out.append("| --- | --- | --- | --- | --- |")
-        for option in group.options:
-            rules = "; ".join(option.rules)
-            out.append(
-                f"| `{option.path}` | {_cell(option.type)} | {_cell(option.default)} | "
-                f"{_cell(rules)} | {_cell(option.description)} |"
-            )
+#: The prefix of the research knobs (``SearchSpace.advanced``), listed apart on the page.
+ADVANCED = "advanced."
+
+
+def is_advanced(path: str) -> bool:
+    """A key of the ``advanced.*`` namespace (or the ``advanced`` group itself)."""
+    return path == ADVANCED.rstrip(".") or path.startswith(ADVANCED)
+
+
+def main_option_paths() -> list[str]:
+    """The main options: every key the reference lists but the settings groups, the knobs a
+    space searches (its system knobs and ``model.<knob>``) and the ``advanced.*`` keys."""
+    from autotune.config import SYSTEM_KNOBS
+
+    return [
+        o.path
+        for g in option_groups()
+        for o in g.options
+        if not o.type.startswith("settings group")
+        and not o.type.startswith("knob")
+        and o.path not in SYSTEM_KNOBS
+        and not is_advanced(o.path)
+    ]
+
+
+def _group_markdown(group: Group, level: str) -> list[str]:
+    out = [f"{level} {group.title} {{#{group.anchor}}}\n"]
+    if group.intro:
+        out.append(group.intro + "\n")
+    out.append("| key | type | default | rules | description |")
+    out.append("| --- | --- | --- | --- | --- |")
+    for option in group.options:
+        rules = "; ".join(option.rules)
+        out.append(
+            f"| `{option.path}` | {_cell(option.type)} | {_cell(option.default)} | "
+            f"{_cell(rules)} | {_cell(option.description)} |"
+        )
+    out.append("")
+    if group.checks:
+        out.append("Checked together (the message when one fails):\n")
+        out.extend(f"- {_cell(check)}" for check in group.checks)
         out.append("")
-        if group.checks:
-            out.append("Checked together (the message when one fails):\n")
-            out.extend(f"- {_cell(check)}" for check in group.checks)
-            out.append("")
+    return out
+
+
+def options_markdown() -> str:
+    """The options page's tables: the main options, then the research knobs under one
+    "Advanced" heading (``advanced.*``), each group of them in a table of its own."""
+    out: list[str] = []
+    groups = option_groups()
+    for group in groups:
+        if not is_advanced(group.prefix):
+            out.extend(_group_markdown(group, "##"))
+    [advanced] = [g for g in groups if g.prefix == ADVANCED]
+    out.append(f"## Advanced {{#{advanced.anchor}}}\n")
+    if advanced.intro:
+        out.append(advanced.intro + "\n")
+    out.append(
+        "An old key (before this release, without `advanced.`) still works for one release, "
+        "with a note naming its new key: "
+        + ", ".join(f"`{old}` is `{new}`" for old, new in _moved_keys().items())
+        + ".\n"
+    )
+    for group in groups:
+        if is_advanced(group.prefix) and group is not advanced:
+            out.extend(_group_markdown(group, "###"))
     return "\n".join(out)
+
+
+def _moved_keys() -> dict[str, str]:
+    from autotune.config._renamed import MOVED_KEYS
+
+    return MOVED_KEYS
 
 
 # --------------------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def test_the_baseline_runs_what_the_space_names_and_defaults_the_rest() -> None:
     assert train.lr == pytest.approx(1.0e-3) and train.reference_batch_size == 48
     # ... even where the space named another reference batch; the notes survive the device's
     # restriction of the space.
-    other = load_space("cnn_small", ["train.reference_batch_size=256", *YOURS])
+    other = load_space("cnn_small", ["advanced.train.reference_batch_size=256", *YOURS])
     restricted, _ = restrict_space(other, make_capabilities("mock"))
     assert trial_train_settings(restricted).reference_batch_size == 48
     assert restricted.baseline_notes() == [

@@ -24,7 +24,7 @@ import yaml
 
 import autotune
 from autotune.cli import main
-from autotune.config import available_spaces
+from autotune.config._loading import available_spaces
 from tests.studies.mock import DemoStudy
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
@@ -56,35 +56,35 @@ BAD_INPUT = [
     ),
     pytest.param(["run", "precision=[]"], "override precision=[]: precision", id="empty-choices"),
     pytest.param(
-        ["run", "device=mock", "hardware.min_peak_ratio=2"],
-        "override hardware.min_peak_ratio=2: hardware.min_peak_ratio: Input should be less than "
+        ["run", "device=mock", "advanced.hardware.min_peak_ratio=2"],
+        "override advanced.hardware.min_peak_ratio=2: advanced.hardware.min_peak_ratio: Input should be less than "
         "or equal to 1",
         id="min-peak-ratio-above-1",
     ),
     pytest.param(
-        ["run", "device=mock", "hardware.min_peak_ratio=-0.1"],
-        "hardware.min_peak_ratio: Input should be greater than or equal to 0",
+        ["run", "device=mock", "advanced.hardware.min_peak_ratio=-0.1"],
+        "advanced.hardware.min_peak_ratio: Input should be greater than or equal to 0",
         id="min-peak-ratio-negative",
     ),
     pytest.param(
-        ["run", "device=mock", "hardware.min_peak_ratio=fast"],
-        "override hardware.min_peak_ratio=fast: hardware.min_peak_ratio: Input should be a "
+        ["run", "device=mock", "advanced.hardware.min_peak_ratio=fast"],
+        "override advanced.hardware.min_peak_ratio=fast: advanced.hardware.min_peak_ratio: Input should be a "
         "valid number",
         id="min-peak-ratio-not-a-number",
     ),
     pytest.param(
-        ["run", "device=mock", "hardware.min_peak_ratio=true"],
-        "hardware.min_peak_ratio: must be a number from 0 to 1, not true",
+        ["run", "device=mock", "advanced.hardware.min_peak_ratio=true"],
+        "advanced.hardware.min_peak_ratio: must be a number from 0 to 1, not true",
         id="min-peak-ratio-bool",
     ),
     pytest.param(
-        ["run", "device=mock", "hardware.min_peak_ratio=nan"],
-        "hardware.min_peak_ratio: Input should be a finite number",
+        ["run", "device=mock", "advanced.hardware.min_peak_ratio=nan"],
+        "advanced.hardware.min_peak_ratio: Input should be a finite number",
         id="min-peak-ratio-nan",
     ),
     pytest.param(
-        ["run", "device=mock", "hardware.peak=1"],
-        "override hardware.peak=1: hardware.peak: unknown key",
+        ["run", "device=mock", "advanced.hardware.peak=1"],
+        "override advanced.hardware.peak=1: advanced.hardware.peak: unknown key",
         id="hardware-unknown-key",
     ),
     pytest.param(["run", "space=nosuch"], "space=nosuch: unknown space name", id="space-name"),
@@ -833,8 +833,8 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: P
                 "-X",
                 "faulthandler",
                 *command[1:],
-                "mock.fault=hang",
-                "mock.fault_trials=[3]",
+                "advanced.mock.fault=hang",
+                "advanced.mock.fault_trials=[3]",
             ],
             cwd=tmp_path,
             stdout=subprocess.DEVNULL,

@@ -100,7 +100,7 @@ def test_the_header_says_which_precision_the_screen_skipped(tmp_path: Path) -> N
 
     assert (
         "skipped precision=fp16: dense peak 195 GFLOP/s is 1/100 of fp32's 19.5 TFLOP/s "
-        "(below hardware.min_peak_ratio=0.1)"
+        "(below advanced.hardware.min_peak_ratio=0.1)"
     ) in lines
 
 
@@ -110,8 +110,8 @@ def test_the_header_says_when_a_slow_precision_is_kept_as_the_only_one(tmp_path:
     assert "skipped precision=fp16" not in text
     assert (
         "kept precision=fp16: dense peak 195 GFLOP/s is 1/100 of fp32's 19.5 TFLOP/s, below "
-        "hardware.min_peak_ratio=0.1, but the space has no faster precision the device can run "
-        "(hardware.min_peak_ratio=0 silences this)"
+        "advanced.hardware.min_peak_ratio=0.1, but the space has no faster precision the device can run "
+        "(advanced.hardware.min_peak_ratio=0 silences this)"
     ) in text.splitlines()
 
 

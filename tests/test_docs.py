@@ -142,6 +142,22 @@ def test_every_option_has_a_type_and_a_description(gen: ModuleType) -> None:
     assert not untyped
 
 
+def test_at_most_45_main_options_and_the_research_knobs_under_advanced(gen: ModuleType) -> None:
+    """The main options (every key but the settings groups, the knobs a space searches and
+    ``advanced.*``) stay few enough to read; the research knobs have one section."""
+    main = gen.main_option_paths()
+    page = gen.options_markdown()
+
+    assert len(main) <= 45, main
+    assert "## Advanced {#advanced}" in page
+    assert page.index("## Advanced {#advanced}") > page.index("## `constraints.*`")
+    for path in ("advanced.search.reuse_metric", "advanced.verify.screen_z"):
+        assert f"| `{path}` |" in page
+    assert not [p for p in main if p.split(".")[0] in ("search", "measure", "hardware")]
+    assert "mock.profile" in main  # the tour's simulated machine stays a main option
+    assert "mock.fault" not in main and "data.synthetic_samples" not in main
+
+
 def test_the_extra_descriptions_name_existing_keys(gen: ModuleType) -> None:
     """docs/gen_reference.py's MORE holds words for keys the models say nothing about; an
     entry for a key that is gone is stale."""
@@ -156,7 +172,7 @@ def test_the_reference_gives_types_defaults_and_rules(gen: ModuleType) -> None:
     assert rows["seed"].rules[:2] == [">= 0", "< 2147483648"]
     assert rows["device"].type == "`auto`, `cpu`, `cuda`, `mock`"
     assert rows["study"].default == "the space's `name`"
-    assert rows["trial.min_throughput_vs_baseline"].rules == [">= 0", "< 1", "finite"]
+    assert rows["advanced.trial.min_throughput_vs_baseline"].rules == [">= 0", "< 1", "finite"]
 
 
 def test_the_space_page_lists_every_top_level_key_and_knob_form(gen: ModuleType) -> None:
@@ -313,8 +329,8 @@ def mock_form(argv: list[str], storage: str) -> list[str]:
         "--trials",
         "4",
         "verify.rounds=3",
-        "verify.race_rounds=1",
-        "verify.candidates=1",
+        "advanced.verify.race_rounds=1",
+        "advanced.verify.candidates=1",
     ]
 
 
@@ -383,7 +399,9 @@ def test_the_readme_workload_runs_as_pasted(
     assert argv == ["run", "space=space.yaml", "--trials", "5", "device=cpu"]
     monkeypatch.chdir(tmp_path)
 
-    code = main([*argv[:3], "2", argv[4], "train.epochs=1", "verify.rounds=0", "measure.windows=2"])
+    code = main(
+        [*argv[:3], "2", argv[4], "train.epochs=1", "verify.rounds=0", "advanced.measure.windows=2"]
+    )
 
     out = capsys.readouterr().out
     assert code == 0

@@ -518,11 +518,11 @@ def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
             "batch_size=[32, 64]",
             "num_workers=0",
             "train.max_steps=20",
-            "train.warmup_steps=2",
-            "measure.windows=3",
+            "advanced.train.warmup_steps=2",
+            "advanced.measure.windows=3",
             # Every trial trains to the end: this checks the workload, and a precision this
             # CPU emulates would otherwise stop as too_slow (tested in tests/study/test_study.py).
-            "trial.min_throughput_vs_baseline=0",
+            "advanced.trial.min_throughput_vs_baseline=0",
         ]
     )
 
@@ -563,11 +563,11 @@ def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
             "compile_mode=none",
             "num_workers=0",
             "train.max_steps=20",
-            "train.warmup_steps=2",
-            "measure.windows=3",
+            "advanced.train.warmup_steps=2",
+            "advanced.measure.windows=3",
             # Every trial trains to the end: this checks the workload, and a precision this
             # CPU emulates would otherwise stop as too_slow (tested in tests/study/test_study.py).
-            "trial.min_throughput_vs_baseline=0",
+            "advanced.trial.min_throughput_vs_baseline=0",
         ]
     )
 
@@ -603,9 +603,9 @@ def _door_study(space: Path, tmp_path: Path, *overrides: str) -> Any:
             f"storage={storage}",
             "verify.rounds=0",
             "train.max_steps=12",
-            "train.warmup_steps=2",
-            "measure.windows=3",
-            "trial.min_throughput_vs_baseline=0",  # every trial trains to its end
+            "advanced.train.warmup_steps=2",
+            "advanced.measure.windows=3",
+            "advanced.trial.min_throughput_vs_baseline=0",  # every trial trains to its end
             *overrides,
         ]
     )

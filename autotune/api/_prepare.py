@@ -49,7 +49,7 @@ def prepare_run(
     its smallest model on the meta device, and its datasets load: so a missing or corrupt
     ``data.root`` fails here), checks the storage URL (its driver is installed, a database
     server answers), screens the precisions against the device's peaks
-    (``hardware.min_peak_ratio``; a study that exists keeps the screen it stored), removes
+    (``advanced.hardware.min_peak_ratio``; a study that exists keeps the screen it stored), removes
     them and the choices the device can never run, and checks that the ``warm_start`` study
     exists (reading the database, never creating it). With ``workers`` > 1 on ``cuda`` the
     capabilities are those of this worker's own GPUs (:func:`autotune.hardware.worker_share`),
@@ -91,7 +91,7 @@ def prepare_run(
     screen = study_precision_screen(
         config.space,
         caps,
-        config.hardware.min_peak_ratio,
+        config.advanced.hardware.min_peak_ratio,
         stored_study_attr(config.storage, config.study, STUDY_RECORD_ATTR),
         config.study,
     )

@@ -163,7 +163,7 @@ def run_study(
     Running the same call again after an interruption tops the study up to ``n_trials``;
     completed trials are kept, never redone. Interrupted trials are recorded as FAIL and
     do not count. Once the study holds its trials, the first worker verifies the finalists
-    (:func:`verify_study`, ``config.verify``); a verification that already covers the same
+    (:func:`verify_study`, ``config.verify_settings``); a verification that already covers the same
     finalists is reused, an interrupted one resumed.
 
     Args:
@@ -187,7 +187,7 @@ def run_study(
     space = prepared.space
     caps = prepared.capabilities
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # we report trials ourselves
-    storage = open_storage(config.storage, config.trial.heartbeat_s)
+    storage = open_storage(config.storage, config.advanced.trial.heartbeat_s)
     study = open_study(
         config,
         space,
@@ -246,7 +246,7 @@ def run_study(
                 helpers.extend(_start_workers(config, n_trials))
             # This worker's trials train on its own GPUs alone, where it owns part of the
             # machine's (workers > 1 on cuda: autotune.hardware.worker_share), and compile
-            # into the study's own cache (measure.compile_cache=study).
+            # into the study's own cache (advanced.measure.compile_cache=study).
             with (
                 trial_devices(caps.cuda_visible_devices),
                 study_compile_cache(config.storage, study.study_name),
@@ -264,7 +264,7 @@ def run_study(
                         catch=(SurplusTrial,),
                         gc_after_trial=False,
                     )
-                    _wait_for_claimed_slots(study, config.trial.heartbeat_s)
+                    _wait_for_claimed_slots(study, config.advanced.trial.heartbeat_s)
             with sigint_allowed():
                 _join_workers(helpers)
         finally:
@@ -278,7 +278,7 @@ def run_study(
                 verification = verify_study(
                     study.study_name,
                     config.storage,
-                    settings=config.verify,
+                    settings=config.verify_settings,
                     run_trial_fn=run_trial_fn,
                     timeout_s=config.trial.timeout_s,
                     on_run=on_verify,

@@ -48,10 +48,10 @@ class VerificationProgress:
         record: what this run measured (or why it failed).
         race: the run belongs to the race (stage A).
         rerun_next: the run was measured on a busy machine and will be measured again at
-            once (``verify.busy_reruns`` not yet spent).
+            once (``advanced.verify.busy_rerun_budget`` not yet spent).
         reruns_used: busy runs measured again so far in this verification, this one's re-run
             included.
-        reruns_allowed: ``verify.busy_reruns``.
+        reruns_allowed: ``advanced.verify.busy_rerun_budget``.
     """
 
     done: int
@@ -150,19 +150,19 @@ def _resume_notes(plan: VerificationPlan, settings: VerifySettings) -> tuple[str
     (the plan wins: its runs so far were measured under it)."""
     pairs: list[tuple[str, float, float]] = [("verify.rounds", settings.rounds, plan.rounds)]
     if plan.race_seeds:
-        pairs.append(("verify.race_rounds", settings.race_rounds, plan.race_rounds))
+        pairs.append(("advanced.verify.race_rounds", settings.race_rounds, plan.race_rounds))
     pairs.append(
         ("verify.accuracy_tolerance_pt", settings.accuracy_tolerance_pt, plan.accuracy_tolerance_pt)
     )
     if plan.screen_z is not None:
-        pairs.append(("verify.screen_z", settings.screen_z, plan.screen_z))
+        pairs.append(("advanced.verify.screen_z", settings.screen_z, plan.screen_z))
     differ = [
         f"{key}={asked:g} (stored {stored:g})" for key, asked, stored in pairs if asked != stored
     ]
     most = max(len(plan.answer_candidates(a)) for a in ANSWERS)
     if most > settings.candidates:
         differ.append(
-            f"verify.candidates={settings.candidates} (stored plan: {most} finalists in an answer)"
+            f"advanced.verify.candidates={settings.candidates} (stored plan: {most} finalists in an answer)"
         )
     if not differ:
         return ()
@@ -214,9 +214,9 @@ def verify_study(
     (:func:`autotune.verification.select_finalists`) and one new training seed per round
     (:func:`autotune.verification.round_seeds`); each run is stored in
     ``autotune_verifications`` as soon as it ends. A run measured on a busy machine (other
-    processes used more than the study's ``measure.max_other_cpu_share`` of the CPUs) is
+    processes used more than the study's ``advanced.measure.max_other_cpu_share`` of the CPUs) is
     measured again at once, as another attempt of its round, until one is not busy or
-    ``settings.busy_reruns`` re-runs are spent; the last attempt counts, and the summary says
+    ``settings.busy_rerun_budget`` re-runs are spent; the last attempt counts, and the summary says
     how many runs that count were busy. With ``reuse``, a finished verification
     of the same finalists, rounds and tolerance is returned as it is (``autotune run`` on a
     study that is already verified); without it (``autotune verify``) a finished one is
@@ -300,7 +300,7 @@ def verify_study(
         params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
         plan, metric = run.plan, study_metric(study)
         configs = _with_study_cadence(configs, study, plan.baseline_trial)
-        # The runs compile into the study's cache (measure.compile_cache=study), warm where
+        # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
         # its search compiled the same graphs.
         with study_compile_cache(storage, study_name):
             run = _run_verification(
@@ -311,7 +311,7 @@ def verify_study(
                 timeout_s,
                 on_run,
                 lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
-                settings.busy_reruns,
+                settings.busy_rerun_budget,
             )
     return replace(summarize_for_study(study, run), notes=notes)
 
@@ -408,7 +408,7 @@ def _verification_record(
     attempt: int = 0,
 ) -> VerificationRecord:
     """Run one configuration once; a failure is a row too (it disqualifies the candidate).
-    ``busy_machine`` is judged by the configuration's ``measure.max_other_cpu_share`` (the
+    ``busy_machine`` is judged by the configuration's ``advanced.measure.max_other_cpu_share`` (the
     study's, as its trial stored it)."""
     unmeasured = VerificationRecord(
         round_index=round_index,

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from autotune.config._knobs import SYSTEM_KNOBS
 from autotune.config._overrides import parse_overrides, set_path
+from autotune.config._renamed import upgrade_keys, upgrade_override
 from autotune.config._run import RunConfig, VerifyRequest
 from autotune.config._space import DOORS, SearchSpace
 from autotune.config._url import display_url
@@ -35,7 +36,6 @@ _RUN_KEYS = (
     "mock",
     "warm_start",
     "allow_hardware_change",
-    "hardware",
     "verify",
 )
 
@@ -82,6 +82,7 @@ def _read_space_file(space: str) -> tuple[dict[str, Any], str]:
         raise ConfigError(f"{source}:{where}: malformed YAML: {problem}") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of keys to values")
+    raw = upgrade_keys(raw, source)  # the keys that moved under advanced.*
     raw.setdefault("name", Path(source).stem)
     return raw, source
 
@@ -124,7 +125,7 @@ def load_space(space: str, overrides: Sequence[str] = ()) -> SearchSpace:
         ConfigError: unknown name, missing file, malformed YAML, unknown key, wrong type or a
             broken rule; the message names the file or override and the key.
     """
-    return _load_space_with_source(space, overrides)[0]
+    return _load_space_with_source(space, _upgraded_overrides(overrides))[0]
 
 
 def _space_directory(source: str) -> Path:
@@ -148,10 +149,22 @@ def _absolute_workload(raw: dict[str, Any], source: str) -> None:
             raw[key] = f"{Path(path).expanduser()}:{name}"
 
 
-def _load_space_with_source(space: str, overrides: Sequence[str]) -> tuple[SearchSpace, str]:
+def _upgraded_overrides(overrides: Sequence[str]) -> list[tuple[str, Any, str]]:
+    """The parsed ``key=value`` overrides, each old key at its new place (with a note)."""
+    return [
+        upgraded
+        for key, value, text in parse_overrides(overrides)
+        for upgraded in upgrade_override(key, value, text)
+    ]
+
+
+def _load_space_with_source(
+    space: str, overrides: Sequence[tuple[str, Any, str]]
+) -> tuple[SearchSpace, str]:
+    """The space and its source label, with parsed (and upgraded) overrides applied."""
     raw, source = _read_space_file(space)
     overridden: dict[str, str] = {}
-    for key, value, text in parse_overrides(overrides):
+    for key, value, text in overrides:
         set_path(raw, key, value, text)
         overridden[key] = text
     _absolute_workload(raw, source)
@@ -165,8 +178,10 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
     """Build a :class:`RunConfig` from ``key=value`` arguments, as ``autotune run`` gets them.
 
     Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``objective``, ``seed``,
-    ``trial.*``, ``hardware.*``, ``verify.*``, ...: :data:`_RUN_KEYS`) configure the run; every
-    other key overrides a field of the space.
+    ``trial.*``, ``verify.*``, ...: :data:`_RUN_KEYS`) configure the run; every other key
+    overrides a field of the space, ``advanced.*`` included (the research knobs, the run's
+    among them). An old key that moved under ``advanced.*`` works with a
+    :class:`~autotune.config.DeprecatedKeyWarning` naming the new one.
 
     Args:
         args: ``key=value`` strings, e.g. ``["space=cnn_small", "device=cpu", "train.epochs=2"]``.
@@ -177,13 +192,13 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
     """
     run_raw: dict[str, Any] = {}
     run_texts: dict[str, str] = {}
-    space_overrides: list[str] = []
-    for key, value, text in parse_overrides(args):
+    space_overrides: list[tuple[str, Any, str]] = []
+    for key, value, text in _upgraded_overrides(args):
         if key.split(".")[0] in _RUN_KEYS:
             set_path(run_raw, key, _verbatim(key, value, text), text)
             run_texts[key] = text
         else:
-            space_overrides.append(text)
+            space_overrides.append((key, value, text))
     space_name = run_raw.pop("space", default_space)
     if not isinstance(space_name, str):
         raise ConfigError(
@@ -201,8 +216,8 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
 
 def load_verify_request(args: Sequence[str]) -> VerifyRequest:
     """Validate ``autotune verify``'s ``key=value`` arguments (``study=NAME``, ``storage=URL``,
-    ``verify.rounds=R``, ``verify.candidates=K``, ``verify.accuracy_tolerance_pt=X``,
-    ``trial.timeout_s=S``); ``study`` and ``storage`` are taken as written, as
+    ``verify.rounds=R``, ``verify.accuracy_tolerance_pt=X``, ``trial.timeout_s=S``,
+    ``advanced.verify.candidates=K``, ...); ``study`` and ``storage`` are taken as written, as
     :func:`load_run_config` takes them.
 
     Raises:
@@ -210,7 +225,7 @@ def load_verify_request(args: Sequence[str]) -> VerifyRequest:
     """
     raw: dict[str, Any] = {}
     texts: dict[str, str] = {}
-    for key, value, text in parse_overrides(args):
+    for key, value, text in _upgraded_overrides(args):
         set_path(raw, key, _verbatim(key, value, text), text)
         texts[key] = text
     try:

@@ -22,15 +22,17 @@ from autotune.config._knobs import (
     Precision,
 )
 from autotune.config._settings import (
+    AdvancedSettings,
+    AdvancedVerifySettings,
     DataSettings,
-    HardwareSettings,
     MeasureSettings,
     MockFault,
+    MockOptions,
     MockProfileName,
-    MockSettings,
     ObjectiveMode,
     TrainSettings,
     TrialSettings,
+    VerifyOptions,
     VerifySettings,
 )
 from autotune.config._space import BUILTIN_WORKLOAD_REF, SearchSpace, WorkloadSpec
@@ -58,14 +60,25 @@ class RunConfig(Strict):
     seed: int = Field(0, ge=0, lt=2**31)  # sampler seed; every trial trains with it
     trial: TrialSettings = TrialSettings()
     workers: int = Field(1, ge=1)  # worker processes sharing the study on this machine
-    mock: MockSettings = MockSettings()
+    mock: MockOptions = MockOptions()  # the mock device's simulated machine (mock.profile)
     # Enqueue this study's Pareto-optimal configurations first (same storage).
     warm_start: str | None = None
     # Run an existing study on a machine with another hardware fingerprint.
     allow_hardware_change: bool = False
-    # What the device's peaks remove from the space before a new study (hardware.*).
-    hardware: HardwareSettings = HardwareSettings()
-    verify: VerifySettings = VerifySettings()
+    verify: VerifyOptions = VerifyOptions()
+
+    @property
+    def advanced(self) -> AdvancedSettings:
+        """The research knobs (``advanced.*``): the space's ``advanced:``, with the
+        ``advanced.*`` keys of the command line."""
+        return self.space.advanced
+
+    @property
+    def verify_settings(self) -> VerifySettings:
+        """What the run's verification is given: ``verify.*`` and ``advanced.verify.*``."""
+        return VerifySettings.model_validate(
+            {**self.verify.model_dump(), **self.space.advanced.verify.model_dump()}
+        )
 
 
 #: A model knob's value in a trial (strict: an int stays an int, a bool a bool).
@@ -74,7 +87,7 @@ KnobValue = StrictBool | StrictInt | StrictFloat | StrictStr
 
 class ReusedMetric(Strict):
     """What a trial takes from an earlier measured trial with the same math key
-    (:func:`math_key`) instead of training for it (``search.reuse_metric``).
+    (:func:`math_key`) instead of training for it (``advanced.search.reuse_metric``).
 
     Set by the study on a trial's configuration just before it runs; never stored with the
     configuration's knobs, so a verification run (rebuilt from the stored knobs) never
@@ -129,8 +142,8 @@ class TrialConfig(Strict):
     # validation metric meets train.target_accuracy / train.target_metric.
     objective: ObjectiveMode = "throughput"
     # A throughput trial whose first timed window runs below this many samples/s stops there
-    # (Measurement.too_slow); set by the study from trial.min_throughput_vs_baseline, never
-    # stored with the configuration's knobs, so verification re-runs have no floor.
+    # (Measurement.too_slow); set by the study from advanced.trial.min_throughput_vs_baseline,
+    # never stored with the configuration's knobs, so verification re-runs have no floor.
     min_throughput_sps: float | None = Field(None, gt=0)
     # Set by the study when an earlier trial with the same math key (math_key) was measured:
     # the trial runs its warm-up and timed windows only and reports this metric. Like
@@ -187,8 +200,8 @@ class TrialConfig(Strict):
             {
                 "workload": space.workload_spec(),
                 "model": model,
-                "train": space.train,
-                "measure": space.measure,
+                "train": space.train_settings(),
+                "measure": space.advanced.measure,
                 "blocks": tuple(space.blocks) if space.blocks is not None else None,
                 **space.guide_settings(),
                 **fixed,
@@ -254,11 +267,25 @@ def math_key(config: TrialConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class AdvancedVerifyRequest(Strict):
+    """The ``advanced.*`` keys ``autotune verify`` takes: ``advanced.verify.*``."""
+
+    verify: AdvancedVerifySettings = AdvancedVerifySettings()
+
+
 class VerifyRequest(Strict):
     """The ``key=value`` arguments of ``autotune verify``: where the study is, and how to
     verify it."""
 
     study: str | None = Field(None, min_length=1)  # Optuna study name; the CLI requires one
     storage: str = Field(DEFAULT_STORAGE_URL, min_length=1)
-    verify: VerifySettings = VerifySettings()
+    verify: VerifyOptions = VerifyOptions()
     trial: TrialSettings = TrialSettings()
+    advanced: AdvancedVerifyRequest = AdvancedVerifyRequest()
+
+    @property
+    def verify_settings(self) -> VerifySettings:
+        """What the verification is given: ``verify.*`` and ``advanced.verify.*``."""
+        return VerifySettings.model_validate(
+            {**self.verify.model_dump(), **self.advanced.verify.model_dump()}
+        )

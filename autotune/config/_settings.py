@@ -1,5 +1,6 @@
 """Fixed settings: training (with the learning-rate scaling rules), data, constraints,
-timing, trial processes, the mock device, the hardware screen, and verification."""
+timing, trial processes, the mock device, the hardware screen, and verification; the
+research knobs among them gathered under one :class:`AdvancedSettings` (``advanced.*``)."""
 
 from __future__ import annotations
 
@@ -84,12 +85,14 @@ def global_batch_reason(global_batch_size: int, batch_size: int, world_size: int
     )
 
 
-class TrainSettings(Strict):
-    """Fixed training settings shared by every trial of a study.
+class TrainOptions(Strict):
+    """Fixed training settings shared by every trial of a study (``train:``; the research
+    ones are ``advanced.train:``, :class:`AdvancedTrainSettings`).
 
-    ``lr`` is the learning rate at the global batch ``reference_batch_size``; a trial with
-    another global batch trains at ``lr`` scaled by ``lr_scaling`` (:func:`scaled_lr`), after a
-    linear warm-up over ``lr_warmup_fraction`` of its optimizer steps, so that every batch size
+    ``lr`` is the learning rate at the global batch ``advanced.train.reference_batch_size``
+    (the baseline's); a trial with another global batch trains at ``lr`` scaled by
+    ``lr_scaling`` (:func:`scaled_lr`), after a linear warm-up over
+    ``advanced.train.lr_warmup_fraction`` of its optimizer steps, so that every batch size
     gets a fair share of the fixed epoch budget. ``lr_scaling=none`` trains every trial at
     ``lr`` without warm-up. After the warm-up, ``lr_schedule`` decays the learning rate to 0
     along a cosine (default) or keeps it constant.
@@ -101,22 +104,15 @@ class TrainSettings(Strict):
     momentum: float = Field(0.9, ge=0, lt=1)  # SGD only
     epochs: int = Field(5, ge=1)  # passes over the training split (the budget)
     max_steps: int | None = Field(None, ge=1)  # optional cap on optimizer steps per trial
-    warmup_steps: int = Field(5, ge=0)  # untimed steps before the timed windows
     # How lr follows the global batch: none, linear, sqrt; unset: DEFAULT_LR_SCALING's rule
     # for the optimizer (sqrt for adamw, linear for sgd).
     lr_scaling: LrScaling | None = None
-    # The global batch (batch_size x gpu_count) at which `lr` holds; unset: the study's
-    # baseline trial's (autotune.baseline), filled in for each trial by the study.
-    reference_batch_size: int | None = Field(None, ge=1)
     # A fixed global batch (samples per optimizer step over all ranks): batch_size is then the
     # per-rank micro-batch, and each optimizer step accumulates the gradients of
     # global_batch_size / (batch_size x gpu_count) micro-batches (DDP's no_sync between them),
     # so batch size and GPU count change speed and memory, not what is learned. Unset: the
     # global batch is batch_size x gpu_count.
     global_batch_size: int | None = Field(None, ge=1)
-    # Share of a trial's optimizer steps over which the learning rate rises linearly to its
-    # peak when scaling (Goyal et al. 2017 warm up for 5 of 90 epochs, 5.6 %).
-    lr_warmup_fraction: float = Field(0.05, ge=0, lt=1)
     # After the warm-up: cosine (decay to 0 at the last step) or constant (stay at the peak).
     # The built-in CNN on MNIST: 98.4 % with cosine, 98.05 % constant (5 seeds, README).
     lr_schedule: LrSchedule = "cosine"
@@ -133,14 +129,9 @@ class TrainSettings(Strict):
     # A time-to-accuracy trial that has not reached the target after this many seconds
     # stops there (infeasible); unset: it may use the whole schedule (train.epochs).
     max_time_s: float | None = Field(None, gt=0)
-    # In a time-to-accuracy study's search, a trial still short of the target after this
-    # many times the baseline trial's time to accuracy stops there (infeasible): no
-    # configuration that slow is worth finishing. None: no such limit. Verification runs
-    # are not limited by it.
-    max_time_vs_baseline: float | None = Field(4.0, gt=1)
 
     @model_validator(mode="after")
-    def _one_target_one_cadence(self) -> TrainSettings:
+    def _one_target_one_cadence(self) -> TrainOptions:
         if self.target_accuracy is not None and self.target_metric is not None:
             raise ValueError("set train.target_accuracy or train.target_metric, not both")
         if self.eval_every_steps is not None and self.eval_every_s is not None:
@@ -176,6 +167,36 @@ class TrainSettings(Strict):
         """The scaling rule trials use: ``lr_scaling``, or the optimizer's default."""
         return self.lr_scaling or DEFAULT_LR_SCALING[self.optimizer]
 
+    @property
+    def has_eval_cadence(self) -> bool:
+        """The settings choose when a time-to-accuracy run evaluates (``eval_every_steps``
+        or ``eval_every_s``); without, it evaluates once per epoch unless a study derives a
+        cadence for it (:meth:`TrainSettings.with_default_cadence`)."""
+        return self.eval_every_steps is not None or self.eval_every_s is not None
+
+
+class AdvancedTrainSettings(Strict):
+    """Research knobs of training and its timing (``advanced.train:``)."""
+
+    warmup_steps: int = Field(5, ge=0)  # untimed steps before the timed windows
+    # Share of a trial's optimizer steps over which the learning rate rises linearly to its
+    # peak when scaling (Goyal et al. 2017 warm up for 5 of 90 epochs, 5.6 %).
+    lr_warmup_fraction: float = Field(0.05, ge=0, lt=1)
+    # The global batch (batch_size x gpu_count) at which `train.lr` holds; unset: the
+    # study's baseline trial's (autotune.baseline), filled in for each trial by the study.
+    reference_batch_size: int | None = Field(None, ge=1)
+    # In a time-to-accuracy study's search, a trial still short of the target after this
+    # many times the baseline trial's time to accuracy stops there (infeasible): no
+    # configuration that slow is worth finishing. None: no such limit. Verification runs
+    # are not limited by it.
+    max_time_vs_baseline: float | None = Field(4.0, gt=1)
+
+
+class TrainSettings(TrainOptions, AdvancedTrainSettings):
+    """The training settings a trial is given (:class:`autotune.config.TrialConfig`'s
+    ``train``): ``train:`` and ``advanced.train:`` in one (a space's
+    :meth:`~autotune.config.SearchSpace.train_settings`), as trial configurations store them."""
+
     def peak_lr(self, global_batch: int) -> float:
         """The learning rate after warm-up of a trial whose global batch is ``global_batch``.
 
@@ -184,13 +205,6 @@ class TrainSettings(Strict):
         """
         reference = self.reference_batch_size or global_batch
         return scaled_lr(self.lr, self.lr_scaling_rule, global_batch, reference)
-
-    @property
-    def has_eval_cadence(self) -> bool:
-        """The settings choose when a time-to-accuracy run evaluates (``eval_every_steps``
-        or ``eval_every_s``); without, it evaluates once per epoch unless a study derives a
-        cadence for it (:meth:`with_default_cadence`)."""
-        return self.eval_every_steps is not None or self.eval_every_s is not None
 
     def with_default_cadence(self, every_s: float) -> TrainSettings:
         """These settings evaluating every ``every_s`` seconds, unless they set a cadence of
@@ -208,13 +222,27 @@ class TrainSettings(Strict):
         return min(total_steps, math.ceil(round(self.lr_warmup_fraction * total_steps, 9)))
 
 
-class DataSettings(Strict):
-    """Which data set a study trains on and how it is split."""
+class DataOptions(Strict):
+    """Which data set a study trains on and how it is split (``data:``; the size of the
+    synthetic benchmark data is ``advanced.data:``, :class:`AdvancedDataSettings`)."""
 
     name: DataName = "digits"
     root: str | None = None  # directory holding the IDX files (mnist, fashion_mnist)
     val_fraction: float = Field(0.2, gt=0, lt=1)  # held-out validation share
-    synthetic_samples: int = Field(4096, ge=16)  # size of the `synthetic` data set
+
+
+class AdvancedDataSettings(Strict):
+    """The built-in workloads' benchmark data (``advanced.data:``)."""
+
+    # Size of the `synthetic` data set (random tensors, for throughput only): how many
+    # samples one epoch of a timing run has, not what a model learns.
+    synthetic_samples: int = Field(4096, ge=16)
+
+
+class DataSettings(AdvancedDataSettings, DataOptions):
+    """The data set a built-in workload is given (its ``data`` argument): ``data:`` and
+    ``advanced.data:`` in one (:meth:`autotune.config.SearchSpace.data_settings`), its fields
+    in the order of the release before (``DataOptions``' first)."""
 
 
 class Constraints(Strict):
@@ -230,8 +258,8 @@ class Constraints(Strict):
 
 #: Completed trials (the baseline and start-up design count) after which the GP sampler
 #: weighs a proposal's expected improvement against its predicted compilation seconds
-#: (``search.cost_aware_after_trials``' default; ``autotune.study.LeanGPSampler``). Half of a
-#: 50-trial study: the first half is spent finding where the front is, whatever it costs to
+#: (``advanced.search.cost_aware_after_trials``' default; ``autotune.study.LeanGPSampler``).
+#: Half of a 50-trial study: the first half is spent finding where the front is, whatever it costs to
 #: compile there; the second on the front's cheaper points first. On Table 2's mock space
 #: (docs/benchmarks.md, issue 24's seventh session) the median hypervolume within the
 #: simulated seconds of 50 trials of the sampler without it rose from 0.923 to 0.934 on seeds
@@ -241,8 +269,8 @@ COST_AWARE_AFTER_TRIALS = 25
 
 
 class SearchSettings(Strict):
-    """How the search models the study and spends its trials (``search:`` in a space file,
-    ``search.*`` overrides).
+    """How the search models the study and spends its trials (``advanced.search:`` in a
+    space file, ``advanced.search.*`` overrides).
 
     Attributes:
         metric_knobs: the knobs (Optuna parameter names) the validation metric's model sees;
@@ -272,13 +300,13 @@ class SearchSettings(Strict):
     cost_aware_after_trials: int | None = Field(COST_AWARE_AFTER_TRIALS, ge=0)
 
 
-#: ``measure.min_timed_s`` by device kind when the settings set none (see MeasureSettings).
+#: ``advanced.measure.min_timed_s`` by device kind when the settings set none (see MeasureSettings).
 DEFAULT_MIN_TIMED_S: dict[str, float] = {"cpu": 0.0, "mock": 0.0, "cuda": 2.0}
 
 
 class MeasureSettings(Strict):
     """Timing discipline: how the timed steps are cut into windows, and when a measurement
-    counts as taken on a busy machine."""
+    counts as taken on a busy machine (``advanced.measure.*``)."""
 
     windows: int = Field(5, ge=1)  # timed windows; throughput is their median
     min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
@@ -290,8 +318,9 @@ class MeasureSettings(Strict):
     # budget times a few milliseconds per window while the GPU's clocks ramp up.
     min_timed_s: float | None = Field(None, ge=0)
     # A run during whose timed windows other processes used more than this share of the CPUs
-    # it may run on is flagged "measured on a busy machine" in every output, and a busy
-    # verification run is measured again (verify.busy_reruns); 1 turns the flag off. 0.10:
+    # it may run on is flagged "measured on a busy machine" in every output, a busy study
+    # trial is timed again (advanced.trial.busy_retimes) and a busy verification run is run
+    # again (advanced.verify.busy_rerun_budget); 1 turns the flag off. 0.10:
     # pyperf calls a benchmark unstable past a comparable bound (a standard deviation above
     # 10 % of the mean); on a 2-core CPU a busy loop on one core (50 %) cut a configuration's
     # 28,594 samples/s to 744.
@@ -311,9 +340,15 @@ class MeasureSettings(Strict):
 
 
 class TrialSettings(Strict):
-    """How each trial process is run (``trial.*``)."""
+    """How each trial process is run (``trial.*``; the research knobs are
+    ``advanced.trial.*``)."""
 
     timeout_s: float = Field(600.0, gt=0)  # wall-clock limit of one trial, compile included
+
+
+class AdvancedTrialSettings(Strict):
+    """How a study runs, stops and re-times its trials (``advanced.trial.*``)."""
+
     # Optuna heartbeat of a running trial; a trial silent for 3 beats (its process was killed)
     # is marked failed and its configuration retried once.
     heartbeat_s: int = Field(10, ge=1)
@@ -321,25 +356,36 @@ class TrialSettings(Strict):
     # timed window runs below this share of the baseline's throughput stops there, infeasible
     # (failure=too_slow, its throughput kept): the slower, more accurate end of the front
     # (a few times slower than the baseline) stays measured. 0: no such stop. The throughput
-    # counterpart of train.max_time_vs_baseline; verification runs are not stopped by it.
+    # counterpart of advanced.train.max_time_vs_baseline; verification runs are not stopped
+    # by it.
     min_throughput_vs_baseline: float = Field(0.1, ge=0, lt=1, allow_inf_nan=False)
-    # A study trial measured on a busy machine (other processes above
-    # measure.max_other_cpu_share of the CPUs) is timed again, up to this many times, until a
-    # run is not busy: a re-run takes the trial's own validation metric (its math is the
-    # same) and runs only the warm-up and the timed windows, and the least busy run counts,
-    # so the sampler models the configuration's speed, not the machine's load. 0: never (the
-    # trial stays flagged).
-    busy_remeasures: int = Field(1, ge=0)
+    # Per study trial: a trial measured on a busy machine (other processes above
+    # advanced.measure.max_other_cpu_share of the CPUs) is timed again, up to this many
+    # times, until a run is not busy. A re-time keeps the trial's own validation metric (its
+    # math is the same) and runs only the warm-up and the timed windows; the least busy run
+    # counts, so the sampler models the configuration's speed, not the machine's load. 0:
+    # never (the trial stays flagged). (Verification spends advanced.verify.busy_rerun_budget
+    # instead.)
+    busy_retimes: int = Field(1, ge=0)
 
 
-#: What ``mock.fault`` makes the trials it names do on purpose (:class:`MockSettings`).
+#: What ``advanced.mock.fault`` makes the trials it names do on purpose (:class:`MockSettings`).
 MockFault = Literal["none", "oom", "error", "crash", "hang"]
 #: Simulated machines of the mock device (autotune.hardware.simulated.PROFILE_NAMES).
 MockProfileName = Literal["default", "h100", "a100", "v100", "t4", "cpu"]
 
 
+class MockOptions(Strict):
+    """The simulated ``mock`` device's machine (``mock.*``; its faults are
+    ``advanced.mock.*``, :class:`MockSettings`)."""
+
+    # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
+    # or cpu (no GPU).
+    profile: MockProfileName = "default"
+
+
 class MockSettings(Strict):
-    """Settings of the simulated ``mock`` device.
+    """Faults of the simulated ``mock`` device, on purpose (``advanced.mock.*``).
 
     ``fault`` makes the trials numbered in ``fault_trials`` (all trials when empty) fail on
     purpose, to exercise failure handling: ``oom`` (out of memory), ``error`` (an exception),
@@ -348,13 +394,11 @@ class MockSettings(Strict):
 
     fault: MockFault = "none"
     fault_trials: list[int] = Field(default_factory=list)
-    # The simulated machine: default (a small 64 MiB GPU), h100 (8 GPUs), a100 (4), v100, t4,
-    # or cpu (no GPU).
-    profile: MockProfileName = "default"
 
 
 class HardwareSettings(Strict):
-    """How the device's measured or published figures shape the space (``hardware.*``).
+    """How the device's measured or published figures shape the space
+    (``advanced.hardware.*``).
 
     ``min_peak_ratio``: before a new study opens, a precision whose matmul peak FLOP/s on this
     device is below this share of fp32's (the baseline's precision, never screened) is
@@ -377,16 +421,18 @@ class HardwareSettings(Strict):
         return value
 
 
-class VerifySettings(Strict):
-    """Verification of the finalists once a study reaches its trials (``verify.*``).
+class VerifyOptions(Strict):
+    """Verification of the finalists once a study reaches its trials (``verify.*``; the
+    research knobs are ``advanced.verify.*``).
 
     Three steps (:mod:`autotune.verification`): the *screen* keeps the search trials faster
     than the baseline whose metric is not below the baseline's by more than the tolerance
-    plus ``screen_z`` standard errors of the difference; the *race* re-runs the baseline and
-    up to ``candidates`` of them for each answer (same model, model change) over
-    ``race_rounds`` rounds of fresh processes and keeps one survivor per answer; the
-    *confirmation* re-runs the baseline and the survivors over ``rounds`` rounds with fresh
-    seeds, and only it makes the claims. ``rounds=0`` turns verification off.
+    plus ``advanced.verify.screen_z`` standard errors of the difference; the *race* re-runs
+    the baseline and up to ``advanced.verify.candidates`` of them for each answer (same
+    model, model change) over ``advanced.verify.race_rounds`` rounds of fresh processes and
+    keeps one survivor per answer; the *confirmation* re-runs the baseline and the survivors
+    over ``rounds`` rounds with fresh seeds, and only it makes the claims. ``rounds=0`` turns
+    verification off.
 
     ``rounds`` is at least 3: with 2 rounds the 95 % interval's t(0.975, 1) = 12.7 makes any
     claim impossible. The default 8 is what a true 1.3x speedup at equal accuracy needs to be
@@ -398,18 +444,8 @@ class VerifySettings(Strict):
     """
 
     rounds: int = Field(8, ge=0)  # confirmation rounds (each: baseline + the survivors)
-    race_rounds: int = Field(2, ge=1)  # race rounds (each: baseline + every finalist)
-    candidates: int = Field(3, ge=1)  # finalists per answer in the race besides the baseline
     # How far (accuracy points; 0.5 = 0.005) below the baseline's a candidate may be.
     accuracy_tolerance_pt: float = Field(0.5, ge=0, le=100)
-    # Standard errors of the accuracy difference the screen adds to the tolerance (one-sided
-    # 95 %: 1.645).
-    screen_z: float = Field(1.645, ge=0, le=10)
-    # Re-runs one verification may spend on runs measured on a busy machine (other processes
-    # above measure.max_other_cpu_share of the CPUs): each busy run is measured again at
-    # once, until one is not busy or these are spent; then the verdict says how many of its
-    # runs were busy.
-    busy_reruns: int = Field(2, ge=0)
 
     @field_validator("rounds")
     @classmethod
@@ -420,3 +456,39 @@ class VerifySettings(Strict):
                 "12.7 makes any claim impossible"
             )
         return rounds
+
+
+class AdvancedVerifySettings(Strict):
+    """The screen, the race and busy runs of verification (``advanced.verify.*``)."""
+
+    race_rounds: int = Field(2, ge=1)  # race rounds (each: baseline + every finalist)
+    candidates: int = Field(3, ge=1)  # finalists per answer in the race besides the baseline
+    # Standard errors of the accuracy difference the screen adds to the tolerance (one-sided
+    # 95 %: 1.645).
+    screen_z: float = Field(1.645, ge=0, le=10)
+    # Per verification: the re-runs it may spend, all runs together, on runs measured on a
+    # busy machine (other processes above advanced.measure.max_other_cpu_share of the CPUs):
+    # each busy run is run again in full at once, until one is not busy or the budget is
+    # spent; then the verdict says how many of its runs were busy. (A study trial is re-timed
+    # per trial instead: advanced.trial.busy_retimes.)
+    busy_rerun_budget: int = Field(2, ge=0)
+
+
+class VerifySettings(VerifyOptions, AdvancedVerifySettings):
+    """Everything a verification is given (:func:`autotune.verify_study`): ``verify.*`` and
+    ``advanced.verify.*`` in one (:meth:`autotune.config.RunConfig.verify_settings`)."""
+
+
+class AdvancedSettings(Strict):
+    """The research knobs, each group named as the main group it refines (``advanced:`` in a
+    space file, ``advanced.*`` overrides). Their defaults are the measured ones
+    (docs/research/); most studies never set them."""
+
+    search: SearchSettings = SearchSettings()
+    measure: MeasureSettings = MeasureSettings()
+    train: AdvancedTrainSettings = AdvancedTrainSettings()
+    data: AdvancedDataSettings = AdvancedDataSettings()
+    trial: AdvancedTrialSettings = AdvancedTrialSettings()
+    verify: AdvancedVerifySettings = AdvancedVerifySettings()
+    hardware: HardwareSettings = HardwareSettings()
+    mock: MockSettings = MockSettings()

@@ -37,10 +37,11 @@ from autotune.config._knobs import (
     parse_model_knob,
 )
 from autotune.config._settings import (
+    AdvancedSettings,
     Constraints,
+    DataOptions,
     DataSettings,
-    MeasureSettings,
-    SearchSettings,
+    TrainOptions,
     TrainSettings,
     global_batch_reason,
 )
@@ -57,8 +58,9 @@ BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
 #: The tuner's knobs that change how fast a trial trains and how much memory it takes, not what
 #: it learns (outside the math key: the same initialization, batches and arithmetic up to
 #: rounding). Activation checkpointing is not one: its recomputed forward passes update a
-#: BatchNorm's running statistics a second time, so the evaluated model differs. The validation metric is modelled without them unless ``search.metric_knobs``
-#: says otherwise.
+#: BatchNorm's running statistics a second time, so the evaluated model differs. The
+#: validation metric is modelled without them unless ``advanced.search.metric_knobs`` says
+#: otherwise.
 SPEED_KNOBS: tuple[str, ...] = (
     "memory_format",
     "compile_mode",
@@ -200,9 +202,13 @@ _WORKLOAD_DOOR_TRAIN_SETTINGS = (
     "lr",
     "weight_decay",
     "momentum",
-    "lr_warmup_fraction",
     "lr_schedule",
 )
+#: ``advanced.train`` settings only autotune's own loop applies (as above).
+_WORKLOAD_DOOR_ADVANCED_TRAIN_SETTINGS = ("lr_warmup_fraction",)
+#: ``advanced.*`` groups that configure a run, not the space a study searches: a resumed
+#: study may change them (:meth:`SearchSpace.study_record` leaves them out).
+RUN_ADVANCED_GROUPS = ("trial", "verify", "hardware", "mock")
 #: Keys only the built-in workloads read; a space with its own ``workload:`` may not set them.
 _BUILTIN_ONLY_KEYS = ("data",)
 
@@ -271,7 +277,10 @@ class SearchSpace(Strict):
     that, and every figure compares with it; knobs it leaves out take PyTorch's defaults
     (:mod:`autotune.baseline`). A value outside its knob's choices is added to them
     (:meth:`baseline_notes` says which); ``lr`` replaces ``train.lr`` and makes the baseline's
-    global batch the one it holds at (``train.reference_batch_size``).
+    global batch the one it holds at (``advanced.train.reference_batch_size``).
+
+    ``advanced:`` holds the research knobs (:class:`AdvancedSettings`), the space's and the
+    run's, so that one file can keep them all.
     """
 
     name: str = Field(min_length=1)
@@ -304,13 +313,12 @@ class SearchSpace(Strict):
     # The model's repeated blocks, by module class name: what activation checkpointing wraps
     # and FSDP shards one by one (the built-in models name theirs).
     blocks: list[str] | None = None
-    train: TrainSettings = TrainSettings()
-    data: DataSettings = DataSettings()  # the built-in workloads' data set
-    measure: MeasureSettings = MeasureSettings()
+    train: TrainOptions = TrainOptions()
+    data: DataOptions = DataOptions()  # the built-in workloads' data set
     constraints: Constraints = Constraints()
-    search: SearchSettings = SearchSettings()
     # What the user trains with today: knob -> value, and lr (see the class docstring).
     baseline: dict[str, Any] = Field(default_factory=dict)
+    advanced: AdvancedSettings = AdvancedSettings()
     _baseline_added: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
@@ -336,9 +344,11 @@ class SearchSpace(Strict):
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                     raise ValueError(f"baseline.lr: must be a number > 0, but got {value!r}")
                 # Your rate at your batch: the reference batch becomes the baseline's.
-                update["train"] = self.train.model_copy(
-                    update={"lr": float(value), "reference_batch_size": None}
+                update["train"] = self.train.model_copy(update={"lr": float(value)})
+                advanced_train = self.advanced.train.model_copy(
+                    update={"reference_batch_size": None}
                 )
+                update["advanced"] = self.advanced.model_copy(update={"train": advanced_train})
                 continue
             knob = knobs.get(key)
             if knob is None:
@@ -408,14 +418,14 @@ class SearchSpace(Strict):
 
     @model_validator(mode="after")
     def _known_metric_knobs(self) -> SearchSpace:
-        chosen = self.search.metric_knobs
+        chosen = self.advanced.search.metric_knobs
         if chosen is None:
             return self
         knobs = self.knobs()
         unknown = [name for name in chosen if name not in knobs]
         if unknown:
             raise ValueError(
-                f"search.metric_knobs: unknown knob {unknown[0]!r} "
+                f"advanced.search.metric_knobs: unknown knob {unknown[0]!r} "
                 f"(the space's knobs: {', '.join(knobs)})"
             )
         return self
@@ -469,15 +479,22 @@ class SearchSpace(Strict):
                         "schedule; remove it (train.lr_scaling says how your learning rate "
                         "follows the batch)"
                     )
+            for key in _WORKLOAD_DOOR_ADVANCED_TRAIN_SETTINGS:
+                if key in self.advanced.train.model_fields_set:
+                    raise ValueError(
+                        f"advanced.train.{key}: the {ref} door trains with your own optimizer "
+                        "and schedule; remove it"
+                    )
         if self.model.family is not None:
             raise ValueError(
                 f"model.family: a built-in family cannot be combined with "
                 f"`{ref}: {reference}`; remove one of them"
             )
         for key in _BUILTIN_ONLY_KEYS:
-            if key in self.model_fields_set:
+            if key in self.model_fields_set or key in self.advanced.model_fields_set:
+                where = key if key in self.model_fields_set else f"advanced.{key}"
                 raise ValueError(
-                    f"{key}: applies to the built-in workloads (model.family) only; "
+                    f"{where}: applies to the built-in workloads (model.family) only; "
                     f"`{ref}: {reference}` brings its own data"
                 )
         try:
@@ -494,7 +511,7 @@ class SearchSpace(Strict):
         if ref is None:
             return WorkloadSpec(
                 ref=BUILTIN_WORKLOAD_REF,
-                args={"family": self.model.family, "data": self.data.model_dump()},
+                args={"family": self.model.family, "data": self.data_settings().model_dump()},
             )
         door = self.door
         metric = self.metric or DEFAULT_DOOR_METRICS.get(door)
@@ -530,11 +547,38 @@ class SearchSpace(Strict):
 
     def metric_knobs(self) -> list[str]:
         """The knobs the validation metric's model sees, in :meth:`knobs` order:
-        ``search.metric_knobs``, or by default every knob but :data:`SPEED_KNOBS` (the model
-        knobs, ``batch_size``, ``precision`` and ``gpu_count``)."""
-        chosen = self.search.metric_knobs
+        ``advanced.search.metric_knobs``, or by default every knob but :data:`SPEED_KNOBS`
+        (the model knobs, ``batch_size``, ``precision`` and ``gpu_count``)."""
+        chosen = self.advanced.search.metric_knobs
         return [
             name
             for name in self.knobs()
             if (name in chosen if chosen is not None else name not in SPEED_KNOBS)
         ]
+
+    def train_settings(self) -> TrainSettings:
+        """The training settings every trial of this space is given: ``train:`` and
+        ``advanced.train:`` in one."""
+        return TrainSettings.model_validate(
+            {**self.train.model_dump(), **self.advanced.train.model_dump()}
+        )
+
+    def data_settings(self) -> DataSettings:
+        """The data set a built-in workload is given: ``data:`` and ``advanced.data:`` in
+        one."""
+        return DataSettings.model_validate(
+            {**self.data.model_dump(), **self.advanced.data.model_dump()}
+        )
+
+    def study_record(self) -> dict[str, Any]:
+        """The space as a study stores it and a resumed study compares it: the values that
+        are not the defaults (a key added in a later release keeps old studies resumable),
+        without the run's ``advanced`` groups (:data:`RUN_ADVANCED_GROUPS`), which a resumed
+        run may change as it may change ``trial.*`` or ``verify.*``."""
+        record = self.model_dump(
+            mode="json", exclude_defaults=True, exclude={"advanced": set(RUN_ADVANCED_GROUPS)}
+        )
+        # Only the run's groups changed (or none): no "advanced" key, as before advanced.*.
+        if not any(record.get("advanced", {}).values()):
+            record.pop("advanced", None)
+        return record

@@ -387,9 +387,38 @@ _UNSEEDED_AT_DEFAULT = (
     "global_batch_size",
 )
 
+#: ``train``'s fields in the order they had before ``advanced.train`` split them off
+#: (TrainSettings is now TrainOptions + AdvancedTrainSettings): the noise seed hashes them
+#: in this order, so that a configuration draws the same noise as before.
+_SEEDED_TRAIN_ORDER = (
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "momentum",
+    "epochs",
+    "max_steps",
+    "warmup_steps",
+    "lr_scaling",
+    "reference_batch_size",
+    "global_batch_size",
+    "lr_warmup_fraction",
+    "lr_schedule",
+    "target_accuracy",
+    "target_metric",
+    "eval_every_steps",
+    "eval_every_s",
+    "max_time_s",
+    "max_time_vs_baseline",
+)
+
 
 def _rng(config: TrialConfig) -> np.random.Generator:
     fields = config.model_dump(mode="json")
+    train = fields["train"]
+    fields["train"] = {
+        **{name: train[name] for name in _SEEDED_TRAIN_ORDER if name in train},
+        **{name: value for name, value in train.items() if name not in _SEEDED_TRAIN_ORDER},
+    }
     if fields["objective"] == "throughput":
         del fields["objective"]
     defaults = TrainSettings().model_dump(mode="json")

@@ -19,7 +19,13 @@ from typing import Any
 import optuna
 from pydantic import ValidationError
 
-from autotune.config import BUILTIN_WORKLOAD_REF, SYSTEM_KNOBS, DataSettings, TrialConfig
+from autotune.config import (
+    BUILTIN_WORKLOAD_REF,
+    SYSTEM_KNOBS,
+    DataSettings,
+    TrialConfig,
+    upgrade_space_record,
+)
 from autotune.exceptions import ConfigError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.report import Baseline, ParetoRow, gather_report, model_knobs
@@ -172,15 +178,16 @@ def _full_configs(
         for r in records
         if r.trial_number in numbers
     }
-    space = (study.user_attrs.get("autotune") or {}).get("space") or {}
+    space = upgrade_space_record((study.user_attrs.get("autotune") or {}).get("space"))
+    advanced = space.get("advanced") or {}
     for trial in study.get_trials(deepcopy=False):
         if trial.number in numbers and "train" not in configs.get(trial.number, {}):
             configs[trial.number] = {
                 "workload": _space_workload(space),
                 "model": model_knobs(trial.params),
                 **{name: trial.params[name] for name in SYSTEM_KNOBS if name in trial.params},
-                "train": space.get("train"),
-                "measure": space.get("measure"),
+                "train": {**(space.get("train") or {}), **(advanced.get("train") or {})},
+                "measure": advanced.get("measure"),
             }
     return configs
 

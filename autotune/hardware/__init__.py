@@ -13,7 +13,7 @@ trial must pass.
   before each trial).
 - :mod:`._workers`: :func:`worker_share`, the GPUs each worker of a study owns.
 - :mod:`._screen`: the precision screen (:func:`screen_precisions`): a precision whose peak is
-  below ``hardware.min_peak_ratio`` of fp32's is left out of a new study, which stores the
+  below ``advanced.hardware.min_peak_ratio`` of fp32's is left out of a new study, which stores the
   screen and keeps it when resumed (:func:`study_precision_screen`).
 """
 

@@ -48,7 +48,7 @@ class PrecisionScreen:
     """Which precisions a study leaves out because their peak is a small share of fp32's.
 
     Attributes:
-        min_peak_ratio: ``hardware.min_peak_ratio`` when the screen was made: a precision
+        min_peak_ratio: ``advanced.hardware.min_peak_ratio`` when the screen was made: a precision
             whose peak is below this share of fp32's is screened out.
         peak_flops_per_s: the device's peak FLOP/s per precision the screen read (one
             device; empty: unknown, nothing screened).
@@ -105,7 +105,7 @@ class PrecisionScreen:
 
     def _setting(self) -> str:
         stored = "; stored with the study" if self.stored else ""
-        return f"hardware.min_peak_ratio={self.min_peak_ratio:g}{stored}"
+        return f"advanced.hardware.min_peak_ratio={self.min_peak_ratio:g}{stored}"
 
     def reasons(self) -> dict[str, str]:
         """Why each screened precision is removed, by precision (the header prints
@@ -116,7 +116,7 @@ class PrecisionScreen:
         """One line per precision kept although below the ratio."""
         return [
             f"kept precision={p}: {self._comparison(p)}, below {self._setting()}, but the space "
-            "has no faster precision the device can run (hardware.min_peak_ratio=0 silences this)"
+            "has no faster precision the device can run (advanced.hardware.min_peak_ratio=0 silences this)"
             for p in self.kept_below
         ]
 
@@ -175,7 +175,7 @@ def screen_precisions(
     Args:
         space: the search space (before the feasibility rules).
         caps: the device, with its peaks per precision (FLOP/s of one device).
-        min_peak_ratio: ``hardware.min_peak_ratio``, in [0, 1]; 0 keeps every precision.
+        min_peak_ratio: ``advanced.hardware.min_peak_ratio``, in [0, 1]; 0 keeps every precision.
 
     Returns:
         The screen, not yet stored.
@@ -210,7 +210,7 @@ def study_precision_screen(
     Args:
         space: the search space (before the feasibility rules).
         caps: the device.
-        min_peak_ratio: ``hardware.min_peak_ratio`` of this run.
+        min_peak_ratio: ``advanced.hardware.min_peak_ratio`` of this run.
         study_record: the study's record (user attribute ``autotune``), None for a new study.
         study_name: the study, for messages.
 
@@ -228,9 +228,9 @@ def study_precision_screen(
         if (screened, kept_below) != (screen.screened, screen.kept_below):
             removed = ", ".join(screen.screened) or "no precision"
             raise ConfigError(
-                f"hardware.min_peak_ratio={min_peak_ratio:g}: study={study_name} was made with "
-                f"hardware.min_peak_ratio={screen.min_peak_ratio:g}, which screened out "
+                f"advanced.hardware.min_peak_ratio={min_peak_ratio:g}: study={study_name} was made with "
+                f"advanced.hardware.min_peak_ratio={screen.min_peak_ratio:g}, which screened out "
                 f"{removed}, and keeps that screen; choose a new study name (study=NAME) or "
-                f"hardware.min_peak_ratio={screen.min_peak_ratio:g}"
+                f"advanced.hardware.min_peak_ratio={screen.min_peak_ratio:g}"
             )
     return screen

@@ -232,12 +232,12 @@ class CpuShareMeter:
 
 
 #: The trial user attribute (and results column) that says a run was measured on a busy
-#: machine: :func:`is_busy` under the ``measure.max_other_cpu_share`` in force when it ran.
+#: machine: :func:`is_busy` under the ``advanced.measure.max_other_cpu_share`` in force when it ran.
 BUSY_ATTR = "busy_machine"
 
 
 def is_busy(other_cpu_share: float | None, max_other_cpu_share: float) -> bool:
     """A run is measured on a busy machine when other processes used more than
-    ``max_other_cpu_share`` (``measure.max_other_cpu_share``) of its CPUs over its timed
+    ``max_other_cpu_share`` (``advanced.measure.max_other_cpu_share``) of its CPUs over its timed
     windows; never when the share was not measured (the mock device)."""
     return other_cpu_share is not None and other_cpu_share > max_other_cpu_share

@@ -145,9 +145,11 @@ def plan_windows(
 
     Args:
         total_steps: optimizer steps of the loop (>= 1).
-        warmup_steps: untimed steps wanted before the first window (``train.warmup_steps``).
-        windows: the number of windows wanted (``measure.windows``, >= 1).
-        min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
+        warmup_steps: untimed steps wanted before the first window
+            (``advanced.train.warmup_steps``).
+        windows: the number of windows wanted (``advanced.measure.windows``, >= 1).
+        min_window_steps: the fewest steps a window may hold
+            (``advanced.measure.min_window_steps``).
         compiled: whether the model is compiled (``compile_mode != "none"``).
         compile_steps: steps whose time holds compilation (:attr:`WindowPlan.compile_steps`).
 
@@ -186,18 +188,20 @@ def plan_reused_windows(
     compiled: bool = False,
     compile_steps: int = 1,
 ) -> WindowPlan:
-    """Plan the loop of a trial that reuses another trial's metric (``search.reuse_metric``):
-    the same warm-up, then the windows over one epoch's steps (at least ``windows x
-    min_window_steps``, at most the budget's), so the throughput is timed over a full pass of
-    the data loader's order at the budget's batch, and the steps after it, which would only
-    have trained towards a metric already known, are not run.
+    """Plan the loop of a trial that reuses another trial's metric
+    (``advanced.search.reuse_metric``): the same warm-up, then the windows over one epoch's
+    steps (at least ``windows x min_window_steps``, at most the budget's), so the throughput
+    is timed over a full pass of the data loader's order at the budget's batch, and the steps
+    after it, which would only have trained towards a metric already known, are not run.
 
     Args:
         total_steps: optimizer steps of the full budget (>= 1).
         steps_per_epoch: optimizer steps of one pass over the training split (>= 1).
-        warmup_steps: untimed steps wanted before the first window (``train.warmup_steps``).
-        windows: the number of windows wanted (``measure.windows``).
-        min_window_steps: the fewest steps a window may hold (``measure.min_window_steps``).
+        warmup_steps: untimed steps wanted before the first window
+            (``advanced.train.warmup_steps``).
+        windows: the number of windows wanted (``advanced.measure.windows``).
+        min_window_steps: the fewest steps a window may hold
+            (``advanced.measure.min_window_steps``).
         compiled: whether the model is compiled.
         compile_steps: steps whose time holds compilation (:attr:`WindowPlan.compile_steps`).
 

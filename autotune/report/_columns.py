@@ -132,7 +132,7 @@ def _knob_column(header: str, name: str, text: bool, absent: str = "") -> Column
 
 def _metric_cell(metric: Objective, row: ParetoRow) -> str:
     """A Pareto row's metric, marked ``(from trial N)`` when the trial reused trial N's metric
-    (the same math key, ``search.reuse_metric``) instead of training in full."""
+    (the same math key, ``advanced.search.reuse_metric``) instead of training in full."""
     text = metric.format(row.val_metric, 1)
     if row.metric_from_trial is not None:
         text += f" (from trial {row.metric_from_trial})"

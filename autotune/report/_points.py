@@ -120,7 +120,7 @@ class ParetoRow(NamedTuple):
             ``warm``, ``partly warm``; the trial's ``compile_cache`` attribute), None when
             not compiled or not known.
         metric_from_trial: the trial whose metric (and steps to the target) this one reused,
-            the math being the same (``search.reuse_metric``); None when it trained in full.
+            the math being the same (``advanced.search.reuse_metric``); None when it trained in full.
         result: everything the trial recorded (:class:`~autotune.trial_result.TrialResult`;
             None in a row built by hand): the figures a column of the registry reads
             (:data:`autotune.trial_result.FIGURE_COLUMNS`).

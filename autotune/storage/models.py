@@ -156,7 +156,7 @@ class TrialResultModel(Base):
     step_time_p90_s: Mapped[float | None] = mapped_column(Float)
     compile_s: Mapped[float | None] = mapped_column(Float)
     # Whether torch.compile found the trial's graphs in its cache: cold, warm, partly warm;
-    # NULL when not compiled or not known (measure.compile_cache says whose cache).
+    # NULL when not compiled or not known (advanced.measure.compile_cache says whose cache).
     compile_cache: Mapped[str | None] = mapped_column(String(16))
     peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     memory_kind: Mapped[str | None] = mapped_column(String(32))
@@ -179,12 +179,12 @@ class TrialResultModel(Base):
     val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
     # The machine around the timed windows: the share of the trial's CPUs other processes
     # used (0-1), the 1-minute load average at their end, and whether that share passed
-    # measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
+    # advanced.measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
     other_cpu_share: Mapped[float | None] = mapped_column(Float)
     load_avg_1m: Mapped[float | None] = mapped_column(Float)
     busy_machine: Mapped[bool | None] = mapped_column(Boolean)
     # The trial whose validation metric (and steps to the target) this one reused: the same
-    # math key (search.reuse_metric); NULL when it trained in full.
+    # math key (advanced.search.reuse_metric); NULL when it trained in full.
     metric_from_trial: Mapped[int | None] = mapped_column(Integer)
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)

@@ -17,7 +17,7 @@ The ranks' CUDA environment is set by the launcher, in each rank before CUDA ini
 trial starts (not as the forkserver inherited it when it started: a worker that owns part of
 the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; and
 where torch.compile keeps its caches (``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR``), as
-``measure.compile_cache`` asks: the study's own directory (:func:`study_compile_cache`), an
+``advanced.measure.compile_cache`` asks: the study's own directory (:func:`study_compile_cache`), an
 empty one per trial, or the environment's.
 """
 
@@ -135,7 +135,7 @@ def _user() -> str:
 @contextmanager
 def study_compile_cache(storage: str, study_name: str) -> Iterator[Path]:
     """Inside the block, trials started by :func:`run_trial` in this process whose
-    ``measure.compile_cache`` is ``study`` keep their compile caches in
+    ``advanced.measure.compile_cache`` is ``study`` keep their compile caches in
     :func:`study_compile_cache_dir` (yielded). Outside any such block (a trial run on its
     own), ``study`` leaves the caches where the environment puts them."""
     directory = study_compile_cache_dir(storage, study_name)
@@ -158,7 +158,7 @@ def compile_cache_environment(
 
     Args:
         environ: the study process's environment.
-        mode: ``measure.compile_cache``: ``study`` puts both in ``study_dir`` (the
+        mode: ``advanced.measure.compile_cache``: ``study`` puts both in ``study_dir`` (the
             environment's when None: no study around the trial); ``trial`` in
             ``trial_dir``, which exists for this trial alone and starts empty; ``shared``
             keeps the environment's.

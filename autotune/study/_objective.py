@@ -137,7 +137,7 @@ def throughput_floor(base: FrozenTrial, ratio: float) -> float | None:
 
 
 def time_limit_s(train: TrainSettings, base: FrozenTrial) -> float | None:
-    """A time-to-accuracy trial's stop: ``train.max_time_vs_baseline`` times the baseline
+    """A time-to-accuracy trial's stop: ``advanced.train.max_time_vs_baseline`` times the baseline
     trial's time to accuracy, or ``train.max_time_s`` if smaller; None when the ratio is not
     set or the baseline has no time to accuracy (the trial keeps ``train.max_time_s``)."""
     base_s = TrialResult.from_trial(base).time_to_accuracy_s
@@ -304,7 +304,7 @@ class TrialObjective:
         of :meth:`_with_throughput_floor`. In a time-to-accuracy study: the
         evaluation cadence it derived (user attribute ``eval_every_s``, see
         :meth:`_warm_baseline`) where the space sets none, and a stop at
-        ``train.max_time_vs_baseline`` times its time to accuracy (or ``train.max_time_s``,
+        ``advanced.train.max_time_vs_baseline`` times its time to accuracy (or ``train.max_time_s``,
         the smaller), recorded as the user attribute ``time_limit_s``. Without a baseline
         that reached the target (the baseline itself, or a baseline that missed it), the
         limit is ``train.max_time_s`` alone."""
@@ -327,10 +327,10 @@ class TrialObjective:
         self, trial: optuna.Trial, config: TrialConfig, base: FrozenTrial
     ) -> TrialConfig:
         """A throughput trial stops after its first timed window when that window runs
-        below ``trial.min_throughput_vs_baseline`` times the baseline trial's measured
+        below ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
         throughput (``config.min_throughput_sps``, also the user attribute
         ``min_throughput_sps``; :func:`throughput_floor`)."""
-        floor_sps = throughput_floor(base, self._config.trial.min_throughput_vs_baseline)
+        floor_sps = throughput_floor(base, self._config.advanced.trial.min_throughput_vs_baseline)
         if floor_sps is None:
             return config
         trial.set_user_attr("min_throughput_sps", floor_sps)
@@ -368,7 +368,7 @@ class TrialObjective:
         return config.model_copy(update={"train": config.train.with_default_cadence(every_s)})
 
     def _with_reuse(self, trial: optuna.Trial, config: TrialConfig, key: str) -> TrialConfig:
-        """The configuration with ``reuse`` set when ``search.reuse_metric`` is on and a
+        """The configuration with ``reuse`` set when ``advanced.search.reuse_metric`` is on and a
         finished trial with the same math key (``key``) was measured in full: the earliest
         such trial that completed without failure (in a time-to-accuracy study, one that
         reached the target) and did not itself reuse a metric. Its validation metric and
@@ -377,7 +377,7 @@ class TrialObjective:
         trial always trains in full (it is what every speedup is measured against), and so
         does every verification run (its configuration is rebuilt from the stored knobs,
         without ``reuse``)."""
-        if not self._space.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
+        if not self._space.advanced.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
             return config
         tta = config.objective == "time_to_accuracy"
         completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -392,8 +392,8 @@ class TrialObjective:
     ) -> Measurement:
         """The trial's measurement, timed again while it was taken on a busy machine.
 
-        A run whose timed windows saw other processes above ``measure.max_other_cpu_share``
-        of the CPUs is followed by another, up to ``trial.busy_remeasures`` re-runs, until
+        A run whose timed windows saw other processes above ``advanced.measure.max_other_cpu_share``
+        of the CPUs is followed by another, up to ``advanced.trial.busy_retimes`` re-runs, until
         the kept run is not busy. A re-run reuses the trial's own validation metric
         (``reuse``: the math is the same, so it runs only its warm-up and timed windows; in a
         time-to-accuracy study only a run that reached the target is re-timed). The run kept
@@ -416,7 +416,7 @@ class TrialObjective:
         reruns, spent_s = 0, 0.0
         rerun_config: TrialConfig | None = None  # made at the first re-run
         while (
-            reruns < self._config.trial.busy_remeasures
+            reruns < self._config.advanced.trial.busy_retimes
             and kept.other_cpu_share is not None
             and kept.busy(threshold)
             and not kept.too_slow
@@ -450,7 +450,7 @@ class TrialObjective:
         return kept
 
     def _mock_fault(self, number: int) -> MockFault:
-        return mock_fault(self._caps, self._config.mock, number)
+        return mock_fault(self._caps, self._config.advanced.mock, number)
 
     def _is_surplus(self, trial: optuna.Trial) -> bool:
         """True when ``n_trials`` trials numbered below this one are finished or under way
@@ -517,8 +517,8 @@ class TrialObjective:
             trial,
             "too_slow",
             f"stopped after the first timed window: {measurement.throughput_sps:,.0f} samples/s "
-            f"is below the floor of {floor_sps:,.0f} (trial.min_throughput_vs_baseline="
-            f"{self._config.trial.min_throughput_vs_baseline:g} x the baseline's)",
+            f"is below the floor of {floor_sps:,.0f} (advanced.trial.min_throughput_vs_baseline="
+            f"{self._config.advanced.trial.min_throughput_vs_baseline:g} x the baseline's)",
         )
         return (measurement.throughput_sps, values[1], float(measurement.peak_memory_bytes))
 

@@ -25,6 +25,7 @@ from autotune.config import (
     SearchSpace,
     TrialConfig,
     display_url,
+    upgrade_space_record,
 )
 from autotune.exceptions import ConfigError, StorageError
 from autotune.hardware import (
@@ -103,7 +104,7 @@ def _study_record(
     record: dict[str, Any] = {
         # Defaults left out: a field added in a later autotune version (with a default that
         # keeps the old behaviour) must not make existing studies impossible to resume.
-        "space": space.model_dump(mode="json", exclude_defaults=True),
+        "space": space.study_record(),
         "space_source": config.space_source,
         "device_kind": caps.kind,
         "device_name": caps.name,
@@ -190,6 +191,8 @@ def open_study(
                     f"study={config.study}: it was created with objective={mode}; choose a new "
                     "study name (study=NAME) or the original objective"
                 )
+            # A study stored before advanced.* compares in this release's shape.
+            existing = {**existing, "space": upgrade_space_record(existing.get("space"))}
             for key, what in (("space", "search space"), ("device_kind", "device")):
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
                     record[key], sort_keys=True
@@ -363,7 +366,7 @@ def study_sampler(
         metric_knobs=space.metric_knobs(),
         feasible=feasibility_test(config, space, caps),
         prior_mean=prior_mean(config, space, caps),
-        cost_aware_after_trials=space.search.cost_aware_after_trials,
+        cost_aware_after_trials=space.advanced.search.cost_aware_after_trials,
     )
 
 

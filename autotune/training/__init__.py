@@ -211,11 +211,11 @@ def _train(
 
 
 def _inject_fault(fault: str) -> None:
-    """Fail on purpose, as the mock device's ``mock.fault`` asks (tests of failure handling)."""
+    """Fail on purpose, as the mock device's ``advanced.mock.fault`` asks (tests of failure handling)."""
     if fault == "oom":
-        raise MemoryError("simulated out of memory (mock.fault=oom)")
+        raise MemoryError("simulated out of memory (advanced.mock.fault=oom)")
     if fault == "error":
-        raise RuntimeError("simulated error (mock.fault=error)")
+        raise RuntimeError("simulated error (advanced.mock.fault=error)")
     if fault == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
     if fault == "hang":

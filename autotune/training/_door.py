@@ -320,7 +320,7 @@ class DoorKnobs:
 
     def lr_factor(self, rule: str) -> float:
         """The learning-rate factor at this trial's global batch (:func:`lr_factor`), against
-        ``train.reference_batch_size`` (the baseline's global batch in a study)."""
+        ``advanced.train.reference_batch_size`` (the baseline's global batch in a study)."""
         reference = self.config.train.reference_batch_size or self.samples_per_step
         return lr_factor(rule, self.samples_per_step, reference)
 

@@ -621,7 +621,7 @@ class LoopTrial(TrialHandle):
             min_timed_s = knobs.config.measure.min_timed_s_on(knobs.backend.kind)
             if timing.timed_s < min_timed_s:
                 extra["timing_note"] = (
-                    f"the windows covered {timing.timed_s:.2f} s, under measure.min_timed_s "
+                    f"the windows covered {timing.timed_s:.2f} s, under advanced.measure.min_timed_s "
                     f"({min_timed_s:g} s): the loop door times the budget's steps only; raise "
                     "train.epochs for a steadier figure"
                 )

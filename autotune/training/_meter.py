@@ -53,7 +53,7 @@ __all__ = [
 #: throughput floor, or stop because the planned steps are done.
 StepVerdict = Literal["train", "too_slow", "done"]
 
-#: Most timing-only steps a trial takes to reach ``measure.min_timed_s`` (a bound, not a target).
+#: Most timing-only steps a trial takes to reach ``advanced.measure.min_timed_s`` (a bound, not a target).
 _MAX_EXTENSION_STEPS = 100_000
 
 
@@ -561,7 +561,7 @@ def extension_window_steps(
     Args:
         budget: the budget's window statistics (this rank's).
         budget_timed_s: seconds the budget's windows covered (this rank's clock).
-        min_timed_s: seconds the windows should cover together (``measure.min_timed_s``).
+        min_timed_s: seconds the windows should cover together (``advanced.measure.min_timed_s``).
         rank: this process's rank; rank 0 decides.
         world_size: DDP ranks.
         device: this rank's device (NCCL broadcasts device tensors only; once per trial).
@@ -588,7 +588,7 @@ def extend_timing(
     cpu_meter: CpuShareMeter,
     gpu_meter: GpuWindowMeter | None = None,
 ) -> tuple[ThroughputStats, int, GpuWindowReading | None]:
-    """Time more steps when the budget's windows cover less than ``measure.min_timed_s``.
+    """Time more steps when the budget's windows cover less than ``advanced.measure.min_timed_s``.
 
     A small budget (digits: ~0.4 s of timed steps on a CPU) leaves throughput at the mercy
     of a few milliseconds of scheduling noise: one configuration measured in fresh processes

@@ -20,8 +20,8 @@ from autotune.workloads.builtin.networks import count_parameters
 def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement:
     """The fixed budget (``train.epochs`` passes, capped by ``train.max_steps``): timed
     windows, then one evaluation of the budget's model, then timing-only steps when the
-    windows covered less than ``measure.min_timed_s``. With ``config.min_throughput_sps``
-    set (the study's floor, ``trial.min_throughput_vs_baseline`` of the baseline's), a
+    windows covered less than ``advanced.measure.min_timed_s``. With ``config.min_throughput_sps``
+    set (the study's floor, ``advanced.trial.min_throughput_vs_baseline`` of the baseline's), a
     warm-up or first window below it ends the loop there
     (:class:`~autotune.training._meter.ThroughputFloor`): a :attr:`Measurement.too_slow`
     measurement of the steps it timed, without evaluation. With ``config.reuse`` set (a

@@ -7,7 +7,7 @@ reaches its trials, three steps decide:
 
 1. The *screen* (:func:`select_finalists`): search trials faster than the (warm) baseline
    trial whose metric is not below the baseline's by more than the tolerance plus
-   ``verify.screen_z`` standard errors of the difference (:func:`screen_allowance`,
+   ``advanced.verify.screen_z`` standard errors of the difference (:func:`screen_allowance`,
    Agresti-Caffo on the validation counts; 3 x the tolerance for a metric that is not a
    proportion). With none, the ending is "nothing to verify" and :func:`closest_trial` names
    the trial that came closest.
@@ -16,7 +16,7 @@ reaches its trials, three steps decide:
    workers, batch size with its learning rate, GPU count); the *model-change* answer also
    changes the model's knobs. Up to K finalists each.
 2. The *race* (:func:`race_survivors`): the baseline and every finalist over
-   ``verify.race_rounds`` rounds of fresh processes; each answer's survivor is its fastest
+   ``advanced.verify.race_rounds`` rounds of fresh processes; each answer's survivor is its fastest
    finalist that measured in every round, kept the run's limits, beat the baseline, and
    passed the screen on its pooled validation counts. The race only picks.
 3. The *confirmation*: the baseline and the survivors over ``verify.rounds`` rounds with

@@ -233,7 +233,7 @@ def select_finalists(
         objective: the study's mode, ``throughput`` or ``time_to_accuracy``
             (:func:`autotune.objectives.objective_mode`).
         screen_z: standard errors of the difference added to the tolerance
-            (``verify.screen_z``, default 1.645).
+            (``advanced.verify.screen_z``, default 1.645).
 
     Returns:
         ``(baseline trial number, finalist trial numbers in run order)``, the same-model

@@ -96,7 +96,7 @@ def is_non_inferior(
     return high <= allowance
 
 
-#: The screen's default z: a one-sided 95 % bound (``verify.screen_z``).
+#: The screen's default z: a one-sided 95 % bound (``advanced.verify.screen_z``).
 DEFAULT_SCREEN_Z = 1.645
 #: For a metric that is not a proportion (a loss, a perplexity), whose standard error autotune
 #: cannot compute from one value, the screen allows this many times the tolerance.
@@ -157,7 +157,7 @@ def screen_allowance(
         baseline_value: the baseline's value.
         baseline_samples: the validation samples behind it (None: unknown).
         tolerance_pt: ``verify.accuracy_tolerance_pt`` (:func:`metric_allowance`).
-        z: ``verify.screen_z``.
+        z: ``advanced.verify.screen_z``.
     """
     allowance = metric_allowance(metric, baseline_value, tolerance_pt)
     if not metric.is_accuracy:

@@ -134,8 +134,8 @@ class VerificationSummary:
             from the ones asked for now).
         busy_runs: runs that count (the last attempt of each round and configuration)
             measured on a busy machine: other processes used more than
-            ``measure.max_other_cpu_share`` of the CPUs over their timed windows.
-        busy_reruns: busy runs measured again (``verify.busy_reruns`` bounds them).
+            ``advanced.measure.max_other_cpu_share`` of the CPUs over their timed windows.
+        busy_reruns: busy runs measured again (``advanced.verify.busy_rerun_budget`` bounds them).
         busiest_share: the largest share other processes used in a busy run that counts.
     """
 

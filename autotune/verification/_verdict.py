@@ -176,7 +176,7 @@ class CandidateVerdict:
             (:func:`~autotune.verification.mlperf_time_to_accuracy_s`), for comparison with
             published figures.
         busy_runs: its rows of the stage measured on a busy machine (other processes above
-            ``measure.max_other_cpu_share`` of the CPUs) after the re-runs were spent.
+            ``advanced.measure.max_other_cpu_share`` of the CPUs) after the re-runs were spent.
         answer: the answer it belongs to: ``same_model`` (only the tuner's knobs changed) or
             ``model_change`` (:attr:`~autotune.storage.VerificationPlan.model_changes`).
     """

@@ -1,5 +1,5 @@
 """A busy machine, noticed (issue 22): trials and verification runs during whose timed windows
-other processes used more than ``measure.max_other_cpu_share`` of the CPUs are flagged in the
+other processes used more than ``advanced.measure.max_other_cpu_share`` of the CPUs are flagged in the
 study's records and outputs; verification measures a busy run again, a bounded number of
 times, and its verdict says when busy runs remain. Fake measurements on the mock device, in
 this process (the share of a real busy loop is too flaky for a test)."""
@@ -70,7 +70,7 @@ def _attempts(sqlite_url: str) -> list[tuple[int, int, int, bool | None]]:
 
 
 def test_a_busy_trial_is_flagged_in_its_attributes_results_row_and_line(sqlite_url: str) -> None:
-    config = _config(sqlite_url, "trial.busy_remeasures=0")
+    config = _config(sqlite_url, "advanced.trial.busy_retimes=0")
     lines: list[StudyProgress] = []
     # Call 1 is the baseline's discarded warm-up run; trial 1 (call 3) runs on a busy machine.
     run_study(config, 3, run_trial_fn=BusyOn(busy={3}), on_trial=lines.append)
@@ -126,7 +126,7 @@ class Recording(BusyOn):
 
 
 def test_a_busy_trial_is_timed_again_reusing_its_own_metric(sqlite_url: str) -> None:
-    config = _config(sqlite_url)  # trial.busy_remeasures=1 by default
+    config = _config(sqlite_url)  # advanced.trial.busy_retimes=1 by default
     lines: list[StudyProgress] = []
     runs = Recording(busy={3})  # call 1: the baseline's warm-up; call 3: trial 1, busy
     run_study(config, 3, run_trial_fn=runs, on_trial=lines.append)
@@ -165,7 +165,7 @@ def test_a_busy_trial_is_timed_again_reusing_its_own_metric(sqlite_url: str) -> 
 
 
 def test_a_trial_busy_on_every_run_stays_flagged_after_its_remeasures(sqlite_url: str) -> None:
-    config = _config(sqlite_url, "trial.busy_remeasures=2")
+    config = _config(sqlite_url, "advanced.trial.busy_retimes=2")
     lines: list[StudyProgress] = []
     runs = Recording(busy={3, 4, 5})
     run_study(config, 2, run_trial_fn=runs, on_trial=lines.append)
@@ -188,7 +188,7 @@ def printed_trial_line(progress: StudyProgress) -> str:
 
 
 def test_the_least_busy_run_counts_and_a_too_slow_re_run_never_does(sqlite_url: str) -> None:
-    config = _config(sqlite_url, "trial.busy_remeasures=3")
+    config = _config(sqlite_url, "advanced.trial.busy_retimes=3")
     lines: list[StudyProgress] = []
     # Trial 1 (call 3) at 48 %; its re-runs at 60 % (busier), 20 % (stopped as too slow)
     # and 30 %: the 30 % run counts, still flagged busy.
@@ -217,7 +217,7 @@ def test_a_failed_remeasure_keeps_the_busy_run_flagged(sqlite_url: str) -> None:
 
 
 def test_a_higher_threshold_does_not_flag_the_same_share(sqlite_url: str) -> None:
-    config = _config(sqlite_url, "measure.max_other_cpu_share=0.5")
+    config = _config(sqlite_url, "advanced.measure.max_other_cpu_share=0.5")
     lines: list[StudyProgress] = []
     run_study(config, 2, run_trial_fn=BusyOn(busy={2, 3}), on_trial=lines.append)
     assert [p.last.user_attrs["busy_machine"] for p in lines] == [False, False]
@@ -226,7 +226,7 @@ def test_a_higher_threshold_does_not_flag_the_same_share(sqlite_url: str) -> Non
 def test_verification_measures_a_busy_run_again_within_its_bound(sqlite_url: str) -> None:
     config = _config(sqlite_url)
     run_study(config, 14, run_trial_fn=simulate_trial)
-    settings = VerifySettings(rounds=3, candidates=2, busy_reruns=2)
+    settings = VerifySettings(rounds=3, candidates=2, busy_rerun_budget=2)
     lines: list[VerificationProgress] = []
     # Call 1 is the discarded warm-up run. Call 2 (the race's first run) is busy and measured
     # again (call 3, quiet); call 5 is busy, its re-run (call 6) too: the bound is spent,
@@ -288,7 +288,7 @@ def test_a_resumed_verification_measures_again_the_busy_run_it_stopped_after(
 ) -> None:
     config = _config(sqlite_url)
     run_study(config, 14, run_trial_fn=simulate_trial)
-    settings = VerifySettings(rounds=3, candidates=2, busy_reruns=1)
+    settings = VerifySettings(rounds=3, candidates=2, busy_rerun_budget=1)
     # Call 2 is busy; Ctrl-C on call 3, its re-run: the busy row is stored, the re-run not.
     with pytest.raises(KeyboardInterrupt):
         verify_study(

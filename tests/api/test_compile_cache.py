@@ -1,5 +1,5 @@
 """A study's trials and verification runs compile into the study's own cache directory
-(``measure.compile_cache=study``; autotune/api/_run.py and _verify.py open it)."""
+(``advanced.measure.compile_cache=study``; autotune/api/_run.py and _verify.py open it)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_the_search_and_its_verification_run_inside_the_studys_cache(sqlite_url:
         seen.append(_STUDY_CACHE_DIR.get())  # what the runner would give the trial's ranks
         return simulate_trial(config, timeout_s)
 
-    config = mock_run_config(sqlite_url, "verify.rounds=3", "verify.race_rounds=1")
+    config = mock_run_config(sqlite_url, "verify.rounds=3", "advanced.verify.race_rounds=1")
 
     result = run_study(config, 6, run_trial_fn=FakeRunTrial(then=recording))
 

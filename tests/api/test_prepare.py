@@ -186,13 +186,13 @@ def test_prepare_time_to_accuracy_has_two_objectives_and_keeps_the_metric(
 
 
 # --------------------------------------------------------------------------------------------
-# The precision screen (hardware.min_peak_ratio), stored with the study
+# The precision screen (advanced.hardware.min_peak_ratio), stored with the study
 
 _SLOW_FP16 = {"fp32": 19.5e12, "tf32": 156e12, "fp16": 0.195e12, "bf16": 312e12}
 _FAST_FP16 = {**_SLOW_FP16, "fp16": 312e12}
 _FP16_LINE = (
     "precision=fp16: dense peak 195 GFLOP/s is 1/100 of fp32's 19.5 TFLOP/s "
-    "(below hardware.min_peak_ratio=0.1)"
+    "(below advanced.hardware.min_peak_ratio=0.1)"
 )
 
 
@@ -225,7 +225,7 @@ def test_a_new_study_screens_out_a_slow_precision_and_stores_the_screen(sqlite_u
 
 
 def test_min_peak_ratio_0_keeps_the_slow_precision(sqlite_url: str) -> None:
-    config = mock_run_config(sqlite_url, "hardware.min_peak_ratio=0")
+    config = mock_run_config(sqlite_url, "advanced.hardware.min_peak_ratio=0")
 
     prepared = prepare_run(config, capabilities=_mock_caps(_SLOW_FP16))
 
@@ -267,9 +267,11 @@ def test_resuming_with_a_ratio_that_would_change_the_screen_is_refused(sqlite_ur
     prepared = prepare_run(config, capabilities=_mock_caps(_SLOW_FP16))
     run_study(config, 1, run_trial_fn=FakeRunTrial(), prepared=prepared)
 
-    with pytest.raises(ConfigError, match=r"^hardware.min_peak_ratio=0: study=cnn_small was made"):
+    with pytest.raises(
+        ConfigError, match=r"^advanced.hardware.min_peak_ratio=0: study=cnn_small was made"
+    ):
         prepare_run(
-            mock_run_config(sqlite_url, "hardware.min_peak_ratio=0"),
+            mock_run_config(sqlite_url, "advanced.hardware.min_peak_ratio=0"),
             capabilities=_mock_caps(_SLOW_FP16),
         )
 

@@ -62,8 +62,8 @@ def test_faulty_trial_is_recorded_and_the_study_goes_on(
     config = load_run_config(
         _mock_run(
             storage,
-            f"mock.fault={fault}",
-            "mock.fault_trials=[1]",
+            f"advanced.mock.fault={fault}",
+            "advanced.mock.fault_trials=[1]",
             "trial.timeout_s=3",
             "mock.profile=a100",
         )
@@ -87,7 +87,12 @@ def test_faulty_trial_is_recorded_and_the_study_goes_on(
 
 def test_crash_detail_names_the_signal(tmp_path: Path) -> None:
     storage = _sqlite(tmp_path)
-    run_study(load_run_config(_mock_run(storage, "mock.fault=crash", "mock.fault_trials=[0]")), 1)
+    run_study(
+        load_run_config(
+            _mock_run(storage, "advanced.mock.fault=crash", "advanced.mock.fault_trials=[0]")
+        ),
+        1,
+    )
     trial = optuna.load_study(study_name="s", storage=storage).trials[0]
     assert "SIGSEGV" in trial.user_attrs["failure_detail"]
 
@@ -242,12 +247,12 @@ def test_kill_9_mid_trial_then_resume_finishes_exactly(tmp_path: Path) -> None:
         "data=digits",
         f"storage={storage}",
         "study=killed",
-        "trial.heartbeat_s=1",
+        "advanced.trial.heartbeat_s=1",
         "verify.rounds=0",  # the search alone; verification has its own tests
     ]
     # Trial 1 hangs on purpose (the mock device's `hang` fault), so the kill is sure to land
     # while a trial runs, however slow a loaded machine is; the rerun has no fault.
-    hanging = [*command, "mock.fault=hang", "mock.fault_trials=[1]"]
+    hanging = [*command, "advanced.mock.fault=hang", "advanced.mock.fault_trials=[1]"]
     first = subprocess.Popen(
         hanging, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

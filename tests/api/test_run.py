@@ -248,7 +248,9 @@ def test_optuna_load_study_sees_every_trial(
 
 @pytest.mark.slow
 def test_mock_study_through_child_processes(sqlite_url: str) -> None:
-    config = mock_run_config(sqlite_url, "mock.fault=crash", "mock.fault_trials=[1]")
+    config = mock_run_config(
+        sqlite_url, "advanced.mock.fault=crash", "advanced.mock.fault_trials=[1]"
+    )
 
     result = run_study(config, 3)
 

@@ -77,7 +77,7 @@ def _rows(sqlite_url: str) -> list[tuple[int, int, int, int]]:
 
 
 def test_run_study_ends_with_an_interleaved_verification(sqlite_url: str) -> None:
-    config = _config(sqlite_url, "verify.rounds=3", "verify.candidates=2")
+    config = _config(sqlite_url, "verify.rounds=3", "advanced.verify.candidates=2")
     runner = Recorder()
     progress: list[VerificationProgress] = []
 
@@ -190,13 +190,13 @@ def test_a_resumed_verification_keeps_its_plan_and_says_where_the_settings_diffe
     assert note.startswith("resumed with its stored plan; these settings differ from it")
     assert "verify.rounds=4 (stored 3)" in note
     assert "verify.accuracy_tolerance_pt=1 (stored 0.5)" in note
-    assert "verify.candidates=1 (stored plan: 2 finalists in an answer)" in note
+    assert "advanced.verify.candidates=1 (stored plan: 2 finalists in an answer)" in note
 
 
 def test_run_reuses_a_finished_verification_and_verify_repeats_it_with_new_seeds(
     sqlite_url: str,
 ) -> None:
-    config = _config(sqlite_url, "verify.rounds=3", "verify.candidates=2")
+    config = _config(sqlite_url, "verify.rounds=3", "advanced.verify.candidates=2")
     first = run_study(config, N_TRIALS, run_trial_fn=simulate_trial).verification
     again = Recorder()
 
@@ -205,7 +205,7 @@ def test_run_reuses_a_finished_verification_and_verify_repeats_it_with_new_seeds
     assert again.configs == []  # nothing to top up, nothing to re-verify
     assert first is not None and rerun is not None and rerun.number == first.number == 1
     repeated = verify_study(
-        config.study, config.storage, settings=config.verify, run_trial_fn=simulate_trial
+        config.study, config.storage, settings=config.verify_settings, run_trial_fn=simulate_trial
     )
     assert repeated.number == 2
     assert not set(repeated.seeds) & set(first.seeds)
@@ -316,7 +316,13 @@ def test_cli_verify_prints_the_verdict_last_and_refuses_bad_input(
     storage = f"storage={config.storage}"
 
     code = main(
-        ["verify", f"study={config.study}", storage, "verify.rounds=3", "verify.candidates=1"]
+        [
+            "verify",
+            f"study={config.study}",
+            storage,
+            "verify.rounds=3",
+            "advanced.verify.candidates=1",
+        ]
     )
 
     out = capsys.readouterr().out.strip().splitlines()

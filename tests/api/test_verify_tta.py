@@ -63,7 +63,7 @@ class Recorder:
 def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
     sqlite_url: str,
 ) -> None:
-    config = _config(sqlite_url, "verify.rounds=3", "verify.candidates=2")
+    config = _config(sqlite_url, "verify.rounds=3", "advanced.verify.candidates=2")
     runner = Recorder()
 
     summary = run_study(config, N_TRIALS, run_trial_fn=runner).verification

@@ -14,12 +14,12 @@ import pytest
 from autotune.config import (
     DEFAULT_STORAGE_URL,
     SearchSpace,
-    available_spaces,
     load_run_config,
     load_space,
     load_verify_request,
     run_config_document,
 )
+from autotune.config._loading import available_spaces
 from autotune.exceptions import ConfigError
 
 from ..conftest import MINIMAL_SPACE
@@ -247,12 +247,12 @@ def test_unknown_key_in_file(write_space: Callable[..., Path]) -> None:
 
 
 def test_unknown_nested_key_in_file(write_space: Callable[..., Path]) -> None:
-    path = write_space(MINIMAL_SPACE + "measure: {windows: 3, repeats: 2}\n")
+    path = write_space(MINIMAL_SPACE + "advanced: {measure: {windows: 3, repeats: 2}}\n")
 
     with pytest.raises(ConfigError) as err:
         load_space(str(path))
 
-    assert one_line(err) == f"{path}: measure.repeats: unknown key"
+    assert one_line(err) == f"{path}: advanced.measure.repeats: unknown key"
 
 
 def test_wrong_type_in_file(write_space: Callable[..., Path]) -> None:

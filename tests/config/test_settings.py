@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.config import (
+from autotune.config import TrainSettings, load_run_config, load_space, scaled_lr
+from autotune.config._settings import (
     DEFAULT_LR_SCALING,
     LR_SCALING_RULES,
     HardwareSettings,
     MeasureSettings,
-    TrainSettings,
-    load_run_config,
-    load_space,
-    scaled_lr,
 )
 from autotune.exceptions import ConfigError
 
@@ -113,8 +110,8 @@ def test_lr_warmup_steps(fields: dict[str, object], total_steps: int, expected: 
     ("override", "key"),
     [
         ("train.lr_scaling=cubic", "train.lr_scaling"),
-        ("train.reference_batch_size=0", "train.reference_batch_size"),
-        ("train.lr_warmup_fraction=1.0", "train.lr_warmup_fraction"),
+        ("advanced.train.reference_batch_size=0", "advanced.train.reference_batch_size"),
+        ("advanced.train.lr_warmup_fraction=1.0", "advanced.train.lr_warmup_fraction"),
     ],
 )
 def test_bad_lr_scaling_override_names_the_key(override: str, key: str) -> None:
@@ -129,14 +126,14 @@ def test_lr_scaling_overrides() -> None:
         "cnn_small",
         [
             "train.lr_scaling=linear",
-            "train.reference_batch_size=128",
-            "train.lr_warmup_fraction=0.1",
+            "advanced.train.reference_batch_size=128",
+            "advanced.train.lr_warmup_fraction=0.1",
         ],
     )
 
     assert space.train.lr_scaling == "linear"
-    assert space.train.reference_batch_size == 128
-    assert space.train.lr_warmup_fraction == 0.1
+    assert space.advanced.train.reference_batch_size == 128
+    assert space.advanced.train.lr_warmup_fraction == 0.1
 
 
 # --------------------------------------------------------------------------------------------
@@ -188,24 +185,30 @@ def test_bad_time_to_accuracy_settings_are_refused_in_one_line(
 
 def test_min_peak_ratio_defaults_to_a_tenth_and_takes_a_whole_number() -> None:
     assert HardwareSettings().min_peak_ratio == 0.1
-    assert load_run_config(["hardware.min_peak_ratio=0"]).hardware.min_peak_ratio == 0.0
-    assert load_run_config(["hardware.min_peak_ratio=1"]).hardware.min_peak_ratio == 1.0
+    assert (
+        load_run_config(["advanced.hardware.min_peak_ratio=0"]).advanced.hardware.min_peak_ratio
+        == 0.0
+    )
+    assert (
+        load_run_config(["advanced.hardware.min_peak_ratio=1"]).advanced.hardware.min_peak_ratio
+        == 1.0
+    )
 
 
 @pytest.mark.parametrize(
     ("override", "rule"),
     [
-        ("hardware.min_peak_ratio=1.5", "Input should be less than or equal to 1"),
-        ("hardware.min_peak_ratio=false", "must be a number from 0 to 1, not false"),
-        ("hardware.min_peak_ratio=inf", "Input should be a finite number"),
-        ("hardware.min_peak_ratio=null", "Input should be a valid number"),
+        ("advanced.hardware.min_peak_ratio=1.5", "Input should be less than or equal to 1"),
+        ("advanced.hardware.min_peak_ratio=false", "must be a number from 0 to 1, not false"),
+        ("advanced.hardware.min_peak_ratio=inf", "Input should be a finite number"),
+        ("advanced.hardware.min_peak_ratio=null", "Input should be a valid number"),
     ],
 )
 def test_min_peak_ratio_refusals_name_the_override_and_key(override: str, rule: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_run_config([override])
 
-    assert one_line(err) == f"override {override}: hardware.min_peak_ratio: {rule}"
+    assert one_line(err) == f"override {override}: advanced.hardware.min_peak_ratio: {rule}"
 
 
 def test_the_timed_seconds_default_to_the_devices() -> None:

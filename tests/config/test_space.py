@@ -86,7 +86,7 @@ def test_builtin_space_names_the_builtin_workload() -> None:
     assert spec.ref == BUILTIN_WORKLOAD_REF
     assert spec.is_builtin
     assert spec.label == "cnn"
-    assert spec.args == {"family": "cnn", "data": space.data.model_dump()}
+    assert spec.args == {"family": "cnn", "data": space.data_settings().model_dump()}
 
 
 @pytest.mark.parametrize(
@@ -182,12 +182,12 @@ def test_a_global_batch_some_combinations_divide_is_kept() -> None:
         space.train.accumulation_steps(256, 2)
 
 
-# search.metric_knobs: what the validation metric's model sees
+# advanced.search.metric_knobs: what the validation metric's model sees
 
 
 def test_the_metric_is_modelled_on_the_knobs_that_change_the_math_by_default() -> None:
     space = load_space("cnn_small")
-    assert space.search.metric_knobs is None
+    assert space.advanced.search.metric_knobs is None
     assert space.metric_knobs() == ["depth", "width", "batch_size", "precision", "gpu_count"]
     assert not set(space.metric_knobs()) & set(SPEED_KNOBS)
 
@@ -208,7 +208,7 @@ def test_an_unknown_metric_knob_is_one_line_naming_the_file_and_the_key(
 
     message = one_line(err)
     assert message.startswith(f"{path}: ")
-    assert "search.metric_knobs: unknown knob 'heads'" in message
+    assert "advanced.search.metric_knobs: unknown knob 'heads'" in message
     assert "depth, width, batch_size" in message
 
 
@@ -284,6 +284,10 @@ def test_a_doors_metric_block_names_what_the_code_reports(
             "must be an identifier such as val_loss",
         ),
         ("data: {name: mnist}\n", "data: applies to the built-in workloads (model.family) only"),
+        (
+            "advanced: {data: {synthetic_samples: 64}}\n",
+            "advanced.data: applies to the built-in workloads (model.family) only",
+        ),
     ],
 )
 def test_a_doors_space_refuses_what_it_cannot_apply(

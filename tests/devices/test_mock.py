@@ -245,7 +245,7 @@ def test_mock_time_to_accuracy_stops_at_max_time_s() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# A trial that reuses another's metric (search.reuse_metric)
+# A trial that reuses another's metric (advanced.search.reuse_metric)
 
 _REUSE = ReusedMetric(from_trial=0, val_metric=0.5, train_loss=1.25, steps=40, evaluations=2)
 

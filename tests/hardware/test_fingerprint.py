@@ -286,7 +286,9 @@ def test_resuming_on_other_hardware_is_refused_unless_allowed(sqlite_url: str) -
 
 def test_warm_start_enqueues_the_other_studys_pareto_front_first(sqlite_url: str) -> None:
     run_study(
-        _mock_run(sqlite_url, "mock.profile=h100", "study=h100"), 12, run_trial_fn=simulate_trial
+        _mock_run(sqlite_url, "mock.profile=h100", "study=h100"),
+        12,
+        run_trial_fn=simulate_trial,
     )
     source = optuna.load_study(study_name="h100", storage=sqlite_url)
     front = sorted(source.best_trials, key=lambda t: t.number)

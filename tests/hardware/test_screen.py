@@ -38,9 +38,7 @@ SLOW_FP16_GPU = make_capabilities(
     name="fake GPU without fast fp16",
     peak_flops_per_s={"fp32": 10e12, "tf32": 20e12, "fp16": 0.1e12, "bf16": 20e12},
 )
-FP16_LINE = (
-    "matmul peak 3 GFLOP/s is 1/100 of fp32's 300 GFLOP/s (below hardware.min_peak_ratio=0.1)"
-)
+FP16_LINE = "matmul peak 3 GFLOP/s is 1/100 of fp32's 300 GFLOP/s (below advanced.hardware.min_peak_ratio=0.1)"
 
 
 def _space(*overrides: str) -> Any:
@@ -102,8 +100,8 @@ def test_a_space_of_screened_precisions_alone_keeps_them_and_says_so() -> None:
     assert not any(line.startswith("precision=") for line in removed)
     assert screen.notes() == [
         "kept precision=fp16: matmul peak 3 GFLOP/s is 1/100 of fp32's 300 GFLOP/s, below "
-        "hardware.min_peak_ratio=0.1, but the space has no faster precision the device can run "
-        "(hardware.min_peak_ratio=0 silences this)"
+        "advanced.hardware.min_peak_ratio=0.1, but the space has no faster precision the device can run "
+        "(advanced.hardware.min_peak_ratio=0 silences this)"
     ]
 
 
@@ -146,7 +144,7 @@ def test_a_gpu_without_fast_fp16_loses_fp16() -> None:
     assert restricted.precision.values() == ["fp32", "tf32", "bf16"]
     assert (
         "precision=fp16: dense peak 100 GFLOP/s is 1/100 of fp32's 10 TFLOP/s "
-        "(below hardware.min_peak_ratio=0.1)"
+        "(below advanced.hardware.min_peak_ratio=0.1)"
     ) in removed
 
 
@@ -235,9 +233,9 @@ def test_another_ratio_that_would_change_a_stored_screen_is_refused() -> None:
         study_precision_screen(_space(), SLOW_FP16_CPU, 0.0, record, "s")
 
     assert str(err.value) == (
-        "hardware.min_peak_ratio=0: study=s was made with hardware.min_peak_ratio=0.1, which "
+        "advanced.hardware.min_peak_ratio=0: study=s was made with advanced.hardware.min_peak_ratio=0.1, which "
         "screened out fp16, and keeps that screen; choose a new study name (study=NAME) or "
-        "hardware.min_peak_ratio=0.1"
+        "advanced.hardware.min_peak_ratio=0.1"
     )
 
 

@@ -14,7 +14,8 @@ from optuna.trial import TrialState
 
 from autotune.api import run_study
 from autotune.cli import main
-from autotune.config import MockProfileName, load_run_config, load_space
+from autotune.config import load_run_config, load_space
+from autotune.config._settings import MockProfileName
 from autotune.devices.mock import simulate
 from autotune.exceptions import ConfigError
 from autotune.flops import published_peak

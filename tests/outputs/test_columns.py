@@ -12,14 +12,10 @@ from rich.table import Table
 
 from autotune.console import verification_table
 from autotune.objectives import study_objectives
-from autotune.report import (
-    MISSING,
-    ReportData,
-    fragments,
-    gather_from_trials,
-    pareto_table,
-    render_report,
-)
+from autotune.report import ReportData, pareto_table, render_report
+from autotune.report._data import gather_from_trials
+from autotune.report._html import fragments
+from autotune.report._text import MISSING
 from autotune.units import MIB
 from tests.rendered import rendered_text
 from tests.studies.mock import make_trial

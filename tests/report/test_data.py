@@ -11,20 +11,11 @@ from optuna.trial import TrialState
 import autotune.report as report
 from autotune.config import DEFAULT_STORAGE_URL
 from autotune.objectives import study_objectives
-from autotune.report import (
-    FAILED,
-    FEASIBLE,
-    INFEASIBLE,
-    TrialPoint,
-    classify,
-    gather_from_trials,
-    gather_report,
-    hypervolume_history,
-    not_verified_line,
-    param_importances,
-    pareto_numbers,
-    verify_command,
-)
+from autotune.report import FEASIBLE, TrialPoint, gather_report, param_importances, verify_command
+from autotune.report._data import gather_from_trials
+from autotune.report._hypervolume import hypervolume_history
+from autotune.report._points import FAILED, INFEASIBLE, classify, pareto_numbers
+from autotune.report._text import not_verified_line
 from autotune.storage import ResultsStore
 from autotune.units import MIB
 from autotune.verification import load_verification

@@ -12,15 +12,14 @@ from optuna.distributions import CategoricalDistribution
 
 from autotune.cli import main
 from autotune.report import (
-    FIGURE_IDS,
-    PROJECTIONS,
     SIMULATED_TEXT,
     build_figures,
-    gather_from_trials,
     gather_report,
     render_report,
     report_study,
 )
+from autotune.report._data import gather_from_trials
+from autotune.report._figures import FIGURE_IDS, PROJECTIONS
 from autotune.storage import ResultsStore, StudyNotFoundError
 from tests.report.browser import chromium_page, count_points
 from tests.studies.mock import DemoStudy, make_trial

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from autotune.objectives import METRIC_INDEX, study_objectives
-from autotune.report import ParetoRow, compile_text, pareto_row, pareto_table
+from autotune.report import ParetoRow, pareto_row, pareto_table
+from autotune.report._text import compile_text
 from autotune.units import MIB
 from tests.rendered import rendered_text
 from tests.studies.mock import make_trial

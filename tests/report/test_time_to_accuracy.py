@@ -12,13 +12,10 @@ from autotune.exceptions import ConfigError
 from autotune.objectives import study_objectives
 from autotune.report import (
     FEASIBLE,
-    INFEASIBLE,
     DashboardApp,
     ReportData,
     build_figures,
-    gather_from_trials,
     gather_report,
-    hypervolume_history,
     pareto_row,
     pareto_table,
     ratio_text,
@@ -26,7 +23,10 @@ from autotune.report import (
     seconds_text,
     trial_mode,
 )
+from autotune.report._data import gather_from_trials
 from autotune.report._figures import TTA_FIGURE_IDS, learning_curves
+from autotune.report._hypervolume import hypervolume_history
+from autotune.report._points import INFEASIBLE
 from autotune.units import MIB
 from tests.rendered import rendered_text
 from tests.studies.mock import make_trial

@@ -9,7 +9,8 @@ from pathlib import Path
 import optuna
 import sqlalchemy as sa
 
-from autotune.report import FEASIBLE, classify
+from autotune.report import FEASIBLE
+from autotune.report._points import classify
 from autotune.storage import create_results_engine
 from tests.studies.mock import DemoStudy
 

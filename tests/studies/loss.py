@@ -117,7 +117,7 @@ def loss_config(directory: Path, *extra: str) -> RunConfig:
             "study=loss",
             f"storage=sqlite:///{directory / 'autotune.db'}",
             "verify.rounds=3",
-            "verify.candidates=3",
+            "advanced.verify.candidates=3",
             # 0.2 %: the screen (3 x the tolerance for a loss, 0.6 %) keeps out the faster
             # trials whose loss is 0.7-0.8 % above the baseline's, so the race's survivor is
             # the lower-loss one the confirmation recommends.

@@ -26,7 +26,7 @@ FAILING_TRIALS = (3,)
 
 
 def fail_some(config: TrialConfig, timeout_s: float) -> Measurement:
-    """The mock cost model, but trials asked to fail (``mock.fault=oom``; :func:`run_mock_study`
+    """The mock cost model, but trials asked to fail (``advanced.mock.fault=oom``; :func:`run_mock_study`
     asks it of the trials numbered in :data:`FAILING_TRIALS`) run out of memory."""
     if config.mock_fault == "oom":
         raise TrialError("oom", "torch.OutOfMemoryError: CUDA out of memory (injected)")
@@ -57,8 +57,8 @@ def run_mock_study(
         "data=digits",
         f"study={study}",
         f"storage={url}",
-        "mock.fault=oom",
-        f"mock.fault_trials=[{','.join(map(str, FAILING_TRIALS))}]",
+        "advanced.mock.fault=oom",
+        f"advanced.mock.fault_trials=[{','.join(map(str, FAILING_TRIALS))}]",
         *extra,
     ]
     if constrained:

@@ -58,8 +58,8 @@ def test_exception_in_a_rank_is_an_error_with_its_traceback() -> None:
 
     assert err.value.failure == "error"
     assert err.value.detail.startswith("Traceback (most recent call last):")
-    assert "RuntimeError: simulated error (mock.fault=error)" in err.value.detail
-    assert str(err.value) == "error: RuntimeError: simulated error (mock.fault=error)"
+    assert "RuntimeError: simulated error (advanced.mock.fault=error)" in err.value.detail
+    assert str(err.value) == "error: RuntimeError: simulated error (advanced.mock.fault=error)"
 
 
 @pytest.mark.slow
@@ -176,7 +176,7 @@ def test_a_rank_applies_the_trial_environment(monkeypatch: pytest.MonkeyPatch) -
 
 
 # --------------------------------------------------------------------------------------------
-# Where torch.compile's caches live (measure.compile_cache)
+# Where torch.compile's caches live (advanced.measure.compile_cache)
 
 _USER_CACHE = {"TORCHINDUCTOR_CACHE_DIR": "/home/me/inductor"}  # the study process's
 

@@ -1059,5 +1059,5 @@ def test_the_setting_reaches_the_study_sampler(tmp_path: Path) -> None:
         return sampler
 
     assert lean().cost_aware_after_trials == COST_AWARE_AFTER_TRIALS == 25
-    assert lean("search.cost_aware_after_trials=40").cost_aware_after_trials == 40
-    assert lean("search.cost_aware_after_trials=null").cost_aware_after_trials is None
+    assert lean("advanced.search.cost_aware_after_trials=40").cost_aware_after_trials == 40
+    assert lean("advanced.search.cost_aware_after_trials=null").cost_aware_after_trials is None

@@ -386,8 +386,8 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
         assert trial_config.device == "mock"
         assert trial_config.workload == config.space.workload_spec()
         assert trial_config.workload.args["family"] == "cnn"
-        assert trial_config.workload.args["data"] == config.space.data.model_dump()
-        assert trial_config.train == config.space.train.model_copy(
+        assert trial_config.workload.args["data"] == config.space.data_settings().model_dump()
+        assert trial_config.train == config.space.train_settings().model_copy(
             update={"reference_batch_size": baseline_global_batch(config.space)}
         )
         assert timeout_s == 42.0
@@ -418,7 +418,7 @@ def test_trials_carry_the_baseline_global_batch_as_lr_reference() -> None:
 
 
 def test_a_reference_batch_the_space_sets_is_kept() -> None:
-    config = _run_config("space=cnn_small", "train.reference_batch_size=256")
+    config = _run_config("space=cnn_small", "advanced.train.reference_batch_size=256")
     fake = FakeRunTrial()
 
     _optimize(_objective(fake, config=config), 2)
@@ -568,7 +568,7 @@ def test_memory_and_accuracy_limits_become_constraints(write_space: Callable[...
 
 
 def test_mock_fault_reaches_only_the_chosen_trials() -> None:
-    config = _run_config("mock.fault=crash", "mock.fault_trials=[1]")
+    config = _run_config("advanced.mock.fault=crash", "advanced.mock.fault_trials=[1]")
     fake = FakeRunTrial([make_measurement()] * 4)
 
     _optimize(_objective(fake, config=config), 3)
@@ -758,7 +758,7 @@ def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
 def test_no_throughput_floor_when_the_ratio_is_zero() -> None:
     from autotune.baseline import enqueue_baseline
 
-    config = _run_config("trial.min_throughput_vs_baseline=0")
+    config = _run_config("advanced.trial.min_throughput_vs_baseline=0")
     fake = FakeRunTrial([make_measurement(throughput_sps=1000.0)] * 3)
     study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
     enqueue_baseline(study, config.space)
@@ -771,7 +771,7 @@ def test_no_throughput_floor_when_the_ratio_is_zero() -> None:
 @pytest.mark.parametrize("ratio", ["1", "-0.1", "1.5", "nan"])
 def test_min_throughput_vs_baseline_is_a_share_below_one(ratio: str) -> None:
     with pytest.raises(ConfigError, match=r"trial\.min_throughput_vs_baseline"):
-        _run_config(f"trial.min_throughput_vs_baseline={ratio}")
+        _run_config(f"advanced.trial.min_throughput_vs_baseline={ratio}")
 
 
 def test_a_baseline_warm_up_that_fails_is_forgotten_and_the_trial_measured() -> None:
@@ -837,7 +837,7 @@ def test_a_cadence_the_space_sets_is_kept() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Reuse where the math is the same (search.reuse_metric)
+# Reuse where the math is the same (advanced.search.reuse_metric)
 
 _REUSE_BASE = DEFAULT_PARAMS
 
@@ -895,7 +895,9 @@ def test_a_change_of_seed_never_reuses() -> None:
 
 
 def test_reuse_is_off_with_search_reuse_metric_false() -> None:
-    study, fake = _run_enqueued([{"memory_format": "channels_last"}], "search.reuse_metric=false")
+    study, fake = _run_enqueued(
+        [{"memory_format": "channels_last"}], "advanced.search.reuse_metric=false"
+    )
 
     assert fake.configs[1].reuse is None
     assert "metric_from_trial" not in study.trials[1].user_attrs
@@ -940,3 +942,55 @@ def test_under_a_global_batch_a_change_of_batch_size_reuses_the_metric() -> None
     assert reuse is not None and reuse.from_trial == 0
     assert study.trials[1].user_attrs["samples_per_step"] == 64
     assert study.trials[1].user_attrs["lr_peak"] == study.trials[0].user_attrs["lr_peak"]
+
+
+def test_a_study_stored_before_advanced_resumes_and_still_refuses_a_change(
+    sqlite_url: str,
+) -> None:
+    """A study written before ``advanced.*`` kept ``search``, ``measure`` and four ``train``
+    keys at the top of its stored space: it resumes with the same settings, written the new
+    way, and refuses other ones as before."""
+    moved = (
+        "advanced.search.reuse_metric=false",
+        "advanced.measure.windows=3",
+        "advanced.train.warmup_steps=2",
+        "advanced.data.synthetic_samples=64",
+    )
+    config = _run_config(f"storage={sqlite_url}", "study=old", *moved)
+    caps = make_capabilities("mock")
+    study = open_study(config, config.space, caps, open_storage(sqlite_url))
+    record = dict(study.user_attrs["autotune"])
+    space = dict(record["space"])
+    advanced = space.pop("advanced")
+    assert advanced == {
+        "search": {"reuse_metric": False},
+        "measure": {"windows": 3},
+        "train": {"warmup_steps": 2},
+        "data": {"synthetic_samples": 64},
+    }
+    # The shape of the release before: search and measure at the top, the train and data
+    # keys in their groups.
+    for group in ("train", "data"):
+        space[group] = {**space.get(group, {}), **advanced.pop(group)}
+    space.update(advanced)
+    study.set_user_attr("autotune", {**record, "space": space})
+
+    open_study(config, config.space, caps, open_storage(sqlite_url))  # resumes
+    other = _run_config(f"storage={sqlite_url}", "study=old", *moved[:1])
+    with pytest.raises(ConfigError, match=r"^study=old: it was created with another search space"):
+        open_study(other, other.space, caps, open_storage(sqlite_url))
+
+
+def test_the_runs_advanced_settings_may_change_when_a_study_resumes(sqlite_url: str) -> None:
+    config = _run_config(f"storage={sqlite_url}", "study=s2")
+    caps = make_capabilities("mock")
+    open_study(config, config.space, caps, open_storage(sqlite_url))
+    again = _run_config(
+        f"storage={sqlite_url}",
+        "study=s2",
+        "advanced.verify.screen_z=2",
+        "advanced.trial.heartbeat_s=5",
+        "advanced.mock.fault=oom",
+    )
+
+    open_study(again, again.space, caps, open_storage(sqlite_url))

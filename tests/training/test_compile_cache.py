@@ -1,4 +1,4 @@
-"""torch.compile's caches: a study's own directory (``measure.compile_cache``,
+"""torch.compile's caches: a study's own directory (``advanced.measure.compile_cache``,
 autotune/study/_launcher.py) reaches the trial process, and each compiled trial records whether it
 compiled cold or warm (autotune/training/__init__.py)."""
 

@@ -115,7 +115,7 @@ def _run_two_ranks(
 
 
 # --------------------------------------------------------------------------------------------
-# measure.min_timed_s: rank 0 decides whether (and how long) to extend the timing
+# advanced.measure.min_timed_s: rank 0 decides whether (and how long) to extend the timing
 
 
 @pytest.mark.parametrize(

@@ -142,7 +142,7 @@ class _TwoWindowBackend(_MeteredCpuBackend):
 
 
 def test_the_gpu_figures_come_from_the_windows_that_give_the_throughput() -> None:
-    # A budget too short for measure.min_timed_s is timed again over longer windows, which
+    # A budget too short for advanced.measure.min_timed_s is timed again over longer windows, which
     # then give the throughput: the GPU's power, utilization and energy per sample are metered
     # over those windows too, not over the budget's. 16 steps of a width-16 MLP take a few
     # milliseconds, far below the 1 s asked for even on a loaded machine.

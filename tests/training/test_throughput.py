@@ -157,7 +157,7 @@ def test_timing_only_steps_also_sync_only_at_their_window_edges() -> None:
 
 
 def test_short_budgets_are_timed_longer_without_changing_the_accuracy() -> None:
-    """measure.min_timed_s: the same trial timed over its budget alone (0 s) and extended to
+    """advanced.measure.min_timed_s: the same trial timed over its budget alone (0 s) and extended to
     at least three times the budget's windows; the extension runs after the evaluation."""
     short = make_trial_config(measure={"min_timed_s": 0.0})
     a = run_trial(short, TIMEOUT_S)

@@ -383,8 +383,8 @@ def test_a_workload_with_its_own_loss_and_metric_trains_in_a_trial(tmp_path: Pat
         "num_workers": 0,
         "gpu_count": 1,
     }
-    train = space.train.model_copy(update={"max_steps": 10, "warmup_steps": 2})
-    measure = space.measure.model_copy(update={"windows": 2})
+    train = space.train_settings().model_copy(update={"max_steps": 10, "warmup_steps": 2})
+    measure = space.advanced.measure.model_copy(update={"windows": 2})
     config = TrialConfig.from_knobs(knobs, space, device="cpu", train=train, measure=measure)
 
     m = run_rank(config)
@@ -459,7 +459,7 @@ NOT_A_FUNCTION = 3
 
 
 def _door(spec: WorkloadSpec, door: str = "loop", **args: object) -> WorkloadSpec:
-    from autotune.config import DEFAULT_DOOR_METRICS
+    from autotune.config._space import DEFAULT_DOOR_METRICS
 
     return WorkloadSpec(ref=spec.ref, args=dict(args), door=door, metric=DEFAULT_DOOR_METRICS[door])  # type: ignore[arg-type]
 

@@ -110,14 +110,14 @@ class TrialRecord:
         other_cpu_share: the share of the trial's CPUs other processes used over its timed
             windows, in [0, 1]; None when not measured (the mock device, older trials).
         load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
-        busy_machine: the share passed ``measure.max_other_cpu_share``: measured on a busy
+        busy_machine: the share passed ``advanced.measure.max_other_cpu_share``: measured on a busy
             machine; None when not measured.
         compile_cache: whether torch.compile found the trial's graphs in its cache
             (``cold``, ``warm``, ``partly warm``); None when not compiled or not known.
         process_memory_bytes: CUDA: NVML's memory of the trial's processes on their GPUs,
             summed over ranks; None on the CPU or without NVML's figure.
         metric_from_trial: the number of the trial whose validation metric (and steps to the
-            target) this trial reused, its math key being the same (``search.reuse_metric``);
+            target) this trial reused, its math key being the same (``advanced.search.reuse_metric``);
             None when it trained in full.
         warmup_peak_memory_bytes: CUDA: the allocator's peak over the warm-up (its one-off
             workspaces), kept apart from ``peak_memory_bytes``; None on the CPU and the mock

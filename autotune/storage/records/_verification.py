@@ -56,7 +56,7 @@ class VerificationPlan:
         accuracy_tolerance_pt: how many accuracy points (0.5 = 0.005) below the baseline's
             a candidate may be (for another metric, percent of the baseline's value).
         race_seeds: the training seed of each race round; empty: no race.
-        screen_z: the z of the accuracy screen (``verify.screen_z``); None in verifications
+        screen_z: the z of the accuracy screen (``advanced.verify.screen_z``); None in verifications
             stored before the screen existed.
         max_memory_bytes: the run's ``constraints.max_memory_bytes`` when it was planned.
         min_accuracy: the run's ``constraints.min_accuracy`` when it was planned.
@@ -173,10 +173,10 @@ class VerificationRecord:
         other_cpu_share: the share of the run's CPUs other processes used over its timed
             windows, in [0, 1]; None when not measured (the mock device, older rows).
         load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
-        busy_machine: the share passed ``measure.max_other_cpu_share`` (the study's): measured
+        busy_machine: the share passed ``advanced.measure.max_other_cpu_share`` (the study's): measured
             on a busy machine; None when not measured.
         attempt: 0, or 1, 2, ... for a run measured again because the attempt before it was
-            busy (``verify.busy_reruns``); the last attempt of a round and trial counts.
+            busy (``advanced.verify.busy_rerun_budget``); the last attempt of a round and trial counts.
     """
 
     round_index: int
@@ -238,7 +238,7 @@ class VerificationRun:
         started_at: when it was planned (UTC).
         completed_at: when its last round finished (UTC); None while rounds are missing.
         superseded: the attempts measured on a busy machine and measured again (kept, never
-            counted): ``len(superseded)`` re-runs were spent (``verify.busy_reruns``).
+            counted): ``len(superseded)`` re-runs were spent (``advanced.verify.busy_rerun_budget``).
     """
 
     study_name: str
