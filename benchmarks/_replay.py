@@ -492,8 +492,10 @@ def run_replays(path: Path, seeds: Sequence[int], features: Sequence[str] = FEAT
                 + f", exact {hits[-1]:.2f}, sampler {r.sampler_s:.1f} s, wall {r.wall_s:.1f} s",
                 flush=True,
             )
-    print(f"exact-hit share: median {statistics.median(hits):.2f}, "
-          f"range {min(hits):.2f}-{max(hits):.2f}")
+    print(
+        f"exact-hit share: median {statistics.median(hits):.2f}, "
+        f"range {min(hits):.2f}-{max(hits):.2f}"
+    )
     print("\n".join(paired_table(fractions)))
 
 
@@ -516,7 +518,9 @@ def run_mock(seeds: Sequence[int], features: Sequence[str] = FEATURES) -> None:
                 return feature_sampler(feature, run, space, caps, s)
 
             patch = (
-                torch_functions_on() if feature == "torch functions on" else contextlib.nullcontext()
+                torch_functions_on()
+                if feature == "torch functions on"
+                else contextlib.nullcontext()
             )
             with patch, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
