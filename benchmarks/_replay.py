@@ -63,7 +63,8 @@ from autotune.study import TrialObjective, make_sampler, study_sampler
 from autotune.study._opening import feasibility_test, prior_mean, startup_design
 from autotune.study._samplers import LeanGPSampler, OneThreadSampler
 
-DATA = Path(__file__).resolve().parent / "data"
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "benchmarks" / "data"
 #: The budgets scored (trials, baseline included).
 BUDGETS = (25, 50)
 #: The knobs whose levels are unordered (the rest are numbers, ordered by value).
@@ -265,7 +266,8 @@ def recorded_run(recording: Mapping[str, Any]) -> tuple[RunConfig, SearchSpace, 
     """The run, restricted space and device capabilities of the recording: the space file
     restricted by the device's rules and the recorded precision screen."""
     device = recording["device"]
-    config = load_run_config([f"space={recording['space']}", f"device={device['kind']}"])
+    space_file = REPO / recording["space"]  # the repository's file, never an installed copy
+    config = load_run_config([f"space={space_file}", f"device={device['kind']}"])
     caps = DeviceCapabilities(
         kind=device["kind"],
         name=device["name"],
@@ -480,9 +482,11 @@ def run_replays(path: Path, seeds: Sequence[int], features: Sequence[str] = FEAT
     recording = load_recording(path)
     fractions: dict[str, dict[int, list[float]]] = {f: {b: [] for b in BUDGETS} for f in features}
     hits: list[float] = []
+    sampler_s: dict[str, list[float]] = {f: [] for f in features}
     for seed in seeds:
         for feature in features:
             r = replay(recording, seed, feature=feature)
+            sampler_s[feature].append(r.sampler_s)
             for b in BUDGETS:
                 fractions[feature][b].append(score(recording, r, b))
             hits.append(sum(r.exact) / len(r.exact))
@@ -497,6 +501,16 @@ def run_replays(path: Path, seeds: Sequence[int], features: Sequence[str] = FEAT
         f"range {min(hits):.2f}-{max(hits):.2f}"
     )
     print("\n".join(paired_table(fractions)))
+    if "torch functions on" in features and "default" in features:
+        ratios = [
+            on / off
+            for on, off in zip(sampler_s["torch functions on"], sampler_s["default"], strict=True)
+        ]
+        low, high = search.median_interval(ratios)
+        print(
+            f"sampler seconds, torch functions on / default: median "
+            f"{statistics.median(ratios):.3f} [{low:.3f}, {high:.3f}]"
+        )
 
 
 def run_mock(seeds: Sequence[int], features: Sequence[str] = FEATURES) -> None:
@@ -505,7 +519,7 @@ def run_mock(seeds: Sequence[int], features: Sequence[str] = FEATURES) -> None:
 
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    config = load_run_config(["space=cnn_small", "device=mock"])
+    config = load_run_config([f"space={REPO / 'search_spaces' / 'cnn_small.yaml'}", "device=mock"])
     truth = search.enumerate_ground_truth(config)
     space, caps = search._mock_run(config)
     fractions: dict[str, dict[int, list[float]]] = {f: {b: [] for b in BUDGETS} for f in features}
