@@ -178,8 +178,8 @@ def export_recording(
     }
     if out is not None:
         head = json.dumps({k: v for k, v in recording.items() if k != "trials"}, indent=1)
-        rows = ",\n".join("  " + json.dumps(t) for t in trials)
-        Path(out).write_text(f'{head[:-2]},\n "trials": [\n{rows}\n ]\n}}\n')
+        lines = ",\n".join("  " + json.dumps(t) for t in trials)
+        Path(out).write_text(f'{head[:-2]},\n "trials": [\n{lines}\n ]\n}}\n')
     return recording
 
 
@@ -278,9 +278,14 @@ def recorded_run(recording: Mapping[str, Any]) -> tuple[RunConfig, SearchSpace, 
     screened = {p: "screened in the recording" for p in recording["screened_precisions"]}
     space, _ = restrict_space(config.space, caps, screened)
     for name, knob in space.knobs().items():
-        if list(knob.values()) != list(recording["levels"][name]):
+        if list(_levels(knob)) != list(recording["levels"][name]):
             raise ValueError(f"{name}: the restricted space's levels differ from the recording's")
     return config.model_copy(update={"space": space}), space, caps
+
+
+def _levels(knob: Any) -> list[Any]:
+    """A discrete knob's levels (every knob of a recorded space is discrete)."""
+    return list(knob.values())
 
 
 # --- the features ---------------------------------------------------------------------------
@@ -293,7 +298,7 @@ def plain_qmc_design(
     default sequence (scrambled Halton, seeded) mapped onto each knob's levels: no coverage
     repairs and no feasibility filter."""
     n_rows = len(startup_design(config, space, caps))
-    knobs = {name: list(k.values()) for name, k in space.knobs().items()}
+    knobs = {name: list(_levels(k)) for name, k in space.knobs().items()}
     points = qmc.Halton(len(knobs), scramble=True, seed=seed).random(n_rows)
     return [
         {
@@ -313,7 +318,7 @@ def torch_functions_on() -> Iterator[None]:
     def impl(self: Any, study: Any, completed: Any, running: Any, space: Any) -> Any:
         return self._sample_on_cpu(study, completed, running, space)
 
-    LeanGPSampler._sample_relative_impl = impl  # type: ignore[method-assign]
+    LeanGPSampler._sample_relative_impl = impl  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:

@@ -30,7 +30,7 @@ def _load(name: str) -> Any:
 _load("_search_efficiency")
 replay = _load("_replay")
 
-LEVELS = {
+LEVELS: dict[str, list[Any]] = {
     "depth": [2, 3, 4],
     "width": [8, 16, 32, 64],
     "batch_size": [16, 32, 64, 128, 256],
