@@ -337,7 +337,7 @@ def feature_sampler(
         "metric_knobs": space.metric_knobs(),
         "feasible": feasibility_test(run, space, caps),
         "prior_mean": prior_mean(run, space, caps),
-        "cost_aware_after_trials": space.search.cost_aware_after_trials,
+        "cost_aware_after_trials": space.advanced.search.cost_aware_after_trials,
     }
     if feature == "metric mask off":
         kwargs["metric_knobs"] = list(space.knobs())
@@ -563,6 +563,7 @@ if __name__ == "__main__":
     import sys
 
     what = sys.argv[1] if len(sys.argv) > 1 else "replay"
+    # replay [SEEDS [FIRST [RECORDING.json]]] | mock [SEEDS [FIRST]] | export DB STUDY SPACE OUT
     if what == "export":  # export DB STUDY SPACE_FILE OUT.json
         export_recording(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
         sys.exit()
@@ -571,4 +572,5 @@ if __name__ == "__main__":
     if what == "mock":
         run_mock(range(first, first + n))
     else:
-        run_replays(DATA / "cnn_small-cpu-epyc-1.json", range(first, first + n))
+        recording = sys.argv[4] if len(sys.argv) > 4 else "cnn_small-cpu-epyc-1.json"
+        run_replays(DATA / recording, range(first, first + n))
