@@ -284,7 +284,7 @@ def run_real(args: argparse.Namespace, budget: Budget, storage: str) -> RealResu
         space, caps = _real.open_space(
             device, [*budget.arm_overrides, *dataset_overrides(dataset, args.mnist_root)]
         )
-        val_sizes[dataset] = len(load_dataset(space.data).val_y)
+        val_sizes[dataset] = len(load_dataset(space.data_settings()).val_y)
         arms = [
             _real.Arm("defaults", _real.defaults_knobs(space), "PyTorch defaults"),
             _real.Arm("expert", _real.expert_knobs(space, caps), "Performance Tuning Guide"),
