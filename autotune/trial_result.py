@@ -31,13 +31,28 @@ from autotune.measure import BUSY_ATTR
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["BASELINE_ATTR", "FAILURE_ATTR", "FIGURE_COLUMNS", "FigureColumn", "TrialResult"]
+__all__ = [
+    "BASELINE_ATTR",
+    "FAILURE_ATTR",
+    "FIGURE_COLUMNS",
+    "MATH_KEY_ATTR",
+    "METRIC_FROM_TRIAL_ATTR",
+    "WARM_START_ATTR",
+    "FigureColumn",
+    "TrialResult",
+]
 
 #: The trial user attribute that marks the baseline (:mod:`autotune.baseline`).
 BASELINE_ATTR = "baseline"
 #: The trial user attribute of a trial that produced no measurement: its kind (``oom``,
 #: ``error``, ``crash``, ``timeout``, ``infeasible``, ``too_slow``, ``surplus``).
 FAILURE_ATTR = "failure"
+#: The trial user attribute holding its configuration's math key (:func:`autotune.config.math_key`).
+MATH_KEY_ATTR = "math_key"
+#: The trial user attribute naming the trial whose metric a trial reused (its number).
+METRIC_FROM_TRIAL_ATTR = "metric_from_trial"
+#: The user attribute of a trial queued from another study's Pareto front (``warm_start=``).
+WARM_START_ATTR = "warm_start_from"
 
 
 def _float(value: object) -> float | None:

@@ -10,7 +10,15 @@ from optuna.trial import TrialState
 
 from autotune.measure import BUSY_ATTR
 from autotune.storage import TrialRecord
-from autotune.trial_result import FIGURE_COLUMNS, TrialResult
+from autotune.trial_result import (
+    BASELINE_ATTR,
+    FAILURE_ATTR,
+    FIGURE_COLUMNS,
+    MATH_KEY_ATTR,
+    METRIC_FROM_TRIAL_ATTR,
+    WARM_START_ATTR,
+    TrialResult,
+)
 from tests.studies.mock import make_trial
 
 
@@ -150,3 +158,12 @@ def test_every_registered_figure_is_a_trial_result_field_and_a_results_column(
     figure = entry.figure
     assert figure in {f.name for f in dataclasses.fields(TrialResult)}
     assert figure in {f.name for f in dataclasses.fields(TrialRecord)}
+
+
+def test_each_attribute_a_writer_names_is_a_field_the_record_reads() -> None:
+    # The writers (the study's objective, the warm start, the baseline) import these names;
+    # a renamed attribute must rename the field that reads it, or the read silently is None.
+    fields = {f.name for f in dataclasses.fields(TrialResult)}
+    for name in (BASELINE_ATTR, MATH_KEY_ATTR, METRIC_FROM_TRIAL_ATTR, WARM_START_ATTR):
+        assert name in fields, name
+    assert FAILURE_ATTR == "failure" and "failure_kind" in fields

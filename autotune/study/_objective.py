@@ -45,7 +45,7 @@ from autotune.objectives import (
 )
 from autotune.study._opening import knob_trial_config
 from autotune.study._samplers import OneThreadSampler
-from autotune.trial_result import TrialResult
+from autotune.trial_result import MATH_KEY_ATTR, METRIC_FROM_TRIAL_ATTR, TrialResult
 
 __all__ = [
     "EVAL_EVERY_SHARE",
@@ -65,10 +65,6 @@ __all__ = [
     "worst_measured",
 ]
 
-#: The trial user attribute holding its configuration's math key (:func:`autotune.config.math_key`).
-MATH_KEY_ATTR = "math_key"
-#: The trial user attribute naming the trial whose metric a trial reused (its number).
-METRIC_FROM_TRIAL_ATTR = "metric_from_trial"
 #: States that hold one of the study's ``--trials`` slots: finished, running or queued.
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 #: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.

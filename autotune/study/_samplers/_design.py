@@ -17,7 +17,7 @@ from scipy.stats import qmc
 
 from autotune.config import CategoricalParam, FloatParam, ModelKnob
 from autotune.study._samplers._wrappers import DelegatingSampler
-from autotune.trial_result import TrialResult
+from autotune.trial_result import WARM_START_ATTR, TrialResult
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -43,8 +43,6 @@ GP_STARTUP_TRIALS = 6
 #: start-up phase of :data:`GP_STARTUP_TRIALS`); NSGA-II breeds from its own first population
 #: and ``random`` stays the random reference.
 STARTUP_DESIGN_SAMPLERS = ("gp", "tpe")
-#: The user attribute of a trial queued from another study's Pareto front (``warm_start=``).
-WARM_START_ATTR = "warm_start_from"
 
 
 def design_levels(
