@@ -21,9 +21,13 @@ __all__ = ["PriorMean", "is_failed", "is_measured", "missed_target"]
 PriorMean = Callable[[Mapping[str, Any]], Mapping[str, float]]
 
 
+def _failed(result: TrialResult) -> bool:
+    return result.failed or result.constraints.get("failed", 0.0) > 0
+
+
 def is_failed(trial: FrozenTrial) -> bool:
     """True for a trial without a measurement: its values are placeholders."""
-    return TrialResult.from_trial(trial).failed or trial.constraints.get("failed", 0.0) > 0
+    return _failed(TrialResult.from_trial(trial))
 
 
 def missed_target(trial: FrozenTrial) -> bool:
@@ -34,5 +38,7 @@ def missed_target(trial: FrozenTrial) -> bool:
 
 def is_measured(trial: FrozenTrial) -> bool:
     """True for a trial whose values are all measurements: it neither failed nor missed its
-    time-to-accuracy target (the trials a median of measured values is taken over)."""
-    return not is_failed(trial) and not missed_target(trial)
+    time-to-accuracy target (the trials a median of measured values is taken over). Reads the
+    trial once: the samplers ask it of every trial at every proposal."""
+    result = TrialResult.from_trial(trial)
+    return not _failed(result) and result.target_reached is not False
