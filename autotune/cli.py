@@ -223,9 +223,9 @@ def _deprecated(old: str, new: str) -> None:
 
 @contextlib.contextmanager
 def _noting_moved_keys() -> Iterator[None]:
-    """Print each key written with the name it had before ``advanced.*`` (a
-    :class:`~autotune.config.DeprecatedKeyWarning`) as the other deprecated spellings are
-    printed, also when the arguments are then refused; other warnings pass on as they were."""
+    """Print each key written with the name it had before ``advanced.*``, and each removed key
+    that is ignored (a :class:`~autotune.config.DeprecatedKeyWarning`), as the other deprecated
+    spellings are printed, also when the arguments are then refused; other warnings pass on as they were."""
     from autotune.config import DeprecatedKeyWarning
 
     caught: list[warnings.WarningMessage] = []
@@ -236,7 +236,9 @@ def _noting_moved_keys() -> Iterator[None]:
             yield
     finally:
         for w in caught:
-            if isinstance(w.message, DeprecatedKeyWarning):
+            if isinstance(w.message, DeprecatedKeyWarning) and w.message.new is None:
+                print(f"autotune: note: {w.message}", file=sys.stderr, flush=True)
+            elif isinstance(w.message, DeprecatedKeyWarning):
                 _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

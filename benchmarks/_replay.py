@@ -62,6 +62,7 @@ from autotune.objectives import OBJECTIVES
 from autotune.study import TrialObjective, make_sampler, study_sampler
 from autotune.study._opening import feasibility_test, prior_mean, startup_design
 from autotune.study._samplers import LeanGPSampler, OneThreadSampler
+from autotune.trial_result import TrialResult
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "data"
@@ -72,7 +73,6 @@ UNORDERED = frozenset({"precision", "memory_format", "compile_mode"})
 #: The sampler variants compared: the default and each feature off.
 FEATURES = (
     "default",
-    "metric mask off",
     "prior mean off",
     "cost weighting off",
     "torch functions on",
@@ -334,14 +334,11 @@ def feature_sampler(
         return study_sampler(run, space, caps, seed)
     kwargs: dict[str, Any] = {
         "design": startup_design(run, space, caps),
-        "metric_knobs": space.metric_knobs(),
         "feasible": feasibility_test(run, space, caps),
         "prior_mean": prior_mean(run, space, caps),
         "cost_aware_after_trials": space.advanced.search.cost_aware_after_trials,
     }
-    if feature == "metric mask off":
-        kwargs["metric_knobs"] = list(space.knobs())
-    elif feature == "prior mean off":
+    if feature == "prior mean off":
         kwargs["prior_mean"] = None
     elif feature == "cost weighting off":
         kwargs["cost_aware_after_trials"] = None
@@ -358,10 +355,13 @@ def feature_sampler(
 @dataclass(frozen=True)
 class Replay:
     """One replayed study, trial by trial: the recorded configuration answering each trial
-    (None for one refused or failed), whether the table held it exactly, and seconds."""
+    (None for one refused or failed), whether the table held it exactly, the recorded seconds
+    it cost (``compile_s + train_s`` of the configuration that answered it; 0 for a proposal
+    refused before it ran), and the replay's own seconds."""
 
     answered: list[Knobs | None]
     exact: list[bool]
+    trial_s: list[float]
     sampler_s: float
     wall_s: float
 
@@ -402,12 +402,14 @@ def replay(
     lookup = Lookup(recording, list(space.knobs()))
     run = config.model_copy(update={"seed": seed, "sampler": "gp"})
     answered_by: dict[str, tuple[Knobs, bool]] = {}
+    cost_s: dict[str, float] = {}
 
     def run_trial(trial_config: TrialConfig, timeout_s: float) -> Measurement:
         key = lookup.key(trial_config.knobs())
         found, exact = lookup.nearest(key)
         answered_by[repr(key)] = found, exact
         t = lookup.table[found]
+        cost_s[repr(key)] = trial_seconds(t)
         if t["failure"]:
             raise TrialError(t["failure"], "recorded failure")
         return _measurement(t, trial_config)
@@ -431,6 +433,7 @@ def replay(
         study.optimize(objective, n_trials=n_trials, gc_after_trial=False, callbacks=[same_model])
     answered: list[Knobs | None] = []
     exact: list[bool] = []
+    trial_s: list[float] = []
     for t in sorted(study.trials, key=lambda t: t.number):
         if not t.state.is_finished():  # queued by the same-model callback after the last
             continue
@@ -441,8 +444,23 @@ def replay(
         feasible = t.state == TrialState.COMPLETE and all(v <= 0 for v in t.constraints.values())
         answered.append(hit[0] if hit is not None and feasible else None)
         exact.append(hit is not None and hit[1])
+        refused = TrialResult.from_trial(t).failure_kind == "infeasible"  # never launched
+        trial_s.append(0.0 if refused else cost_s.get(repr(key), 0.0))
     sampler_s = float(getattr(chosen, "sampler_s", math.nan))
-    return Replay(answered, exact, sampler_s, time.monotonic() - started)
+    return Replay(answered, exact, trial_s, sampler_s, time.monotonic() - started)
+
+
+def trial_seconds(t: Mapping[str, Any]) -> float:
+    """A recorded trial's seconds: its compilation and training (``compile_s + train_s``).
+    The trial's fixed costs (its processes' start, evaluation) are left out: the recording
+    does not hold them, and they are alike for every configuration."""
+    return float(t["compile_s"] or 0.0) + float(t["train_s"] or 0.0)
+
+
+def recorded_seconds(recording: Mapping[str, Any], n_trials: int) -> float:
+    """The seconds (:func:`trial_seconds`) the recorded study's first ``n_trials`` took."""
+    trials = sorted(recording["trials"], key=lambda t: t["number"])[:n_trials]
+    return sum(trial_seconds(t) for t in trials)
 
 
 def score(recording: Mapping[str, Any], runs: Replay, budget: int) -> float:
@@ -451,6 +469,15 @@ def score(recording: Mapping[str, Any], runs: Replay, budget: int) -> float:
     lookup = Lookup(recording, list(space.knobs()))
     reference = Reference.of([lookup.values(k) for k in lookup.table])
     return reference.fraction([lookup.values(k) for k in runs.answered[:budget] if k is not None])
+
+
+def seconds_score(recording: Mapping[str, Any], runs: Replay, budget_s: float) -> float:
+    """Hypervolume fraction of the configurations ``runs`` found within ``budget_s`` recorded
+    seconds: its trials, in order, while their :attr:`Replay.trial_s` add up to at most
+    ``budget_s`` (Table 2 scores its seconds columns the same way on the mock)."""
+    spent = np.cumsum(runs.trial_s)
+    within = int(np.searchsorted(spent, budget_s, side="right"))
+    return score(recording, runs, within)
 
 
 # --- the tables -----------------------------------------------------------------------------
@@ -518,6 +545,49 @@ def run_replays(path: Path, seeds: Sequence[int], features: Sequence[str] = FEAT
         )
 
 
+#: Trials a seconds-budget replay runs: more than the recording's 50, so a sampler that spends
+#: fewer seconds a trial can use the recorded study's seconds to the end.
+SECONDS_REPLAY_TRIALS = 70
+#: The seconds budgets scored: the recorded study's seconds at these trial counts.
+SECONDS_BUDGET_TRIALS = (35, 50)
+
+
+def run_seconds_replays(
+    path: Path, seeds: Sequence[int], features: Sequence[str] = ("default", "cost weighting off")
+) -> None:
+    """Cost weighting judged where it claims its gain: the replay table scored within the
+    recorded study's seconds (:func:`seconds_score`) at :data:`SECONDS_BUDGET_TRIALS` of its
+    trials, each replay running :data:`SECONDS_REPLAY_TRIALS` trials."""
+    import torch
+
+    torch.set_num_threads(1)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    recording = load_recording(path)
+    budgets_s = {b: recorded_seconds(recording, b) for b in SECONDS_BUDGET_TRIALS}
+    print(
+        "seconds budgets: "
+        + ", ".join(f"{b} recorded trials = {s:.0f} s" for b, s in budgets_s.items()),
+        flush=True,
+    )
+    fractions: dict[str, dict[int, list[float]]] = {
+        f: {b: [] for b in SECONDS_BUDGET_TRIALS} for f in features
+    }
+    for seed in seeds:
+        for feature in features:
+            r = replay(recording, seed, n_trials=SECONDS_REPLAY_TRIALS, feature=feature)
+            spent = np.cumsum(r.trial_s)
+            cells = []
+            for b, budget_s in budgets_s.items():
+                fractions[feature][b].append(seconds_score(recording, r, budget_s))
+                n = int(np.searchsorted(spent, budget_s, side="right"))
+                cells.append(f"{b}: {fractions[feature][b][-1]:.3f} ({n} trials)")
+            print(
+                f"seed {seed} {feature}: " + ", ".join(cells) + f", wall {r.wall_s:.1f} s",
+                flush=True,
+            )
+    print("\n".join(paired_table(fractions, SECONDS_BUDGET_TRIALS)))
+
+
 def run_mock(seeds: Sequence[int], features: Sequence[str] = FEATURES) -> None:
     """Table 2's paired differences on the mock for the same switches (50 trials)."""
     import torch
@@ -563,7 +633,8 @@ if __name__ == "__main__":
     import sys
 
     what = sys.argv[1] if len(sys.argv) > 1 else "replay"
-    # replay [SEEDS [FIRST [RECORDING.json]]] | mock [SEEDS [FIRST]] | export DB STUDY SPACE OUT
+    # replay [SEEDS [FIRST [RECORDING.json]]] | seconds [SEEDS [FIRST [RECORDING.json]]]
+    # | mock [SEEDS [FIRST]] | export DB STUDY SPACE OUT
     if what == "export":  # export DB STUDY SPACE_FILE OUT.json
         export_recording(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
         sys.exit()
@@ -573,4 +644,5 @@ if __name__ == "__main__":
         run_mock(range(first, first + n))
     else:
         recording = sys.argv[4] if len(sys.argv) > 4 else "cnn_small-cpu-epyc-1.json"
-        run_replays(DATA / recording, range(first, first + n))
+        runner = run_seconds_replays if what == "seconds" else run_replays
+        runner(DATA / recording, range(first, first + n))

@@ -142,15 +142,35 @@ def test_the_score_lies_in_0_1_and_is_1_for_the_whole_table() -> None:
     assert reference.fraction([]) == 0.0
     for k in lookup.table:
         assert 0.0 <= reference.fraction([lookup.values(k)]) <= 1.0 + 1e-12
-    run = replay.Replay([_key(), None, _key(batch_size=256)], [True, False, True], 0.0, 0.0)
+    run = replay.Replay(
+        [_key(), None, _key(batch_size=256)], [True, False, True], [6.0, 6.0, 6.0], 0.0, 0.0
+    )
     assert 0.0 < replay.score(recording, run, 3) <= 1.0
     assert replay.score(recording, run, 1) <= replay.score(recording, run, 3)
+
+
+def test_a_seconds_budget_scores_the_trials_whose_recorded_seconds_fit_in_it() -> None:
+    recording = _recording()
+    # Trials 0-2 took 6 s each (eager), trial 3 11 s (compiled): 29 s for the first four.
+    assert replay.recorded_seconds(recording, 4) == pytest.approx(29.0)
+    assert replay.trial_seconds(recording["trials"][3]) == pytest.approx(11.0)
+    run = replay.Replay(
+        [_key(), _key(batch_size=256), _key(depth=4, width=32)],
+        [True, True, True],
+        [6.0, 6.0, 11.0],
+        0.0,
+        0.0,
+    )
+    assert replay.seconds_score(recording, run, 5.9) == 0.0  # not even the first fits
+    assert replay.seconds_score(recording, run, 12.0) == replay.score(recording, run, 2)
+    assert replay.seconds_score(recording, run, 23.0) == replay.score(recording, run, 3)
 
 
 def test_a_short_replay_answers_every_trial_from_the_table() -> None:
     recording = _recording()
     runs = replay.replay(recording, seed=0, n_trials=4)
-    assert len(runs.answered) == len(runs.exact) == 4
+    assert len(runs.answered) == len(runs.exact) == len(runs.trial_s) == 4
+    assert runs.trial_s[0] == pytest.approx(6.0)  # the baseline's recorded seconds
     assert runs.answered[0] == _key() and runs.exact[0]  # the baseline, enqueued first
     lookup = replay.Lookup(recording, NAMES)
     assert all(k is None or k in lookup.table for k in runs.answered)

@@ -1,8 +1,10 @@
-"""Keys that moved: the research knobs went under ``advanced.*`` (``search.reuse_metric`` is
-``advanced.search.reuse_metric``), and the two busy-run budgets got names that say how they
-differ. An old key still works for one release with a note naming the new one
-(:class:`DeprecatedKeyWarning`), as the CLI's other deprecated spellings do; a study stored
-with the old shape is read in the new one (:func:`upgrade_space_record`)."""
+"""Keys that moved or went: the research knobs went under ``advanced.*``
+(``search.reuse_metric`` is ``advanced.search.reuse_metric``), the two busy-run budgets got
+names that say how they differ, and a setting whose feature was removed
+(:data:`REMOVED_KEYS`) is ignored. An old key still works for one release with a note naming
+the new one, or saying that it is ignored and why (:class:`DeprecatedKeyWarning`), as the
+CLI's other deprecated spellings do; a study stored with the old shape is read in the new one
+(:func:`upgrade_space_record`)."""
 
 from __future__ import annotations
 
@@ -34,19 +36,34 @@ MOVED_KEYS: dict[str, str] = {
     "verify.busy_reruns": "advanced.verify.busy_rerun_budget",
 }
 
+#: Keys whose feature was removed (at their place under ``advanced.*``) -> why. A space or
+#: override that sets one gets a note and the key is dropped; a stored study's is dropped.
+REMOVED_KEYS: dict[str, str] = {
+    "advanced.search.metric_knobs": (
+        "the validation metric's model sees every knob; the replays of recorded studies "
+        "found no gain from hiding the speed knobs (docs/research/sampler-features.md)"
+    ),
+}
+
 
 class DeprecatedKeyWarning(FutureWarning):
-    """A key written with its old name (:data:`MOVED_KEYS`): it works for this release.
+    """A key written with its old name (:data:`MOVED_KEYS`): it works for this release; or a
+    key whose feature was removed (:data:`REMOVED_KEYS`): it is ignored.
 
     Attributes:
         where: the file or override that wrote it.
-        old: the key as written.
-        new: the key to write instead.
+        old: the key as written (a removed key: at its place under ``advanced.*``).
+        new: the key to write instead; None for a removed key.
+        reason: why a removed key went (None for a moved one).
     """
 
-    def __init__(self, where: str, old: str, new: str) -> None:
-        self.where, self.old, self.new = where, old, new
-        super().__init__(f"{where}: {old} is deprecated and goes in the next release; write {new}")
+    def __init__(self, where: str, old: str, new: str | None, reason: str | None = None) -> None:
+        self.where, self.old, self.new, self.reason = where, old, new, reason
+        super().__init__(
+            f"{where}: {old} is deprecated and goes in the next release; write {new}"
+            if new is not None
+            else f"{where}: {old} was removed and is ignored ({reason}); delete it"
+        )
 
 
 def new_key(key: str) -> str | None:
@@ -112,21 +129,55 @@ def upgrade_keys(raw: Mapping[str, Any], where: str, *, note: bool = True) -> di
         if note:
             warnings.warn(DeprecatedKeyWarning(where, old, new), stacklevel=3)
         _set(upgraded, new, copy.deepcopy(value), where, old)
+    for removed, reason in REMOVED_KEYS.items():
+        if _pop(upgraded, removed) and note:
+            warnings.warn(DeprecatedKeyWarning(where, removed, None, reason), stacklevel=3)
     return upgraded
+
+
+def _pop(raw: dict[str, Any], key: str) -> bool:
+    """Remove ``key`` (dotted) from ``raw``, and a group it leaves empty; whether it was there."""
+    first, _, rest = key.partition(".")
+    if first not in raw:
+        return False
+    if not rest:
+        del raw[first]
+        return True
+    child = raw[first]
+    if not isinstance(child, dict) or not _pop(child, rest):
+        return False
+    if not child:
+        del raw[first]
+    return True
 
 
 def upgrade_override(key: str, value: Any, text: str) -> list[tuple[str, Any, str]]:
     """One parsed ``key=value`` override with old keys renamed (a note for each): usually
     itself, or the same with its new key; a group override (``trial={timeout_s: 5,
-    heartbeat_s: 2}``) splits into the part that stayed and the keys that moved."""
-    found, rest = _moved_leaves(key, value)
-    if not found:
-        return [(key, value, text)]
+    heartbeat_s: 2}``) splits into the part that stayed and the keys that moved; a removed
+    key (:data:`REMOVED_KEYS`) is dropped with its note, and the override with it when nothing
+    else is left."""
     where = f"override {text}"
+    found, rest = _moved_leaves(key, value)
     for old, new, _ in found:
         warnings.warn(DeprecatedKeyWarning(where, old, new), stacklevel=3)
-    kept = [(key, rest, text)] if rest else []
-    return [*kept, *((new, inner, text) for _, new, inner in found)]
+    parsed = [(key, rest, text)] if rest or not found else []
+    parsed += [(new, inner, text) for _, new, inner in found]
+    kept: list[tuple[str, Any, str]] = []
+    for name, inner, _ in parsed:
+        node: Any = copy.deepcopy(inner)
+        for part in reversed(name.split(".")):
+            node = {part: node}  # the override at its dotted place in a space
+        for removed, reason in REMOVED_KEYS.items():
+            if _pop(node, removed):
+                warnings.warn(DeprecatedKeyWarning(where, removed, None, reason), stacklevel=3)
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            kept.append((name, node, text))
+    return kept
 
 
 def upgrade_space_record(space: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -273,10 +273,6 @@ class SearchSettings(Strict):
     space file, ``advanced.search.*`` overrides).
 
     Attributes:
-        metric_knobs: the knobs (Optuna parameter names) the validation metric's model sees;
-            None: every knob that changes what is learned (the model knobs, ``batch_size``,
-            ``gpu_count`` and ``precision``; :meth:`autotune.config.SearchSpace.metric_knobs`).
-            Throughput and memory are modelled on every knob.
         reuse_metric: a trial whose math key (:func:`autotune.config.math_key`: workload,
             model knobs, global batch, precision, training settings, seed) equals a measured
             trial's takes that trial's validation metric (and, in a time-to-accuracy study,
@@ -295,7 +291,6 @@ class SearchSettings(Strict):
             slowly must promise more to be tried. None (``null``): never. Only ``gp``.
     """
 
-    metric_knobs: list[str] | None = None
     reuse_metric: bool = True
     cost_aware_after_trials: int | None = Field(COST_AWARE_AFTER_TRIALS, ge=0)
 

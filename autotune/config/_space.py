@@ -55,18 +55,6 @@ _RESERVED_KNOB_NAMES = (
 #: The built-in workloads (``model.family``). Their knobs: depth (cnn: conv blocks; mlp: hidden
 #: layers) and width (cnn: base channels; mlp: hidden units).
 BUILTIN_FAMILIES: tuple[str, ...] = ("cnn", "mlp")
-#: The tuner's knobs that change how fast a trial trains and how much memory it takes, not what
-#: it learns (outside the math key: the same initialization, batches and arithmetic up to
-#: rounding). Activation checkpointing is not one: its recomputed forward passes update a
-#: BatchNorm's running statistics a second time, so the evaluated model differs. The
-#: validation metric is modelled without them unless ``advanced.search.metric_knobs`` says
-#: otherwise.
-SPEED_KNOBS: tuple[str, ...] = (
-    "memory_format",
-    "compile_mode",
-    "num_workers",
-    *(name for name in GUIDE_KNOBS if name != "activation_checkpointing"),
-)
 
 
 class ModelSpace(BaseModel):
@@ -416,20 +404,6 @@ class SearchSpace(Strict):
                 raise never_fits("gpu_count", count, batches)
         return self
 
-    @model_validator(mode="after")
-    def _known_metric_knobs(self) -> SearchSpace:
-        chosen = self.advanced.search.metric_knobs
-        if chosen is None:
-            return self
-        knobs = self.knobs()
-        unknown = [name for name in chosen if name not in knobs]
-        if unknown:
-            raise ValueError(
-                f"advanced.search.metric_knobs: unknown knob {unknown[0]!r} "
-                f"(the space's knobs: {', '.join(knobs)})"
-            )
-        return self
-
     @property
     def door(self) -> DoorName:
         """The door to the user's code: the one door key the space sets (``workload`` for a
@@ -544,17 +518,6 @@ class SearchSpace(Strict):
             for name in GUIDE_KNOBS
             if len(getattr(self, name).values()) == 1
         }
-
-    def metric_knobs(self) -> list[str]:
-        """The knobs the validation metric's model sees, in :meth:`knobs` order:
-        ``advanced.search.metric_knobs``, or by default every knob but :data:`SPEED_KNOBS`
-        (the model knobs, ``batch_size``, ``precision`` and ``gpu_count``)."""
-        chosen = self.advanced.search.metric_knobs
-        return [
-            name
-            for name in self.knobs()
-            if (name in chosen if chosen is not None else name not in SPEED_KNOBS)
-        ]
 
     def train_settings(self) -> TrainSettings:
         """The training settings every trial of this space is given: ``train:`` and

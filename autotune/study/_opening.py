@@ -158,8 +158,7 @@ def open_study(
     (each with its own ``seed_offset``) propose different configurations. The start-up design
     (:func:`startup_design`, ``gp`` and ``tpe``) depends on ``seed`` alone: every worker and
     every resumption holds the same one, and its rows go to trials by number
-    (:class:`autotune.study._samplers.DesignSampler`). The metric is modelled on
-    ``space.metric_knobs()``.
+    (:class:`autotune.study._samplers.DesignSampler`).
 
     Raises:
         ConfigError: the existing study was made with another space or another device kind.
@@ -344,9 +343,8 @@ def study_sampler(
     n_queued: int = 1,
 ) -> OneThreadSampler:
     """The sampler a study of ``config`` runs (:func:`autotune.study.make_sampler`): the
-    start-up design of :func:`startup_design` for the samplers that take one, the metric
-    modelled on ``space.metric_knobs()``, proposals checked against
-    :func:`feasibility_test`, and the memory estimate as the GP's prior mean of peak memory
+    start-up design of :func:`startup_design` for the samplers that take one, proposals
+    checked against :func:`feasibility_test`, and the memory estimate as the GP's prior mean of peak memory
     (:func:`prior_mean`).
 
     Args:
@@ -363,7 +361,6 @@ def study_sampler(
         config.sampler,
         seed,
         design=design,
-        metric_knobs=space.metric_knobs(),
         feasible=feasibility_test(config, space, caps),
         prior_mean=prior_mean(config, space, caps),
         cost_aware_after_trials=space.advanced.search.cost_aware_after_trials,

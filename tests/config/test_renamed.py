@@ -174,3 +174,79 @@ def test_a_stored_space_of_the_release_before_reads_in_the_new_shape() -> None:
         },
     }
     assert upgrade_space_record(None) == {}
+
+
+# A key whose feature was removed: ignored, with a note that says why and to delete it.
+
+_METRIC_KNOBS_NOTE = "advanced.search.metric_knobs was removed and is ignored (the validation"
+
+
+def test_a_removed_key_in_a_space_file_is_ignored_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "removed.yaml"
+    path.write_text(
+        "name: removed\nmodel: {family: mlp, depth: 1, width: 8}\nbatch_size: [16]\n"
+        "advanced: {search: {metric_knobs: [batch_size], reuse_metric: false}}\n",
+        encoding="utf-8",
+    )
+    spaces = []
+    notes = _notes(lambda: spaces.append(load_space(str(path))))
+
+    assert spaces[0].advanced.search.reuse_metric is False
+    assert len(notes) == 1
+    assert notes[0].startswith(f"{path}: {_METRIC_KNOBS_NOTE}")
+    assert notes[0].endswith("; delete it")
+
+
+def test_a_removed_key_under_its_old_group_is_ignored_with_both_notes(tmp_path: Path) -> None:
+    path = tmp_path / "old_removed.yaml"
+    path.write_text(
+        "name: old_removed\nmodel: {family: mlp, depth: 1, width: 8}\nbatch_size: [16]\n"
+        "search: {metric_knobs: [batch_size]}\n",
+        encoding="utf-8",
+    )
+    spaces = []
+    notes = _notes(lambda: spaces.append(load_space(str(path))))
+
+    assert spaces[0].advanced.search == load_space("cnn_small").advanced.search
+    assert [n.split(": ", 1)[1][:40] for n in notes] == [
+        "search is deprecated and goes in the nex",
+        _METRIC_KNOBS_NOTE[:40],
+    ]
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "advanced.search.metric_knobs=[batch_size]",
+        "search.metric_knobs=[batch_size]",
+        "advanced.search={metric_knobs: [batch_size], reuse_metric: false}",
+    ],
+)
+def test_a_removed_key_in_an_override_is_ignored_with_a_note(override: str) -> None:
+    configs = []
+    notes = _notes(lambda: configs.append(load_run_config(["device=mock", override])))
+
+    assert any(n.startswith(f"override {override}: {_METRIC_KNOBS_NOTE}") for n in notes)
+    expected = "reuse_metric: false" not in override
+    assert configs[0].space.advanced.search.reuse_metric is expected
+
+
+def test_a_stored_space_with_a_removed_key_reads_without_it() -> None:
+    stored = {"name": "s", "advanced": {"search": {"metric_knobs": ["width"]}}}
+
+    assert upgrade_space_record(stored) == {"name": "s"}
+
+
+def test_the_cli_prints_a_removed_key_note_on_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from autotune.cli import _noting_moved_keys
+
+    with _noting_moved_keys():
+        load_run_config(["device=mock", "advanced.search.metric_knobs=[width]"])
+
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        f"autotune: note: override advanced.search.metric_knobs=[width]: {_METRIC_KNOBS_NOTE}"
+    )
+    assert "\n" not in err

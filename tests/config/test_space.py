@@ -11,7 +11,6 @@ from pydantic import ValidationError
 
 from autotune.config import (
     BUILTIN_WORKLOAD_REF,
-    SPEED_KNOBS,
     TUNER_KNOBS,
     ChoiceParam,
     FloatParam,
@@ -180,36 +179,6 @@ def test_a_global_batch_some_combinations_divide_is_kept() -> None:
     assert space.train.accumulation_steps(256, 1) == 1
     with pytest.raises(ValueError, match="is not a multiple of batch_size x gpu_count"):
         space.train.accumulation_steps(256, 2)
-
-
-# advanced.search.metric_knobs: what the validation metric's model sees
-
-
-def test_the_metric_is_modelled_on_the_knobs_that_change_the_math_by_default() -> None:
-    space = load_space("cnn_small")
-    assert space.advanced.search.metric_knobs is None
-    assert space.metric_knobs() == ["depth", "width", "batch_size", "precision", "gpu_count"]
-    assert not set(space.metric_knobs()) & set(SPEED_KNOBS)
-
-
-def test_a_space_names_its_metric_knobs(write_space: Callable[..., Path]) -> None:
-    path = write_space(MINIMAL_SPACE + "search:\n  metric_knobs: [batch_size, width]\n")
-    space = load_space(str(path))
-    assert space.metric_knobs() == ["width", "batch_size"]  # in the space's knob order
-
-
-def test_an_unknown_metric_knob_is_one_line_naming_the_file_and_the_key(
-    write_space: Callable[..., Path],
-) -> None:
-    path = write_space(MINIMAL_SPACE + "search:\n  metric_knobs: [width, heads]\n")
-
-    with pytest.raises(ConfigError) as err:
-        load_space(str(path))
-
-    message = one_line(err)
-    assert message.startswith(f"{path}: ")
-    assert "advanced.search.metric_knobs: unknown knob 'heads'" in message
-    assert "depth, width, batch_size" in message
 
 
 def test_an_unknown_search_setting_is_refused(write_space: Callable[..., Path]) -> None:

@@ -4,7 +4,7 @@ wrappers, the start-up design, the warped view and the lean GP."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import optuna
@@ -33,7 +33,6 @@ def make_sampler(
     seed: int,
     *,
     design: Sequence[Mapping[str, Any]] | None = None,
-    metric_knobs: Collection[str] | None = None,
     feasible: Callable[[Mapping[str, Any]], bool] | None = None,
     prior_mean: PriorMean | None = None,
     cost_aware_after_trials: int | None = COST_AWARE_AFTER_TRIALS,
@@ -49,7 +48,6 @@ def make_sampler(
         name: ``gp``, ``tpe``, ``nsga2`` or ``random``.
         seed: the sampler's seed.
         design: the start-up rows, each a value per knob.
-        metric_knobs: the knobs the metric's model sees (``gp``; None: its default).
         feasible: the feasibility rules on a proposal (``gp``: a proposal they refuse is
             asked again, see :class:`WarpedSampler`; None: none is refused).
         prior_mean: what is known of a configuration's objectives before it runs (``gp``:
@@ -75,7 +73,6 @@ def make_sampler(
                 LeanGPSampler(
                     seed=seed,
                     n_startup_trials=GP_STARTUP_TRIALS,
-                    metric_knobs=metric_knobs,
                     cost_aware_after_trials=cost_aware_after_trials,
                 ),
                 feasible=feasible,

@@ -1,6 +1,6 @@
 """The GP sampler autotune runs (:class:`LeanGPSampler`) and the machinery it adds to
-Optuna's GPSampler: changed fits (knobs the metric's GP ignores, prior means read at the GP's
-inputs), the compile-cost model, and the acquisitions that skip repeats and weigh seconds.
+Optuna's GPSampler: changed fits (prior means read at the GP's inputs), the compile-cost
+model, and the acquisitions that skip repeats and weigh seconds.
 
 This is the ONE module that reaches into Optuna's and torch's private names
 (``optuna._gp.*``, ``optuna.samplers._gp.sampler``, ``GPSampler``'s private attributes and
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,8 +28,8 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers._gp import sampler as _gp_sampler_module
 from optuna.study import StudyDirection
 
-from autotune.config import COST_AWARE_AFTER_TRIALS, SPEED_KNOBS
-from autotune.objectives import metric_objective, objectives_of_study
+from autotune.config import COST_AWARE_AFTER_TRIALS
+from autotune.objectives import objectives_of_study
 from autotune.study._samplers._design import GP_STARTUP_TRIALS
 from autotune.study._samplers._values import PriorMean, is_measured
 from autotune.trial_result import TrialResult
@@ -104,12 +104,11 @@ class _RowPrior:
 
 @dataclass
 class _FitChange:
-    """How one objective's GP departs from Optuna's: inputs held at 0 on masked knobs (the
-    GP ignores them), and a prior mean ``slope * (prior(x) - centre)`` in the standardized
-    units Optuna fits (the GP models what the prior leaves unexplained).
+    """How one objective's GP departs from Optuna's: a prior mean
+    ``slope * (prior(x) - centre)`` in the standardized units Optuna fits (the GP models what
+    the prior leaves unexplained).
 
     Attributes:
-        mask: per knob, whether the GP ignores it; None: it sees every knob.
         prior: the prior on normalized inputs (:class:`_RowPrior`), or None.
         objective: the objective's name, as the prior names it.
         direction_sign: +1 to maximize, -1 to minimize (Optuna fits ``sign * value``).
@@ -118,7 +117,6 @@ class _FitChange:
             measurement, not imputed (:func:`modelled_values`); None: every row is.
     """
 
-    mask: np.ndarray | None = None
     prior: _RowPrior | None = None
     objective: str = ""
     direction_sign: float = 1.0
@@ -161,14 +159,12 @@ class _FitChange:
 
 
 class _ChangedGPRegressor(optuna_gp.GPRegressor):
-    """A fitted GP with a :class:`_FitChange`: it reads its inputs with the masked knobs held
-    at 0 (its kernel, hence its posterior, does not depend on them), and its posterior mean
-    and the Kriging-believer values of running trials (``append_running_data``) carry the
-    prior mean, so every acquisition function reads the objective itself. Made from a GP
-    fitted on masked inputs and on the values less the prior mean (:func:`_fits_changed`),
-    so its training kernel matrix and cached Cholesky factor stay exact."""
+    """A fitted GP with a :class:`_FitChange`: its posterior mean and the Kriging-believer
+    values of running trials (``append_running_data``) carry the prior mean, so every
+    acquisition function reads the objective itself. Made from a GP fitted on the values less
+    the prior mean (:func:`_fits_changed`), so its training kernel matrix and cached Cholesky
+    factor stay exact."""
 
-    _keep: torch.Tensor | None  # (n_knobs,): 1.0 for a knob the GP sees, 0.0 for one it ignores
     _prior: Callable[[np.ndarray], np.ndarray] | None  # (n, d) -> (n,), standardized units
 
     def _prior_at(self, x: torch.Tensor) -> torch.Tensor:
@@ -176,13 +172,6 @@ class _ChangedGPRegressor(optuna_gp.GPRegressor):
             return torch.zeros(x.shape[:-1], dtype=torch.float64)
         flat = x.detach().reshape(-1, x.shape[-1]).cpu().numpy()
         return torch.from_numpy(self._prior(flat)).reshape(x.shape[:-1])
-
-    def kernel(self, X1: torch.Tensor | None = None, X2: torch.Tensor | None = None) -> Any:
-        if self._keep is None:
-            return super().kernel(X1, X2)
-        return super().kernel(
-            None if X1 is None else X1 * self._keep, None if X2 is None else X2 * self._keep
-        )
 
     def posterior(self, x: torch.Tensor, joint: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         mean, var = super().posterior(x, joint)
@@ -195,14 +184,12 @@ class _ChangedGPRegressor(optuna_gp.GPRegressor):
 @contextmanager
 def _fits_changed(changes: Mapping[int, _FitChange]) -> Iterator[None]:
     """While the block runs, GPSampler's GP of each objective index in ``changes`` is fitted
-    as its :class:`_FitChange` says (masked knobs held at 0, the values less the prior mean)
-    and reads every later input the same way (:class:`_ChangedGPRegressor`).
+    on the values less its :class:`_FitChange`'s prior mean, and its predictions add the
+    prior back (:class:`_ChangedGPRegressor`).
 
     Optuna 5.0.0's ``GPSampler._sample_relative_impl`` fits one GP per objective, in order,
     through the module global ``optuna.samplers._gp.sampler.gp.fit_kernel_params``, then the
-    constraints' GPs; the call count tells them apart. Ignored knobs keep the lengthscales
-    their prior gives them (finite: the acquisition's optimizer scales its steps by the GPs'
-    mean lengthscales), which no prediction reads. The global is restored after the block
+    constraints' GPs; the call count tells them apart. The global is restored after the block
     (the study process samples one trial at a time). tests/study/test_optuna_private_names.py
     checks these private names.
     """
@@ -217,15 +204,13 @@ def _fits_changed(changes: Mapping[int, _FitChange]) -> Iterator[None]:
             change = changes.get(next(calls))
             if change is None:
                 return real.fit_kernel_params(**kwargs)
-            X = np.array(kwargs["X"], dtype=float, copy=True)  # (n_trials, n_knobs), normalized
+            X = np.asarray(kwargs["X"], dtype=float)  # (n_trials, n_knobs), normalized
             prior = change.prior_mean(X, np.asarray(kwargs["Y"], dtype=float))
-            Y = kwargs["Y"] if prior is None else kwargs["Y"] - prior(X)
-            if change.mask is not None:
-                X[:, change.mask] = 0.0
-            fitted = real.fit_kernel_params(**{**kwargs, "X": X, "Y": Y})
+            if prior is None:
+                return real.fit_kernel_params(**kwargs)
+            fitted = real.fit_kernel_params(**{**kwargs, "Y": kwargs["Y"] - prior(X)})
             gpr = _ChangedGPRegressor.__new__(_ChangedGPRegressor)
-            gpr.__dict__.update(vars(fitted))  # the fitted GP, as it is, reading changed inputs
-            gpr._keep = None if change.mask is None else torch.from_numpy((~change.mask) * 1.0)
+            gpr.__dict__.update(vars(fitted))  # the fitted GP, as it is, adding the prior back
             gpr._prior = prior
             return gpr
 
@@ -372,9 +357,8 @@ class _CostAwareAcquisition(acqf_module.BaseAcquisitionFunc):
 
 
 class LeanGPSampler(optuna.samplers.GPSampler):
-    """Optuna's GPSampler with less acquisition effort, the validation metric modelled on the
-    knobs that change it, prior means from what is known before a trial runs, and no
-    proposal that repeats a configuration tried before.
+    """Optuna's GPSampler with less acquisition effort, prior means from what is known before
+    a trial runs, and no proposal that repeats a configuration tried before.
 
     The one place autotune reaches into GPSampler's internals (Optuna 5.0.0, pinned
     ``optuna>=5.0,<5.1``; tests/study/test_optuna_private_names.py fails loudly if a private
@@ -383,20 +367,12 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     - ``_n_preliminary_samples``, ``_n_local_search``, ``_n_qmc_samples_ehvi`` are set to
       :data:`LEAN_PRELIMINARY_SAMPLES`, :data:`LEAN_LOCAL_SEARCHES`,
       :data:`LEAN_QMC_SAMPLES_EHVI`.
-    - ``_sample_relative_impl`` fits the metric's GP with the knobs outside ``metric_knobs``
-      held constant and ignored (:func:`_fits_changed`): memory format, compile mode and
-      DataLoader workers change how fast a trial trains, not what it learns, so the metric's
-      GP no longer spends its few trials learning that they do not matter (and no longer
-      reads the measurement noise of two such trials as their effect). Throughput, memory
-      and the constraints see every knob. Only in a throughput study (the metric is an
-      objective), with the objectives named (``study.metric_names``, or none for autotune's
-      default three).
     - With a prior mean (:attr:`prior_mean`: a configuration's expected value of an
       objective before it runs, such as autotune's peak-memory estimate), that objective's GP
       models what the prior leaves unexplained: its mean is the prior, scaled by the
       least-squares slope of the observed values on it (held to
       :data:`PRIOR_SLOPE_BOUNDS`, so a prior that does not track the measurements drops
-      out), and the GP fits the residual (:class:`_FitChange`). A zero-mean GP predicts the
+      out), and the GP fits the residual (:class:`_FitChange`, :func:`_fits_changed`). A zero-mean GP predicts the
       average away from its trials; the estimate knows that a width-64 model at batch 256
       needs more memory than any configuration tried so far. It is what lets the GP start
       after a short design (:data:`GP_STARTUP_TRIALS`).
@@ -411,15 +387,12 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     Args:
         seed: the sampler's seed.
         n_startup_trials: COMPLETE trials before the GP models the study.
-        metric_knobs: the knobs the metric's GP sees (Optuna parameter names); None: every
-            knob but :data:`autotune.config.SPEED_KNOBS`.
         prior_mean: prior means of the study's objectives as this sampler sees them: its
             parameters (by name, the values it samples) -> modelled values by objective name
             (:class:`WarpedSampler` translates a prior in real knob values and units, see
             :meth:`using_prior_mean`); None: Optuna's constant mean for every objective.
 
     Attributes:
-        metric_knobs: the ``metric_knobs`` given, as a frozenset (or None).
         prior_mean: the ``prior_mean`` in force.
     """
 
@@ -428,7 +401,6 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         *,
         seed: int | None = None,
         n_startup_trials: int = GP_STARTUP_TRIALS,
-        metric_knobs: Collection[str] | None = None,
         prior_mean: PriorMean | None = None,
         cost_aware_after_trials: int | None = COST_AWARE_AFTER_TRIALS,
     ) -> None:
@@ -436,7 +408,6 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._n_preliminary_samples = LEAN_PRELIMINARY_SAMPLES
         self._n_local_search = LEAN_LOCAL_SEARCHES
         self._n_qmc_samples_ehvi = LEAN_QMC_SAMPLES_EHVI
-        self.metric_knobs = None if metric_knobs is None else frozenset(metric_knobs)
         self.prior_mean = prior_mean
         # The last (prior, search space) and its rows, kept between proposals.
         self._row_prior: tuple[Any, _RowPrior] | None = None
@@ -458,42 +429,16 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         finally:
             self.prior_mean = before
 
-    def metric_mask(
-        self, study: Study, search_space: Mapping[str, BaseDistribution]
-    ) -> tuple[int, np.ndarray] | None:
-        """``(objective index, mask)``: the metric's position among ``study``'s objectives and,
-        per knob of ``search_space`` in order, whether its GP ignores it; None when it sees
-        every knob (no metric objective, or every searched knob changes the metric)."""
-        objectives = objectives_of_study(study)
-        if len(objectives) != len(study.directions):
-            return None
-        metric = metric_objective(objectives)
-        if metric is None:
-            return None
-        mask = np.array(
-            [
-                name not in self.metric_knobs
-                if self.metric_knobs is not None
-                else name in SPEED_KNOBS
-                for name in search_space
-            ],
-            dtype=bool,
-        )
-        return (objectives.index(metric), mask) if mask.any() else None
-
     def fit_changes(
         self,
         study: Study,
         completed_trials: Sequence[FrozenTrial],
         search_space: dict[str, BaseDistribution],
     ) -> dict[int, _FitChange]:
-        """How each objective's GP departs from Optuna's (by objective index): the metric's
-        mask (:meth:`metric_mask`) and the prior means of :attr:`prior_mean` for the
-        objectives it names (``study``'s objective names, :func:`objectives_of_study`)."""
+        """How each objective's GP departs from Optuna's (by objective index): the prior means
+        of :attr:`prior_mean` for the objectives it names (``study``'s objective names,
+        :func:`objectives_of_study`)."""
         changes: dict[int, _FitChange] = {}
-        found = self.metric_mask(study, search_space)
-        if found is not None:
-            changes[found[0]] = _FitChange(mask=found[1])
         objectives = objectives_of_study(study)
         if self.prior_mean is None or len(objectives) != len(study.directions):
             return changes
@@ -508,13 +453,13 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         for index, objective in enumerate(objectives):
             if objective.name not in named:
                 continue
-            change = changes.setdefault(index, _FitChange())
-            change.prior, change.objective = prior, objective.name
-            change.direction_sign = (
-                1.0 if study.directions[index] == StudyDirection.MAXIMIZE else -1.0
+            changes[index] = _FitChange(
+                prior=prior,
+                objective=objective.name,
+                direction_sign=1.0 if study.directions[index] == StudyDirection.MAXIMIZE else -1.0,
+                value_std=float(np.std(values[:, index])) if len(values) else 1.0,
+                measured=measured,
             )
-            change.value_std = float(np.std(values[:, index])) if len(values) else 1.0
-            change.measured = measured
         return changes
 
     def _optimize_acqf(
