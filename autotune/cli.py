@@ -236,12 +236,12 @@ def _noting_moved_keys() -> Iterator[None]:
             yield
     finally:
         for w in caught:
-            if isinstance(w.message, DeprecatedKeyWarning) and w.message.new is None:
-                print(f"autotune: note: {w.message}", file=sys.stderr, flush=True)
-            elif isinstance(w.message, DeprecatedKeyWarning):
-                _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
-            else:
+            if not isinstance(w.message, DeprecatedKeyWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            elif w.message.new is None:  # a removed key: its note says why and what to do
+                print(f"autotune: note: {w.message}", file=sys.stderr, flush=True)
+            else:
+                _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
 
 
 def _positional_study(args: list[str] | None, *, note: bool = True) -> tuple[str | None, list[str]]:
