@@ -132,14 +132,6 @@ def _check_base_acquisition_func() -> None:
     assert "self.length_scales = " in init and "self.search_space = " in init
 
 
-def _check_gp_regressor_kernel() -> None:
-    gp = _gp()
-    # The metric's GP reads its inputs through kernel(X1, X2), which posterior calls.
-    assert _parameters(gp.GPRegressor.kernel) == ["self", "X1", "X2"]  # type: ignore[attr-defined]
-    assert "self.kernel(" in _source(gp.GPRegressor.posterior)  # type: ignore[attr-defined]
-    assert "self._gpr.kernel(" in _source(gp.ConditionalGPRegressor)  # type: ignore[attr-defined]
-
-
 def _check_gp_regressor_posterior() -> None:
     gp = _gp()
     # A prior mean rides on posterior (every acquisition reads the mean there) and on
@@ -215,7 +207,6 @@ CHECKS: dict[str, Callable[[], None]] = {
     "optuna._gp.gp.fit_kernel_params": _check_fit_kernel_params,
     "GPSampler._log_prior/_minimum_noise": _check_log_prior_and_minimum_noise,
     "optuna._gp.acqf.BaseAcquisitionFunc": _check_base_acquisition_func,
-    "GPRegressor.kernel": _check_gp_regressor_kernel,
     "GPRegressor.posterior/append_running_data": _check_gp_regressor_posterior,
     "GPRegressor.__new__/__dict__/inverse_squared_lengthscales": _check_gp_regressor_new_and_dict,
     "optuna._gp.search_space.SearchSpace": _check_search_space,
