@@ -74,7 +74,6 @@ UNORDERED = frozenset({"precision", "memory_format", "compile_mode"})
 FEATURES = (
     "default",
     "prior mean off",
-    "cost weighting off",
     "torch functions on",
     "design repairs off",
 )
@@ -336,12 +335,9 @@ def feature_sampler(
         "design": startup_design(run, space, caps),
         "feasible": feasibility_test(run, space, caps),
         "prior_mean": prior_mean(run, space, caps),
-        "cost_aware_after_trials": space.advanced.search.cost_aware_after_trials,
     }
     if feature == "prior mean off":
         kwargs["prior_mean"] = None
-    elif feature == "cost weighting off":
-        kwargs["cost_aware_after_trials"] = None
     elif feature == "design repairs off":
         kwargs["design"] = plain_qmc_design(run, space, caps, seed)
     else:
@@ -553,11 +549,12 @@ SECONDS_BUDGET_TRIALS = (35, 50)
 
 
 def run_seconds_replays(
-    path: Path, seeds: Sequence[int], features: Sequence[str] = ("default", "cost weighting off")
+    path: Path, seeds: Sequence[int], features: Sequence[str] = FEATURES
 ) -> None:
-    """Cost weighting judged where it claims its gain: the replay table scored within the
-    recorded study's seconds (:func:`seconds_score`) at :data:`SECONDS_BUDGET_TRIALS` of its
-    trials, each replay running :data:`SECONDS_REPLAY_TRIALS` trials."""
+    """The replay table scored within the recorded study's seconds (:func:`seconds_score`) at
+    :data:`SECONDS_BUDGET_TRIALS` of its trials, each replay running
+    :data:`SECONDS_REPLAY_TRIALS` trials: how a feature that trades trials for seconds (the
+    removed cost weighting) is judged."""
     import torch
 
     torch.set_num_threads(1)

@@ -71,7 +71,6 @@ __all__ = [
     "SAMPLERS",
     "SECONDS_MULTIPLES",
     "SECONDS_REFERENCE",
-    "VARIANTS",
     "EfficiencyRow",
     "GroundTruth",
     "SearchRun",
@@ -81,17 +80,11 @@ __all__ = [
     "run_search_efficiency",
 ]
 
-#: The row the seconds budget is measured on: the default sampler as it was before it weighed
-#: compilation seconds (``advanced.search.cost_aware_after_trials=null``), so that a default that
-#: picks cheaper trials does not shrink its own budget (issue 24: "within the simulated
+#: The row the seconds budget is measured on: the default sampler ("within the simulated
 #: seconds of 50 full trials of today's default").
-SECONDS_REFERENCE = "gp, cost-unaware"
-#: Rows that run a sampler with settings of their own: label -> (``sampler=`` name, overrides).
-VARIANTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    SECONDS_REFERENCE: ("gp", ("advanced.search.cost_aware_after_trials=null",)),
-}
-#: The rows compared: ``sampler=`` names, and the labels of :data:`VARIANTS`.
-SAMPLERS = ("nsga2", "tpe", "gp", SECONDS_REFERENCE, "random")
+SECONDS_REFERENCE = "gp"
+#: The rows compared (``sampler=`` names).
+SAMPLERS = ("nsga2", "tpe", "gp", "random")
 #: Reference point in the normalized minimization space (true front: ideal 0, nadir 1).
 REFERENCE_POINT = (1.1, 1.1, 1.1)
 #: Confidence level of the interval around a median over seeds (:func:`median_interval`).
@@ -316,7 +309,13 @@ def enumerate_ground_truth(config: RunConfig) -> GroundTruth:
     values: dict[Knobs, tuple[float, float, float]] = {}
     train_seconds: dict[Knobs, float] = {}
     n = pruned = oom = 0
-    for combo in itertools.product(*(knobs[k].values() for k in names)):
+    levels = []
+    for name in names:
+        knob = knobs[name]
+        if not hasattr(knob, "values"):
+            raise ValueError(f"{name}: a real-valued knob cannot be enumerated")
+        levels.append(knob.values())
+    for combo in itertools.product(*levels):
         n += 1
         trial = _trial_config(space, caps, dict(zip(names, combo, strict=True)))
         if trial_infeasibility_reason(trial, caps) is not None:
@@ -400,10 +399,8 @@ def sampler_run(
 
 
 def _run_one(task: tuple[str, int, int, tuple[str, ...], str]) -> tuple[SearchRun, float]:
-    """Pool worker: one (row, seed) study (a row is a sampler, or a label of
-    :data:`VARIANTS`); returns its trials and its wall time."""
-    row, seed, n_trials, knob_names, space = task
-    sampler, overrides = VARIANTS.get(row, (row, ()))
+    """Pool worker: one (sampler, seed) study; returns its trials and its wall time."""
+    sampler, seed, n_trials, knob_names, space = task
     import torch
 
     # One intra-op thread per run: the GP sampler fits its models with torch, and parallel
@@ -412,7 +409,7 @@ def _run_one(task: tuple[str, int, int, tuple[str, ...], str]) -> tuple[SearchRu
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     started = time.monotonic()
-    config = load_run_config([f"space={space}", "device=mock", *overrides])
+    config = load_run_config([f"space={space}", "device=mock"])
     found = sampler_run(config, sampler, seed, n_trials, knob_names)
     return found, time.monotonic() - started
 
@@ -435,9 +432,8 @@ def run_search_efficiency(
     (a sequential study's first ``b`` trials are exactly what a ``b``-trial study would have
     run). The seconds budget of a seed is the simulated seconds of ``seconds_reference``'s
     first ``max(budgets)`` trials with that seed (:data:`SECONDS_REFERENCE`: the default
-    sampler not weighing compilation seconds; the first of ``samplers`` when it is not
-    among them), each counted as trained in full (what the default cost before trials could
-    reuse a metric and before it weighed their seconds); the fraction within ``m`` x that budget
+    sampler; the first of ``samplers`` when it is not among them), each counted as trained
+    in full (what the default cost before trials could reuse a metric); the fraction within ``m`` x that budget
     is scored on the first trials whose simulated seconds (reused trials paying only their
     timed windows) fit in it, for each ``m`` of :data:`SECONDS_MULTIPLES`. A run that ends
     before its budget is spent is scored on all its trials (it then understates). Seeds

@@ -526,7 +526,7 @@ def section_search(
 ) -> None:
     import _search_efficiency as search
 
-    from autotune.config import COST_AWARE_AFTER_TRIALS, RunConfig
+    from autotune.config import RunConfig
     from autotune.hardware import detect_capabilities
     from autotune.study import GP_STARTUP_TRIALS
 
@@ -534,7 +534,7 @@ def section_search(
     budgets = budget.budgets
     last = budgets[-1]
     # The intervals shown: at the trial budgets the targets name, where this run has them.
-    interval_budgets = [b for b in (25, 50) if b in budgets] or [last]
+    interval_budgets: list[int] = [b for b in (25, 50) if b in budgets] or [last]
     level = f"{100 * search.MEDIAN_CONFIDENCE:g} %"  # the intervals' confidence: "95 %"
     ci = f"{level} CI"
     body = []
@@ -575,16 +575,11 @@ def section_search(
         "across the space, so a front of seed 0's values is mostly seed 0's lucky draws; "
         "the front of all feasible configurations as seeds 1-3 measure them scored 0.83 "
         "against it and 0.98 against the noise-free front.) `gp` is autotune's `LeanGPSampler` (Optuna's GPSampler with less "
-        "acquisition effort, the metric's GP on the knobs that change it, peak memory's GP "
-        "on the memory estimate as its prior mean) behind its "
+        "acquisition effort, peak memory's GP on the memory estimate as its prior mean) "
+        "behind its "
         "`WarpedSampler`: it models log throughput and log memory, failed trials at the "
         "median measured values, and numeric choices (batch size, width, workers, GPUs) as "
         "ranks, and asks again (up to 5 times) when the feasibility rules refuse its proposal; "
-        f"from trial {COST_AWARE_AFTER_TRIALS + 1} on it weighs each proposal's expected "
-        "improvement against its predicted compilation seconds "
-        "(`advanced.search.cost_aware_after_trials`); "
-        f"`{search.SECONDS_REFERENCE}` is the same sampler without that weighing "
-        "(`advanced.search.cost_aware_after_trials=null`), the reference of the seconds budget below; "
         "`tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
         f"model-based samplers start with a feasible covering design of {GP_STARTUP_TRIALS} "
         "trials (the baseline counts; `autotune.study.startup_design`).",
@@ -600,9 +595,7 @@ def section_search(
         "target inside it is neither met nor missed by these seeds. For a given "
         f"seed `gp` and `tpe` run the same first {GP_STARTUP_TRIALS} trials (the baseline, "
         "then the seed's start-up design, whose rows fit in memory with the estimate's margin "
-        f"where the coverage allows), and the two `gp` rows the same first "
-        f"{COST_AWARE_AFTER_TRIALS} (their 10- and 25-trial columns are equal); `nsga2` and "
-        "`random` start with Optuna's random sampling.",
+        "where the coverage allows); `nsga2` and `random` start with Optuna's random sampling.",
         "",
         table(
             [
@@ -619,9 +612,8 @@ def section_search(
         "evaluation of each trial; a trial whose math key equals a finished trial's reuses its "
         "metric and pays only its warm-up and timed windows, `advanced.search.reuse_metric`). The "
         f"budget of a seed is the simulated seconds of `{search.SECONDS_REFERENCE}`'s first "
-        f"{last} trials with that seed, each counted as trained in full (the default's cost "
-        "before trials could reuse a metric and before it weighed compilation seconds, so a "
-        "default that picks cheaper trials does not shrink its own budget); every sampler "
+        f"{last} trials with that seed, each counted as trained in full (so the "
+        "budget does not depend on which trials reused a metric); every sampler "
         f"runs up to {math.ceil(last * 1.6)} trials and is "
         "scored on the first trials that fit in the budget. Medians over the seeds: the "
         "fraction, and in brackets the trials that fit and the median's "

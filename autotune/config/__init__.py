@@ -59,7 +59,6 @@ from autotune.config._run import (
     math_key,
 )
 from autotune.config._settings import (
-    COST_AWARE_AFTER_TRIALS,
     AdvancedSettings,
     CompileCache,
     Constraints,
@@ -88,7 +87,6 @@ __all__ = [
     "BUILTIN_FAMILIES",
     "BUILTIN_WORKLOAD_REF",
     "COMPILE_MODES",
-    "COST_AWARE_AFTER_TRIALS",
     "DEFAULT_STORAGE_URL",
     "GUIDE_KNOBS",
     "GUIDE_KNOB_DEFAULTS",

@@ -43,6 +43,10 @@ REMOVED_KEYS: dict[str, str] = {
         "the validation metric's model sees every knob; the replays of recorded studies "
         "found no gain from hiding the speed knobs (docs/research/sampler-features.md)"
     ),
+    "advanced.search.cost_aware_after_trials": (
+        "the GP sampler no longer weighs compilation seconds; the replays of recorded studies "
+        "found no gain within their seconds (docs/research/sampler-features.md)"
+    ),
 }
 
 

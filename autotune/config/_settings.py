@@ -256,18 +256,6 @@ class Constraints(Strict):
     min_accuracy: float | None = Field(None, ge=0, le=1)
 
 
-#: Completed trials (the baseline and start-up design count) after which the GP sampler
-#: weighs a proposal's expected improvement against its predicted compilation seconds
-#: (``advanced.search.cost_aware_after_trials``' default; ``autotune.study.LeanGPSampler``).
-#: Half of a 50-trial study: the first half is spent finding where the front is, whatever it costs to
-#: compile there; the second on the front's cheaper points first. On Table 2's mock space
-#: (docs/benchmarks.md, issue 24's seventh session) the median hypervolume within the
-#: simulated seconds of 50 trials of the sampler without it rose from 0.923 to 0.934 on seeds
-#: 0-9 and from 0.926 to 0.936 on seeds 10-19; starting at trial 21 instead cost the 25-trial
-#: figure 0.02 (sixth session).
-COST_AWARE_AFTER_TRIALS = 25
-
-
 class SearchSettings(Strict):
     """How the search models the study and spends its trials (``advanced.search:`` in a
     space file, ``advanced.search.*`` overrides).
@@ -283,16 +271,9 @@ class SearchSettings(Strict):
             (one image of 2,000; two seeds differ by 0.20), docs/benchmarks-notes.md ("Reuse
             where the math is the same"). ``false`` trains every trial in full. Verification
             always trains in full.
-        cost_aware_after_trials: after this many completed trials (the baseline and the
-            start-up design count), the GP sampler weighs each proposal's expected improvement
-            against its predicted compilation seconds (expected improvement per second, from
-            the cheaper quarter of the study's trials up; training seconds are not weighed,
-            they buy accuracy): a compiled configuration that the study's trials say compiles
-            slowly must promise more to be tried. None (``null``): never. Only ``gp``.
     """
 
     reuse_metric: bool = True
-    cost_aware_after_trials: int | None = Field(COST_AWARE_AFTER_TRIALS, ge=0)
 
 
 #: ``advanced.measure.min_timed_s`` by device kind when the settings set none (see MeasureSettings).

@@ -363,7 +363,6 @@ def study_sampler(
         design=design,
         feasible=feasibility_test(config, space, caps),
         prior_mean=prior_mean(config, space, caps),
-        cost_aware_after_trials=space.advanced.search.cost_aware_after_trials,
     )
 
 

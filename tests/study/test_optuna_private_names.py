@@ -113,15 +113,9 @@ def _check_get_params() -> None:
 
 def _check_fit_kernel_params() -> None:
     fit = inspect.signature(_gp().fit_kernel_params).parameters  # type: ignore[attr-defined]
-    assert {"X", "Y", "gpr_cache"} <= set(fit)
-    # The compile-cost GP is fitted as GPSampler fits an objective's, with its kernel prior
-    # and noise floor.
-    assert {"is_categorical", "log_prior", "minimum_noise", "deterministic_objective"} <= set(fit)
-
-
-def _check_log_prior_and_minimum_noise() -> None:
-    plain = optuna.samplers.GPSampler(seed=0)
-    assert callable(plain._log_prior) and isinstance(plain._minimum_noise, float)
+    # _fits_changed passes GPSampler's keyword arguments on, with Y less the prior mean.
+    assert {"X", "Y"} <= set(fit)
+    assert "X=normalized_params," in _source(optuna.samplers.GPSampler._sample_relative_impl)
 
 
 def _check_base_acquisition_func() -> None:
@@ -146,7 +140,7 @@ def _check_gp_regressor_posterior() -> None:
 
 def _check_gp_regressor_new_and_dict() -> None:
     """``_fits_changed`` makes its GP with ``GPRegressor.__new__`` and copies a fitted GP's
-    ``__dict__``; ``_CompileCost`` reads ``inverse_squared_lengthscales``."""
+    ``__dict__``."""
     from autotune.study._samplers._gp import _ChangedGPRegressor
 
     rng = np.random.default_rng(0)
@@ -161,10 +155,9 @@ def _check_gp_regressor_new_and_dict() -> None:
         gpr_cache=None,
     )
     assert not hasattr(type(fitted), "__slots__") and vars(fitted)
-    assert len(fitted.inverse_squared_lengthscales) == 2
     changed = _ChangedGPRegressor.__new__(_ChangedGPRegressor)
     changed.__dict__.update(vars(fitted))
-    changed._keep, changed._prior = None, None
+    changed._prior = None
     mean, var = changed.posterior(torch.zeros(1, 2, dtype=torch.float64))
     assert mean.shape == var.shape == (1,)
 
@@ -205,10 +198,9 @@ CHECKS: dict[str, Callable[[], None]] = {
     "GPSampler._optimize_acqf": _check_optimize_acqf,
     "optuna.samplers._gp.sampler._get_params": _check_get_params,
     "optuna._gp.gp.fit_kernel_params": _check_fit_kernel_params,
-    "GPSampler._log_prior/_minimum_noise": _check_log_prior_and_minimum_noise,
     "optuna._gp.acqf.BaseAcquisitionFunc": _check_base_acquisition_func,
     "GPRegressor.posterior/append_running_data": _check_gp_regressor_posterior,
-    "GPRegressor.__new__/__dict__/inverse_squared_lengthscales": _check_gp_regressor_new_and_dict,
+    "GPRegressor.__new__/__dict__": _check_gp_regressor_new_and_dict,
     "optuna._gp.search_space.SearchSpace": _check_search_space,
     "optuna.samplers._gp.sampler._standardize_values": _check_standardize_values,
     "torch._C.DisableTorchFunction": _check_disable_torch_function,

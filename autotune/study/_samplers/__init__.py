@@ -7,8 +7,8 @@
   asked again when the feasibility rules refuse its proposal.
 - :mod:`._design`: the start-up design (:func:`covering_design` over :func:`design_levels`,
   with its repairs) and :class:`DesignSampler`, which proposes its rows first.
-- :mod:`._gp`: :class:`LeanGPSampler`, Optuna's GPSampler with changed fits, prior means, a
-  compile-cost model and acquisitions that skip repeats; the ONE module that touches
+- :mod:`._gp`: :class:`LeanGPSampler`, Optuna's GPSampler with less acquisition effort,
+  prior means and an acquisition that skips repeats; the ONE module that touches
   Optuna's and torch's private names.
 - :mod:`._factory`: :func:`make_sampler`, the sampler for ``sampler=NAME``.
 - :mod:`._values`: how a trial's values are read (measured, failed, missed target) and
@@ -27,7 +27,6 @@ from autotune.study._samplers._design import (
 )
 from autotune.study._samplers._factory import NSGA2_POPULATION, make_sampler
 from autotune.study._samplers._gp import (
-    COST_FREE_QUANTILE,
     LEAN_LOCAL_SEARCHES,
     LEAN_PRELIMINARY_SAMPLES,
     LEAN_QMC_SAMPLES_EHVI,
@@ -45,7 +44,6 @@ from autotune.study._samplers._warped import (
 from autotune.study._samplers._wrappers import OneThreadSampler, one_torch_thread
 
 __all__ = [
-    "COST_FREE_QUANTILE",
     "GP_STARTUP_TRIALS",
     "LEAN_LOCAL_SEARCHES",
     "LEAN_PRELIMINARY_SAMPLES",

@@ -10,7 +10,6 @@ from typing import Any
 import optuna
 from optuna.samplers import BaseSampler
 
-from autotune.config import COST_AWARE_AFTER_TRIALS
 from autotune.exceptions import ConfigError
 from autotune.study._samplers._design import (
     GP_STARTUP_TRIALS,
@@ -35,7 +34,6 @@ def make_sampler(
     design: Sequence[Mapping[str, Any]] | None = None,
     feasible: Callable[[Mapping[str, Any]], bool] | None = None,
     prior_mean: PriorMean | None = None,
-    cost_aware_after_trials: int | None = COST_AWARE_AFTER_TRIALS,
 ) -> OneThreadSampler:
     """The sampler for ``sampler=NAME``, seeded, on one torch thread while it samples
     (:class:`OneThreadSampler`). ``gp`` is a :class:`LeanGPSampler` that models the study
@@ -52,9 +50,6 @@ def make_sampler(
             asked again, see :class:`WarpedSampler`; None: none is refused).
         prior_mean: what is known of a configuration's objectives before it runs (``gp``:
             its GPs' prior means, see :class:`LeanGPSampler`; None: nothing).
-        cost_aware_after_trials: completed trials after which ``gp`` weighs a proposal's
-            acquisition by its predicted compilation seconds (:class:`LeanGPSampler`); None:
-            never.
 
     Raises:
         ConfigError: for an unknown sampler name.
@@ -73,7 +68,6 @@ def make_sampler(
                 LeanGPSampler(
                     seed=seed,
                     n_startup_trials=GP_STARTUP_TRIALS,
-                    cost_aware_after_trials=cost_aware_after_trials,
                 ),
                 feasible=feasible,
                 prior_mean=prior_mean,

@@ -1,6 +1,6 @@
 """The GP sampler autotune runs (:class:`LeanGPSampler`) and the machinery it adds to
-Optuna's GPSampler: changed fits (prior means read at the GP's inputs), the compile-cost
-model, and the acquisitions that skip repeats and weigh seconds.
+Optuna's GPSampler: changed fits (prior means read at the GP's inputs) and the acquisition
+that skips repeats.
 
 This is the ONE module that reaches into Optuna's and torch's private names
 (``optuna._gp.*``, ``optuna.samplers._gp.sampler``, ``GPSampler``'s private attributes and
@@ -28,18 +28,15 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers._gp import sampler as _gp_sampler_module
 from optuna.study import StudyDirection
 
-from autotune.config import COST_AWARE_AFTER_TRIALS
 from autotune.objectives import objectives_of_study
 from autotune.study._samplers._design import GP_STARTUP_TRIALS
 from autotune.study._samplers._values import PriorMean, is_measured
-from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.study import Study
     from optuna.trial import FrozenTrial
 
 __all__ = [
-    "COST_FREE_QUANTILE",
     "LEAN_LOCAL_SEARCHES",
     "LEAN_PRELIMINARY_SAMPLES",
     "LEAN_QMC_SAMPLES_EHVI",
@@ -60,14 +57,6 @@ REPEAT_LOG_PENALTY = 1e4
 LEAN_PRELIMINARY_SAMPLES = 256
 LEAN_LOCAL_SEARCHES = 3
 LEAN_QMC_SAMPLES_EHVI = 32
-#: The quantile of the completed trials' modelled seconds under which a proposal pays no
-#: penalty (:class:`_CompileCost`): the cheaper quarter of what the study has tried is
-#: "cheap"; above it, each doubling of the predicted seconds halves the acquisition. Within a
-#: seconds budget it found more of the front than the 10th percentile (which buys mostly eager
-#: trials) or the median.
-COST_FREE_QUANTILE = 0.25
-
-
 #: The prior-mean slope's bounds (:class:`_FitChange`): 0 (the prior says nothing) to 2 (the
 #: objective grows twice as fast as its prior, on the modelled scale).
 PRIOR_SLOPE_BOUNDS = (0.0, 2.0)
@@ -245,117 +234,6 @@ class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
         return torch.where(repeat, value - REPEAT_LOG_PENALTY, value)
 
 
-def _modelled_seconds(trials: Sequence[FrozenTrial]) -> np.ndarray:
-    """Per trial ``(n,)``: the seconds :class:`_CompileCost` models, ``compile_s`` plus the
-    median over the trials of the seconds besides compilation (``train_s - compile_s``); NaN
-    for a trial without both figures (refused before it ran, failed, or a warm-start trial
-    from a study that did not store them)."""
-    results = [TrialResult.from_trial(t) for t in trials]
-    compile_s = np.array([r.compile_s for r in results], dtype=float)
-    train_s = np.array([r.train_s for r in results], dtype=float)
-    rest_s = train_s - compile_s
-    known = np.isfinite(rest_s) & np.isfinite(compile_s)
-    if not known.any():
-        return np.full(len(trials), math.nan)
-    typical_rest_s = float(np.median(np.maximum(rest_s[known], 0.0)))
-    return np.where(known, compile_s + typical_rest_s, math.nan)
-
-
-@dataclass
-class _CompileCost:
-    """What a configuration is expected to cost, as the acquisition weighs it: a GP of the
-    logarithm of :func:`_modelled_seconds` (compilation seconds plus the study's typical
-    seconds besides) over the normalized knobs, and the log seconds under which a proposal
-    pays nothing (:data:`COST_FREE_QUANTILE` of the completed trials').
-
-    Expected improvement per second (Snoek, Larochelle and Adams, "Practical Bayesian
-    Optimization of Machine Learning Algorithms", NeurIPS 2012, section 3.2) divides the
-    acquisition by the predicted seconds; on a log acquisition that is a subtraction. Only
-    the seconds above the free level count, so proposals among the cheaper configurations
-    are ranked by improvement alone. Only compilation varies: on a real device a trial's
-    seconds are mostly its training, which buys its accuracy, and weighing those would
-    steer the search from the slow, accurate end of the front; compilation buys no accuracy
-    (torch.compile changes how fast a model trains, not what it learns), and it can be most
-    of a study's seconds. Adding the typical seconds besides compilation makes a compile cost in
-    proportion to what the study's trials cost anyway: 30 s of compilation doubles a
-    30-second trial and hardly moves a 10-minute one.
-
-    Attributes:
-        gpr: Optuna's GP fitted on the standardized log seconds.
-        mean_log_s: the log seconds' mean (the standardization's centre).
-        std_log_s: their standard deviation (its scale).
-        free_log_s: log seconds under which a proposal pays nothing.
-        data_key: the bytes of the rows and log seconds it was fitted on.
-    """
-
-    gpr: optuna_gp.GPRegressor
-    mean_log_s: float
-    std_log_s: float
-    free_log_s: float
-    data_key: bytes = b""
-
-    @classmethod
-    def fit(
-        cls,
-        sampler: optuna.samplers.GPSampler,
-        trials: Sequence[FrozenTrial],
-        normalized_params: np.ndarray,
-        is_categorical: np.ndarray,
-        previous: _CompileCost | None = None,
-    ) -> _CompileCost | None:
-        """Fit on ``trials`` (completed, ``(n, d)`` normalized parameters in the same order)
-        with the sampler's kernel prior and noise floor, starting from ``previous``' kernel
-        parameters where it has as many knobs (as Optuna starts its objectives' fits from the
-        last ones), or ``previous`` itself when its rows and seconds are these (a proposal the
-        feasibility rules refused adds a failed trial without seconds, and
-        :class:`WarpedSampler` asks again); None when fewer than 2 trials have seconds or
-        every one cost the same (nothing to weigh)."""
-        log_s = np.log(np.maximum(_modelled_seconds(trials), 1e-3))
-        known = np.isfinite(log_s)
-        if known.sum() < 2 or np.ptp(log_s[known]) == 0:
-            return None
-        y = log_s[known]
-        data_key = normalized_params[known].tobytes() + y.tobytes()
-        if previous is not None and previous.data_key == data_key:
-            return previous
-        mean, std = float(y.mean()), float(y.std())
-        gpr = optuna_gp.fit_kernel_params(
-            X=normalized_params[known],
-            Y=(y - mean) / std,
-            is_categorical=is_categorical,
-            log_prior=sampler._log_prior,
-            minimum_noise=sampler._minimum_noise,
-            deterministic_objective=False,
-            gpr_cache=(
-                previous.gpr
-                if previous is not None
-                and len(previous.gpr.inverse_squared_lengthscales) == normalized_params.shape[1]
-                else None
-            ),
-        )
-        return cls(gpr, mean, std, float(np.quantile(y, COST_FREE_QUANTILE)), data_key)
-
-    def excess_log_s(self, x: torch.Tensor) -> torch.Tensor:
-        """Predicted log seconds above the free level (0 below it) at normalized inputs
-        ``x`` ``(..., d)`` -> ``(...)``."""
-        mean, _ = self.gpr.posterior(x)
-        return torch.clamp(mean * self.std_log_s + self.mean_log_s - self.free_log_s, min=0.0)
-
-
-class _CostAwareAcquisition(acqf_module.BaseAcquisitionFunc):
-    """A log acquisition function less the predicted log seconds above the free level
-    (:class:`_CompileCost`): improvement per second, counted from the cheap configurations'
-    seconds."""
-
-    def __init__(self, acqf: acqf_module.BaseAcquisitionFunc, cost: _CompileCost) -> None:
-        self._acqf = acqf
-        self._cost = cost
-        super().__init__(acqf.length_scales, acqf.search_space)
-
-    def eval_acqf(self, x: torch.Tensor) -> torch.Tensor:
-        return self._acqf.eval_acqf(x) - self._cost.excess_log_s(x)
-
-
 class LeanGPSampler(optuna.samplers.GPSampler):
     """Optuna's GPSampler with less acquisition effort, prior means from what is known before
     a trial runs, and no proposal that repeats a configuration tried before.
@@ -402,7 +280,6 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         seed: int | None = None,
         n_startup_trials: int = GP_STARTUP_TRIALS,
         prior_mean: PriorMean | None = None,
-        cost_aware_after_trials: int | None = COST_AWARE_AFTER_TRIALS,
     ) -> None:
         super().__init__(seed=seed, n_startup_trials=n_startup_trials)
         self._n_preliminary_samples = LEAN_PRELIMINARY_SAMPLES
@@ -413,9 +290,6 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._row_prior: tuple[Any, _RowPrior] | None = None
         # The normalized configurations of the trials the proposal being made must not repeat.
         self._tried: np.ndarray | None = None
-        self.cost_aware_after_trials = cost_aware_after_trials
-        # The cost model the proposal being made weighs its acquisition by (None: none).
-        self._cost: _CompileCost | None = None
 
     @contextmanager
     def using_prior_mean(self, prior_mean: PriorMean | None) -> Iterator[None]:
@@ -465,8 +339,6 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     def _optimize_acqf(
         self, acqf: acqf_module.BaseAcquisitionFunc, best_params: np.ndarray | None
     ) -> np.ndarray:
-        if self._cost is not None:
-            acqf = _CostAwareAcquisition(acqf, self._cost)
         if self._tried is not None and len(self._tried):
             acqf = _UntriedAcquisition(acqf, self._tried)
         return super()._optimize_acqf(acqf, best_params)
@@ -500,16 +372,6 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._tried = internal_space.get_normalized_params(
             tried, [_gp_sampler_module._get_params(t) for t in tried]
         )
-        previous, self._cost = self._cost, None
-        after = self.cost_aware_after_trials
-        if after is not None and len(completed_trials) >= after:
-            self._cost = _CompileCost.fit(
-                self,
-                completed_trials,
-                self._tried[: len(completed_trials)],
-                internal_space.is_categorical,
-                previous,
-            )
         changes = self.fit_changes(study, completed_trials, search_space)
         if not changes:
             return super()._sample_relative_impl(
