@@ -250,10 +250,10 @@ class LeanGPSampler(optuna.samplers.GPSampler):
       models what the prior leaves unexplained: its mean is the prior, scaled by the
       least-squares slope of the observed values on it (held to
       :data:`PRIOR_SLOPE_BOUNDS`, so a prior that does not track the measurements drops
-      out), and the GP fits the residual (:class:`_FitChange`, :func:`_fits_changed`). A zero-mean GP predicts the
-      average away from its trials; the estimate knows that a width-64 model at batch 256
-      needs more memory than any configuration tried so far. It is what lets the GP start
-      after a short design (:data:`GP_STARTUP_TRIALS`).
+      out), and the GP fits the residual (:class:`_FitChange`, :func:`_fits_changed`). A
+      zero-mean GP predicts the average away from its trials; the estimate knows that a
+      width-64 model at batch 256 needs more memory than any configuration tried so far. It
+      is what lets the GP start after a short design (:data:`GP_STARTUP_TRIALS`).
     - ``_optimize_acqf`` optimizes the acquisition less :data:`REPEAT_LOG_PENALTY` at the
       configurations already tried or running (:class:`_UntriedAcquisition`), so a proposal
       repeats one only when every candidate the optimizer finds is a repeat.
