@@ -44,7 +44,10 @@ def test_export_best_yaml_holds_the_recommendation_config_figures_and_snippet(
     assert figures["peak_memory_bytes"] == int(row.peak_memory_bytes)
     assert doc["config"]["batch_size"] == row.params["batch_size"]
     assert doc["config"]["train"]["lr"] == pytest.approx(3.0e-3)
-    assert doc["pytorch"] == pytorch_settings(row.params) | {"peak_lr": pytest.approx(2.12132e-3)}
+    # train.lr at the baseline's global batch (64), sqrt-scaled to the trial's.
+    global_batch = row.params["batch_size"] * row.params["gpu_count"]
+    peak_lr = 3.0e-3 * (global_batch / 64) ** 0.5
+    assert doc["pytorch"] == pytorch_settings(row.params) | {"peak_lr": pytest.approx(peak_lr)}
     assert "def autotuned_training(" in doc["pytorch_snippet"]
     assert "pytorch_snippet: |" in text  # a block the reader can copy
 
@@ -101,7 +104,9 @@ def test_the_export_holds_a_curated_set_of_keys(demo_study: DemoStudy, tmp_path:
     assert "warmup_steps" not in train and "max_time_vs_baseline" not in train
     assert train["lr_warmup_fraction"] == 0.05 and train["reference_batch_size"] == 64
     # The learning rate the recommended trial (10) trained at: 3e-3 at batch 64, sqrt-scaled to its batch 32.
-    assert doc["pytorch"]["peak_lr"] == pytest.approx(3.0e-3 * 0.5**0.5)
+    row = best.configurations[best.recommended_trial]
+    global_batch = row.params["batch_size"] * row.params["gpu_count"]
+    assert doc["pytorch"]["peak_lr"] == pytest.approx(3.0e-3 * (global_batch / 64) ** 0.5)
     text = (tmp_path / "best.yaml").read_text()
     for internal in ("mock_fault", "mock_profile", "reuse", "min_throughput_sps", "measure:"):
         assert internal not in text
