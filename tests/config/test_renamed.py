@@ -11,6 +11,7 @@ import pytest
 
 from autotune.config import (
     DeprecatedKeyWarning,
+    SearchSpace,
     load_run_config,
     load_space,
     load_verify_request,
@@ -181,33 +182,36 @@ def test_a_stored_space_of_the_release_before_reads_in_the_new_shape() -> None:
 _METRIC_KNOBS_NOTE = "advanced.search.metric_knobs was removed and is ignored (the validation"
 
 
-def test_a_removed_key_in_a_space_file_is_ignored_with_a_note(tmp_path: Path) -> None:
-    path = tmp_path / "removed.yaml"
+def _load_with_notes(path: Path, search: str) -> tuple[SearchSpace, list[str]]:
+    """A minimal space file with the ``search`` line, loaded; its notes."""
     path.write_text(
-        "name: removed\nmodel: {family: mlp, depth: 1, width: 8}\nbatch_size: [16]\n"
-        "advanced: {search: {metric_knobs: [batch_size], reuse_metric: false}}\n",
+        f"name: {path.stem}\nmodel: {{family: mlp, depth: 1, width: 8}}\nbatch_size: [16]\n"
+        f"{search}\n",
         encoding="utf-8",
     )
-    spaces = []
+    spaces: list[SearchSpace] = []
     notes = _notes(lambda: spaces.append(load_space(str(path))))
+    return spaces[0], notes
 
-    assert spaces[0].advanced.search.reuse_metric is False
+
+def test_a_removed_key_in_a_space_file_is_ignored_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "removed.yaml"
+    space, notes = _load_with_notes(
+        path, "advanced: {search: {metric_knobs: [batch_size], reuse_metric: false}}"
+    )
+
+    assert space.advanced.search.reuse_metric is False
     assert len(notes) == 1
     assert notes[0].startswith(f"{path}: {_METRIC_KNOBS_NOTE}")
     assert notes[0].endswith("; delete it")
 
 
 def test_a_removed_key_under_its_old_group_is_ignored_with_both_notes(tmp_path: Path) -> None:
-    path = tmp_path / "old_removed.yaml"
-    path.write_text(
-        "name: old_removed\nmodel: {family: mlp, depth: 1, width: 8}\nbatch_size: [16]\n"
-        "search: {metric_knobs: [batch_size]}\n",
-        encoding="utf-8",
+    space, notes = _load_with_notes(
+        tmp_path / "old_removed.yaml", "search: {metric_knobs: [batch_size]}"
     )
-    spaces = []
-    notes = _notes(lambda: spaces.append(load_space(str(path))))
 
-    assert spaces[0].advanced.search == load_space("cnn_small").advanced.search
+    assert space.advanced.search == load_space("cnn_small").advanced.search
     assert [n.split(": ", 1)[1][:40] for n in notes] == [
         "search is deprecated and goes in the nex",
         _METRIC_KNOBS_NOTE[:40],
