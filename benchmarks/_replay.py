@@ -397,15 +397,15 @@ def replay(
     config, space, caps = recorded_run(recording)
     lookup = Lookup(recording, list(space.knobs()))
     run = config.model_copy(update={"seed": seed, "sampler": "gp"})
-    answered_by: dict[str, tuple[Knobs, bool]] = {}
-    cost_s: dict[str, float] = {}
+    # Per configuration asked for (its repr): the recorded one answering it, whether exactly,
+    # and its recorded seconds.
+    answered_by: dict[str, tuple[Knobs, bool, float]] = {}
 
     def run_trial(trial_config: TrialConfig, timeout_s: float) -> Measurement:
         key = lookup.key(trial_config.knobs())
         found, exact = lookup.nearest(key)
-        answered_by[repr(key)] = found, exact
         t = lookup.table[found]
-        cost_s[repr(key)] = trial_seconds(t)
+        answered_by[repr(key)] = found, exact, trial_seconds(t)
         if t["failure"]:
             raise TrialError(t["failure"], "recorded failure")
         return _measurement(t, trial_config)
@@ -441,7 +441,7 @@ def replay(
         answered.append(hit[0] if hit is not None and feasible else None)
         exact.append(hit is not None and hit[1])
         refused = TrialResult.from_trial(t).failure_kind == "infeasible"  # never launched
-        trial_s.append(0.0 if refused else cost_s.get(repr(key), 0.0))
+        trial_s.append(0.0 if refused or hit is None else hit[2])
     sampler_s = float(getattr(chosen, "sampler_s", math.nan))
     return Replay(answered, exact, trial_s, sampler_s, time.monotonic() - started)
 
@@ -471,9 +471,7 @@ def seconds_score(recording: Mapping[str, Any], runs: Replay, budget_s: float) -
     """Hypervolume fraction of the configurations ``runs`` found within ``budget_s`` recorded
     seconds: its trials, in order, while their :attr:`Replay.trial_s` add up to at most
     ``budget_s`` (Table 2 scores its seconds columns the same way on the mock)."""
-    spent = np.cumsum(runs.trial_s)
-    within = int(np.searchsorted(spent, budget_s, side="right"))
-    return score(recording, runs, within)
+    return score(recording, runs, search.trials_within(runs.trial_s, budget_s))
 
 
 # --- the tables -----------------------------------------------------------------------------
@@ -572,11 +570,10 @@ def run_seconds_replays(
     for seed in seeds:
         for feature in features:
             r = replay(recording, seed, n_trials=SECONDS_REPLAY_TRIALS, feature=feature)
-            spent = np.cumsum(r.trial_s)
             cells = []
             for b, budget_s in budgets_s.items():
                 fractions[feature][b].append(seconds_score(recording, r, budget_s))
-                n = int(np.searchsorted(spent, budget_s, side="right"))
+                n = search.trials_within(r.trial_s, budget_s)
                 cells.append(f"{b}: {fractions[feature][b][-1]:.3f} ({n} trials)")
             print(
                 f"seed {seed} {feature}: " + ", ".join(cells) + f", wall {r.wall_s:.1f} s",

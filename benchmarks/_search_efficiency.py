@@ -78,6 +78,7 @@ __all__ = [
     "hypervolume",
     "median_interval",
     "run_search_efficiency",
+    "trials_within",
 ]
 
 #: The row the seconds budget is measured on: the default sampler ("within the simulated
@@ -168,13 +169,19 @@ class SearchRun:
 
     def within(self, seconds: float) -> int:
         """How many of the first trials fit in ``seconds`` of simulated time."""
-        spent, n = 0.0, 0
-        for cost in self.cost_s:
-            spent += cost
-            if spent > seconds:
-                break
-            n += 1
-        return n
+        return trials_within(self.cost_s, seconds)
+
+
+def trials_within(cost_s: Sequence[float], seconds: float) -> int:
+    """How many of the first trials, costing ``cost_s`` seconds each (>= 0), fit in
+    ``seconds`` in all."""
+    spent, n = 0.0, 0
+    for cost in cost_s:
+        spent += cost
+        if spent > seconds:
+            break
+        n += 1
+    return n
 
 
 #: Multiples of the seconds budget (the simulated seconds of the default sampler's first

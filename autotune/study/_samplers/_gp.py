@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -373,11 +373,7 @@ class LeanGPSampler(optuna.samplers.GPSampler):
             tried, [_gp_sampler_module._get_params(t) for t in tried]
         )
         changes = self.fit_changes(study, completed_trials, search_space)
-        if not changes:
-            return super()._sample_relative_impl(
-                study, completed_trials, running_trials, search_space
-            )
-        with _fits_changed(changes):
+        with _fits_changed(changes) if changes else nullcontext():
             return super()._sample_relative_impl(
                 study, completed_trials, running_trials, search_space
             )
