@@ -101,7 +101,8 @@ def _curve(value: object) -> tuple[tuple[float, int, float], ...]:
 
 
 def _shares(value: object) -> tuple[float, ...]:
-    """``busy_run_shares``: the numbers of a list, in order (none for anything else)."""
+    """A list of numbers (``busy_run_shares``, ``check_losses``), in order (none for
+    anything else)."""
     if not isinstance(value, list):
         return ()
     return tuple(share for share in map(_float, value) if share is not None)
@@ -167,6 +168,26 @@ class TrialResult:
         metric_curve: time-to-accuracy trials: ``(wall_s, step, metric)`` per evaluation.
         busy_run_shares: the other processes' CPU share of each run of a trial timed again
             (the first, busy, run first).
+        evidence_class: what it changes against the baseline, by measured evidence
+            (:data:`autotune.evidence.EVIDENCE_CLASSES`: ``baseline``, ``identical``,
+            ``same_computation``, ``numerics``, ``dynamics``, ``model``).
+        accuracy_source: ``measured``, ``inherited`` (with a passed check) or
+            ``inherited_unchecked`` (:data:`autotune.evidence.ACCURACY_SOURCES`).
+        evidence_detail: the check's line (what was compared, against which bound), or why
+            a trial fell to another class.
+        check_steps: the steps its paired check compared.
+        check_first_divergence: the check's relative divergence at the first step.
+        check_max_divergence: the check's largest relative divergence over its steps.
+        check_floor_first: the baseline's floor at the first step (its float64 twin's
+            divergence); the baseline trial only.
+        check_floor_max: the floor over the checked steps; the baseline trial only.
+        check_floor_source: ``float64 twin``, or why the float32 epsilon stands in.
+        run_s: wall seconds of every run the trial made (process start, training,
+            evaluation; the baseline's discarded twin, retries and re-timings included).
+        full_run_s: the baseline trial only: wall seconds of its measured run, one full
+            run: the unit of a study's cost.
+        check_losses: its first K steps' training losses (the paired check's record).
+        twin_check_losses: the baseline trial only: its float64 twin's losses.
     """
 
     number: int
@@ -215,6 +236,19 @@ class TrialResult:
     busy_machine: bool | None = None
     metric_curve: tuple[tuple[float, int, float], ...] = ()
     busy_run_shares: tuple[float, ...] = ()
+    evidence_class: str | None = None
+    accuracy_source: str | None = None
+    evidence_detail: str | None = None
+    check_steps: int | None = None
+    check_first_divergence: float | None = None
+    check_max_divergence: float | None = None
+    check_floor_first: float | None = None
+    check_floor_max: float | None = None
+    check_floor_source: str | None = None
+    run_s: float | None = None
+    full_run_s: float | None = None
+    check_losses: tuple[float, ...] = ()
+    twin_check_losses: tuple[float, ...] = ()
 
     @classmethod
     def from_trial(cls, trial: FrozenTrial) -> TrialResult:
@@ -241,7 +275,14 @@ class TrialResult:
             simulated=bool(attrs.get("simulated")),
             metric_curve=_curve(attrs.get("metric_curve")),
             busy_run_shares=_shares(shares),
+            check_losses=_shares(attrs.get("check_losses")),
+            twin_check_losses=_shares(attrs.get("twin_check_losses")),
         )
+
+    @property
+    def inherits_accuracy(self) -> bool:
+        """Its accuracy is another trial's (the same math key), not its own evaluation."""
+        return self.accuracy_source in ("inherited", "inherited_unchecked")
 
     @property
     def failed(self) -> bool:

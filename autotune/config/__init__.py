@@ -60,6 +60,7 @@ from autotune.config._run import (
 )
 from autotune.config._settings import (
     AdvancedSettings,
+    BudgetSettings,
     CompileCache,
     Constraints,
     DataSettings,
@@ -96,6 +97,7 @@ __all__ = [
     "SYSTEM_KNOBS",
     "TUNER_KNOBS",
     "AdvancedSettings",
+    "BudgetSettings",
     "CategoricalParam",
     "ChoiceParam",
     "CompileCache",

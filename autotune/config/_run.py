@@ -149,6 +149,10 @@ class TrialConfig(Strict):
     # the trial runs its warm-up and timed windows only and reports this metric. Like
     # min_throughput_sps, never stored with the configuration's knobs.
     reuse: ReusedMetric | None = None
+    # The baseline's float64 twin (autotune.evidence): the model, its optimizer state and the
+    # inputs in float64 under the trial's own autocast, for the paired check's floor; set by
+    # the study on the discarded warm-up run of the baseline, never stored.
+    twin: Literal["none", "float64"] = "none"
     mock_fault: MockFault = "none"  # mock device only: fail this trial on purpose
     mock_profile: MockProfileName = "default"  # mock device only: the simulated machine
 
@@ -263,6 +267,8 @@ def math_key(config: TrialConfig) -> str:
     }
     if config.activation_checkpointing:  # recomputed forwards update BatchNorm's statistics again
         fields["activation_checkpointing"] = True
+    if config.twin != "none":  # another arithmetic
+        fields["twin"] = config.twin
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

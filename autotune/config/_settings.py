@@ -281,8 +281,25 @@ DEFAULT_MIN_TIMED_S: dict[str, float] = {"cpu": 0.0, "mock": 0.0, "cuda": 2.0}
 
 
 class MeasureSettings(Strict):
-    """Timing discipline: how the timed steps are cut into windows, and when a measurement
-    counts as taken on a busy machine (``advanced.measure.*``)."""
+    """Timing discipline: how the timed steps are cut into windows, when a measurement
+    counts as taken on a busy machine, and the paired K-step equivalence check
+    (``advanced.measure.*``)."""
+
+    # The paired equivalence check (autotune.evidence): every workload-door trial records the
+    # training losses of its first check_steps optimizer steps (the study's seed: the same
+    # initial weights and batches in every trial); 0 turns the check off (then no trial
+    # inherits an accuracy: every one trains the budget).
+    check_steps: int = Field(20, ge=0)
+    # A candidate is "the same computation" when its first-step loss and its K-step
+    # trajectory stay within check_margin times the baseline's float64 twin's divergence
+    # (the floating-point floor). 100: on the shipped MNIST CNN (fp32, AdamW, 2-core Xeon)
+    # channels_last's first-step divergence was 25x the twin's and bf16's 2,500x
+    # (docs/research/evidence.md).
+    check_margin: float = Field(100.0, gt=1, allow_inf_nan=False)
+    # A run that inherits its accuracy (the same math as a measured trial: seconds, not the
+    # budget) times this many steps after its warm-up (at most one epoch, at least the
+    # windows' minimum): 60 steps of the shipped MNIST CNN are about 1.2 s on a 2-core CPU.
+    timing_steps: int = Field(60, ge=1)
 
     windows: int = Field(5, ge=1)  # timed windows; throughput is their median
     min_window_steps: int = Field(2, ge=1)  # fewer windows are used if steps run short
@@ -313,6 +330,27 @@ class MeasureSettings(Strict):
         if self.min_timed_s is not None:
             return self.min_timed_s
         return DEFAULT_MIN_TIMED_S.get(device_kind, 0.0)
+
+
+class BudgetSettings(Strict):
+    """What a study may spend, in full runs of the baseline (``budget.*``): one full run is
+    the baseline trial's measured run (its wall seconds, process start and evaluation
+    included), the user's own training over ``train.epochs``.
+
+    Attributes:
+        full_runs: the cap on the search and the verification's trials that train the
+            budget (every trial's wall seconds, over the baseline's). Once the search has
+            spent ``search_share`` of it, every later trial keeps the baseline's math (its
+            model, global batch and precision) and runs seconds of timed steps with the
+            equivalence check; a verification answer whose confirmation would train the
+            budget past the cap is confirmed over fewer rounds (3 at least), or left
+            unverified, and the verdict says so. None: no cap.
+        search_share: the share of ``full_runs`` the search may spend on trials that train
+            the budget, in (0, 1].
+    """
+
+    full_runs: float | None = Field(None, gt=0, allow_inf_nan=False)
+    search_share: float = Field(0.6, gt=0, le=1, allow_inf_nan=False)
 
 
 class TrialSettings(Strict):

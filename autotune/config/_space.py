@@ -38,6 +38,7 @@ from autotune.config._knobs import (
 )
 from autotune.config._settings import (
     AdvancedSettings,
+    BudgetSettings,
     Constraints,
     DataOptions,
     DataSettings,
@@ -304,6 +305,8 @@ class SearchSpace(Strict):
     train: TrainOptions = TrainOptions()
     data: DataOptions = DataOptions()  # the built-in workloads' data set
     constraints: Constraints = Constraints()
+    # What the study may spend, in full runs of the baseline (BudgetSettings).
+    budget: BudgetSettings = BudgetSettings()
     # What the user trains with today: knob -> value, and lr (see the class docstring).
     baseline: dict[str, Any] = Field(default_factory=dict)
     advanced: AdvancedSettings = AdvancedSettings()

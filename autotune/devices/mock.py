@@ -25,7 +25,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from autotune.config import GUIDE_KNOB_DEFAULTS, DataSettings, TrainSettings, TrialConfig
+from autotune.config import (
+    GUIDE_KNOB_DEFAULTS,
+    DataSettings,
+    TrainSettings,
+    TrialConfig,
+    math_key,
+)
 from autotune.flops import ModelProfile
 from autotune.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estimate_memory
 from autotune.hardware.simulated import SimulatedMachine, get_profile
@@ -34,6 +40,7 @@ from autotune.measure import (
     ThroughputStats,
     WindowPlan,
     plan_reused_windows,
+    reused_timing_steps,
     plan_windows,
     summarize_windows,
 )
@@ -439,6 +446,10 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     if fields["blocks"] is None:
         del fields["blocks"]
     fields["measure"].pop("max_other_cpu_share", None)
+    for name in ("check_steps", "check_margin", "timing_steps"):  # the check's, not the draws'
+        fields["measure"].pop(name, None)
+    if fields.get("twin") == "none":
+        del fields["twin"]
     if fields["measure"].get("min_timed_s") is None:  # unset: the mock's default, 0 s
         fields["measure"]["min_timed_s"] = 0.0
     text = json.dumps(fields, separators=(",", ":"))
@@ -520,7 +531,7 @@ def simulate(
     # its simulated steps; a trial reusing another's metric runs only its warm-up and one
     # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
     steps_per_epoch = max(1, n_train // global_batch)
-    plan = (plan_windows if config.reuse is None else _plan_reused(steps_per_epoch))(
+    plan = (plan_windows if config.reuse is None else _plan_reused(steps_per_epoch, config))(
         steps,
         warmup_steps=config.train.warmup_steps,
         windows=config.measure.windows,
@@ -577,11 +588,13 @@ def simulate(
         )
 
     accuracy = accuracy_after(steps)
-    extra: dict[str, float | bool] = {
+    extra: dict[str, Any] = {
         "flops_per_sample": _COSTS.passes_per_step * fwd_flops,
         "lr_peak": lr_peak,
         "simulated_figures": True,
     }
+    if config.objective == "throughput" and config.measure.check_steps:
+        extra["check_losses"] = simulated_check_losses(config)
     if profile.is_gpu:
         # A GPU is busy while it computes; its power rises from idle towards its limit with
         # the busy share of the step and the modelled tensor-core efficiency.
@@ -644,16 +657,70 @@ def simulate(
     )
 
 
+#: The simulated paired check (:func:`simulated_check_losses`): each knob's relative
+#: divergence from the baseline's arithmetic at the first step, as measured on the shipped
+#: MNIST CNN on a 2-core Xeon (docs/research/evidence.md; tf32 by its 10-bit mantissa), and
+#: how fast training amplifies it per step.
+_CHECK_FIRST_DIVERGENCE = {
+    "twin": 8e-8,
+    "channels_last": 2e-6,
+    "compile": 1e-7,
+    "optimizer_impl": 1e-7,
+    "tf32": 5e-5,
+    "bf16": 2e-4,
+    "fp16": 1e-4,
+}
+_CHECK_GROWTH_PER_STEP = 1.6
+
+
+def simulated_check_losses(config: TrialConfig) -> list[float]:
+    """The first ``advanced.measure.check_steps`` training losses of a simulated trial: one
+    smooth curve per math key less the precision (the same model, global batch, training
+    settings and seed), perturbed by each knob that changes the arithmetic (precision, memory
+    format, compile mode, the optimizer's implementation, the float64 twin) by its measured
+    first-step divergence (:data:`_CHECK_FIRST_DIVERGENCE`), grown by
+    :data:`_CHECK_GROWTH_PER_STEP` a step. DataLoader workers change nothing: identical.
+    SIMULATED, like every mock figure."""
+    # One curve per math key but the precision, which perturbs it as the other knobs do.
+    key = math_key(config.model_copy(update={"twin": "none", "precision": "fp32"}))
+    rng = np.random.default_rng(int(key, 16))
+    curve = [
+        _train_loss(step) * (1.0 + 0.02 * float(rng.standard_normal()))
+        for step in range(config.measure.check_steps)
+    ]
+    scale = 0.0
+    if config.twin != "none":
+        scale += _CHECK_FIRST_DIVERGENCE["twin"]
+    if config.memory_format == "channels_last":
+        scale += _CHECK_FIRST_DIVERGENCE["channels_last"]
+    if config.compile_mode != "none":
+        scale += _CHECK_FIRST_DIVERGENCE["compile"]
+    if config.optimizer_impl != "default":
+        scale += _CHECK_FIRST_DIVERGENCE["optimizer_impl"]
+    scale += _CHECK_FIRST_DIVERGENCE.get(config.precision, 0.0)
+    if not scale:
+        return curve
+    signs = np.random.default_rng(int(key, 16) + 1).choice((-1.0, 1.0), size=len(curve))
+    return [
+        loss * (1.0 + float(sign) * min(0.5, scale * _CHECK_GROWTH_PER_STEP**step))
+        for step, (loss, sign) in enumerate(zip(curve, signs, strict=True))
+    ]
+
+
 def _train_loss(trained_steps: float) -> float:
     """The modelled mean training loss after ``trained_steps`` optimizer steps."""
     decay = math.exp(-trained_steps / _COSTS.loss_steps)
     return float(max(_COSTS.min_loss, _COSTS.initial_loss * decay))
 
 
-def _plan_reused(steps_per_epoch: int) -> Callable[..., WindowPlan]:
-    """:func:`plan_reused_windows` for epochs of ``steps_per_epoch`` steps, called as
-    :func:`plan_windows` is."""
-    return functools.partial(plan_reused_windows, steps_per_epoch=steps_per_epoch)
+def _plan_reused(steps_per_epoch: int, config: TrialConfig) -> Callable[..., WindowPlan]:
+    """:func:`plan_reused_windows` for epochs of ``steps_per_epoch`` steps and ``config``'s
+    timing steps, called as :func:`plan_windows` is."""
+    return functools.partial(
+        plan_reused_windows,
+        steps_per_epoch=steps_per_epoch,
+        timing_steps=reused_timing_steps(config),
+    )
 
 
 def _simulate_reused(

@@ -30,6 +30,7 @@ from autotune.measure._windows import (
     WindowClock,
     WindowPlan,
     plan_reused_windows,
+    reused_timing_steps,
     plan_windows,
     summarize_windows,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "other_cpu_share",
     "peak_rss_bytes",
     "plan_reused_windows",
+    "reused_timing_steps",
     "plan_windows",
     "reset_peak_rss",
     "summarize_windows",

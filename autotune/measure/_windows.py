@@ -16,12 +16,17 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autotune.config import TrialConfig
 
 __all__ = [
     "ThroughputStats",
     "WindowClock",
     "WindowPlan",
     "plan_reused_windows",
+    "reused_timing_steps",
     "plan_windows",
     "summarize_windows",
 ]
@@ -178,6 +183,14 @@ def plan_windows(
     )
 
 
+def reused_timing_steps(config: TrialConfig) -> int:
+    """The timed steps of a run that inherits its accuracy (:func:`plan_reused_windows`'s
+    ``timing_steps``): ``advanced.measure.timing_steps``, and at least the paired check's
+    steps (``advanced.measure.check_steps``) beyond the warm-up."""
+    measure = config.measure
+    return max(measure.timing_steps, measure.check_steps - config.train.warmup_steps)
+
+
 def plan_reused_windows(
     total_steps: int,
     *,
@@ -187,12 +200,15 @@ def plan_reused_windows(
     min_window_steps: int = 1,
     compiled: bool = False,
     compile_steps: int = 1,
+    timing_steps: int | None = None,
 ) -> WindowPlan:
     """Plan the loop of a trial that reuses another trial's metric
     (``advanced.search.reuse_metric``): the same warm-up, then the windows over one epoch's
     steps (at least ``windows x min_window_steps``, at most the budget's), so the throughput
     is timed over a full pass of the data loader's order at the budget's batch, and the steps
     after it, which would only have trained towards a metric already known, are not run.
+    With ``timing_steps``, the windows cover that many steps instead of the epoch, when fewer
+    (``advanced.measure.timing_steps``: seconds, not the budget).
 
     Args:
         total_steps: optimizer steps of the full budget (>= 1).
@@ -216,7 +232,8 @@ def plan_reused_windows(
         compiled=compiled,
         compile_steps=compile_steps,
     )
-    timed = max(steps_per_epoch, windows * min_window_steps)
+    epoch = steps_per_epoch if timing_steps is None else min(steps_per_epoch, timing_steps)
+    timed = max(epoch, windows * min_window_steps)
     return plan_windows(
         min(total_steps, full.warmup_steps + timed),
         warmup_steps=warmup_steps,

@@ -14,13 +14,15 @@ the configuration again.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.baseline import BASELINE_ATTR, baseline_trial
+from autotune.baseline import BASELINE_ATTR, baseline_params, baseline_trial
 from autotune.config import (
     Constraints,
     MockFault,
@@ -31,6 +33,13 @@ from autotune.config import (
     TrainSettings,
     TrialConfig,
     math_key,
+)
+from autotune.evidence import (
+    CheckFloor,
+    EvidenceClass,
+    check_equivalence,
+    check_floor,
+    class_by_knobs,
 )
 from autotune.exceptions import SurplusTrial, TrialError
 from autotune.hardware import DeviceCapabilities, trial_infeasibility_reason
@@ -55,6 +64,7 @@ __all__ = [
     "SurplusTrial",
     "TrialObjective",
     "eval_every_s",
+    "has_check",
     "is_surplus",
     "mock_fault",
     "reuse_source",
@@ -178,6 +188,30 @@ def reuse_source(
     return None
 
 
+def has_check(config: TrialConfig) -> bool:
+    """Whether ``config``'s runs record the paired check's losses: a throughput trial of the
+    workload door on a device that trains (or simulates) with ``advanced.measure.check_steps``
+    above 0 (:mod:`autotune.evidence`)."""
+    return (
+        config.objective == "throughput"
+        and config.workload.door == "workload"
+        and config.measure.check_steps > 0
+    )
+
+
+def _study_floor(completed: Sequence[FrozenTrial]) -> CheckFloor | None:
+    """The check's floor the study's baseline trial recorded; None without one."""
+    base = baseline_trial(completed)
+    if base is None:
+        return None
+    result = TrialResult.from_trial(base)
+    if result.check_floor_first is None or result.check_floor_max is None:
+        return None
+    return CheckFloor(
+        result.check_floor_first, result.check_floor_max, result.check_floor_source or "floor"
+    )
+
+
 def with_full_run(full: Measurement, run: Measurement) -> Measurement:
     """A re-timed ``run``'s timing figures with the full run's training figures and memory
     (``steps``, ``train_s``, ``train_loss``, ``compile_s``, peak memory and its kind,
@@ -277,8 +311,25 @@ class TrialObjective:
         self._config = config
         self._space = space
         self._caps = caps
-        self._run_trial = run_trial
+        self._run_trial_fn = run_trial
         self._n_trials = n_trials
+        self._run_s = 0.0  # wall seconds of the current trial's runs (user attribute run_s)
+        baseline, _ = baseline_params(space)
+        self._baseline_params: dict[str, Any] = baseline
+
+    def _run_trial(self, config: TrialConfig, timeout_s: float) -> Measurement:
+        """Run ``config`` in child processes; its wall seconds count towards the trial's
+        ``run_s`` (its cost, a failed run's included; on the mock device the simulated
+        training seconds)."""
+        started = time.perf_counter()
+        simulated_s = 0.0
+        try:
+            measurement = self._run_trial_fn(config, timeout_s)
+            simulated_s = measurement.train_s
+            return measurement
+        finally:
+            # The mock device costs its simulated seconds, not the wall's (SIMULATED).
+            self._run_s += simulated_s if self._caps.simulated else time.perf_counter() - started
 
     def trial_config(self, trial: optuna.Trial) -> TrialConfig:
         """Ask the sampler for every knob and freeze the complete configuration.
@@ -349,6 +400,9 @@ class TrialObjective:
         """
         if not trial.user_attrs.get(BASELINE_ATTR):
             return config
+        if has_check(config):
+            self._run_twin(trial, config)
+            return config
         try:
             cold = self._run_trial(config, self._config.trial.timeout_s)
         except TrialError:
@@ -362,6 +416,124 @@ class TrialObjective:
             return config
         trial.set_user_attr("eval_every_s", every_s)
         return config.model_copy(update={"train": config.train.with_default_cadence(every_s)})
+
+    def _run_twin(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        """The baseline's discarded warm-up run, as its float64 twin (:mod:`autotune.evidence`):
+        its warm-up and short timed windows only, no evaluation. It warms what the first trial
+        process pays for (the forkserver's first fork, the page cache, the CPU's clock), and
+        its first K losses are the floor of every paired check. User attributes:
+        ``cold_throughput_sps`` (float64's: not comparable with fp32's), ``twin_check_losses``,
+        or ``twin_failure`` (then the float32 epsilon is the floor)."""
+        twin = config.model_copy(
+            update={
+                "twin": "float64",
+                # Timing only: nothing of it is evaluated (the metric is a placeholder).
+                "reuse": ReusedMetric(
+                    from_trial=trial.number, val_metric=0.0, train_loss=0.0, steps=1
+                ),
+            }
+        )
+        try:
+            cold = self._run_trial(twin, self._config.trial.timeout_s)
+        except TrialError as e:
+            trial.set_user_attr("twin_failure", f"{e.failure}: {e.detail.strip()[-300:]}")
+            return
+        trial.set_user_attr("cold_throughput_sps", cold.throughput_sps)
+        losses = cold.extra.get("check_losses")
+        if losses:
+            trial.set_user_attr("twin_check_losses", list(losses))
+        else:
+            trial.set_user_attr("twin_failure", "the twin recorded no check losses")
+
+    def _with_evidence(
+        self, trial: optuna.Trial, config: TrialConfig, measurement: Measurement
+    ) -> tuple[TrialConfig, Measurement]:
+        """Name what the trial changes against the baseline, by measured evidence, and the
+        source of its accuracy (user attributes ``evidence_class``, ``accuracy_source``,
+        ``evidence_detail`` and the check's figures; :mod:`autotune.evidence`).
+
+        The baseline records the check's floor (its float64 twin's divergence). A trial
+        that ran timing only (``config.reuse``: the same math key as a measured trial) is
+        judged by the paired check against that trial's losses: ``identical`` or
+        ``same_computation``, and it inherits the accuracy; a check that diverged runs the
+        trial again over the full budget, evaluated (``numerics``, ``evidence_detail``
+        says why). Any other trial is classed by its knobs (``model``, ``dynamics``,
+        ``numerics``), its accuracy measured.
+
+        Returns:
+            The configuration that was measured and its measurement (the full run's, where
+            the check diverged).
+
+        Raises:
+            TrialError: the full run after a diverged check failed.
+        """
+        losses = list(measurement.extra.get("check_losses") or ())
+        if measurement.too_slow:
+            return config, measurement
+        if trial.user_attrs.get(BASELINE_ATTR):
+            twin = trial.user_attrs.get("twin_check_losses")
+            floor = check_floor(losses, twin, str(trial.user_attrs.get("twin_failure") or ""))
+            self._set_evidence(trial, "baseline", "measured")
+            if losses:
+                trial.set_user_attr("check_steps", len(losses))
+                trial.set_user_attr("check_floor_first", floor.first)
+                trial.set_user_attr("check_floor_max", floor.trajectory)
+                trial.set_user_attr("check_floor_source", floor.source)
+            return config, measurement
+        by_knobs = class_by_knobs(
+            trial.params,
+            self._baseline_params,
+            self._space.model.knobs,
+            config.train.global_batch_size is not None,
+        )
+        if config.reuse is None:
+            self._set_evidence(trial, by_knobs, "measured")
+            return config, measurement
+        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        source = next(
+            (TrialResult.from_trial(t) for t in completed if t.number == config.reuse.from_trial),
+            None,
+        )
+        floor = _study_floor(completed)
+        if source is None or not source.check_losses or not losses or floor is None:
+            self._set_evidence(
+                trial,
+                by_knobs,
+                "inherited_unchecked",
+                f"the same math key as trial {config.reuse.from_trial}; no paired check "
+                "recorded (advanced.measure.check_steps=0, or a door without one)",
+            )
+            return config, measurement
+        check = check_equivalence(losses, source.check_losses, floor, config.measure.check_margin)
+        trial.set_user_attr("check_steps", check.steps)
+        trial.set_user_attr("check_first_divergence", check.first_divergence)
+        trial.set_user_attr("check_max_divergence", check.max_divergence)
+        if check.passed:
+            detail = f"against trial {source.number}: {check.detail}"
+            self._set_evidence(trial, check.verdict, "inherited", detail)
+            return config, measurement
+        # The check diverged: the knobs outside the math key changed the numerics here (a
+        # BatchNorm over smaller micro-batches, an op that mishandles channels_last): train
+        # the budget and evaluate.
+        full = config.model_copy(update={"reuse": None})
+        measured = self._run_with_retry(trial, full)
+        self._set_evidence(
+            trial,
+            "numerics",
+            "measured",
+            f"fell from the same computation (the paired check against trial "
+            f"{source.number} {check.detail}); trained the budget and evaluated",
+        )
+        return full, measured
+
+    @staticmethod
+    def _set_evidence(
+        trial: optuna.Trial, evidence_class: EvidenceClass, source: str, detail: str = ""
+    ) -> None:
+        trial.set_user_attr("evidence_class", evidence_class)
+        trial.set_user_attr("accuracy_source", source)
+        if detail:
+            trial.set_user_attr("evidence_detail", detail)
 
     def _with_reuse(self, trial: optuna.Trial, config: TrialConfig, key: str) -> TrialConfig:
         """The configuration with ``reuse`` set when ``advanced.search.reuse_metric`` is on and a
@@ -532,12 +704,19 @@ class TrialObjective:
         key = math_key(config)
         trial.set_user_attr(MATH_KEY_ATTR, key)
         config = self._with_reuse(trial, config, key)
+        self._run_s = 0.0
         try:
             config = self._warm_baseline(trial, config)
+            before_s = self._run_s
             measurement = self._run_with_retry(trial, config)
+            if trial.user_attrs.get(BASELINE_ATTR):  # one full run: the unit of the cost
+                trial.set_user_attr("full_run_s", self._run_s - before_s)
+            config, measurement = self._with_evidence(trial, config, measurement)
         except TrialError as e:
+            trial.set_user_attr("run_s", self._run_s)
             return self._record_failure(trial, e.failure, e.detail)
         measurement = self._remeasure_while_busy(trial, config, measurement)
+        trial.set_user_attr("run_s", self._run_s)
         for name, value in measurement.as_user_attrs().items():
             trial.set_user_attr(name, value)
         if config.reuse is not None and not measurement.too_slow:

@@ -33,6 +33,7 @@ from autotune.measure import (
     WindowClock,
     WindowPlan,
     plan_reused_windows,
+    reused_timing_steps,
     plan_windows,
     summarize_windows,
 )
@@ -92,6 +93,7 @@ def budget_plan(
             min_window_steps=measure.min_window_steps,
             compiled=compiled,
             compile_steps=compile_steps,
+            timing_steps=reused_timing_steps(config),
         )
     return plan_windows(
         total_steps,

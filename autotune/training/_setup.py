@@ -257,11 +257,10 @@ class Training:
             if isinstance(self.loader.sampler, DistributedSampler):
                 self.loader.sampler.set_epoch(epoch)
             for x, y in self.loader:
-                yield (
-                    epoch,
-                    to_device(x, self.device, self.memory_format),
-                    to_device(y, self.device, self.memory_format),
-                )
+                x = to_device(x, self.device, self.memory_format)
+                if self.config.twin == "float64" and x.is_floating_point():
+                    x = x.double()
+                yield epoch, x, to_device(y, self.device, self.memory_format)
             epoch += 1
 
     @property
@@ -325,6 +324,8 @@ def prepare_training(
     model = workload.build_model(config.model).to(  # type: ignore[call-overload]
         device=device, memory_format=memory_format
     )
+    if config.twin == "float64":  # the check's floor: the same run in float64 (autotune.evidence)
+        model = model.to(torch.float64)
     blocks = config.blocks or (BUILTIN_BLOCKS if config.workload.is_builtin else ())
     if config.activation_checkpointing:
         checkpoint_blocks(model, blocks)

@@ -5,6 +5,7 @@ every door shares (:class:`~autotune.training._meter.StepMeter`)."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 from autotune.flops import trial_extras
 from autotune.measure import Measurement
@@ -15,6 +16,20 @@ from autotune.training._meter import (
 )
 from autotune.training._setup import Training
 from autotune.workloads.builtin.networks import count_parameters
+
+
+def check_losses(losses: list[torch.Tensor], world_size: int) -> list[float]:
+    """The paired check's record (:mod:`autotune.evidence`): the training loss of each of
+    the first ``advanced.measure.check_steps`` optimizer steps, in float64, averaged over
+    the ranks (an all-reduce when ``world_size`` > 1: every rank must call it); ``[]`` when
+    the check is off. Read once, after the timed windows (one device sync)."""
+    if not losses:
+        return []
+    stacked = torch.stack(losses)  # (K,)
+    if world_size > 1 and dist.is_available() and dist.is_initialized():
+        dist.all_reduce(stacked)
+        stacked = stacked / world_size
+    return [float(v) for v in stacked.tolist()]
 
 
 def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement:
@@ -46,6 +61,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     epoch_loss = torch.zeros((), device=t.device)
     epoch_steps = 0
+    check_steps = config.measure.check_steps
+    check: list[torch.Tensor] = []  # the first check_steps losses, read after the loop
     meter.start()
     batches = t.batches()
     current_epoch = 0
@@ -55,6 +72,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             epoch_loss.zero_()
             epoch_steps = 0
         loss = t.train_step(x, y)
+        if len(check) < check_steps:
+            check.append(loss.detach().double())
         epoch_loss += loss.detach().float()
         epoch_steps += 1
         verdict = meter.after_step()
@@ -116,7 +135,10 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     )
     if rank != 0:
         extra = {}
+    losses = check_losses(check, world_size)  # collective: every rank takes part
     if rank == 0:
+        if losses:
+            extra["check_losses"] = losses
         extra["lr_peak"] = t.peak_lr
         if t.accumulation_steps > 1:
             extra["accumulation_steps"] = t.accumulation_steps
