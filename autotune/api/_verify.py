@@ -4,12 +4,21 @@ processes, each run stored as it ends, an interrupted verification resumed."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import optuna
+from optuna.trial import FrozenTrial
 
-from autotune.config import DEFAULT_STORAGE_URL, Constraints, TrialConfig, VerifySettings
+from autotune.config import (
+    DEFAULT_STORAGE_URL,
+    Constraints,
+    ReusedMetric,
+    TrialConfig,
+    VerifySettings,
+)
+from autotune.evidence import INHERITING_CLASSES
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
@@ -123,6 +132,70 @@ def _with_study_cadence(
     }
 
 
+def _inherited_finalists(
+    trials: list[FrozenTrial],
+    baseline: int,
+    finalists: tuple[int, ...],
+    configs: Mapping[int, TrialConfig],
+) -> tuple[tuple[int, ...], str | None]:
+    """The finalists whose accuracy the search inherited from the baseline with a passed
+    paired check (``accuracy_source == "inherited"``, identical or the same computation as
+    the baseline), and the check's
+    floor and margin as the plan stores them (``check_floor_json``); ``((), None)`` when
+    none, or when the baseline recorded no floor."""
+    by_number = {t.number: TrialResult.from_trial(t) for t in trials}
+    base = by_number.get(baseline)
+    if base is None or base.check_floor_first is None or base.check_floor_max is None:
+        return (), None
+    inherited = tuple(
+        n
+        for n in finalists
+        if (result := by_number.get(n)) is not None
+        and result.accuracy_source == "inherited"
+        and result.evidence_class in INHERITING_CLASSES
+    )
+    if not inherited:
+        return (), None
+    floor = {
+        "first": base.check_floor_first,
+        "trajectory": base.check_floor_max,
+        "source": base.check_floor_source or "floor",
+        "margin": configs[baseline].measure.check_margin,
+    }
+    return inherited, json.dumps(floor, sort_keys=True)
+
+
+def _timing_only(
+    configs: dict[int, TrialConfig], plan: VerificationPlan, study: optuna.Study
+) -> dict[int, TrialConfig]:
+    """The configurations that are timed, not trained to the budget: the inherited
+    finalists (``plan.inherited``), and the baseline when every finalist is one
+    (``plan.timing_only``). Each runs its warm-up and ``advanced.measure.timing_steps``
+    timed steps and records its paired check's losses; the metric it carries
+    (``reuse``: the baseline trial's from the search) is never stored with its row."""
+    timed = set(plan.inherited) | ({plan.baseline_trial} if plan.timing_only else set())
+    if not timed:
+        return configs
+    base = next(
+        (
+            TrialResult.from_trial(t)
+            for t in study.get_trials(deepcopy=False)
+            if t.number == plan.baseline_trial
+        ),
+        None,
+    )
+    reuse = ReusedMetric(
+        from_trial=plan.baseline_trial,
+        val_metric=base.val_metric if base is not None and base.val_metric is not None else 0.0,
+        train_loss=base.train_loss if base is not None and base.train_loss is not None else 0.0,
+        steps=base.steps if base is not None and base.steps else 1,
+    )
+    return {
+        number: config.model_copy(update={"reuse": reuse}) if number in timed else config
+        for number, config in configs.items()
+    }
+
+
 def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
     """The stored verification re-measured the same configurations the same way."""
     old, new = run.plan, plan
@@ -136,6 +209,7 @@ def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
         and old.max_memory_bytes == new.max_memory_bytes
         and old.min_accuracy == new.min_accuracy
         and old.model_changes == new.model_changes
+        and old.inherited == new.inherited
     )
 
 
@@ -279,7 +353,13 @@ def verify_study(
             # A race only where an answer has several finalists; a lone one is its own survivor.
             answers = (len(finalists) - len(model_changes), len(model_changes))
             race_rounds = settings.race_rounds if max(answers) > 1 else 0
-            seeds = round_seeds(_study_seed(study, results), number, race_rounds + settings.rounds)
+            inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
+            rounds = settings.rounds
+            if finalists and set(finalists) <= set(inherited):
+                # Timed rounds only (no training to the budget): cheap, so at least
+                # advanced.verify.timing_rounds of them.
+                rounds = max(rounds, settings.timing_rounds)
+            seeds = round_seeds(_study_seed(study, results), number, race_rounds + rounds)
             limits = _study_constraints(study)
             plan = VerificationPlan(
                 baseline_trial=baseline,
@@ -293,6 +373,8 @@ def verify_study(
                 ),
                 min_accuracy=limits.min_accuracy,
                 model_changes=model_changes,
+                inherited=inherited,
+                check_floor_json=floor_json,
             )
             if reuse and latest is not None and _plan_matches(latest, plan):
                 return summarize_for_study(study, latest)
@@ -300,6 +382,7 @@ def verify_study(
         params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
         plan, metric = run.plan, study_metric(study)
         configs = _with_study_cadence(configs, study, plan.baseline_trial)
+        configs = _timing_only(configs, plan, study)
         # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
         # its search compiled the same graphs.
         with study_compile_cache(storage, study_name):
@@ -427,17 +510,24 @@ def _verification_record(
         train_s=None,
         attempt=attempt,
     )
+    started = time.perf_counter()
     try:
         m = run_trial_fn(config, timeout_s)
     except TrialError as e:
-        return replace(unmeasured, failure=e.failure, failure_detail=e.detail[-2000:])
+        run_s = time.perf_counter() - started
+        return replace(unmeasured, failure=e.failure, failure_detail=e.detail[-2000:], run_s=run_s)
+    run_s = m.train_s if m.simulated else time.perf_counter() - started
+    losses = m.extra.get("check_losses")
+    timed_only = config.reuse is not None  # its metric is the search's, not this run's
     return replace(
         unmeasured,
         throughput_sps=m.throughput_sps,
         throughput_iqr_sps=m.throughput_iqr_sps,
         step_time_s=m.step_time_s,
-        val_metric=m.val_metric,
-        val_samples=m.val_samples,
+        val_metric=None if timed_only else m.val_metric,
+        val_samples=None if timed_only else m.val_samples,
+        check_losses_json=json.dumps(list(losses)) if losses else None,
+        run_s=run_s,
         peak_memory_bytes=m.peak_memory_bytes,
         train_s=m.train_s,
         other_cpu_share=m.other_cpu_share,

@@ -486,6 +486,10 @@ class AdvancedVerifySettings(Strict):
     # spent; then the verdict says how many of its runs were busy. (A study trial is re-timed
     # per trial instead: advanced.trial.busy_retimes.)
     busy_rerun_budget: int = Field(2, ge=0)
+    # Confirmation rounds when every finalist inherits its accuracy (identical or the same
+    # computation): timed steps and the paired check, no training to the budget, so at least
+    # this many (verify.rounds when larger).
+    timing_rounds: int = Field(10, ge=3)
 
 
 class VerifySettings(VerifyOptions, AdvancedVerifySettings):

@@ -151,8 +151,9 @@ PLAN = RowMapping(
         "seeds": "seeds_json",
         "race_seeds": "race_seeds_json",
         "model_changes": "model_changes_json",
+        "inherited": "inherited_json",
     },
-    json_fields=frozenset({"candidates", "seeds", "race_seeds", "model_changes"}),
+    json_fields=frozenset({"candidates", "seeds", "race_seeds", "model_changes", "inherited"}),
     row_only=frozenset({"id", "study_id", "number", "rounds", "started_at", "completed_at"}),
 )
 #: A verification's run row, less its plan (:data:`PLAN`).

@@ -186,6 +186,17 @@ class TrialResultModel(Base):
     # The trial whose validation metric (and steps to the target) this one reused: the same
     # math key (advanced.search.reuse_metric); NULL when it trained in full.
     metric_from_trial: Mapped[int | None] = mapped_column(Integer)
+    # What the trial changes against the baseline, by measured evidence (baseline, identical,
+    # same_computation, numerics, dynamics, model), where its accuracy comes from (measured,
+    # inherited with a passed paired check, inherited_unchecked), the check's line and its
+    # relative loss divergences (step 1, the largest over its steps); NULL before classes.
+    evidence_class: Mapped[str | None] = mapped_column(String(32))
+    accuracy_source: Mapped[str | None] = mapped_column(String(32))
+    evidence_detail: Mapped[str | None] = mapped_column(Text)
+    check_first_divergence: Mapped[float | None] = mapped_column(Float)
+    check_max_divergence: Mapped[float | None] = mapped_column(Float)
+    # Wall seconds of the trial's runs, its cost (a full run is the baseline's measured run).
+    run_s: Mapped[float | None] = mapped_column(Float)
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
     energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
@@ -267,6 +278,10 @@ class VerificationRunModel(Base):
     # The finalists of the model-change answer (the others keep the baseline's model); empty
     # for the verifications before the two answers.
     model_changes_json: Mapped[str] = mapped_column(Text, server_default="[]")
+    # The finalists verified by timing and the paired check (their accuracy inherited), and
+    # the check's floor and margin as JSON ({"first", "trajectory", "source", "margin"}).
+    inherited_json: Mapped[str] = mapped_column(Text, server_default="[]")
+    check_floor_json: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
 
@@ -335,6 +350,9 @@ class VerificationModel(Base):
     other_cpu_share: Mapped[float | None] = mapped_column(Float)
     load_avg_1m: Mapped[float | None] = mapped_column(Float)
     busy_machine: Mapped[bool | None] = mapped_column(Boolean)
+    # The run's first K training losses as a JSON list (the paired check), and its wall seconds.
+    check_losses_json: Mapped[str | None] = mapped_column(Text)
+    run_s: Mapped[float | None] = mapped_column(Float)
     config_json: Mapped[str] = mapped_column(Text)
     recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 

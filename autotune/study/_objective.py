@@ -509,8 +509,11 @@ class TrialObjective:
         trial.set_user_attr("check_first_divergence", check.first_divergence)
         trial.set_user_attr("check_max_divergence", check.max_divergence)
         if check.passed:
+            # The same computation as its source: against the baseline, the check's class
+            # when the source is the baseline, else the source's (its knobs').
+            evidence_class: EvidenceClass = check.verdict if source.baseline else by_knobs
             detail = f"against trial {source.number}: {check.detail}"
-            self._set_evidence(trial, check.verdict, "inherited", detail)
+            self._set_evidence(trial, evidence_class, "inherited", detail)
             return config, measurement
         # The check diverged: the knobs outside the math key changed the numerics here (a
         # BatchNorm over smaller micro-batches, an op that mishandles channels_last): train

@@ -236,9 +236,23 @@ class VerificationSummary:
         if self.is_time_to_accuracy:
             return "target reached in every round"
         same = "accuracy" if self.metric.is_accuracy else self.metric.name
+        if rec.inherits_accuracy:
+            return f"same {same} (inherited: {rec.evidence})"
         if rec.metric_diff_mean is None:
             return f"same {same} (non-inferior)"
         return f"same {same} (non-inferior): {self._difference_figures(rec)}"
+
+    def same_metric_text(self, verdict: CandidateVerdict) -> str:
+        """Why a qualifying candidate's metric is the baseline's, with its evidence: ``the
+        same (non-inferior within 0.5 pt): 98.42 % vs 98.50 % (...)``, or for one that
+        inherits it ``inherited, not re-trained: the same computation (the paired check over
+        20 steps held in each of 10 rounds ...)``."""
+        if verdict.inherits_accuracy:
+            return f"inherited, not re-trained: {verdict.evidence} ({verdict.check_text})"
+        return (
+            f"the same (non-inferior within {self.tolerance_text()}): "
+            f"{self.metric_difference_text(verdict)}"
+        )
 
     def _difference_figures(self, verdict: CandidateVerdict) -> str:
         """The paired metric difference and its interval: ``-0.44 pt (-0.68 to -0.20 pt)``;
@@ -334,8 +348,7 @@ class VerificationSummary:
                 f"change    {rec.changes_text()}",
                 f"speed     {rec.speedup:.2f}x faster than {self.baseline_words} "
                 f"(95 % CI {low:.2f}-{high:.2f}x, {self.stages_text()})",
-                f"{same:<9} the same (non-inferior within {self.tolerance_text()}): "
-                f"{self.metric_difference_text(rec)}",
+                f"{same:<9} {self.same_metric_text(rec)}",
             ]
             if rec.peak_memory_max_bytes is not None:
                 base_memory = self.baseline.peak_memory_max_bytes
@@ -398,10 +411,15 @@ class VerificationSummary:
             if rec.peak_memory_max_bytes is not None
             else ""
         )
+        accuracy = (
+            f"at the same {same} (inherited: {rec.evidence}; {rec.check_text})"
+            if rec.inherits_accuracy
+            else f"at the same {same} (non-inferior within {self.tolerance_text()}): "
+            f"{self.metric_difference_text(rec)}"
+        )
         return (
             f"{prefix}{rec.speedup:.2f}x faster than {self.baseline_words} (95 % CI "
-            f"{low:.2f}-{high:.2f}x, {self.stages_text()}) at the same {same} (non-inferior "
-            f"within {self.tolerance_text()}): {self.metric_difference_text(rec)}{memory}: "
+            f"{low:.2f}-{high:.2f}x, {self.stages_text()}) {accuracy}{memory}: "
             f"{ANSWER_WORDS[rec.answer]}, trial {rec.trial_number}, {rec.changes_text()}"
         )
 

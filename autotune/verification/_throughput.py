@@ -9,15 +9,25 @@ confidence interval of its paired speedup lies above 1.0 (finite), and its accur
 round's baseline's) lies entirely above -tolerance (for a loss: below +tolerance;
 :func:`~autotune.verification.is_non_inferior`). A survivor that is verifiably faster but not
 shown non-inferior is a *trade-off*: its figures are shown, it is never the recommendation.
+
+A finalist that inherits its accuracy (the plan's ``inherited``: identical or the same
+computation in the search) is timed, not trained to the budget: in each round its paired
+K-step check against the same round's baseline (the same seed) stands for the accuracy
+(:func:`autotune.evidence.check_equivalence`, with the study's floor and margin). It passes a
+stage when every round's check holds (and, in the race, it beat the baseline); in the
+confirmation it is recommended when the check held in every round and its speedup's interval
+lies above 1.0.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autotune.evidence import CheckFloor, EquivalenceCheck, check_equivalence
 from autotune.objectives import Objective
 from autotune.storage.records import VerificationPlan, VerificationRecord
 from autotune.verification._metric import (
@@ -39,7 +49,7 @@ from autotune.verification._verdict import (
     rounds_text,
 )
 
-__all__ = ["throughput_verdict"]
+__all__ = ["check_summary", "plan_floor", "throughput_verdict"]
 
 
 def _pooled(rows: Sequence[VerificationRecord]) -> tuple[float | None, int | None]:
@@ -76,6 +86,19 @@ def throughput_verdict(
     paired = [(r, base_by_round[r.round_index]) for r in measured if r.round_index in base_by_round]
     ratios = [float(r.throughput_sps or 0) / float(b.throughput_sps or 1) for r, b in paired]
     speedup, ci = speedup_ci95(ratios) if ratios and not is_base else (None, None)
+    if number in plan.inherited and not is_base:
+        return _inherited_verdict(
+            number,
+            measured,
+            failures,
+            paired,
+            params,
+            base_params,
+            plan,
+            complete,
+            stage,
+            (speedup, ci, len(ratios)),
+        )
     metrics = [r.val_metric for r in measured if r.val_metric is not None]
     metric_mean = statistics.fmean(metrics) if metrics else None
     diffs = [
@@ -179,3 +202,129 @@ def _race_rules(
     if speedup is None or not speedup > 1.0:
         return False, f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
     return True, "passed the race"
+
+
+def plan_floor(plan: VerificationPlan) -> tuple[CheckFloor, float] | None:
+    """The paired check's floor and margin a plan stored (``check_floor_json``); None when
+    it holds none."""
+    if not plan.check_floor_json:
+        return None
+    stored = json.loads(plan.check_floor_json)
+    floor = CheckFloor(float(stored["first"]), float(stored["trajectory"]), str(stored["source"]))
+    return floor, float(stored["margin"])
+
+
+def _round_checks(
+    paired: Sequence[tuple[VerificationRecord, VerificationRecord]], plan: VerificationPlan
+) -> tuple[list[tuple[int, EquivalenceCheck]], list[int]]:
+    """Each paired round's check (``(round_index, check)``), and the rounds without one (a
+    run that recorded no losses, or a plan without a floor)."""
+    floor = plan_floor(plan)
+    checks: list[tuple[int, EquivalenceCheck]] = []
+    missing: list[int] = []
+    for row, base in paired:
+        if floor is None or not row.check_losses or not base.check_losses:
+            missing.append(row.round_index)
+            continue
+        checks.append(
+            (row.round_index, check_equivalence(row.check_losses, base.check_losses, *floor))
+        )
+    return checks, missing
+
+
+def check_summary(checks: Sequence[EquivalenceCheck]) -> str:
+    """What the rounds' checks showed, in words: ``the same losses bit for bit over 20 steps
+    in each of 10 rounds``; ``the paired check over 20 steps held in each of 10 rounds
+    (first-step divergence at most 2.0e-06, bound 1.2e-05; the largest 8.1e-03, bound
+    1.7e-01)``."""
+    if not checks:
+        return "no paired check"
+    steps = min(c.steps for c in checks)
+    rounds = f"{len(checks)} round{'s' if len(checks) != 1 else ''}"
+    if all(c.verdict == "identical" for c in checks):
+        return f"the same losses bit for bit over {steps} steps in each of {rounds}"
+    first = max(c.first_divergence for c in checks)
+    worst = max(c.max_divergence for c in checks)
+    return (
+        f"the paired check over {steps} steps held in each of {rounds} (first-step divergence "
+        f"at most {first:.1e}, the largest over the steps {worst:.1e})"
+    )
+
+
+def _inherited_verdict(
+    number: int,
+    measured: Sequence[VerificationRecord],
+    failures: tuple[str, ...],
+    paired: Sequence[tuple[VerificationRecord, VerificationRecord]],
+    params: Mapping[str, Any],
+    base_params: Mapping[str, Any],
+    plan: VerificationPlan,
+    complete: bool,
+    stage: Stage,
+    speed: tuple[float | None, tuple[float, float] | None, int],
+) -> CandidateVerdict:
+    """The verdict of a finalist that inherits its accuracy: its speed, and its paired
+    check in every round instead of a trained metric (:mod:`autotune.evidence`)."""
+    speedup, ci, paired_rounds = speed
+    checks, missing = _round_checks(paired, plan)
+    diverged = [(i, c) for i, c in checks if not c.passed]
+    rounds = plan.race_rounds if stage == "race" else plan.rounds
+    violation = constraint_violation(measured, None, plan)
+    faster = ci is not None and all(math.isfinite(x) for x in ci) and ci[0] > 1.0
+    all_identical = bool(checks) and all(c.verdict == "identical" for _, c in checks)
+    evidence = "identical computation" if all_identical else "the same computation"
+    summary = check_summary([c for _, c in checks])
+    if not complete:
+        qualifies, verdict = False, "verification incomplete"
+    elif failures:
+        qualifies, verdict = False, f"failed ({'; '.join(failures)})"
+    elif paired_rounds < rounds:
+        unpaired = [r for r in measured if r.round_index not in {b.round_index for _, b in paired}]
+        qualifies, verdict = False, f"the baseline failed in round {rounds_text(unpaired)}"
+    elif missing:
+        rounds_missing = ", ".join(str(i + 1) for i in missing)
+        qualifies, verdict = False, f"no paired check in round {rounds_missing}"
+    elif diverged:
+        index, check = diverged[0]
+        qualifies = False
+        verdict = f"the paired check {check.detail} in round {index + 1}: not the same computation"
+    elif violation is not None:
+        qualifies, verdict = False, violation
+    elif stage == "race":
+        qualifies = speedup is not None and speedup > 1.0
+        verdict = (
+            "passed the race"
+            if qualifies
+            else f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
+        )
+    elif not faster:
+        qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
+    else:
+        qualifies, verdict = True, f"verified faster, {evidence} ({summary})"
+    return CandidateVerdict(
+        trial_number=number,
+        is_baseline=False,
+        params=dict(params),
+        changed=changed_knobs(params, base_params),
+        rounds_measured=len(measured),
+        failures=failures,
+        throughput_median_sps=(
+            statistics.median([float(r.throughput_sps or 0) for r in measured])
+            if measured
+            else None
+        ),
+        speedup=speedup,
+        speedup_ci95=ci,
+        val_metric_mean=None,
+        val_metric_min=None,
+        val_metric_max=None,
+        peak_memory_max_bytes=max(
+            (r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None),
+            default=None,
+        ),
+        qualifies=qualifies,
+        verdict=verdict,
+        stage=stage,
+        evidence=evidence,
+        check_text=summary,
+    )

@@ -179,6 +179,11 @@ class CandidateVerdict:
             ``advanced.measure.max_other_cpu_share`` of the CPUs) after the re-runs were spent.
         answer: the answer it belongs to: ``same_model`` (only the tuner's knobs changed) or
             ``model_change`` (:attr:`~autotune.storage.VerificationPlan.model_changes`).
+        evidence: for a candidate that inherits its accuracy (the plan's ``inherited``):
+            ``identical computation`` or ``the same computation``, what its paired checks
+            showed; None for a candidate whose metric was trained and measured.
+        check_text: the rounds' paired checks in words
+            (:func:`~autotune.verification._throughput.check_summary`); None likewise.
     """
 
     trial_number: int
@@ -208,6 +213,13 @@ class CandidateVerdict:
     time_to_accuracy_mlperf_s: float | None = None
     busy_runs: int = 0
     answer: Answer = "same_model"
+    evidence: str | None = None
+    check_text: str | None = None
+
+    @property
+    def inherits_accuracy(self) -> bool:
+        """Its accuracy is the baseline's, inherited with its paired checks."""
+        return self.evidence is not None
 
     def changes_text(self) -> str:
         """The changed knobs as ``precision fp32->bf16, batch_size 64->256``."""

@@ -122,6 +122,16 @@ class TrialRecord:
         warmup_peak_memory_bytes: CUDA: the allocator's peak over the warm-up (its one-off
             workspaces), kept apart from ``peak_memory_bytes``; None on the CPU and the mock
             device.
+        evidence_class: what the trial changes against the baseline, by measured evidence
+            (``baseline``, ``identical``, ``same_computation``, ``numerics``, ``dynamics``,
+            ``model``; :mod:`autotune.evidence`).
+        accuracy_source: ``measured`` (trained the budget and evaluated), ``inherited`` (the
+            same math as ``metric_from_trial``, with a passed paired check) or
+            ``inherited_unchecked``.
+        evidence_detail: the paired check's line, or why the trial fell to another class.
+        check_first_divergence: the paired check's relative loss divergence at step 1.
+        check_max_divergence: its largest over the checked steps.
+        run_s: wall seconds of the trial's runs (its cost; the mock's simulated seconds).
     """
 
     study_name: str
@@ -180,6 +190,12 @@ class TrialRecord:
     cuda_expandable_segments: bool | None = None
     data_parallel: str | None = None
     warmup_peak_memory_bytes: int | None = None
+    evidence_class: str | None = None
+    accuracy_source: str | None = None
+    evidence_detail: str | None = None
+    check_first_divergence: float | None = None
+    check_max_divergence: float | None = None
+    run_s: float | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -63,6 +64,12 @@ class VerificationPlan:
         model_changes: the finalists that change the model (the ``model_change`` answer's);
             empty in a space without model knobs and in verifications stored before the two
             answers (one answer, ``same_model``, as they were read then).
+        inherited: the finalists whose accuracy is inherited (identical or the same
+            computation in the search): their runs are timed, not trained to the budget, and
+            each round's paired check against the same round's baseline stands for the
+            accuracy (:mod:`autotune.evidence`).
+        check_floor_json: the check's floor and margin as JSON (``first``, ``trajectory``,
+            ``source``, ``margin``); None without inherited finalists.
     """
 
     baseline_trial: int
@@ -74,6 +81,13 @@ class VerificationPlan:
     max_memory_bytes: int | None = None
     min_accuracy: float | None = None
     model_changes: tuple[int, ...] = ()
+    inherited: tuple[int, ...] = ()
+    check_floor_json: str | None = None
+
+    @property
+    def timing_only(self) -> bool:
+        """Every finalist inherits its accuracy: the baseline's runs are timed only too."""
+        return bool(self.candidates) and set(self.candidates) <= set(self.inherited)
 
     def answer_of(self, trial_number: int) -> Answer:
         """The answer a finalist belongs to."""
@@ -177,6 +191,9 @@ class VerificationRecord:
             on a busy machine; None when not measured.
         attempt: 0, or 1, 2, ... for a run measured again because the attempt before it was
             busy (``advanced.verify.busy_rerun_budget``); the last attempt of a round and trial counts.
+        check_losses_json: its first K training losses as a JSON list (the paired check,
+            :mod:`autotune.evidence`); None when not recorded.
+        run_s: wall seconds of the run (its cost; the mock's simulated seconds).
     """
 
     round_index: int
@@ -201,6 +218,15 @@ class VerificationRecord:
     load_avg_1m: float | None = None
     busy_machine: bool | None = None
     attempt: int = 0
+    check_losses_json: str | None = None
+    run_s: float | None = None
+
+    @property
+    def check_losses(self) -> tuple[float, ...]:
+        """The recorded check losses (empty when none)."""
+        if not self.check_losses_json:
+            return ()
+        return tuple(float(v) for v in json.loads(self.check_losses_json))
 
     @property
     def busy(self) -> bool:
