@@ -296,8 +296,14 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
                 f"{memory}{busy}"
             )
         return f"{head}: missed the target ({reached} at the end), {memory}{busy}"
+    # A timed run (its accuracy inherited) records its check's losses, not a metric.
+    figure = (
+        _metric_text(metric, r.val_metric, 2)
+        if r.val_metric is not None
+        else f"timed only, {len(r.check_losses)}-step check recorded"
+    )
     return (
-        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {_metric_text(metric, r.val_metric, 2)}, "
+        f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {figure}, "
         f"{mib_text(r.peak_memory_bytes or 0)} MiB (seed {r.seed}){busy}"
     )
 
