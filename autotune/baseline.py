@@ -38,6 +38,7 @@ __all__ = [
     "BASELINE_ATTR",
     "COMMON_BATCH_SIZE",
     "PYTORCH_DEFAULTS",
+    "SAME_MATH_ATTR",
     "SAME_MODEL_AFTER_TRIALS",
     "SAME_MODEL_ATTR",
     "SAME_MODEL_SHARE",
@@ -46,7 +47,9 @@ __all__ = [
     "baseline_trial",
     "check_baseline_runs",
     "enqueue_baseline",
+    "enqueue_same_math",
     "enqueue_same_model",
+    "same_math_params",
     "trial_train_settings",
 ]
 
@@ -248,4 +251,38 @@ def enqueue_same_model(
     if same >= share * (len(trials) + 1):
         return False
     study.enqueue_trial(model, user_attrs={SAME_MODEL_ATTR: True})
+    return True
+
+
+#: The trial user attribute of a trial queued by the cost cap to keep the baseline's math
+#: (:func:`enqueue_same_math`).
+SAME_MATH_ATTR = "same_math"
+
+
+def same_math_params(space: SearchSpace) -> dict[str, Any]:
+    """The baseline's knobs that fix what a trial learns (inside
+    :func:`autotune.config.math_key`): its model knobs, ``precision``, its global batch
+    (``batch_size`` and ``gpu_count``, unless ``train.global_batch_size`` fixes it) and
+    ``activation_checkpointing``; only those the space searches."""
+    params, _ = baseline_params(space)
+    names = [*space.model.knobs, "precision", "activation_checkpointing"]
+    if space.train.global_batch_size is None:
+        names += ["batch_size", "gpu_count"]
+    searched = space.knobs()
+    return {name: params[name] for name in names if name in searched and name in params}
+
+
+def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool:
+    """Queue a trial that keeps the baseline's math (:func:`same_math_params`), its other
+    knobs (memory format, compile mode, workers, ...) for the sampler to choose; such a
+    trial runs seconds of timed steps and the paired check, not the budget. Called once the
+    search has spent its share of ``budget.full_runs``. Nothing is queued while a trial
+    waits.
+
+    Returns:
+        True when a trial was queued now.
+    """
+    if any(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False)):
+        return False
+    study.enqueue_trial(same_math_params(space), user_attrs={SAME_MATH_ATTR: True})
     return True

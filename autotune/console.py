@@ -183,6 +183,26 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
         console.print(f"[dim]skipped {line}[/]")
     for line in prepared.screen.notes() if prepared.screen is not None else []:
         console.print(f"[dim]{line}[/]", highlight=False)
+    console.print(budget_line(prepared.space, n_trials), markup=False, highlight=False)
+
+
+def budget_line(space: SearchSpace, n_trials: int) -> str:
+    """The header's projected cost, in full runs of the baseline (:mod:`autotune.cost`):
+    what the cap allows (``budget.full_runs``), or what the search may cost without one."""
+    budget = space.budget
+    if budget.full_runs is not None:
+        search = budget.search_share * budget.full_runs
+        return (
+            f"cost cap: budget.full_runs={budget.full_runs:g} full runs of the baseline; the "
+            f"search trains the budget until {search:g} are spent, then every trial keeps the "
+            "baseline's math and is timed (seconds); the verification's trained rounds get "
+            "what is left"
+        )
+    return (
+        f"projected cost: up to {n_trials} full runs of the baseline for the search (a trial "
+        "that keeps the baseline's math is timed, seconds, not the budget), then the "
+        "verification's; no cap (budget.full_runs)"
+    )
 
 
 def baseline_line(space: SearchSpace) -> str:
@@ -255,6 +275,12 @@ class ProgressDisplay:
         if target is not None:
             self._target = target
         best = _fmt_best(progress.best, self._metric, self._target)
+        cost = progress.cost.full_runs if progress.cost is not None else None
+        if cost is not None:
+            best += f" · cost {cost:,.1f} full runs"
+        if progress.note is not None:
+            out = self._progress.console if self._progress is not None else self._console
+            out.print(progress.note, markup=False, highlight=False, soft_wrap=True)
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.finished, best=best)
             # Failed and busy trials get their line above the bar (the others only count).
@@ -425,6 +451,7 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
     )
     if caps.simulated:
         console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
+    cost = cost_text(result)
     if result.verification is not None:
         print_verdict(console, result.verification, result.storage)
     elif result.verification_note is not None:
@@ -438,6 +465,28 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
             f"`{verify_command(result.study_name, result.storage)}` verifies the finalists",
             highlight=False,
         )
+    if cost is not None:
+        console.print(cost, markup=False, highlight=False, soft_wrap=True)
+
+
+def cost_text(result: StudyResult) -> str | None:
+    """What the study cost, by stage, in full runs of the baseline (:mod:`autotune.cost`):
+    ``cost: 6.3 full runs of the baseline (1 full run = 8.7 s): search 4.1 (...),
+    verification 2.2 (24 runs)``; None when nothing was measured."""
+    search = result.search_cost
+    if search is None or not search.full_run_s:
+        return None
+    verification = result.verification
+    verify_s = verification.run_s if verification is not None else 0.0
+    total = (search.spent_s + verify_s) / search.full_run_s
+    simulated = " (simulated seconds)" if result.capabilities.simulated else ""
+    parts = [f"search {search.full_runs or 0.0:,.1f} ({search.counts_text()})"]
+    if verification is not None:
+        parts.append(f"verification {verify_s / search.full_run_s:,.1f} ({verification.runs} runs)")
+    return (
+        f"cost: {total:,.1f} full runs of the baseline{simulated} (1 full run = "
+        f"{search.full_run_s:,.1f} s, its measured run): {', '.join(parts)}"
+    )
 
 
 def best_table(best: BestConfigs) -> Table:

@@ -16,8 +16,9 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_study
-from autotune.baseline import enqueue_baseline, enqueue_same_model
+from autotune.baseline import enqueue_baseline, enqueue_same_math, enqueue_same_model
 from autotune.config import RunConfig
+from autotune.cost import SearchCost, search_cost
 from autotune.exceptions import AutotuneError, ConfigError, VerificationError
 from autotune.hardware import DeviceCapabilities
 from autotune.objectives import objectives_of_study
@@ -50,6 +51,8 @@ class StudyProgress:
         best: best feasible value so far per objective name (max throughput, max accuracy,
             min memory), absent before the first feasible trial.
         last: the trial that just finished.
+        cost: the search's cost so far, in full runs of the baseline (:mod:`autotune.cost`).
+        note: a line to show once, e.g. that the cost cap now keeps the baseline's math.
     """
 
     finished: int
@@ -57,6 +60,8 @@ class StudyProgress:
     elapsed_s: float
     best: dict[str, float]
     last: FrozenTrial
+    cost: SearchCost | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class StudyResult:
             process other than the first, or when the study cannot be verified).
         verification_note: why there is no verification, when the study cannot be verified
             (e.g. its baseline trial failed); None otherwise.
+        search_cost: what the study's trials cost, in full runs of the baseline.
     """
 
     study_name: str
@@ -88,6 +94,7 @@ class StudyResult:
     removed_choices: list[str] = field(default_factory=list)
     verification: VerificationSummary | None = None
     verification_note: str | None = None
+    search_cost: SearchCost | None = None
 
 
 def _best_so_far(study: optuna.Study) -> dict[str, float]:
@@ -146,6 +153,16 @@ def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
     if study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         with sigint_allowed():
             time.sleep(min(heartbeat_s, 5))
+
+
+def _budget_left(full_runs: float | None, study: optuna.Study) -> float | None:
+    """What the cost cap (``budget.full_runs``) leaves the verification, in full runs: the
+    cap less the search's cost (0 at least); None without a cap or before the baseline
+    ran."""
+    if full_runs is None:
+        return None
+    spent = search_cost(study.get_trials(deepcopy=False)).full_runs
+    return None if spent is None else max(0.0, full_runs - spent)
 
 
 def run_study(
@@ -207,9 +224,33 @@ def run_study(
 
     started = time.monotonic()
     before = len(study.trials)
+    # The cost cap keeps the baseline's math from now on: reached, and said once in this run.
+    cap = {"reached": False, "said": False}
+    budget = space.budget
+
+    def keep_math_when_capped(study: optuna.Study, _: FrozenTrial) -> None:
+        """Once the search has spent ``budget.search_share`` of ``budget.full_runs``, every
+        later trial keeps the baseline's math (seconds of timed steps, not the budget)."""
+        if budget.full_runs is None or count_finished(study) >= n_trials:
+            return
+        spent = search_cost(study.get_trials(deepcopy=False)).full_runs
+        if spent is not None and spent >= budget.search_share * budget.full_runs:
+            cap["reached"] = True
+            enqueue_same_math(study, space)
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
         if on_trial is not None and TrialResult.from_trial(trial).failure_kind != "surplus":
+            cost = search_cost(study.get_trials(deepcopy=False))
+            note = None
+            if cap["reached"] and not cap["said"]:
+                cap["said"] = True
+                note = (
+                    f"cost cap: the search has spent {cost.full_runs or 0:.1f} of "
+                    f"budget.full_runs={budget.full_runs:g} x budget.search_share="
+                    f"{budget.search_share:g} full runs; from now on every trial keeps the "
+                    "baseline's model, global batch and precision, and runs seconds of timed "
+                    "steps with the paired check instead of the budget"
+                )
             on_trial(
                 StudyProgress(
                     count_finished(study),
@@ -217,6 +258,8 @@ def run_study(
                     time.monotonic() - started,
                     _best_so_far(study),
                     trial,
+                    cost,
+                    note,
                 )
             )
 
@@ -258,6 +301,7 @@ def run_study(
                         callbacks=[
                             MaxTrialsCallback(n_trials, states=FINISHED_STATES),
                             results,
+                            keep_math_when_capped,
                             report,
                             same_model,
                         ],
@@ -284,6 +328,7 @@ def run_study(
                     on_run=on_verify,
                     reuse=True,
                     capabilities=caps,
+                    budget_left_full_runs=_budget_left(space.budget.full_runs, study),
                 )
         except VerificationError as e:  # the study is fine; it only cannot make a claim
             note = str(e)
@@ -298,4 +343,5 @@ def run_study(
         removed_choices=prepared.removed_choices,
         verification=verification,
         verification_note=note,
+        search_cost=search_cost(study.get_trials(deepcopy=False)),
     )

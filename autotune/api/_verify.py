@@ -18,6 +18,7 @@ from autotune.config import (
     TrialConfig,
     VerifySettings,
 )
+from autotune.cost import full_run_seconds
 from autotune.evidence import INHERITING_CLASSES
 from autotune.exceptions import ConfigError, TrialError, VerificationError
 from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
@@ -36,6 +37,7 @@ from autotune.study import RunTrialFn, run_trial, study_compile_cache
 from autotune.trial_result import TrialResult
 from autotune.verification import (
     VerificationSummary,
+    fit_budget,
     model_change_finalists,
     race_survivors,
     round_seeds,
@@ -130,6 +132,37 @@ def _with_study_cadence(
         )
         for number, config in configs.items()
     }
+
+
+def _rounds_for(
+    finalists: tuple[int, ...],
+    inherited: tuple[int, ...],
+    settings: VerifySettings,
+    rounds: int | None = None,
+) -> int:
+    """Confirmation rounds: ``rounds`` (default ``verify.rounds``), or at least
+    ``advanced.verify.timing_rounds`` when every finalist inherits its accuracy (timed
+    rounds only, no training to the budget: cheap)."""
+    asked = settings.rounds if rounds is None else rounds
+    if finalists and set(finalists) <= set(inherited):
+        return max(asked, settings.timing_rounds)
+    return asked
+
+
+def _run_costs(
+    trials: list[FrozenTrial], baseline: int, inherited: tuple[int, ...]
+) -> dict[int, float]:
+    """Each trial's cost of one verification run, in full runs of the baseline: what it
+    cost in the search (``run_s`` over the baseline's ``full_run_s``; 1 where unknown); the
+    baseline's is one full run, or, timed beside inherited finalists only, the cheapest of
+    theirs."""
+    full_run_s = full_run_seconds(trials)
+    costs: dict[int, float] = {}
+    for trial in trials:
+        run_s = TrialResult.from_trial(trial).run_s
+        costs[trial.number] = run_s / full_run_s if run_s and full_run_s else 1.0
+    costs[baseline] = 1.0
+    return costs
 
 
 def _inherited_finalists(
@@ -269,6 +302,7 @@ def verify_study(
     on_run: Callable[[VerificationProgress], None] | None = None,
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,
+    budget_left_full_runs: float | None = None,
 ) -> VerificationSummary:
     """Re-run a study's baseline and finalists in fresh processes: screen, race, confirm.
 
@@ -306,6 +340,11 @@ def verify_study(
         on_run: called after every run with a :class:`VerificationProgress`.
         reuse: return a finished verification of the same plan instead of repeating it.
         capabilities: the device, when the caller already detected it.
+        budget_left_full_runs: what the study's cost cap leaves, in full runs of the
+            baseline (``budget.full_runs`` less the search's cost): a new plan is fitted
+            within it (:func:`autotune.verification.fit_budget`: fewer rounds, then no
+            finalist that trains the budget), and the summary's notes say what it gave up;
+            None: no cap.
 
     Returns:
         The summary of the (now finished) verification, with its recommendation.
@@ -354,11 +393,21 @@ def verify_study(
             answers = (len(finalists) - len(model_changes), len(model_changes))
             race_rounds = settings.race_rounds if max(answers) > 1 else 0
             inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
-            rounds = settings.rounds
-            if finalists and set(finalists) <= set(inherited):
-                # Timed rounds only (no training to the budget): cheap, so at least
-                # advanced.verify.timing_rounds of them.
-                rounds = max(rounds, settings.timing_rounds)
+            fitted = fit_budget(
+                _run_costs(trials, baseline, inherited),
+                baseline,
+                finalists,
+                model_changes,
+                frozenset(finalists) - frozenset(inherited),
+                _rounds_for(finalists, inherited, settings),
+                race_rounds,
+                budget_left_full_runs,
+            )
+            finalists, race_rounds = fitted.finalists, fitted.race_rounds
+            model_changes = tuple(n for n in model_changes if n in finalists)
+            inherited = tuple(n for n in inherited if n in finalists)
+            rounds = max(fitted.rounds, _rounds_for(finalists, inherited, settings, fitted.rounds))
+            notes = fitted.notes
             seeds = round_seeds(_study_seed(study, results), number, race_rounds + rounds)
             limits = _study_constraints(study)
             plan = VerificationPlan(
@@ -396,7 +445,8 @@ def verify_study(
                 lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
                 settings.busy_rerun_budget,
             )
-    return replace(summarize_for_study(study, run), notes=notes)
+    summary = summarize_for_study(study, run)
+    return replace(summary, notes=(*notes, *summary.notes))
 
 
 def _run_verification(

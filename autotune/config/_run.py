@@ -255,7 +255,7 @@ def math_key(config: TrialConfig) -> str:
         if config.train.global_batch_size is None
         else {}  # train.global_batch_size, in `train`, is the global batch
     )
-    fields = {
+    fields: dict[str, Any] = {
         "device": config.device,
         "workload": config.workload.key_fields(),
         "model": config.model,

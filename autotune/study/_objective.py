@@ -472,13 +472,13 @@ class TrialObjective:
             return config, measurement
         if trial.user_attrs.get(BASELINE_ATTR):
             twin = trial.user_attrs.get("twin_check_losses")
-            floor = check_floor(losses, twin, str(trial.user_attrs.get("twin_failure") or ""))
+            own = check_floor(losses, twin, str(trial.user_attrs.get("twin_failure") or ""))
             self._set_evidence(trial, "baseline", "measured")
             if losses:
                 trial.set_user_attr("check_steps", len(losses))
-                trial.set_user_attr("check_floor_first", floor.first)
-                trial.set_user_attr("check_floor_max", floor.trajectory)
-                trial.set_user_attr("check_floor_source", floor.source)
+                trial.set_user_attr("check_floor_first", own.first)
+                trial.set_user_attr("check_floor_max", own.trajectory)
+                trial.set_user_attr("check_floor_source", own.source)
             return config, measurement
         by_knobs = class_by_knobs(
             trial.params,
@@ -511,7 +511,10 @@ class TrialObjective:
         if check.passed:
             # The same computation as its source: against the baseline, the check's class
             # when the source is the baseline, else the source's (its knobs').
-            evidence_class: EvidenceClass = check.verdict if source.baseline else by_knobs
+            same: EvidenceClass = (
+                "identical" if check.verdict == "identical" else "same_computation"
+            )
+            evidence_class = same if source.baseline else by_knobs
             detail = f"against trial {source.number}: {check.detail}"
             self._set_evidence(trial, evidence_class, "inherited", detail)
             return config, measurement

@@ -30,6 +30,13 @@ reaches its trials, three steps decide:
    answers that qualify; a survivor that is faster but not non-inferior is a *trade-off*,
    shown in one line, never the headline. With none, the ending is "verified: not faster".
 
+Evidence follows the math (:mod:`autotune.evidence`): a finalist that inherits the
+baseline's accuracy (identical or the same computation, checked in the search) is timed in
+each round, not trained, and its paired K-step check against the same round's baseline
+stands for the accuracy; when every finalist is one, the baseline is timed too and the
+confirmation runs at least ``advanced.verify.timing_rounds`` rounds. Under a cost cap
+(``budget.full_runs``), :func:`fit_budget` fits the plan within what the search left.
+
 In a time-to-accuracy study (``objective=time_to_accuracy``) each run trains to the study's
 target; the finalists are feasible trials that reached it sooner than the baseline; a round
 that misses the target counts at the seconds it trained (censored); a configuration's time is
@@ -60,6 +67,7 @@ recommendation) and :mod:`._load` (the verdict of a stored study).
 
 from __future__ import annotations
 
+from autotune.verification._budget import MIN_ROUNDS, BudgetedPlan, fit_budget
 from autotune.verification._finalists import (
     SEED_STRIDE,
     changes_model,
@@ -108,10 +116,12 @@ __all__ = [
     "DEFAULTS_WORDS",
     "DEFAULT_SCREEN_Z",
     "ENDING_WORDS",
+    "MIN_ROUNDS",
     "MLPERF_DROP_MIN_ROUNDS",
     "NON_PROPORTION_SCREEN_FACTOR",
     "SEED_STRIDE",
     "YOUR_BASELINE_WORDS",
+    "BudgetedPlan",
     "CandidateVerdict",
     "Ending",
     "VerificationSummary",
@@ -121,6 +131,7 @@ __all__ = [
     "closest_trial",
     "difference_number",
     "difference_unit",
+    "fit_budget",
     "is_non_inferior",
     "is_valid_figure",
     "load_verification",

@@ -137,6 +137,9 @@ class VerificationSummary:
             ``advanced.measure.max_other_cpu_share`` of the CPUs over their timed windows.
         busy_reruns: busy runs measured again (``advanced.verify.busy_rerun_budget`` bounds them).
         busiest_share: the largest share other processes used in a busy run that counts.
+        run_s: wall seconds of its runs, every attempt (its cost; the mock's simulated
+            seconds; 0 for rows stored before runs recorded their seconds).
+        runs: its runs, every attempt.
     """
 
     study_name: str
@@ -166,6 +169,8 @@ class VerificationSummary:
     busy_runs: int = 0
     busy_reruns: int = 0
     busiest_share: float | None = None
+    run_s: float = 0.0
+    runs: int = 0
 
     @property
     def is_time_to_accuracy(self) -> bool:
@@ -681,4 +686,6 @@ def summarize_verification(
         busiest_share=max(
             (r.other_cpu_share for r in busy if r.other_cpu_share is not None), default=None
         ),
+        run_s=sum(r.run_s or 0.0 for r in (*run.rows, *run.superseded)),
+        runs=len(run.rows) + len(run.superseded),
     )

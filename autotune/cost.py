@@ -1,0 +1,90 @@
+"""What a study costs, in the user's unit: full runs of the baseline.
+
+One *full run* is the baseline trial's measured run: the user's own training over
+``train.epochs``, process start and evaluation included (its wall seconds, the user attribute
+``full_run_s``). Every trial records the wall seconds of all the runs it made (``run_s``:
+the baseline's float64 twin, retries, re-timings and a full run after a diverged check
+included), and every verification run its own (``VerificationRecord.run_s``); on the mock
+device these are the simulated training seconds (SIMULATED). A study's cost is their sum over
+one full run, by stage: the search and the verification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from autotune.trial_result import TrialResult
+
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial
+
+__all__ = ["SearchCost", "full_run_seconds", "search_cost"]
+
+
+def full_run_seconds(trials: Sequence[FrozenTrial]) -> float | None:
+    """The wall seconds of one full run: the baseline trial's measured run; None before it
+    ran (or when it failed without a figure)."""
+    for trial in trials:
+        result = TrialResult.from_trial(trial)
+        if result.baseline and result.full_run_s:
+            return result.full_run_s
+    return None
+
+
+@dataclass(frozen=True)
+class SearchCost:
+    """The search's cost so far.
+
+    Attributes:
+        full_run_s: one full run's wall seconds (None before the baseline ran).
+        spent_s: the seconds of every trial's runs.
+        trained: trials that trained the budget (their accuracy measured).
+        timed: trials that ran timing only (their accuracy inherited).
+    """
+
+    full_run_s: float | None
+    spent_s: float
+    trained: int
+    timed: int
+
+    @property
+    def full_runs(self) -> float | None:
+        """``spent_s`` in full runs (None before the baseline ran)."""
+        return self.spent_s / self.full_run_s if self.full_run_s else None
+
+    def counts_text(self) -> str:
+        """``14 trials trained the budget, 34 were timed``."""
+        return (
+            f"{self.trained} trial{'s' if self.trained != 1 else ''} trained the budget, "
+            f"{self.timed} {'was' if self.timed == 1 else 'were'} timed"
+        )
+
+    def text(self) -> str:
+        """``12.3 full runs (1 full run = 8.7 s; 14 trials trained the budget, 34 were
+        timed)``; ``41 s (no full run measured yet; ...)`` before the baseline ran."""
+        counts = self.counts_text()
+        if self.full_runs is None or self.full_run_s is None:
+            return f"{self.spent_s:,.0f} s (no full run measured yet; {counts})"
+        return f"{self.full_runs:,.1f} full runs (1 full run = {self.full_run_s:,.1f} s; {counts})"
+
+
+def search_cost(trials: Sequence[FrozenTrial]) -> SearchCost:
+    """The cost of a study's trials so far (any state: a failed run's seconds count).
+
+    Args:
+        trials: the study's trials.
+
+    Returns:
+        Their :class:`SearchCost`.
+    """
+    spent_s, trained, timed = 0.0, 0, 0
+    for trial in trials:
+        result = TrialResult.from_trial(trial)
+        spent_s += result.run_s or 0.0
+        if result.accuracy_source in ("inherited", "inherited_unchecked"):
+            timed += 1
+        elif result.accuracy_source == "measured":
+            trained += 1
+    return SearchCost(full_run_seconds(trials), spent_s, trained, timed)
