@@ -22,6 +22,7 @@ from rich.table import Table
 
 from autotune.baseline import baseline_params
 from autotune.config import SearchSpace, display_url, format_knob_value
+from autotune.cost import KEEP_MATH_SHARE
 from autotune.flops import flops_text
 from autotune.objectives import Objective
 from autotune.report import (
@@ -194,9 +195,8 @@ def budget_line(space: SearchSpace, n_trials: int) -> str:
         search = budget.search_share * budget.full_runs
         return (
             f"cost cap: budget.full_runs={budget.full_runs:g} full runs of the baseline; the "
-            f"search trains the budget until {search:g} are spent, then every trial keeps the "
-            "baseline's math and is timed (seconds); the verification's trained rounds get "
-            "what is left"
+            f"search may spend {search:g} (past {KEEP_MATH_SHARE * search:g}, every trial keeps "
+            "the baseline's math and is timed, seconds); the verification gets what is left"
         )
     return (
         f"projected cost: up to {n_trials} full runs of the baseline for the search (a trial "

@@ -13,14 +13,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from autotune.config import BudgetSettings
 from autotune.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["SearchCost", "full_run_seconds", "search_cost"]
+__all__ = [
+    "KEEP_MATH_SHARE",
+    "BudgetStage",
+    "SearchCost",
+    "budget_stage",
+    "full_run_seconds",
+    "search_cost",
+]
+
+#: The share of the search's budget (``budget.full_runs`` x ``budget.search_share``) after
+#: which every trial keeps the baseline's math (it is timed, seconds, not trained): the rest
+#: of the search's budget goes to the changes that keep the computation.
+KEEP_MATH_SHARE = 0.5
+#: What the cost cap lets the search do next: explore the whole space, keep the baseline's
+#: math, or stop.
+BudgetStage = Literal["explore", "keep_math", "stop"]
 
 
 def full_run_seconds(trials: Sequence[FrozenTrial]) -> float | None:
@@ -88,3 +104,24 @@ def search_cost(trials: Sequence[FrozenTrial]) -> SearchCost:
         elif result.accuracy_source == "measured":
             trained += 1
     return SearchCost(full_run_seconds(trials), spent_s, trained, timed)
+
+
+def budget_stage(spent_full_runs: float | None, budget: BudgetSettings) -> BudgetStage:
+    """What the search may do next under ``budget.full_runs``: ``explore`` until it has spent
+    :data:`KEEP_MATH_SHARE` of its share (``budget.search_share`` of the cap), then
+    ``keep_math`` (every trial keeps the baseline's model, global batch and precision, and is
+    timed), then ``stop`` once its share is spent. Without a cap, or before the baseline
+    ran (``spent_full_runs`` None), ``explore``.
+
+    Args:
+        spent_full_runs: the search's cost so far, in full runs.
+        budget: the space's ``budget:``.
+    """
+    if budget.full_runs is None or spent_full_runs is None:
+        return "explore"
+    share = budget.search_share * budget.full_runs
+    if spent_full_runs >= share:
+        return "stop"
+    if spent_full_runs >= KEEP_MATH_SHARE * share:
+        return "keep_math"
+    return "explore"

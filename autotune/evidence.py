@@ -58,7 +58,9 @@ __all__ = [
 ]
 
 #: What a candidate changes against the baseline, from the weakest change to the strongest.
-EvidenceClass = Literal["baseline", "identical", "same_computation", "numerics", "dynamics", "model"]
+EvidenceClass = Literal[
+    "baseline", "identical", "same_computation", "numerics", "dynamics", "model"
+]
 EVIDENCE_CLASSES: tuple[EvidenceClass, ...] = (
     "baseline",
     "identical",

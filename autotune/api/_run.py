@@ -8,6 +8,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 from optuna.study import MaxTrialsCallback
@@ -17,8 +18,8 @@ from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_study
 from autotune.baseline import enqueue_baseline, enqueue_same_math, enqueue_same_model
-from autotune.config import RunConfig
-from autotune.cost import SearchCost, search_cost
+from autotune.config import BudgetSettings, RunConfig
+from autotune.cost import BudgetStage, SearchCost, budget_stage, search_cost
 from autotune.exceptions import AutotuneError, ConfigError, VerificationError
 from autotune.hardware import DeviceCapabilities
 from autotune.objectives import objectives_of_study
@@ -155,6 +156,24 @@ def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
             time.sleep(min(heartbeat_s, 5))
 
 
+def budget_note(
+    stage: BudgetStage, cost: SearchCost, budget: BudgetSettings, finished: int, n_trials: int
+) -> str:
+    """The line a run shows once when the cost cap moves the search to ``stage``."""
+    share = budget.search_share * (budget.full_runs or 0.0)
+    spent = f"the search has spent {cost.full_runs or 0.0:.1f} of its {share:g} full runs"
+    if stage == "keep_math":
+        return (
+            f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; from now on every "
+            "trial keeps the baseline's model, global batch and precision, and is timed with "
+            "the paired check (seconds) instead of trained"
+        )
+    return (
+        f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; the search stops at "
+        f"{finished} of {n_trials} trials (raise budget.full_runs to search further)"
+    )
+
+
 def _budget_left(full_runs: float | None, study: optuna.Study) -> float | None:
     """What the cost cap (``budget.full_runs``) leaves the verification, in full runs: the
     cap less the search's cost (0 at least); None without a cap or before the baseline
@@ -224,33 +243,28 @@ def run_study(
 
     started = time.monotonic()
     before = len(study.trials)
-    # The cost cap keeps the baseline's math from now on: reached, and said once in this run.
-    cap = {"reached": False, "said": False}
+    # The cost cap's stage (autotune.cost.budget_stage), and the stages already said.
+    cap: dict[str, Any] = {"stage": "explore", "said": set()}
     budget = space.budget
 
-    def keep_math_when_capped(study: optuna.Study, _: FrozenTrial) -> None:
-        """Once the search has spent ``budget.search_share`` of ``budget.full_runs``, every
-        later trial keeps the baseline's math (seconds of timed steps, not the budget)."""
+    def follow_budget(study: optuna.Study, _: FrozenTrial | None) -> None:
+        """Under ``budget.full_runs``: past half the search's share every later trial keeps
+        the baseline's math (timed, seconds); past its share the search stops."""
         if budget.full_runs is None or count_finished(study) >= n_trials:
             return
-        spent = search_cost(study.get_trials(deepcopy=False)).full_runs
-        if spent is not None and spent >= budget.search_share * budget.full_runs:
-            cap["reached"] = True
+        cap["stage"] = budget_stage(search_cost(study.get_trials(deepcopy=False)).full_runs, budget)
+        if cap["stage"] == "keep_math":
             enqueue_same_math(study, space)
+        elif cap["stage"] == "stop":
+            study.stop()
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
         if on_trial is not None and TrialResult.from_trial(trial).failure_kind != "surplus":
             cost = search_cost(study.get_trials(deepcopy=False))
             note = None
-            if cap["reached"] and not cap["said"]:
-                cap["said"] = True
-                note = (
-                    f"cost cap: the search has spent {cost.full_runs or 0:.1f} of "
-                    f"budget.full_runs={budget.full_runs:g} x budget.search_share="
-                    f"{budget.search_share:g} full runs; from now on every trial keeps the "
-                    "baseline's model, global batch and precision, and runs seconds of timed "
-                    "steps with the paired check instead of the budget"
-                )
+            if cap["stage"] != "explore" and cap["stage"] not in cap["said"]:
+                cap["said"].add(cap["stage"])
+                note = budget_note(cap["stage"], cost, budget, count_finished(study), n_trials)
             on_trial(
                 StudyProgress(
                     count_finished(study),
@@ -275,6 +289,7 @@ def run_study(
 
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
+    follow_budget(study, None)  # a resumed study may have spent its share already
     helpers: list[multiprocessing.process.BaseProcess] = []
     # Ctrl-C raises only inside the objective (or while waiting); elsewhere it is held back
     # until the next such point. Raised anywhere in Optuna's loop, it could land between the
@@ -294,14 +309,14 @@ def run_study(
                 trial_devices(caps.cuda_visible_devices),
                 study_compile_cache(config.storage, study.study_name),
             ):
-                while count_finished(study) < n_trials:
+                while count_finished(study) < n_trials and cap["stage"] != "stop":
                     study.optimize(
                         interruptible,
                         n_trials=None,
                         callbacks=[
                             MaxTrialsCallback(n_trials, states=FINISHED_STATES),
                             results,
-                            keep_math_when_capped,
+                            follow_budget,
                             report,
                             same_model,
                         ],

@@ -338,15 +338,16 @@ class BudgetSettings(Strict):
     included), the user's own training over ``train.epochs``.
 
     Attributes:
-        full_runs: the cap on the search and the verification's trials that train the
-            budget (every trial's wall seconds, over the baseline's). Once the search has
-            spent ``search_share`` of it, every later trial keeps the baseline's math (its
-            model, global batch and precision) and runs seconds of timed steps with the
-            equivalence check; a verification answer whose confirmation would train the
-            budget past the cap is confirmed over fewer rounds (3 at least), or left
-            unverified, and the verdict says so. None: no cap.
-        search_share: the share of ``full_runs`` the search may spend on trials that train
-            the budget, in (0, 1].
+        full_runs: the cap on the study's cost: every trial's and verification run's wall
+            seconds, over the baseline's measured run. The search may spend ``search_share``
+            of it: past half of that, every later trial keeps the baseline's math (its
+            model, global batch and precision) and is timed with the paired check (seconds,
+            not the budget); at all of it, the search stops before ``--trials`` and says so
+            (:func:`autotune.cost.budget_stage`). The verification gets what is left: fewer
+            confirmation rounds (3 at least), then no finalist that trains the budget; its
+            notes say what it gave up (:func:`autotune.verification.fit_budget`). None: no
+            cap.
+        search_share: the search's share of ``full_runs``, in (0, 1].
     """
 
     full_runs: float | None = Field(None, gt=0, allow_inf_nan=False)

@@ -40,8 +40,8 @@ from autotune.measure import (
     ThroughputStats,
     WindowPlan,
     plan_reused_windows,
-    reused_timing_steps,
     plan_windows,
+    reused_timing_steps,
     summarize_windows,
 )
 

@@ -30,8 +30,8 @@ from autotune.measure._windows import (
     WindowClock,
     WindowPlan,
     plan_reused_windows,
-    reused_timing_steps,
     plan_windows,
+    reused_timing_steps,
     summarize_windows,
 )
 
@@ -50,9 +50,9 @@ __all__ = [
     "other_cpu_share",
     "peak_rss_bytes",
     "plan_reused_windows",
-    "reused_timing_steps",
     "plan_windows",
     "reset_peak_rss",
+    "reused_timing_steps",
     "summarize_windows",
     "tree_cpu_s",
 ]

@@ -26,8 +26,8 @@ __all__ = [
     "WindowClock",
     "WindowPlan",
     "plan_reused_windows",
-    "reused_timing_steps",
     "plan_windows",
+    "reused_timing_steps",
     "summarize_windows",
 ]
 

@@ -33,8 +33,8 @@ from autotune.measure import (
     WindowClock,
     WindowPlan,
     plan_reused_windows,
-    reused_timing_steps,
     plan_windows,
+    reused_timing_steps,
     summarize_windows,
 )
 from autotune.nvml import GpuWindowMeter, GpuWindowReading
