@@ -109,40 +109,54 @@ def fit_budget(
         return race_rounds if max(sizes, default=0) > 1 else 0
 
     def cost(kept: tuple[int, ...], r: int) -> float:
-        return projected_full_runs(costs, baseline, kept, model_changes, r, race_of(kept))
+        # With no finalist that trains, the baseline is timed too: as cheap as theirs.
+        timed_only = bool(kept) and not set(kept) & trained
+        base = min(costs[n] for n in kept) if timed_only else costs[baseline]
+        plan_costs = {**costs, baseline: base}
+        return projected_full_runs(plan_costs, baseline, kept, model_changes, r, race_of(kept))
+
+    def most_rounds(kept: tuple[int, ...]) -> int | None:
+        """The most rounds (at most ``rounds``, at least ``min_rounds``) that fit."""
+        for r in range(rounds, min_rounds - 1, -1):
+            if cost(kept, r) <= left_full_runs:
+                return r
+        return None
 
     kept = finalists
     if left_full_runs is None or cost(kept, rounds) <= left_full_runs:
         return BudgetedPlan(kept, rounds, race_of(kept), cost(kept, rounds))
     notes: list[str] = []
-    fewer = rounds
-    while fewer > min_rounds and cost(kept, fewer) > left_full_runs:
-        fewer -= 1
-    if fewer < rounds:
-        notes.append(
-            f"budget.full_runs: {fewer} confirmation rounds instead of {rounds}, to stay "
-            f"within the {left_full_runs:.1f} full runs the cap leaves"
-        )
-    # Then leave out what trains the budget: the model change's finalists first.
+    fewer = most_rounds(kept)
+    # Then leave out what trains the budget, the model change's finalists first: a timed
+    # finalist costs seconds, so the rounds come back.
     for group, words in (
         (tuple(n for n in kept if n in model_changes and n in trained), "a model change"),
         (tuple(n for n in kept if n not in model_changes and n in trained), "the same model"),
     ):
-        if cost(kept, fewer) <= left_full_runs or not group:
+        if fewer is not None or not group:
             continue
-        dropped_cost = cost(kept, fewer)
+        dropped_cost = cost(kept, min_rounds)
         kept = tuple(n for n in kept if n not in group)
         numbers = ", ".join(str(n) for n in group)
         notes.append(
             f"budget.full_runs: not verified: trial{'s' if len(group) > 1 else ''} {numbers} "
-            f"({words}, trained to the budget): verifying with them would cost about "
+            f"({words}, trained to the budget): verifying with them would cost at least "
             f"{dropped_cost:.1f} full runs, and the cap leaves {left_full_runs:.1f}; their "
-            "figures above are single trials, unverified"
+            "figures are single trials, unverified"
+        )
+        fewer = most_rounds(kept) if kept else rounds
+    if fewer is None:
+        fewer = min_rounds
+        notes.append(
+            f"budget.full_runs: the verification's {cost(kept, fewer):.1f} projected full "
+            f"runs pass the {left_full_runs:.1f} the cap leaves ({fewer} rounds are the "
+            "fewest that claim)"
+        )
+    elif fewer < rounds:
+        notes.insert(
+            0,
+            f"budget.full_runs: {fewer} confirmation rounds instead of {rounds}, to stay "
+            f"within the {left_full_runs:.1f} full runs the cap leaves",
         )
     final = cost(kept, fewer) if kept else 0.0
-    if kept and final > left_full_runs:
-        notes.append(
-            f"budget.full_runs: the verification's {final:.1f} projected full runs pass the "
-            f"{left_full_runs:.1f} the cap leaves ({fewer} rounds are the fewest that claim)"
-        )
     return BudgetedPlan(kept, fewer, race_of(kept), final, tuple(notes))

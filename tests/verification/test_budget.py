@@ -1,0 +1,50 @@
+"""A verification fitted within what the cost cap leaves (autotune/verification/_budget.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.verification import MIN_ROUNDS, fit_budget
+from autotune.verification._budget import projected_full_runs
+
+#: The baseline (trial 0) and a trained finalist cost one full run each; timed ones 0.1.
+COSTS = {0: 1.0, 5: 0.1, 6: 0.1, 9: 1.2}
+
+
+def test_the_projection_counts_warm_up_race_and_confirmation() -> None:
+    # warm-up 1.2 + race 2 x (1 + 0.1 + 1.2) + confirm 8 x (1 + 0.1 + 1.2)
+    assert projected_full_runs(COSTS, 0, (5, 9), (9,), 8, 2) == pytest.approx(24.2)
+
+
+def test_without_a_cap_the_plan_stays() -> None:
+    plan = fit_budget(COSTS, 0, (5, 6, 9), (9,), frozenset({9}), 8, 2, None)
+    assert (plan.finalists, plan.rounds, plan.race_rounds, plan.notes) == ((5, 6, 9), 8, 2, ())
+
+
+def test_fewer_rounds_first() -> None:
+    plan = fit_budget(COSTS, 0, (5, 9), (9,), frozenset({9}), 8, 2, 12.0)
+    assert plan.finalists == (5, 9)
+    assert MIN_ROUNDS <= plan.rounds < 8
+    assert plan.projected_full_runs <= 12.0
+    assert "confirmation rounds instead of 8" in plan.notes[0]
+
+
+def test_then_the_trained_model_change_is_left_unverified() -> None:
+    plan = fit_budget(COSTS, 0, (5, 6, 9), (9,), frozenset({9}), 8, 2, 5.0)
+    assert plan.finalists == (5, 6)
+    assert plan.race_rounds == 2  # the same model's two finalists still race
+    assert plan.rounds == 8  # timed rounds: all of them fit once nothing trains the budget
+    assert [note.split(":")[1].strip() for note in plan.notes] == ["not verified"]
+    assert "trial 9 (a model change, trained to the budget)" in plan.notes[0]
+    assert plan.projected_full_runs <= 5.0
+
+
+def test_a_cap_nothing_fits_says_so() -> None:
+    plan = fit_budget(COSTS, 0, (5,), (), frozenset(), 8, 2, 0.5)
+    assert plan.rounds == MIN_ROUNDS
+    assert "pass the 0.5 the cap leaves" in plan.notes[-1]
+
+
+def test_min_rounds_below_two_is_refused() -> None:
+    with pytest.raises(ValueError, match="fit_budget: min_rounds >= 2"):
+        fit_budget(COSTS, 0, (5,), (), frozenset(), 8, 2, 1.0, min_rounds=1)
