@@ -117,6 +117,7 @@ def fit_budget(
 
     def most_rounds(kept: tuple[int, ...]) -> int | None:
         """The most rounds (at most ``rounds``, at least ``min_rounds``) that fit."""
+        assert left_full_runs is not None  # only called under a cap
         for r in range(rounds, min_rounds - 1, -1):
             if cost(kept, r) <= left_full_runs:
                 return r
