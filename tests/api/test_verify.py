@@ -398,11 +398,14 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
     )
 
 
-def test_verification_never_reuses_a_metric(sqlite_url: str) -> None:
+def test_verification_never_reuses_an_unchecked_metric(sqlite_url: str) -> None:
     # One math key: the baseline trains in full, every later search trial reuses its metric;
-    # the verification runs the same configurations in full.
+    # without the paired check (check_steps=0) nothing inherits the baseline's accuracy with
+    # evidence, so the verification runs the same configurations in full
+    # (tests/api/test_evidence.py: with the check, they are timed).
     config = _config(
         sqlite_url,
+        "advanced.measure.check_steps=0",
         "model.depth=2",
         "model.width=16",
         "batch_size=64",

@@ -708,10 +708,16 @@ def test_the_baseline_is_measured_warm_after_one_discarded_run() -> None:
     _optimize(_objective(fake, config=config), 2, study)
 
     assert len(fake.calls) == 3  # the baseline twice, the next trial once
-    assert fake.calls[0][0] == fake.calls[1][0]  # the same configuration, seed included
+    twin, measured = fake.calls[0][0], fake.calls[1][0]
+    # The discarded run is the baseline's float64 twin, timed only (the paired check's floor).
+    assert (twin.twin, measured.twin) == ("float64", "none")
+    assert twin.reuse is not None and measured.reuse is None
+    assert twin.model_copy(update={"twin": "none", "reuse": None}) == measured  # seed included
     baseline, other = study.trials
     assert baseline.user_attrs["throughput_sps"] == 1000.0
     assert baseline.user_attrs["cold_throughput_sps"] == 600.0
+    # make_measurement records no check losses: the floor falls back to float32's epsilon.
+    assert baseline.user_attrs["twin_failure"] == "the twin recorded no check losses"
     assert "cold_throughput_sps" not in other.user_attrs
 
 
