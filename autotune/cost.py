@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 __all__ = [
+    "CAPPED_FLOOR_VS_BASELINE",
     "KEEP_MATH_SHARE",
     "BudgetStage",
     "SearchCost",
     "budget_stage",
+    "floor_vs_baseline",
     "full_run_seconds",
     "search_cost",
 ]
@@ -34,6 +36,13 @@ __all__ = [
 #: which every trial keeps the baseline's math (it is timed, seconds, not trained): the rest
 #: of the search's budget goes to the changes that keep the computation.
 KEEP_MATH_SHARE = 0.5
+#: Under a cost cap, a search trial whose first timed window runs below this share of the
+#: baseline's throughput stops there (``too_slow``), whatever
+#: ``advanced.trial.min_throughput_vs_baseline`` says: it cannot be a faster answer, and
+#: training it to the budget would spend the cap on the slow side of the front. 0.9, not 1.0:
+#: one window's noise (about 9 % between fresh processes on a 2-core CPU) must not stop a
+#: configuration as fast as the baseline.
+CAPPED_FLOOR_VS_BASELINE = 0.9
 #: What the cost cap lets the search do next: explore the whole space, keep the baseline's
 #: math, or stop.
 BudgetStage = Literal["explore", "keep_math", "stop"]
@@ -125,3 +134,10 @@ def budget_stage(spent_full_runs: float | None, budget: BudgetSettings) -> Budge
     if spent_full_runs >= KEEP_MATH_SHARE * share:
         return "keep_math"
     return "explore"
+
+
+def floor_vs_baseline(asked: float, budget: BudgetSettings) -> float:
+    """The search's throughput floor, as a share of the baseline's throughput: ``asked``
+    (``advanced.trial.min_throughput_vs_baseline``), raised to
+    :data:`CAPPED_FLOOR_VS_BASELINE` under a cost cap (``budget.full_runs``)."""
+    return max(asked, CAPPED_FLOOR_VS_BASELINE) if budget.full_runs is not None else asked

@@ -34,6 +34,7 @@ from autotune.config import (
     TrialConfig,
     math_key,
 )
+from autotune.cost import floor_vs_baseline
 from autotune.evidence import (
     CheckFloor,
     EvidenceClass,
@@ -375,9 +376,11 @@ class TrialObjective:
     ) -> TrialConfig:
         """A throughput trial stops after its first timed window when that window runs
         below ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
-        throughput (``config.min_throughput_sps``, also the user attribute
-        ``min_throughput_sps``; :func:`throughput_floor`)."""
-        floor_sps = throughput_floor(base, self._config.advanced.trial.min_throughput_vs_baseline)
+        throughput, or under a cost cap (``budget.full_runs``)
+        :data:`~autotune.cost.CAPPED_FLOOR_VS_BASELINE` times it
+        (``config.min_throughput_sps``, also the user attribute ``min_throughput_sps``;
+        :func:`throughput_floor`)."""
+        floor_sps = throughput_floor(base, self._floor_ratio)
         if floor_sps is None:
             return config
         trial.set_user_attr("min_throughput_sps", floor_sps)
@@ -681,6 +684,22 @@ class TrialObjective:
         worst = self._worst_measured(trial, 1) if metric.direction == "minimize" else None
         return failed_values(self._caps.memory_bytes, metric.direction, worst)
 
+    @property
+    def _floor_ratio(self) -> float:
+        """The floor's share of the baseline's throughput (:func:`autotune.cost.floor_vs_baseline`)."""
+        asked = self._config.advanced.trial.min_throughput_vs_baseline
+        return floor_vs_baseline(asked, self._space.budget)
+
+    def _floor_words(self) -> str:
+        """Where the floor comes from, in words."""
+        asked = self._config.advanced.trial.min_throughput_vs_baseline
+        if self._floor_ratio != asked:
+            return (
+                f"{self._floor_ratio:g} x the baseline's under budget.full_runs: a slower trial "
+                "cannot be a faster answer"
+            )
+        return f"advanced.trial.min_throughput_vs_baseline={asked:g} x the baseline's"
+
     def _record_too_slow(self, trial: optuna.Trial, measurement: Measurement) -> tuple[float, ...]:
         """A trial stopped after its first window (:meth:`_with_throughput_floor`): failed
         as ``too_slow`` (infeasible), with its measured throughput and memory as objective
@@ -691,8 +710,7 @@ class TrialObjective:
             trial,
             "too_slow",
             f"stopped after the first timed window: {measurement.throughput_sps:,.0f} samples/s "
-            f"is below the floor of {floor_sps:,.0f} (advanced.trial.min_throughput_vs_baseline="
-            f"{self._config.advanced.trial.min_throughput_vs_baseline:g} x the baseline's)",
+            f"is below the floor of {floor_sps:,.0f} ({self._floor_words()})",
         )
         return (measurement.throughput_sps, values[1], float(measurement.peak_memory_bytes))
 
