@@ -16,8 +16,9 @@ which ``train.lr`` holds when the learning rate is scaled with the batch
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import optuna
@@ -51,6 +52,7 @@ __all__ = [
     "enqueue_same_model",
     "same_math_params",
     "trial_train_settings",
+    "untried_same_math",
 ]
 
 #: The trial user attribute of a trial queued to keep the baseline's model
@@ -272,17 +274,66 @@ def same_math_params(space: SearchSpace) -> dict[str, Any]:
     return {name: params[name] for name in names if name in searched and name in params}
 
 
-def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool:
-    """Queue a trial that keeps the baseline's math (:func:`same_math_params`), its other
-    knobs (memory format, compile mode, workers, ...) for the sampler to choose; such a
-    trial runs seconds of timed steps and the paired check, not the budget. Called once the
-    search has spent its share of ``budget.full_runs``. Nothing is queued while a trial
-    waits.
+def untried_same_math(
+    space: SearchSpace, tried: Sequence[Mapping[str, Any]], limit: int = 4096
+) -> dict[str, Any] | None:
+    """The next configuration that keeps the baseline's math (:func:`same_math_params`) and
+    that no trial has tried, every knob fixed; None when each one was tried.
+
+    The knobs outside the math (memory format, compile mode, workers, the guide's knobs the
+    space searches) are enumerated over their values, the cheapest evidence first: eager
+    before compiled (compiling costs seconds to minutes), then the fewest knobs changed from
+    the baseline's. A knob with more than ``limit`` combinations (a wide integer range) is
+    left to the sampler: then None.
+
+    Args:
+        space: the study's space, restricted to what the device can run.
+        tried: the knobs of the study's trials (any state).
+        limit: the most combinations enumerated.
+    """
+    params, _ = baseline_params(space)
+    fixed = same_math_params(space)
+    free = {
+        name: knob.values()
+        for name, knob in space.knobs().items()
+        if name not in fixed and hasattr(knob, "values")
+    }
+    if any(name not in fixed and name not in free for name in space.knobs()):
+        return None  # a knob the enumeration cannot cover (a real-valued one)
+    if math.prod(len(v) for v in free.values()) > limit:
+        return None
+    seen = {tuple(sorted((k, repr(v)) for k, v in t.items())) for t in tried}
+    combos = [dict(zip(free, values, strict=True)) for values in itertools.product(*free.values())]
+
+    def cost_order(combo: dict[str, Any]) -> tuple[bool, int]:
+        compiled = combo.get("compile_mode", "none") != "none"
+        return compiled, sum(combo[k] != params.get(k) for k in combo)
+
+    for combo in sorted(combos, key=cost_order):
+        candidate = {**fixed, **combo}
+        if tuple(sorted((k, repr(v)) for k, v in candidate.items())) not in seen:
+            return candidate
+    return None
+
+
+def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool | None:
+    """Queue a trial that keeps the baseline's math: the next untried such configuration
+    (:func:`untried_same_math`, every knob fixed), or where the space cannot be enumerated the
+    baseline's math knobs alone (:func:`same_math_params`, the sampler choosing the rest).
+    Such a trial runs seconds of timed steps and the paired check, not the budget. Called once
+    the search has spent half its share of ``budget.full_runs``.
 
     Returns:
-        True when a trial was queued now.
+        True when a trial was queued now; False when a trial already waits; None when every
+        configuration that keeps the math has been tried.
     """
-    if any(t.state == TrialState.WAITING for t in study.get_trials(deepcopy=False)):
+    trials = study.get_trials(deepcopy=False)
+    if any(t.state == TrialState.WAITING for t in trials):
         return False
-    study.enqueue_trial(same_math_params(space), user_attrs={SAME_MATH_ATTR: True})
+    untried = untried_same_math(space, [t.params for t in trials])
+    if untried is None:
+        if untried_same_math(space, [], limit=4096) is not None:
+            return None  # enumerable, and every one was tried
+        untried = same_math_params(space)
+    study.enqueue_trial(untried, user_attrs={SAME_MATH_ATTR: True})
     return True

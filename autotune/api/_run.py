@@ -8,7 +8,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 from optuna.study import MaxTrialsCallback
@@ -157,11 +157,21 @@ def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
 
 
 def budget_note(
-    stage: BudgetStage, cost: SearchCost, budget: BudgetSettings, finished: int, n_trials: int
+    stage: BudgetStage | Literal["tried_all"],
+    cost: SearchCost,
+    budget: BudgetSettings,
+    finished: int,
+    n_trials: int,
 ) -> str:
     """The line a run shows once when the cost cap moves the search to ``stage``."""
     share = budget.search_share * (budget.full_runs or 0.0)
     spent = f"the search has spent {cost.full_runs or 0.0:.1f} of its {share:g} full runs"
+    if stage == "tried_all":
+        return (
+            f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; every configuration "
+            f"that keeps the baseline's math has been timed, so the search stops at {finished} "
+            f"of {n_trials} trials (raise budget.full_runs to explore the model and batch further)"
+        )
     if stage == "keep_math":
         return (
             f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; from now on every "
@@ -253,9 +263,9 @@ def run_study(
         if budget.full_runs is None or count_finished(study) >= n_trials:
             return
         cap["stage"] = budget_stage(search_cost(study.get_trials(deepcopy=False)).full_runs, budget)
-        if cap["stage"] == "keep_math":
-            enqueue_same_math(study, space)
-        elif cap["stage"] == "stop":
+        if cap["stage"] == "keep_math" and enqueue_same_math(study, space) is None:
+            cap["stage"] = "tried_all"  # every configuration that keeps the math was timed
+        if cap["stage"] in ("stop", "tried_all"):
             study.stop()
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -309,7 +319,10 @@ def run_study(
                 trial_devices(caps.cuda_visible_devices),
                 study_compile_cache(config.storage, study.study_name),
             ):
-                while count_finished(study) < n_trials and cap["stage"] != "stop":
+                while count_finished(study) < n_trials and cap["stage"] not in (
+                    "stop",
+                    "tried_all",
+                ):
                     study.optimize(
                         interruptible,
                         n_trials=None,

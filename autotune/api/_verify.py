@@ -406,8 +406,24 @@ def verify_study(
             finalists, race_rounds = fitted.finalists, fitted.race_rounds
             model_changes = tuple(n for n in model_changes if n in finalists)
             inherited = tuple(n for n in inherited if n in finalists)
-            rounds = max(fitted.rounds, _rounds_for(finalists, inherited, settings, fitted.rounds))
-            notes = fitted.notes
+            timed = _rounds_for(finalists, inherited, settings, fitted.rounds)
+            if timed > fitted.rounds and budget_left_full_runs is None:
+                fitted = replace(fitted, rounds=timed)  # only timed finalists are left
+            elif timed > fitted.rounds:
+                # Only timed finalists are left: as many timed rounds as the cap allows.
+                refit = fit_budget(
+                    _run_costs(trials, baseline, inherited),
+                    baseline,
+                    finalists,
+                    model_changes,
+                    frozenset(),
+                    timed,
+                    race_rounds,
+                    budget_left_full_runs,
+                )
+                kept = [n for n in fitted.notes if "confirmation rounds instead" not in n]
+                fitted = replace(refit, notes=(*kept, *refit.notes))
+            rounds, notes = fitted.rounds, fitted.notes
             seeds = round_seeds(_study_seed(study, results), number, race_rounds + rounds)
             limits = _study_constraints(study)
             plan = VerificationPlan(
