@@ -176,3 +176,32 @@ def test_no_same_model_trial_is_queued_early_enough_or_without_model_knobs() -> 
     # One model: every trial keeps it, nothing to queue.
     fixed, space = _study_with(["model.depth=3", "model.width=16"], [{}] * 12)
     assert not enqueue_same_model(fixed, space)
+
+
+def test_the_same_math_configurations_come_cheapest_first_and_each_once() -> None:
+    from autotune.baseline import baseline_params, same_math_params, untried_same_math
+    from autotune.config import load_space
+
+    space = load_space(
+        "cnn_small", ["compile_mode=[none,default]", "num_workers=[0,2]", "precision=[fp32,bf16]"]
+    )
+    base, _ = baseline_params(space)
+    fixed = same_math_params(space)
+    assert fixed == {k: base[k] for k in ("depth", "width", "precision", "batch_size", "gpu_count")}
+    tried: list[dict[str, object]] = [base]
+    measured = [(base, 1000.0)]
+    order = []
+    while (nxt := untried_same_math(space, tried, throughputs=measured)) is not None:
+        assert {k: nxt[k] for k in fixed} == fixed  # the math is the baseline's
+        tried.append(nxt)
+        fast = nxt["memory_format"] == "channels_last" and nxt["num_workers"] == 0
+        measured.append((nxt, 1500.0 if fast else 900.0))
+        order.append((nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"]))
+    # Eager first (one knob changed, then two), then compiled, the fastest eager twin first.
+    assert order[:3] == [
+        ("contiguous", "none", 2),
+        ("channels_last", "none", 0),
+        ("channels_last", "none", 2),
+    ]
+    assert order[3] == ("channels_last", "default", 0)
+    assert len(order) == len(set(order)) == 2 * 2 * 2 - 1  # every one but the baseline, once
