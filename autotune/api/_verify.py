@@ -421,7 +421,11 @@ def verify_study(
                     race_rounds,
                     budget_left_full_runs,
                 )
-                kept = [n for n in fitted.notes if "confirmation rounds instead" not in n]
+                kept = [
+                    n
+                    for n in fitted.notes
+                    if "confirmation rounds instead" not in n and n not in refit.notes
+                ]
                 fitted = replace(refit, notes=(*kept, *refit.notes))
             rounds, notes = fitted.rounds, fitted.notes
             seeds = round_seeds(_study_seed(study, results), number, race_rounds + rounds)

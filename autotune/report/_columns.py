@@ -35,6 +35,7 @@ from autotune.report._text import (
     step_ms_text,
     time_spread_text,
 )
+from autotune.evidence import evidence_text
 from autotune.trial_result import FIGURE_COLUMNS, FigureColumn
 from autotune.verification import CandidateVerdict, VerificationSummary
 
@@ -131,12 +132,25 @@ def _knob_column(header: str, name: str, text: bool, absent: str = "") -> Column
 
 
 def _metric_cell(metric: Objective, row: ParetoRow) -> str:
-    """A Pareto row's metric, marked ``(from trial N)`` when the trial reused trial N's metric
-    (the same math key, ``advanced.search.reuse_metric``) instead of training in full."""
+    """A Pareto row's metric, marked when the trial inherited trial N's instead of training
+    in full (the same math key): ``(inherited from trial N, checked)`` with a passed paired
+    check, ``(from trial N, unchecked)`` without one (:mod:`autotune.evidence`)."""
     text = metric.format(row.val_metric, 1)
     if row.metric_from_trial is not None:
-        text += f" (from trial {row.metric_from_trial})"
+        source = row.result.accuracy_source if row.result is not None else None
+        if source == "inherited":
+            text += f" (inherited from trial {row.metric_from_trial}, checked)"
+        elif source == "inherited_unchecked":
+            text += f" (from trial {row.metric_from_trial}, unchecked)"
+        else:
+            text += f" (from trial {row.metric_from_trial})"
     return text
+
+
+def _evidence_cell(row: ParetoRow) -> str:
+    """What the trial changes against the baseline, by measured evidence."""
+    evidence = row.result.evidence_class if row.result is not None else None
+    return MISSING if evidence is None else evidence_text(evidence)
 
 
 def pareto_columns(
@@ -204,6 +218,8 @@ def pareto_columns(
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
         ]
     columns += figure_columns(rows)
+    if any(r.result is not None and r.result.evidence_class is not None for r in rows):
+        columns.append(Column("evidence", _evidence_cell, text=True))
     columns.append(Column("other CPU", lambda r: r.cpu_text))
     if knob_names is not None:
         return columns + [_knob_column(name, name, True, "—") for name in knob_names]

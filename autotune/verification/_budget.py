@@ -3,9 +3,11 @@
 Every run of a verification costs about what its trial cost in the search: a finalist that
 inherits its accuracy is timed (seconds), any other trains the budget (about one full run).
 :func:`fit_budget` keeps the plan within the full runs left: fewer confirmation rounds first
-(down to ``min_rounds``), then it leaves out the finalists that train the budget, the
-model-change answer's first, and says which and why; the timed ones stay, since they cost
-seconds.
+It leaves out the dearest finalists first (those that train the budget, the model-change
+answer's first, then the costliest timed ones: a compiled configuration pays its compile in
+every fresh process), while more than one is left, so that the rest keep the rounds that make
+a claim; then it confirms over fewer rounds (down to ``min_rounds``); and it says which and
+why.
 """
 
 from __future__ import annotations
@@ -115,49 +117,41 @@ def fit_budget(
         plan_costs = {**costs, baseline: base}
         return projected_full_runs(plan_costs, baseline, kept, model_changes, r, race_of(kept))
 
-    def most_rounds(kept: tuple[int, ...]) -> int | None:
-        """The most rounds (at most ``rounds``, at least ``min_rounds``) that fit."""
-        assert left_full_runs is not None  # only called under a cap
-        for r in range(rounds, min_rounds - 1, -1):
-            if cost(kept, r) <= left_full_runs:
-                return r
-        return None
-
     kept = finalists
     if left_full_runs is None or cost(kept, rounds) <= left_full_runs:
         return BudgetedPlan(kept, rounds, race_of(kept), cost(kept, rounds))
     notes: list[str] = []
-    fewer = most_rounds(kept)
-    # Then leave out what trains the budget, the model change's finalists first: a timed
-    # finalist costs seconds, so the rounds come back.
-    for group, words in (
-        (tuple(n for n in kept if n in model_changes and n in trained), "a model change"),
-        (tuple(n for n in kept if n not in model_changes and n in trained), "the same model"),
-    ):
-        if fewer is not None or not group:
-            continue
-        dropped_cost = cost(kept, min_rounds)
-        kept = tuple(n for n in kept if n not in group)
-        numbers = ", ".join(str(n) for n in group)
+    # First leave out the dearest finalists, those that train the budget and the model
+    # change's first, while more than one is left: fewer finalists keep the rounds that
+    # make a claim; then fewer rounds, down to min_rounds.
+    by_price = sorted(
+        kept, key=lambda n: (n in trained, n in model_changes, costs[n]), reverse=True
+    )
+    for number in by_price:
+        if len(kept) == 1 or cost(kept, rounds) <= left_full_runs:
+            break
+        before = cost(kept, rounds)
+        kept = tuple(n for n in kept if n != number)
+        words = "a model change" if number in model_changes else "the same model"
+        how = "trained to the budget" if number in trained else "timed"
         notes.append(
-            f"budget.full_runs: not verified: trial{'s' if len(group) > 1 else ''} {numbers} "
-            f"({words}, trained to the budget): verifying with them would cost at least "
-            f"{dropped_cost:.1f} full runs, and the cap leaves {left_full_runs:.1f}; their "
-            "figures are single trials, unverified"
+            f"budget.full_runs: not verified: trial {number} ({words}, {how}, about "
+            f"{costs[number]:.1f} full runs a run): verifying with it would cost about "
+            f"{before:.1f} full runs, and the cap leaves {left_full_runs:.1f}; its figures "
+            "are a single trial's, unverified"
         )
-        fewer = most_rounds(kept) if kept else rounds
-    if fewer is None:
-        fewer = min_rounds
+    fewer = rounds
+    while fewer > min_rounds and cost(kept, fewer) > left_full_runs:
+        fewer -= 1
+    if fewer < rounds:
         notes.append(
-            f"budget.full_runs: the verification's {cost(kept, fewer):.1f} projected full "
-            f"runs pass the {left_full_runs:.1f} the cap leaves ({fewer} rounds are the "
-            "fewest that claim)"
-        )
-    elif fewer < rounds:
-        notes.insert(
-            0,
             f"budget.full_runs: {fewer} confirmation rounds instead of {rounds}, to stay "
-            f"within the {left_full_runs:.1f} full runs the cap leaves",
+            f"within the {left_full_runs:.1f} full runs the cap leaves"
         )
-    final = cost(kept, fewer) if kept else 0.0
+    final = cost(kept, fewer)
+    if final > left_full_runs:
+        notes.append(
+            f"budget.full_runs: the verification's {final:.1f} projected full runs pass the "
+            f"{left_full_runs:.1f} the cap leaves ({fewer} rounds are the fewest that claim)"
+        )
     return BudgetedPlan(kept, fewer, race_of(kept), final, tuple(notes))

@@ -21,22 +21,31 @@ def test_without_a_cap_the_plan_stays() -> None:
     assert (plan.finalists, plan.rounds, plan.race_rounds, plan.notes) == ((5, 6, 9), 8, 2, ())
 
 
-def test_fewer_rounds_first() -> None:
-    plan = fit_budget(COSTS, 0, (5, 9), (9,), frozenset({9}), 8, 2, 12.0)
-    assert plan.finalists == (5, 9)
+def test_the_dearest_finalists_go_first_then_the_rounds() -> None:
+    # The trained model change (1.2 a run) goes first; the two timed finalists keep 8 rounds.
+    plan = fit_budget(COSTS, 0, (5, 6, 9), (9,), frozenset({9}), 8, 2, 12.0)
+    assert plan.finalists == (5, 6)
+    assert plan.rounds == 8 and plan.race_rounds == 2
+    assert len(plan.notes) == 1
+    assert "not verified: trial 9 (a model change, trained to the budget" in plan.notes[0]
+    assert plan.projected_full_runs <= 12.0
+
+
+def test_a_lone_finalist_keeps_fewer_rounds() -> None:
+    plan = fit_budget(COSTS, 0, (9,), (9,), frozenset({9}), 8, 2, 12.0)
+    assert plan.finalists == (9,)
     assert MIN_ROUNDS <= plan.rounds < 8
     assert plan.projected_full_runs <= 12.0
     assert "confirmation rounds instead of 8" in plan.notes[0]
 
 
-def test_then_the_trained_model_change_is_left_unverified() -> None:
-    plan = fit_budget(COSTS, 0, (5, 6, 9), (9,), frozenset({9}), 8, 2, 5.0)
-    assert plan.finalists == (5, 6)
-    assert plan.race_rounds == 2  # the same model's two finalists still race
-    assert plan.rounds == 8  # timed rounds: all of them fit once nothing trains the budget
-    assert [note.split(":")[1].strip() for note in plan.notes] == ["not verified"]
-    assert "trial 9 (a model change, trained to the budget)" in plan.notes[0]
-    assert plan.projected_full_runs <= 5.0
+def test_a_costly_timed_finalist_gives_way_to_a_cheap_one() -> None:
+    # A compiled finalist pays its compile in every fresh process: 1.5 a run against 0.1.
+    costs = {0: 0.1, 5: 0.1, 7: 1.5}
+    plan = fit_budget(costs, 0, (7, 5), (), frozenset(), 10, 2, 3.0)
+    assert plan.finalists == (5,)
+    assert plan.rounds == 10
+    assert "not verified: trial 7 (the same model, timed" in plan.notes[0]
 
 
 def test_a_cap_nothing_fits_says_so() -> None:
