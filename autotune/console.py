@@ -190,7 +190,7 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
 def budget_line(space: SearchSpace, n_trials: int) -> str:
     """The header's projected cost, in full runs of the baseline (:mod:`autotune.cost`):
     what the cap allows (``budget.full_runs``), or what the search may cost without one."""
-    budget = space.budget
+    budget = space.budget_settings
     if budget.full_runs is not None:
         search = budget.search_share * budget.full_runs
         return (

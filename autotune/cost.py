@@ -32,7 +32,7 @@ __all__ = [
     "search_cost",
 ]
 
-#: The share of the search's budget (``budget.full_runs`` x ``budget.search_share``) after
+#: The share of the search's budget (``budget.full_runs`` x ``advanced.budget.search_share``) after
 #: which every trial keeps the baseline's math (it is timed, seconds, not trained): the rest
 #: of the search's budget goes to the changes that keep the computation.
 KEEP_MATH_SHARE = 0.5
@@ -117,7 +117,7 @@ def search_cost(trials: Sequence[FrozenTrial]) -> SearchCost:
 
 def budget_stage(spent_full_runs: float | None, budget: BudgetSettings) -> BudgetStage:
     """What the search may do next under ``budget.full_runs``: ``explore`` until it has spent
-    :data:`KEEP_MATH_SHARE` of its share (``budget.search_share`` of the cap), then
+    :data:`KEEP_MATH_SHARE` of its share (``advanced.budget.search_share`` of the cap), then
     ``keep_math`` (every trial keeps the baseline's model, global batch and precision, and is
     timed), then ``stop`` once its share is spent. Without a cap, or before the baseline
     ran (``spent_full_runs`` None), ``explore``.

@@ -255,7 +255,7 @@ def run_study(
     before = len(study.trials)
     # The cost cap's stage (autotune.cost.budget_stage), and the stages already said.
     cap: dict[str, Any] = {"stage": "explore", "said": set()}
-    budget = space.budget
+    budget = space.budget_settings
 
     def follow_budget(study: optuna.Study, _: FrozenTrial | None) -> None:
         """Under ``budget.full_runs``: past half the search's share every later trial keeps

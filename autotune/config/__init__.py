@@ -60,6 +60,7 @@ from autotune.config._run import (
 )
 from autotune.config._settings import (
     AdvancedSettings,
+    BudgetOptions,
     BudgetSettings,
     CompileCache,
     Constraints,
@@ -97,6 +98,7 @@ __all__ = [
     "SYSTEM_KNOBS",
     "TUNER_KNOBS",
     "AdvancedSettings",
+    "BudgetOptions",
     "BudgetSettings",
     "CategoricalParam",
     "ChoiceParam",

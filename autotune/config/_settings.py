@@ -332,26 +332,43 @@ class MeasureSettings(Strict):
         return DEFAULT_MIN_TIMED_S.get(device_kind, 0.0)
 
 
-class BudgetSettings(Strict):
+class BudgetOptions(Strict):
     """What a study may spend, in full runs of the baseline (``budget.*``): one full run is
     the baseline trial's measured run (its wall seconds, process start and evaluation
     included), the user's own training over ``train.epochs``.
 
     Attributes:
         full_runs: the cap on the study's cost: every trial's and verification run's wall
-            seconds, over the baseline's measured run. The search may spend ``search_share``
-            of it: past half of that, every later trial keeps the baseline's math (its
-            model, global batch and precision) and is timed with the paired check (seconds,
-            not the budget); at all of it, the search stops before ``--trials`` and says so
-            (:func:`autotune.cost.budget_stage`). The verification gets what is left: fewer
-            confirmation rounds (3 at least), then no finalist that trains the budget; its
-            notes say what it gave up (:func:`autotune.verification.fit_budget`). None: no
-            cap.
-        search_share: the search's share of ``full_runs``, in (0, 1].
+            seconds, over the baseline's measured run. The search may spend
+            ``advanced.budget.search_share`` of it: past half of that, every later trial keeps
+            the baseline's math (its model, global batch and precision) and is timed with the
+            paired check (seconds, not the budget); at all of it, the search stops before
+            ``--trials`` and says so (:func:`autotune.cost.budget_stage`); and a search trial
+            slower than 0.9x the baseline in its first window stops there. The verification
+            gets what is left: the dearest finalists left out first, then fewer confirmation
+            rounds (3 at least); its notes say what it gave up
+            (:func:`autotune.verification.fit_budget`). None: no cap.
     """
 
     full_runs: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+
+class AdvancedBudgetSettings(Strict):
+    """How the cost cap is split (``advanced.budget.*``).
+
+    Attributes:
+        search_share: the search's share of ``budget.full_runs``, in (0, 1]; the
+            verification gets the rest. 0.6: the main job's search then times every change
+            that keeps the math on a 2-core CPU, and its verification 10 timed rounds
+            (docs/research/evidence.md).
+    """
+
     search_share: float = Field(0.6, gt=0, le=1, allow_inf_nan=False)
+
+
+class BudgetSettings(BudgetOptions, AdvancedBudgetSettings):
+    """The cost cap as a run applies it: ``budget.*`` and ``advanced.budget.*``
+    (:attr:`autotune.config.SearchSpace.budget_settings`)."""
 
 
 class TrialSettings(Strict):
@@ -504,6 +521,7 @@ class AdvancedSettings(Strict):
     (docs/research/); most studies never set them."""
 
     search: SearchSettings = SearchSettings()
+    budget: AdvancedBudgetSettings = AdvancedBudgetSettings()
     measure: MeasureSettings = MeasureSettings()
     train: AdvancedTrainSettings = AdvancedTrainSettings()
     data: AdvancedDataSettings = AdvancedDataSettings()

@@ -38,6 +38,7 @@ from autotune.config._knobs import (
 )
 from autotune.config._settings import (
     AdvancedSettings,
+    BudgetOptions,
     BudgetSettings,
     Constraints,
     DataOptions,
@@ -305,8 +306,8 @@ class SearchSpace(Strict):
     train: TrainOptions = TrainOptions()
     data: DataOptions = DataOptions()  # the built-in workloads' data set
     constraints: Constraints = Constraints()
-    # What the study may spend, in full runs of the baseline (BudgetSettings).
-    budget: BudgetSettings = BudgetSettings()
+    # What the study may spend, in full runs of the baseline (BudgetOptions).
+    budget: BudgetOptions = BudgetOptions()
     # What the user trains with today: knob -> value, and lr (see the class docstring).
     baseline: dict[str, Any] = Field(default_factory=dict)
     advanced: AdvancedSettings = AdvancedSettings()
@@ -521,6 +522,13 @@ class SearchSpace(Strict):
             for name in GUIDE_KNOBS
             if len(getattr(self, name).values()) == 1
         }
+
+    @property
+    def budget_settings(self) -> BudgetSettings:
+        """The cost cap as a run applies it: ``budget.*`` and ``advanced.budget.*``."""
+        return BudgetSettings.model_validate(
+            {**self.budget.model_dump(), **self.advanced.budget.model_dump()}
+        )
 
     def train_settings(self) -> TrainSettings:
         """The training settings every trial of this space is given: ``train:`` and

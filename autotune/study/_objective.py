@@ -688,7 +688,7 @@ class TrialObjective:
     def _floor_ratio(self) -> float:
         """The floor's share of the baseline's throughput (:func:`autotune.cost.floor_vs_baseline`)."""
         asked = self._config.advanced.trial.min_throughput_vs_baseline
-        return floor_vs_baseline(asked, self._space.budget)
+        return floor_vs_baseline(asked, self._space.budget_settings)
 
     def _floor_words(self) -> str:
         """Where the floor comes from, in words."""

@@ -127,7 +127,7 @@ def test_an_inherited_answer_is_verified_by_timing_and_the_check(sqlite_url: str
 
 def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> None:
     config = mock_run_config(
-        sqlite_url, "compile_mode=[none]", "budget.full_runs=4", "budget.search_share=1.0"
+        sqlite_url, "compile_mode=[none]", "budget.full_runs=4", "advanced.budget.search_share=1.0"
     )
     notes: list[str] = []
 
