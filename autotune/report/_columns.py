@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from autotune.evidence import evidence_text
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import (
@@ -35,7 +36,6 @@ from autotune.report._text import (
     step_ms_text,
     time_spread_text,
 )
-from autotune.evidence import evidence_text
 from autotune.trial_result import FIGURE_COLUMNS, FigureColumn
 from autotune.verification import CandidateVerdict, VerificationSummary
 
