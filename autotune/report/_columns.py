@@ -153,6 +153,14 @@ def _evidence_cell(row: ParetoRow) -> str:
     return MISSING if evidence is None else evidence_text(evidence)
 
 
+def _difference_cell(metric: Objective, verdict: CandidateVerdict) -> str:
+    """A verdict's paired metric difference, or for a candidate that inherits the baseline's
+    metric, its evidence (``inherited: the same computation``)."""
+    if verdict.inherits_accuracy:
+        return f"inherited: {verdict.evidence}"
+    return metric_difference(metric, verdict) or MISSING
+
+
 def pareto_columns(
     metric: Objective,
     *,
@@ -277,7 +285,7 @@ def verification_columns(summary: VerificationSummary) -> list[Column[CandidateV
         ratio_name = "speedup"
         figures = [
             Column("median samples/s", lambda v: sps_text(v.throughput_median_sps)),
-            Column("metric diff [95 % CI]", lambda v: metric_difference(metric, v) or MISSING),
+            Column("metric diff [95 % CI]", lambda v: _difference_cell(metric, v)),
         ]
     return [
         Column("trial", lambda v: f"{v.trial_number}" + (" (baseline)" if v.is_baseline else "")),
