@@ -4,19 +4,27 @@ inherited answer by timing and the check, the cost in full runs, and the cost ca
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import dataclasses
+import io
 import json
+from pathlib import Path
 
 import optuna
+from rich.console import Console
 
 from autotune.api import run_study
+from autotune.cli import main
 from autotune.config import TrialConfig
 from autotune.console import cost_text
 from autotune.measure import Measurement
+from autotune.report import pareto_row, pareto_table
 from autotune.storage import ResultsStore
 from autotune.testing import FakeRunTrial
 from autotune.testing._run_trial import simulate_trial
 from autotune.trial_result import TrialResult
+from autotune.verification import ACCURACY
 from tests.studies.runs import load_study, mock_run_config
 
 #: The baseline's math everywhere (depth 3, width 16, batch 64, fp32): every trial but the
@@ -149,3 +157,35 @@ def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> N
         t.params["depth"] == base["depth"] and t.params["batch_size"] == base["batch_size"]
         for t in queued
     )
+
+
+def test_the_inherited_accuracy_is_marked_in_the_csv_the_tables_and_best(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    config = mock_run_config(sqlite_url, *SAME_MATH, "verify.rounds=3")
+    run_study(config, 6, run_trial_fn=FakeRunTrial())
+    study, storage = "study=cnn_small", f"storage={sqlite_url}"
+
+    path = tmp_path / "trials.csv"
+    assert main(["trials", study, storage, "--csv", str(path)]) == 0
+    with path.open() as f:
+        rows = {int(r["trial_number"]): r for r in csv.DictReader(f)}
+    assert rows[0]["evidence_class"] == "baseline" and rows[0]["accuracy_source"] == "measured"
+    inherited = [r for n, r in rows.items() if n and r["accuracy_source"] == "inherited"]
+    assert inherited and all(r["metric_from_trial"] == "0" for r in inherited)
+
+    result = optuna.load_study(study_name="cnn_small", storage=sqlite_url)
+    table_rows = [pareto_row(t) for t in result.trials if t.number in rows]
+    table = pareto_table(table_rows, "trials", ACCURACY, speedup=False)
+    console = Console(width=400, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "(inherited from trial 0, checked)" in text
+    assert "evidence" in text
+    assert "the same computation" in text or "identical computation" in text
+
+    best = io.StringIO()
+    with contextlib.redirect_stdout(best):
+        assert main(["best", study, storage]) == 0
+    shown = best.getvalue()  # rich wraps the cell: "96.3% (inherited / from trial 0, / checked)"
+    assert "(inherited" in shown and "checked)" in shown and "the same" in shown
