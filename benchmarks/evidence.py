@@ -26,6 +26,8 @@ import statistics
 import time
 from typing import Any
 
+from _main_job import main_job_trial
+
 #: (label, the control's fields, expected: the check passes)
 CONTROLS: tuple[tuple[str, dict[str, Any], bool], ...] = (
     ("DataLoader workers 2", {"num_workers": 2}, True),
@@ -42,26 +44,6 @@ CONTROLS: tuple[tuple[str, dict[str, Any], bool], ...] = (
     ("another initial seed", {"seed_offset": 7}, False),
     ("bf16 (numerics)", {"precision": "bf16"}, False),
 )
-
-
-def _base(epochs: int) -> dict[str, Any]:
-    from autotune.config import BUILTIN_WORKLOAD_REF, DataSettings
-
-    return {
-        "device": "cpu",
-        "workload": {
-            "ref": BUILTIN_WORKLOAD_REF,
-            "args": {"family": "cnn", "data": DataSettings(name="mnist").model_dump()},
-        },
-        "model": {"depth": 3, "width": 16},
-        "batch_size": 64,
-        "precision": "fp32",
-        "memory_format": "contiguous",
-        "compile_mode": "none",
-        "num_workers": 0,
-        "gpu_count": 1,
-        "train": {"epochs": epochs, "lr": 3.0e-3, "warmup_steps": 5},
-    }
 
 
 def _config(base: dict[str, Any], change: dict[str, Any], seed: int) -> Any:
@@ -85,7 +67,7 @@ def main() -> None:
     from autotune.study import run_trial
     from autotune.verification import mean_difference_ci95
 
-    base = _base(args.epochs)
+    base = main_job_trial(args.epochs)
     controls = [c for c in CONTROLS if not args.controls or c[0] in args.controls]
     print(f"{platform.processor() or platform.machine()}; {args.seeds} seeds; {args.epochs} epochs")
     started = time.perf_counter()
