@@ -37,6 +37,7 @@ from autotune.measure import Measurement
 from autotune.training._door import (
     DoorKnobs,
     TrialHandle,
+    checked_metric,
     optimizer_scaling_rule,
     scale_rates,
     seed_everything,
@@ -360,7 +361,11 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
                 f"{label}: trainer.evaluate() returned no {metric_name!r} (it returned "
                 f"{', '.join(sorted(results))}); name one of them in the space's metric: block"
             )
-        metric = float(results[metric_name])
+        metric = checked_metric(
+            float(results[metric_name]),
+            config.workload.metric,
+            f"{label}: trainer.evaluate()[{metric_name!r}]",
+        )
         train_loss = float(getattr(output, "training_loss", math.nan))
     eval_dataset = trainer.eval_dataset
     try:

@@ -33,6 +33,7 @@ from autotune.measure import Measurement
 from autotune.training._door import (
     DoorKnobs,
     TrialHandle,
+    checked_metric,
     optimizer_scaling_rule,
     rebuild_loader,
     scale_rates,
@@ -349,7 +350,11 @@ def _fit_and_validate(
                 f"{', '.join(sorted(logged)) or 'nothing'}); self.log({metric_name!r}, ...) in "
                 "validation_step, or name a logged key in the space's metric: block"
             )
-        metric = float(logged[metric_name])
+        metric = checked_metric(
+            float(logged[metric_name]),
+            config.workload.metric,
+            f"{label}: trainer.validate()[{metric_name!r}]",
+        )
         train_loss = (
             float(callback.epoch_loss.item()) / callback.epoch_batches
             if callback.epoch_loss is not None

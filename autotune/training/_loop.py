@@ -46,6 +46,7 @@ from autotune.measure import Measurement
 from autotune.training._door import (
     DoorKnobs,
     TrialHandle,
+    checked_metric,
     move_batch,
     optimizer_scaling_rule,
     rebuild_loader,
@@ -541,7 +542,9 @@ class LoopTrial(TrialHandle):
                 interval uses it), if known.
 
         Raises:
-            DoorUsageError: a second report, a report before the loop ended, or not a number.
+            DoorUsageError: a second report, a report before the loop ended, not a number; in
+                a study, a NaN or infinite metric, or an accuracy outside [0, 1]
+                (:func:`~autotune.training._door.checked_metric`).
         """
         if self._metric is not None:
             raise DoorUsageError("trial.report() was called twice: report the budget's metric once")
@@ -558,6 +561,10 @@ class LoopTrial(TrialHandle):
             raise DoorUsageError(
                 f"trial.report(metric): the metric must be a real number, got {metric!r}"
             ) from None
+        if self._knobs is not None:  # in a study: a figure the study can rank
+            value = checked_metric(
+                value, self._knobs.config.workload.metric, "trial.report(metric)"
+            )
         self._metric = value
         self._val_samples = samples
 

@@ -161,6 +161,18 @@ def reports_text(trial: Any) -> None:
     trial.report("high")
 
 
+def reports_nan(trial: Any) -> None:
+    """A loop whose training diverged: its metric is NaN."""
+    _train_all(trial)
+    trial.report(float("nan"))
+
+
+def reports_a_percentage(trial: Any) -> None:
+    """Reports its accuracy in percent (the default metric is a fraction in [0, 1])."""
+    _train_all(trial)
+    trial.report(87.5)
+
+
 def steps_before_prepare(trial: Any) -> None:
     _, _, _, train_loader, _ = _objects(trial)
     for _batch in trial.steps(train_loader):
@@ -253,6 +265,13 @@ def hf_trainer(trial: Any, own_optimizer: bool = True) -> Any:
     return trainer
 
 
+def hf_evaluates_nan(trial: Any) -> Any:
+    """:func:`hf_trainer` whose ``evaluate()`` returns a NaN loss (a diverged model)."""
+    trainer = hf_trainer(trial)
+    trainer.evaluate = lambda *args, **kwargs: {"eval_loss": float("nan"), "epoch": 2.0}
+    return trainer
+
+
 def hf_returns_a_model(trial: Any) -> Any:
     trial.training_args(_training_args())
     return _gpt2(trial)
@@ -324,6 +343,17 @@ def lightning_module(trial: Any) -> Any:
     module = lit_net(**trial.model)
     SEEN["module"] = module
     return module, images()
+
+
+def lightning_logs(trial: Any, name: str, value: float) -> Any:
+    """:func:`lightning_module` whose validation logs ``name`` as ``value`` alone."""
+    lit_net, images = _lightning_classes()
+
+    class Logs(lit_net):  # type: ignore[misc,valid-type]
+        def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+            self.log(name, torch.tensor(value))
+
+    return Logs(**trial.model), images()
 
 
 def lightning_returns_a_model(trial: Any) -> Any:

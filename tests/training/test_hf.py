@@ -154,6 +154,11 @@ def test_a_trial_below_its_floor_stops_too_slow() -> None:
         ),
         ("hf_maps_twice", "eval_loss", "trial.training_args(args) was called twice"),
         ("hf_trainer", "eval_accuracy", "trainer.evaluate() returned no 'eval_accuracy'"),
+        (
+            "hf_evaluates_nan",
+            "eval_loss",
+            "trainer.evaluate()['eval_loss']: the eval_loss is nan, not a finite number",
+        ),
     ],
 )
 def test_each_misuse_fails_the_trial_with_a_line_that_names_the_call(

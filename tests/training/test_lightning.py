@@ -29,6 +29,7 @@ def lightning_config(
     """A lightning trial of ``door_code.FUNCTION``: 96 images, batch 8, 2 epochs."""
     spec = WorkloadSpec(
         ref=f"{CODE}:{function}",
+        args=overrides.pop("args", {}),
         door="lightning",
         metric=MetricSpec(name=metric, direction="maximize"),
     )
@@ -141,6 +142,24 @@ def test_each_misuse_fails_the_trial_with_a_line_that_names_the_call(
 ) -> None:
     with pytest.raises(DoorUsageError) as err:
         run(lightning_config(function, metric=metric))
+
+    assert reason in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("val_loss", math.nan, "trainer.validate()['val_loss']: the val_loss is nan, not a finite"),
+        ("accuracy", 87.5, "trainer.validate()['accuracy']: the accuracy is 87.5, outside [0, 1]"),
+    ],
+)
+def test_a_metric_the_study_cannot_rank_fails_the_trial_with_one_line(
+    name: str, value: float, reason: str
+) -> None:
+    config = lightning_config("lightning_logs", metric=name, args={"name": name, "value": value})
+
+    with pytest.raises(DoorUsageError) as err:
+        run(config)
 
     assert reason in str(err.value) and "\n" not in str(err.value)
 

@@ -179,6 +179,8 @@ def test_a_trial_below_its_floor_stops_too_slow() -> None:
         ("leaves_early", "the loop left trial.steps() after 2 of 24 steps"),
         ("reports_twice", "trial.report() was called twice"),
         ("reports_text", "trial.report(metric): the metric must be a real number, got 'high'"),
+        ("reports_nan", "trial.report(metric): the accuracy is nan, not a finite number"),
+        ("reports_a_percentage", "trial.report(metric): the accuracy is 87.5, outside [0, 1]"),
         (
             "steps_before_prepare",
             "trial.steps(loader): call trial.prepare(model, optimizer, loader) first",
