@@ -134,6 +134,14 @@ def _with_study_cadence(
     }
 
 
+def _budget_steps(trials: list[FrozenTrial], baseline: int) -> int | None:
+    """Optimizer steps of one full run: the baseline trial's (None when unknown)."""
+    for trial in trials:
+        if trial.number == baseline:
+            return TrialResult.from_trial(trial).steps
+    return None
+
+
 def _rounds_for(
     finalists: tuple[int, ...],
     inherited: tuple[int, ...],
@@ -444,6 +452,7 @@ def verify_study(
                 model_changes=model_changes,
                 inherited=inherited,
                 check_floor_json=floor_json,
+                budget_steps=_budget_steps(trials, baseline),
             )
             if reuse and latest is not None and _plan_matches(latest, plan):
                 return summarize_for_study(study, latest)
@@ -598,6 +607,7 @@ def _verification_record(
         val_samples=None if timed_only else m.val_samples,
         check_losses_json=json.dumps(list(losses)) if losses else None,
         run_s=run_s,
+        compile_s=m.compile_s,
         peak_memory_bytes=m.peak_memory_bytes,
         train_s=m.train_s,
         other_cpu_share=m.other_cpu_share,

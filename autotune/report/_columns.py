@@ -226,7 +226,9 @@ def pareto_columns(
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
         ]
     columns += figure_columns(rows)
-    if any(r.result is not None and r.result.evidence_class is not None for r in rows):
+    if not time_to_accuracy and any(
+        r.result is not None and r.result.evidence_class is not None for r in rows
+    ):
         columns.append(Column("evidence", _evidence_cell, text=True))
     columns.append(Column("other CPU", lambda r: r.cpu_text))
     if knob_names is not None:

@@ -282,6 +282,9 @@ class VerificationRunModel(Base):
     # the check's floor and margin as JSON ({"first", "trajectory", "source", "margin"}).
     inherited_json: Mapped[str] = mapped_column(Text, server_default="[]")
     check_floor_json: Mapped[str | None] = mapped_column(Text)
+    # Optimizer steps of one full run (the baseline trial's): a timed run's end-to-end
+    # seconds are projected over them.
+    budget_steps: Mapped[int | None] = mapped_column(Integer)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
 
@@ -353,6 +356,7 @@ class VerificationModel(Base):
     # The run's first K training losses as a JSON list (the paired check), and its wall seconds.
     check_losses_json: Mapped[str | None] = mapped_column(Text)
     run_s: Mapped[float | None] = mapped_column(Float)
+    compile_s: Mapped[float | None] = mapped_column(Float)  # before the first timed step
     config_json: Mapped[str] = mapped_column(Text)
     recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 

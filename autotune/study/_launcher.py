@@ -7,10 +7,13 @@ never initializes CUDA.
 
 Nothing a trial starts outlives the study, even after ``kill -9``: the forkserver exits with
 the study process, the ranks with the forkserver, their DataLoader workers with them
-(:mod:`autotune.lifetime` says how).
+(:mod:`autotune.lifetime` says how). When a trial ends (a result, a failure, its timeout),
+whatever it started is killed with it: each rank leads a process group of its own, which its
+DataLoader workers and the user's subprocesses join, and the launcher kills the groups.
 
 A failure comes back as :class:`~autotune.exceptions.TrialError` with ``failure`` set to
-``oom``, ``error``, ``crash`` or ``timeout`` and the last lines of the trial's output.
+``oom``, ``error``, ``crash`` or ``timeout`` and the last lines of the trial's output; the
+last line is the reason (an exception; a rank's exit status or signal; the time limit).
 
 The ranks' CUDA environment is set by the launcher, in each rank before CUDA initializes
 (:func:`trial_environment`): ``CUDA_VISIBLE_DEVICES`` as the study process has it when the
@@ -23,6 +26,7 @@ empty one per trial, or the environment's.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import getpass
 import hashlib
@@ -38,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -287,17 +292,57 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-_TAIL_LINES:])
 
 
+def _detail(reason: str, log: Path) -> str:
+    """A failure's detail without a traceback: the end of the rank's log, then ``reason``
+    (the exit status, the signal or the limit) as its last line, the line every output shows
+    as the failure's one-line reason (a traceback's last line is its exception); the user's
+    last printed line is never taken for the reason."""
+    tail = _tail(log).rstrip()
+    return f"{tail}\n{reason}" if tail else reason
+
+
 def _stop(procs: list[Any], grace_s: float) -> None:
     """Let ranks that already reported exit on their own (their DataLoader workers and
-    semaphores are cleaned up that way), then kill whatever is left."""
+    semaphores are cleaned up that way), then kill whatever is left of the trial: each
+    rank's process group, with everything the rank started (:func:`_end_trial_processes`)."""
     deadline = time.monotonic() + grace_s
-    for proc in procs:
-        proc.join(timeout=max(0.0, deadline - time.monotonic()))
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
+    pending = [proc.sentinel for proc in procs if proc.pid is not None]
+    while pending and (remaining := deadline - time.monotonic()) > 0:
+        ready = multiprocessing.connection.wait(pending, timeout=min(remaining, _WAKE_S))
+        pending = [sentinel for sentinel in pending if sentinel not in ready]
+    _end_trial_processes(procs)
     for proc in procs:
         proc.join(timeout=10)
+
+
+def _end_trial_processes(procs: list[Any]) -> None:
+    """SIGKILL every process the trial started: each rank's process group (a rank makes its
+    own at start, :func:`autotune.training._child.rank_entry`, and every process it starts
+    joins it: its DataLoader workers' forkserver and workers, torch.compile's workers, a
+    subprocess of the user's code, which would otherwise outlive a timed-out or crashed
+    trial), each rank, and the descendants of a rank still alive that left its group (a
+    user's ``start_new_session=True``).
+
+    A rank that exited before it made its group leaves no group of its id (``ESRCH``); a
+    rank's id names its group for as long as any process of the group lives (Linux frees no
+    process id still in use as a group's).
+    """
+    strays: list[psutil.Process] = []
+    for proc in procs:
+        if proc.pid is None:
+            continue
+        with contextlib.suppress(psutil.Error):
+            strays.extend(psutil.Process(proc.pid).children(recursive=True))
+    for proc in procs:
+        if proc.pid is None:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.is_alive():
+            proc.kill()
+    for stray in strays:
+        with contextlib.suppress(psutil.Error):
+            stray.kill()  # psutil checks it is still the process it found (its start time)
 
 
 def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
@@ -385,7 +430,7 @@ def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: flo
         if remaining <= 0:
             raise TrialError(
                 "timeout",
-                f"no result after the {timeout_s:g} s limit (trial.timeout_s)\n{_tail(logs[0])}",
+                _detail(f"no result after the {timeout_s:g} s limit (trial.timeout_s)", logs[0]),
             )
         # Wake at least once a second: a SIGINT the kernel handed to another thread (Optuna's
         # heartbeat, the progress display) does not interrupt this wait, and its Python
@@ -408,7 +453,7 @@ def _wait(procs: list[Any], readers: list[Any], logs: list[Path], timeout_s: flo
                     )
                     outcomes[rank] = (
                         "crash",
-                        f"rank {rank} {how} without a result\n{_tail(logs[rank])}",
+                        _detail(f"rank {rank} {how} without a result", logs[rank]),
                     )
                 del pending[rank]
                 status, payload = outcomes[rank]

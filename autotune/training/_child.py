@@ -7,6 +7,7 @@ the trial side (this package, preloaded by the forkserver), never the study's mo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import traceback
@@ -71,6 +72,11 @@ def rank_entry(
     # (a rank that kept it kept the forkserver, and itself, alive after kill -9 of the study).
     die_with_parent()
     release_forkserver()
+    # A process group of its own, which everything this rank starts joins (its DataLoader
+    # workers' forkserver, a subprocess of the user's code): the launcher ends the trial by
+    # killing the whole group (study._launcher._end_trial_processes).
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     try:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError:  # the study was interrupted while this rank started; nothing to report to

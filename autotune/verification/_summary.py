@@ -247,6 +247,20 @@ class VerificationSummary:
             return f"same {same} (non-inferior)"
         return f"same {same} (non-inferior): {self._difference_figures(rec)}"
 
+    def end_to_end_text(self, verdict: CandidateVerdict) -> str:
+        """The speedup over a whole run of the budget, compilation included, when it is
+        verifiably below 1 (its 95 % interval below 1.0x) while the steady state's is above:
+        ``0.83x end to end over the budget (95 % CI 0.70-0.99x), compilation included:
+        WARNING: slower over a run this short ...``; ``""`` otherwise."""
+        e2e, ci = verdict.end_to_end_speedup, verdict.end_to_end_ci95
+        if e2e is None or ci is None or not ci[1] < 1.0:
+            return ""
+        return (
+            f"{e2e:.2f}x end to end over the budget (95 % CI {ci[0]:.2f}-{ci[1]:.2f}x), "
+            "compilation included: WARNING: slower over a run this short; the steady-state "
+            "speedup pays for the compilation only over a longer run"
+        )
+
     def same_metric_text(self, verdict: CandidateVerdict) -> str:
         """Why a qualifying candidate's metric is the baseline's, with its evidence: ``the
         same (non-inferior within 0.5 pt): 98.42 % vs 98.50 % (...)``, or for one that
@@ -355,6 +369,9 @@ class VerificationSummary:
                 f"(95 % CI {low:.2f}-{high:.2f}x, {self.stages_text()})",
                 f"{same:<9} {self.same_metric_text(rec)}",
             ]
+            whole = self.end_to_end_text(rec)
+            if whole:
+                lines.append(f"whole run {whole}")
             if rec.peak_memory_max_bytes is not None:
                 base_memory = self.baseline.peak_memory_max_bytes
                 versus = (
@@ -422,10 +439,12 @@ class VerificationSummary:
             else f"at the same {same} (non-inferior within {self.tolerance_text()}): "
             f"{self.metric_difference_text(rec)}"
         )
+        whole = self.end_to_end_text(rec)
         return (
             f"{prefix}{rec.speedup:.2f}x faster than {self.baseline_words} (95 % CI "
             f"{low:.2f}-{high:.2f}x, {self.stages_text()}) {accuracy}{memory}: "
             f"{ANSWER_WORDS[rec.answer]}, trial {rec.trial_number}, {rec.changes_text()}"
+            + (f"; {whole}" if "WARNING" in whole else "")
         )
 
     def _not_faster_reason(self) -> str:

@@ -49,7 +49,13 @@ from autotune.verification._verdict import (
     rounds_text,
 )
 
-__all__ = ["check_summary", "plan_floor", "throughput_verdict"]
+__all__ = [
+    "check_summary",
+    "end_to_end",
+    "end_to_end_seconds",
+    "plan_floor",
+    "throughput_verdict",
+]
 
 
 def _pooled(rows: Sequence[VerificationRecord]) -> tuple[float | None, int | None]:
@@ -86,6 +92,7 @@ def throughput_verdict(
     paired = [(r, base_by_round[r.round_index]) for r in measured if r.round_index in base_by_round]
     ratios = [float(r.throughput_sps or 0) / float(b.throughput_sps or 1) for r, b in paired]
     speedup, ci = speedup_ci95(ratios) if ratios and not is_base else (None, None)
+    e2e, e2e_ci = end_to_end(paired, plan.budget_steps) if not is_base else (None, None)
     if number in plan.inherited and not is_base:
         return _inherited_verdict(
             number,
@@ -98,6 +105,7 @@ def throughput_verdict(
             complete,
             stage,
             (speedup, ci, len(ratios)),
+            (e2e, e2e_ci),
         )
     metrics = [r.val_metric for r in measured if r.val_metric is not None]
     metric_mean = statistics.fmean(metrics) if metrics else None
@@ -175,6 +183,8 @@ def throughput_verdict(
         non_inferior=non_inferior,
         trade_off=trade_off,
         val_samples=min(samples) if samples else None,
+        end_to_end_speedup=e2e,
+        end_to_end_ci95=e2e_ci,
     )
 
 
@@ -262,6 +272,7 @@ def _inherited_verdict(
     complete: bool,
     stage: Stage,
     speed: tuple[float | None, tuple[float, float] | None, int],
+    whole_run: tuple[float | None, tuple[float, float] | None] = (None, None),
 ) -> CandidateVerdict:
     """The verdict of a finalist that inherits its accuracy: its speed, and its paired
     check in every round instead of a trained metric (:mod:`autotune.evidence`)."""
@@ -327,4 +338,37 @@ def _inherited_verdict(
         stage=stage,
         evidence=evidence,
         check_text=summary,
+        end_to_end_speedup=whole_run[0],
+        end_to_end_ci95=whole_run[1],
     )
+
+
+def end_to_end_seconds(row: VerificationRecord, budget_steps: int | None) -> float | None:
+    """A run's seconds over one full run of the budget, compilation included: a run that
+    trained the budget, its training loop's wall seconds (``train_s``); a timed run, its
+    compile seconds plus ``budget_steps`` at its median step time (projected). None when
+    unknown."""
+    if row.val_metric is not None and row.train_s:  # trained and evaluated: the whole loop
+        return row.train_s
+    if budget_steps is None or row.step_time_s is None:
+        return None
+    return (row.compile_s or 0.0) + budget_steps * row.step_time_s
+
+
+def end_to_end(
+    paired: Sequence[tuple[VerificationRecord, VerificationRecord]], budget_steps: int | None
+) -> tuple[float | None, tuple[float, float] | None]:
+    """The speedup over a whole run of the budget, compilation included: the geometric mean
+    over paired rounds of the baseline's end-to-end seconds over the candidate's
+    (:func:`end_to_end_seconds`), with Student's t 95 % interval on the log ratios; the
+    steady-state speedup leaves compilation out, which a short budget may not pay back
+    (torch.compile max-autotune ran 1.39x the baseline's steps and 0.83x its 3-epoch runs on a
+    2-core CPU: docs/research/evidence.md)."""
+    ratios = []
+    for row, base in paired:
+        mine, theirs = end_to_end_seconds(row, budget_steps), end_to_end_seconds(base, budget_steps)
+        if mine and theirs:
+            ratios.append(theirs / mine)
+    if not ratios:
+        return None, None
+    return speedup_ci95(ratios)

@@ -184,6 +184,10 @@ class CandidateVerdict:
             showed; None for a candidate whose metric was trained and measured.
         check_text: the rounds' paired checks in words
             (:func:`~autotune.verification._throughput.check_summary`); None likewise.
+        end_to_end_speedup: the speedup over a whole run of the budget, compilation
+            included (:func:`~autotune.verification._throughput.end_to_end`); None for the
+            baseline or when unknown. ``speedup`` is the steady state's.
+        end_to_end_ci95: its 95 % interval.
     """
 
     trial_number: int
@@ -215,6 +219,8 @@ class CandidateVerdict:
     answer: Answer = "same_model"
     evidence: str | None = None
     check_text: str | None = None
+    end_to_end_speedup: float | None = None
+    end_to_end_ci95: tuple[float, float] | None = None
 
     @property
     def inherits_accuracy(self) -> bool:

@@ -38,11 +38,14 @@ __all__ = [
 _DIRECTIONS = ("maximize", "minimize")
 
 
-def _import_file(path: Path) -> Any:
+def _import_file(path: Path, key: str = "workload") -> Any:
     """Import ``path`` as a module of its own name plus a hash of its path; its directory
-    goes first on ``sys.path``, so that it can import the modules beside it."""
+    goes first on ``sys.path``, so that it can import the modules beside it. ``sys.argv`` is
+    ``[path]`` while it runs (restored after): a script that parses its command line at
+    import (``argparse`` at module level) reads its own defaults, not autotune's arguments.
+    ``key`` is the space key that names the file, for messages."""
     if not path.is_file():
-        raise WorkloadError(f"workload: no such file {path}")
+        raise WorkloadError(f"{key}: no such file {path}")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
     module_name = f"autotune_workload_{path.stem}_{digest}"
     if module_name in sys.modules:
@@ -55,38 +58,57 @@ def _import_file(path: Path) -> Any:
         raise WorkloadError(f"workload: {path} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # before exec: dataclasses and pickling look it up
+    argv = sys.argv
+    sys.argv = [str(path)]
     try:
         spec.loader.exec_module(module)
     except Exception as e:
         del sys.modules[module_name]
-        raise WorkloadError(f"workload: importing {path} failed: {_last_line(e)}") from e
+        raise WorkloadError(f"{key}: importing {path} failed: {_last_line(e)}") from e
+    except SystemExit as e:  # argparse's exit on a command line it refuses, or sys.exit()
+        del sys.modules[module_name]
+        raise WorkloadError(
+            f"{key}: importing {path} failed: it called sys.exit({e.code!r}) at import (put "
+            "the script's own command-line code under `if __name__ == \"__main__\":`)"
+        ) from e
+    finally:
+        sys.argv = argv
     return module
 
 
 def _last_line(error: BaseException) -> str:
+    """The one line of an exception (``ValueError: ...``); a ``SyntaxError`` (its
+    subclasses too) keeps its place, ``FILE:LINE: SyntaxError: ...``."""
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        return f"{error.filename}:{error.lineno}: {type(error).__name__}: {error.msg}"
     return "".join(traceback.format_exception_only(error)).strip().splitlines()[-1]
 
 
-def resolve_reference(ref: str) -> Any:
+def resolve_reference(ref: str, key: str = "workload") -> Any:
     """The object ``FILE.py:NAME`` or ``package.module:NAME`` names.
+
+    Args:
+        ref: the reference.
+        key: the space key that gave it (``workload``, ``loop``, ``hf_trainer``,
+            ``lightning``): every message starts with it.
 
     Raises:
         WorkloadError: the file or module cannot be imported, or has no NAME.
     """
     target, _, name = ref.rpartition(":")
     if target.endswith(".py"):
-        module = _import_file(Path(target))
+        module = _import_file(Path(target), key)
         where = target
     else:
         try:
             module = importlib.import_module(target)
         except Exception as e:
-            raise WorkloadError(f"workload: cannot import {target}: {_last_line(e)}") from e
+            raise WorkloadError(f"{key}: cannot import {target}: {_last_line(e)}") from e
         where = f"module {target}"
     try:
         return getattr(module, name)
     except AttributeError:
-        raise WorkloadError(f"workload: {where} has no attribute {name!r}") from None
+        raise WorkloadError(f"{key}: {where} has no attribute {name!r}") from None
 
 
 def _is_workload(obj: Any) -> bool:
@@ -259,7 +281,7 @@ def _door_function(spec: WorkloadSpec) -> Any:
                 f"{spec.door}: {spec.label} needs {package}, which is not installed: "
                 f"pip install 'autotune[{extra}]'"
             )
-    fn = resolve_reference(spec.ref)
+    fn = resolve_reference(spec.ref, spec.door)
     if not callable(fn):
         raise WorkloadError(
             f"{spec.door}: {spec.label} is a {type(fn).__name__}, not a function to call with "

@@ -57,3 +57,26 @@ def test_a_cap_nothing_fits_says_so() -> None:
 def test_min_rounds_below_two_is_refused() -> None:
     with pytest.raises(ValueError, match="fit_budget: min_rounds >= 2"):
         fit_budget(COSTS, 0, (5,), (), frozenset(), 8, 2, 1.0, min_rounds=1)
+
+
+def test_the_end_to_end_speedup_counts_the_compilation() -> None:
+    from autotune.storage import VerificationRecord
+    from autotune.verification._throughput import end_to_end, end_to_end_seconds
+
+    def row(step_s: float, compile_s: float) -> VerificationRecord:
+        return VerificationRecord(
+            round_index=0, seed=0, trial_number=1, is_baseline=False, simulated=False,
+            failure=None, failure_detail=None, throughput_sps=1.0, throughput_iqr_sps=0.0,
+            step_time_s=step_s, val_metric=None, peak_memory_bytes=1, train_s=1.0,
+            config_json="{}", compile_s=compile_s,
+        )  # fmt: skip
+
+    # 375 steps: the baseline 20 ms a step; compiled 14 ms a step, after 4 s of compiling.
+    base, compiled = row(0.020, 0.0), row(0.014, 4.0)
+    assert end_to_end_seconds(base, 375) == pytest.approx(7.5)
+    assert end_to_end_seconds(compiled, 375) == pytest.approx(9.25)
+    speedup, _ = end_to_end([(compiled, base), (compiled, base)], 375)
+    assert speedup == pytest.approx(7.5 / 9.25)  # 1.43x a step, 0.81x a whole run
+    long_run, _ = end_to_end([(compiled, base), (compiled, base)], 100_000)
+    assert long_run is not None and long_run > 1.4
+    assert end_to_end([(compiled, base)], None) == (None, None)

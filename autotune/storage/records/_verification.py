@@ -70,6 +70,8 @@ class VerificationPlan:
             accuracy (:mod:`autotune.evidence`).
         check_floor_json: the check's floor and margin as JSON (``first``, ``trajectory``,
             ``source``, ``margin``); None without inherited finalists.
+        budget_steps: optimizer steps of one full run (the baseline trial's), over which a
+            timed run's end-to-end seconds are projected; None when unknown.
     """
 
     baseline_trial: int
@@ -83,6 +85,7 @@ class VerificationPlan:
     model_changes: tuple[int, ...] = ()
     inherited: tuple[int, ...] = ()
     check_floor_json: str | None = None
+    budget_steps: int | None = None
 
     @property
     def timing_only(self) -> bool:
@@ -194,6 +197,7 @@ class VerificationRecord:
         check_losses_json: its first K training losses as a JSON list (the paired check,
             :mod:`autotune.evidence`); None when not recorded.
         run_s: wall seconds of the run (its cost; the mock's simulated seconds).
+        compile_s: seconds torch.compile added before its first timed step (0 eager).
     """
 
     round_index: int
@@ -220,6 +224,7 @@ class VerificationRecord:
     attempt: int = 0
     check_losses_json: str | None = None
     run_s: float | None = None
+    compile_s: float | None = None
 
     @property
     def check_losses(self) -> tuple[float, ...]:
