@@ -69,7 +69,7 @@ def _import_file(path: Path, key: str = "workload") -> Any:
         del sys.modules[module_name]
         raise WorkloadError(
             f"{key}: importing {path} failed: it called sys.exit({e.code!r}) at import (put "
-            "the script's own command-line code under `if __name__ == \"__main__\":`)"
+            'the script\'s own command-line code under `if __name__ == "__main__":`)'
         ) from e
     finally:
         sys.argv = argv

@@ -513,3 +513,82 @@ def test_a_framework_door_without_its_package_names_the_extra(
         "needs lightning, which is not installed: pip install 'autotune[lightning]'"
         in _one_line(err)
     )
+
+
+@pytest.mark.parametrize("door", ["loop", "hf_trainer", "lightning"])
+def test_a_doors_missing_file_or_function_is_reported_under_its_own_key(
+    write_workload: Callable[..., WorkloadSpec], tmp_path: Path, door: str
+) -> None:
+    missing = WorkloadSpec(ref=f"{tmp_path / 'nowhere.py'}:train")
+    no_function = write_workload(_LOOP, attr="trian")
+
+    with pytest.raises(WorkloadError) as no_file:
+        check_workload(_door(missing, door=door), _model())
+    with pytest.raises(WorkloadError) as no_attr:
+        check_workload(_door(no_function, door=door), _model())
+
+    assert _one_line(no_file) == f"{door}: no such file {tmp_path / 'nowhere.py'}"
+    assert _one_line(no_attr).startswith(f"{door}: ")
+    assert _one_line(no_attr).endswith("work.py has no attribute 'trian'")
+
+
+def test_a_syntax_error_keeps_its_file_and_line(
+    write_workload: Callable[..., WorkloadSpec], tmp_path: Path
+) -> None:
+    spec = write_workload("import torch\n\n\ndef train(trial):\n    return (\n", attr="train")
+
+    with pytest.raises(WorkloadError) as err:
+        check_workload(_door(spec), _model())
+
+    path = tmp_path / "work.py"
+    assert _one_line(err) == (
+        f"loop: importing {path} failed: {path}:5: SyntaxError: '(' was never closed"
+    )
+
+
+#: A script that reads its command line at import, as training scripts do.
+_ARGPARSE_AT_IMPORT = """\
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+ARGS = parser.parse_args()
+SEEN_ARGV = __import__("sys").argv[:]
+
+
+def train(trial):
+    trial.report(ARGS.lr)
+"""
+
+
+def test_a_script_that_parses_its_command_line_at_import_reads_its_own_defaults(
+    write_workload: Callable[..., WorkloadSpec], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # What sys.argv holds in `autotune run space=... --trials 1`: argparse would refuse it.
+    study_argv = ["autotune", "run", "space=s.yaml", "--trials", "1"]
+    monkeypatch.setattr(sys, "argv", study_argv)
+    spec = _door(write_workload(_ARGPARSE_AT_IMPORT, attr="train", name="argv_script.py"))
+
+    loaded = check_workload(spec, _model())
+
+    module = sys.modules[loaded.obj.__module__]
+    assert module.ARGS.lr == 0.1
+    seen_argv = module.SEEN_ARGV
+    assert seen_argv == [str(tmp_path / "argv_script.py")]
+    assert sys.argv == study_argv  # restored
+
+
+def test_a_script_that_exits_at_import_is_a_one_line_error(
+    write_workload: Callable[..., WorkloadSpec],
+) -> None:
+    source = _ARGPARSE_AT_IMPORT.replace('"--lr"', '"--data", required=True)\n#')
+    spec = _door(write_workload(source, attr="train", name="exits.py"))
+
+    with pytest.raises(WorkloadError) as err:
+        check_workload(spec, _model())
+
+    assert _one_line(err).endswith(
+        "exits.py failed: it called sys.exit(2) at import (put the "
+        "script's own command-line code under `if __name__ == "
+        '"__main__":`)'
+    )
