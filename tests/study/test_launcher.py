@@ -10,11 +10,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tempfile
+import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
+import psutil
 import pytest
 
+from autotune.config import MetricSpec, WorkloadSpec
 from autotune.devices.mock import simulate
 from autotune.exceptions import TrialError
 from autotune.hardware import STUDY_PID_VARIABLE, STUDY_WORKERS_VARIABLE
@@ -88,7 +92,8 @@ def test_rank_killed_by_a_signal_is_a_crash() -> None:
         run_trial(make_trial_config(device="mock", mock_fault="crash"), timeout_s=60)
 
     assert err.value.failure == "crash"
-    assert err.value.detail.startswith("rank 0 killed by signal SIGSEGV without a result")
+    assert err.value.detail.endswith("rank 0 killed by signal SIGSEGV without a result")
+    assert str(err.value) == "crash: rank 0 killed by signal SIGSEGV without a result"
 
 
 @pytest.mark.slow
@@ -99,7 +104,7 @@ def test_hanging_rank_times_out_and_is_killed() -> None:
         run_trial(make_trial_config(device="mock", mock_fault="hang"), timeout_s=1.0)
 
     assert err.value.failure == "timeout"
-    assert err.value.detail.startswith("no result after the 1 s limit (trial.timeout_s)")
+    assert err.value.detail.endswith("no result after the 1 s limit (trial.timeout_s)")
     assert time.monotonic() - started < 20
     assert _trial_children() == []
 
@@ -135,6 +140,103 @@ def test_missing_data_in_the_child_is_an_error(tmp_path: object) -> None:
     assert err.value.failure == "error"
     assert "DataError" in err.value.detail
     assert f"data.root={tmp_path}/nowhere: no such directory" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Faults in the user's own code (loop-door scripts written into tmp_path): data, never a
+# process left behind
+
+
+def _loop_trial(tmp_path: Path, body: str) -> Any:
+    """A loop-door trial of ``train(trial)`` with ``body`` (a 4-space-indented block)."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, subprocess, sys, time\n\n\ndef train(trial):\n" + textwrap.indent(body, "    ")
+    )
+    spec = WorkloadSpec(
+        ref=f"{script}:train", door="loop", metric=MetricSpec(name="accuracy", direction="maximize")
+    )
+    return make_trial_config(workload=spec, model={})
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie its new parent has yet to reap);
+    waits up to 10 s for a SIGKILL to land."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+_STARTS_A_SLEEP = """\
+child = subprocess.Popen(["sleep", "300"])
+with open(os.path.join(os.path.dirname(__file__), "child.pid"), "w") as f:
+    f.write(str(child.pid))
+"""
+
+
+@pytest.mark.slow
+def test_a_timed_out_trial_leaves_none_of_the_processes_it_started(tmp_path: Path) -> None:
+    config = _loop_trial(tmp_path, _STARTS_A_SLEEP + "time.sleep(300)\n")
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=10)
+
+    assert err.value.failure == "timeout"
+    child = int((tmp_path / "child.pid").read_text())
+    assert _ended(child)
+    assert _trial_children() == []
+
+
+@pytest.mark.slow
+def test_a_crashed_trial_leaves_none_of_the_processes_it_started(tmp_path: Path) -> None:
+    config = _loop_trial(tmp_path, _STARTS_A_SLEEP + "os._exit(1)\n")
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "crash"
+    assert _ended(int((tmp_path / "child.pid").read_text()))
+
+
+@pytest.mark.slow
+def test_a_crash_is_told_by_its_exit_status_not_the_users_last_line(tmp_path: Path) -> None:
+    config = _loop_trial(tmp_path, 'print("epoch 0, step 1, loss 0.69", flush=True)\nos._exit(1)\n')
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "crash"
+    assert str(err.value) == "crash: rank 0 exited with code 1 without a result"
+    assert err.value.detail == (
+        "epoch 0, step 1, loss 0.69\nrank 0 exited with code 1 without a result"
+    )
+
+
+@pytest.mark.slow
+def test_a_loop_reporting_nan_is_an_error_with_one_line() -> None:
+    spec = WorkloadSpec(
+        ref="tests.training.door_code:reports_nan",
+        door="loop",
+        metric=MetricSpec(name="accuracy", direction="maximize"),
+    )
+    config = make_trial_config(
+        workload=spec, model={"width": 4}, batch_size=8, train={"reference_batch_size": 8}
+    )
+
+    with pytest.raises(TrialError) as err:
+        run_trial(config, timeout_s=120)
+
+    assert err.value.failure == "error"
+    assert str(err.value) == (
+        "error: autotune.exceptions.DoorUsageError: trial.report(metric): the accuracy is nan, "
+        "not a finite number (did the training diverge?)"
+    )
 
 
 # --------------------------------------------------------------------------------------------
