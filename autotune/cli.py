@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import typer
 import yaml
 from rich.console import Console
+from rich.text import Text  # the user's text, never read as markup or emoji codes
 
 from autotune.exceptions import AutotuneError
 
@@ -147,9 +148,7 @@ def run(
                 trials,
                 on_trial=display.update,
                 prepared=prepared,
-                on_verify=lambda p: console.print(
-                    verification_line(p, metric), highlight=False, markup=False
-                ),
+                on_verify=lambda p: console.print(Text(verification_line(p, metric))),
             )
     except KeyboardInterrupt:
         # Typer would turn this into a silent exit code 130; say what happened and what next.
@@ -368,9 +367,7 @@ def verify(
             request.storage,
             settings=request.verify_settings,
             timeout_s=request.trial.timeout_s,
-            on_run=lambda p: console.print(
-                verification_line(p, metric), highlight=False, markup=False
-            ),
+            on_run=lambda p: console.print(Text(verification_line(p, metric))),
         )
     except KeyboardInterrupt:
         _print_error("interrupted; finished runs are saved. Run the same command to resume.")
@@ -396,9 +393,10 @@ def report(
     data, path = report_study(study, storage, out)
     console = _out_console()
     console.print(
-        f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): {data.finished} finished trials, "
-        f"{len(data.pareto)} Pareto-optimal",
-        highlight=False,
+        Text(
+            f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): {data.finished} finished "
+            f"trials, {len(data.pareto)} Pareto-optimal"
+        )
     )
     _print_verdict_line(console, data.verdict_line(), data.recommended is not None)
     if data.simulated:
@@ -408,7 +406,7 @@ def report(
 def _print_verdict_line(console: Console, line: str, recommended: bool) -> None:
     """The one-line verdict (the same in the report, the dashboard and ``best``), unwrapped."""
     style = "bold green" if recommended else "bold"
-    console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+    console.print(Text(line, style), soft_wrap=True)
 
 
 @app.command(epilog=_GRAMMAR)
@@ -429,7 +427,9 @@ def dashboard(
         f"autotune dashboard at {server.url} (read-only; Ctrl-C stops it)", highlight=False
     )
     if not server.is_loopback:
-        console.print(f"[bold yellow]bound to {host}: anyone who can reach it sees the studies[/]")
+        console.print(
+            Text(f"bound to {host}: anyone who can reach it sees the studies", "bold yellow")
+        )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -516,10 +516,9 @@ def best(
             else "NOT VERIFIED: single-trial figures"
         )
         console.print(
-            f"wrote {export} (trial {document['trial']}, {what}); its PyTorch snippet:",
-            highlight=False,
+            Text(f"wrote {export} (trial {document['trial']}, {what}); its PyTorch snippet:")
         )
-        console.print(document["pytorch_snippet"], markup=False, highlight=False)
+        console.print(Text(document["pytorch_snippet"]))
 
 
 @app.command("ls", epilog=_GRAMMAR)
@@ -534,7 +533,7 @@ def ls_studies(
     _, storage = _storage_args(args, study=False)
     studies = list_studies(storage)
     if not studies:  # say where it looked: a relative SQLite path depends on the directory
-        _out_console().print(f"no studies in {storage_location(storage)}", highlight=False)
+        _out_console().print(Text(f"no studies in {storage_location(storage)}"))
         return
     _out_console().print(studies_table(studies, storage))
 
@@ -546,7 +545,7 @@ def _write_trials_csv(study: str, storage: str, csv: Path) -> None:
     from autotune.export import export_csv
 
     rows = export_csv(study, storage, csv)
-    _out_console().print(f"wrote {csv}: {rows} trials", highlight=False)
+    _out_console().print(Text(f"wrote {csv}: {rows} trials"))
 
 
 @app.command("trials", epilog=_GRAMMAR)

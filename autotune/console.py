@@ -31,6 +31,7 @@ from autotune.report import (
     mib_text,
     pareto_row,
     pareto_table,
+    plain,
     seconds_text,
     study_command,
     trial_mode,
@@ -172,19 +173,24 @@ def print_header(console: Console, prepared: PreparedRun, n_trials: int) -> None
     config, caps = prepared.config, prepared.capabilities
     if caps.simulated:
         console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
+    # The study's name, paths and knob values are the user's: text, never markup or emoji.
     console.print(
-        f"study [bold]{config.study}[/] · space {config.space_source} · device {caps.kind} "
-        f"({caps.name}) · sampler {config.sampler} · seed {config.seed} · target {n_trials} trials"
+        plain("study ")
+        + plain(config.study, "bold")
+        + plain(
+            f" · space {config.space_source} · device {caps.kind} ({caps.name}) · sampler "
+            f"{config.sampler} · seed {config.seed} · target {n_trials} trials"
+        )
     )
-    console.print(f"storage {display_url(config.storage)}", highlight=False)
-    console.print(baseline_line(prepared.space), highlight=False)
+    console.print(plain(f"storage {display_url(config.storage)}"))
+    console.print(plain(baseline_line(prepared.space)))
     for line in prepared.space.baseline_notes():
-        console.print(line, highlight=False)
+        console.print(plain(line))
     for line in prepared.removed_choices:
-        console.print(f"[dim]skipped {line}[/]")
+        console.print(plain(f"skipped {line}", "dim"))
     for line in prepared.screen.notes() if prepared.screen is not None else []:
-        console.print(f"[dim]{line}[/]", highlight=False)
-    console.print(budget_line(prepared.space, n_trials), markup=False, highlight=False)
+        console.print(plain(line, "dim"))
+    console.print(plain(budget_line(prepared.space, n_trials)))
 
 
 def budget_line(space: SearchSpace, n_trials: int) -> str:
@@ -280,19 +286,19 @@ class ProgressDisplay:
             best += f" · cost {cost:,.1f} full runs"
         if progress.note is not None:
             out = self._progress.console if self._progress is not None else self._console
-            out.print(progress.note, markup=False, highlight=False, soft_wrap=True)
+            out.print(plain(progress.note), soft_wrap=True)
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.finished, best=best)
             # Failed and busy trials get their line above the bar (the others only count).
             if TrialResult.from_trial(progress.last).failed or _busy_flag(progress.last):
-                self._progress.console.print(
-                    f"[dim]{_trial_line(progress.last, self._metric)}[/]", highlight=False
-                )
+                # A failure's reason and the knobs are the user's text (plain).
+                self._progress.console.print(plain(_trial_line(progress.last, self._metric), "dim"))
         else:
             self._console.print(
-                f"[{progress.finished}/{progress.target} {progress.elapsed_s:.0f}s] "
-                f"{_trial_line(progress.last, self._metric)} | {best}",
-                highlight=False,
+                plain(
+                    f"[{progress.finished}/{progress.target} {progress.elapsed_s:.0f}s] "
+                    f"{_trial_line(progress.last, self._metric)} | {best}"
+                ),
                 soft_wrap=True,
             )
 
@@ -366,12 +372,12 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
         f"rounds of fresh processes, seeds {', '.join(map(str, seeds))}"
         + (" [SIMULATED]" if summary.simulated else "")
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(title=plain(title, "table.title"), title_justify="left")
     columns = verification_columns(summary)
     for column in columns:
-        table.add_column(column.header, justify="left" if column.text else "right")
+        table.add_column(plain(column.header), justify="left" if column.text else "right")
     for v in verdicts:
-        table.add_row(*(column.cell(v) for column in columns))
+        table.add_row(*(plain(column.cell(v)) for column in columns))
     return table
 
 
@@ -381,9 +387,9 @@ def print_verdict_block(console: Console, summary: VerificationSummary) -> None:
     printed as text (a knob's value is never read as markup)."""
     style = "bold green" if summary.recommended is not None else "bold"
     first, *rest = summary.verdict_block()
-    console.print(first, style=style, markup=False, highlight=False, soft_wrap=True)
+    console.print(plain(first, style), soft_wrap=True)
     for line in rest:
-        console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+        console.print(plain(f"  {line}"), soft_wrap=True)
 
 
 def print_verdict(console: Console, summary: VerificationSummary, storage: str) -> None:
@@ -391,7 +397,7 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
     (:meth:`~autotune.verification.VerificationSummary.verdict_block`) and the commands that
     use it."""
     for note in summary.notes:
-        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+        console.print(plain(f"note: {note}"), soft_wrap=True)
     if summary.race:
         console.print(verification_table(summary, "race"))
     if summary.candidates:
@@ -400,10 +406,10 @@ def print_verdict(console: Console, summary: VerificationSummary, storage: str) 
     name = summary.study_name
     if summary.recommended is not None:
         diff = study_command("best", name, storage, "--diff")
-        console.print(f"the change: {diff}", highlight=False)
+        console.print(plain(f"the change: {diff}"))
         export = study_command("best", name, storage, "--export", f"{name}-best.yaml")
-        console.print(f"export it:  {export}", highlight=False)
-    console.print(f"report:    {study_command('report', name, storage)}", highlight=False)
+        console.print(plain(f"export it:  {export}"))
+    console.print(plain(f"report:    {study_command('report', name, storage)}"))
 
 
 def _to_target_table(result: StudyResult, metric: Objective, simulated: str) -> Table:
@@ -446,8 +452,11 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
         )
         console.print(pareto_table(rows, title, metric, speedup=False))
     console.print(
-        f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
-        f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same command."
+        plain(
+            f"{result.finished} finished trials ({result.ran} run now, {result.wall_s:.1f} s); "
+            f"{len(result.pareto_trials)} on the Pareto front. Resume or extend with the same "
+            "command."
+        )
     )
     if caps.simulated:
         console.print(f"[bold yellow]{SIMULATED_TEXT}[/]")
@@ -456,17 +465,17 @@ def print_result(console: Console, result: StudyResult, metric: Objective | None
         print_verdict(console, result.verification, result.storage)
     elif result.verification_note is not None:
         console.print(
-            f"not verified: {result.verification_note}; no figure above is a verified claim",
-            highlight=False,
+            plain(f"not verified: {result.verification_note}; no figure above is a verified claim")
         )
     else:
         console.print(
-            "not verified (verify.rounds=0): no figure above is a verified claim; "
-            f"`{verify_command(result.study_name, result.storage)}` verifies the finalists",
-            highlight=False,
+            plain(
+                "not verified (verify.rounds=0): no figure above is a verified claim; "
+                f"`{verify_command(result.study_name, result.storage)}` verifies the finalists"
+            )
         )
     if cost is not None:
-        console.print(cost, markup=False, highlight=False, soft_wrap=True)
+        console.print(plain(cost), soft_wrap=True)
 
 
 def cost_text(result: StudyResult) -> str | None:
@@ -515,7 +524,9 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
     study's: its shortest single-trial time to target, ``12.4 s to 95.0%``), and the verified
     speedup of its recommendation (or why there is none)."""
     mixed = any(s.objective == "time_to_accuracy" for s in studies)
-    table = Table(title=f"Studies in {display_url(storage)}", title_justify="left")
+    table = Table(
+        title=plain(f"Studies in {display_url(storage)}", "table.title"), title_justify="left"
+    )
     for name, justify in (
         ("study", "left"),
         ("space", "left"),
@@ -532,10 +543,10 @@ def studies_table(studies: Sequence[StudySummary], storage: str) -> Table:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for s in studies:
         table.add_row(
-            s.study_name,
-            s.space_name,
-            s.hardware + (" [SIMULATED]" if s.simulated else ""),
-            s.metric,
+            plain(s.study_name),
+            plain(s.space_name),
+            plain(s.hardware + (" [SIMULATED]" if s.simulated else "")),
+            plain(s.metric),
             str(s.finished),
             str(s.total),
             str(s.feasible),

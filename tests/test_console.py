@@ -202,3 +202,64 @@ def test_print_result_of_a_time_to_accuracy_run(tta_study: TtaStudy) -> None:
     assert "time to target s" in text and "to reach 95.0%" in text and "[SIMULATED]" in text
     assert "samples/s" not in text.split("\n")[2]  # the header row
     assert "not verified (verify.rounds=0)" in text
+
+
+#: The end of a user's error output: markup-like brackets, a closing tag rich cannot match
+#: (it raised MarkupError and ended the study), an emoji code (``:train:``).
+_USERS_ERROR = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 9, in train\n'
+    "RuntimeError: [enforce fail at alloc_cpu.cpp:127] train.py:train: no [/x] memory"
+)
+
+
+def _failed_trial() -> object:
+    import optuna
+
+    trial = optuna.trial.create_trial(
+        params={"precision": "fp16"},
+        distributions={"precision": optuna.distributions.CategoricalDistribution(["fp16"])},
+        values=[0.0, 0.0, 1e12],
+        user_attrs={"failure": "error", "failure_detail": _USERS_ERROR},
+    )
+    trial.number = 3
+    return trial
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_the_progress_line_prints_the_users_error_as_written(terminal: bool) -> None:
+    from autotune.api import StudyProgress
+    from autotune.console import ProgressDisplay
+
+    console = Console(width=250, record=True, file=io.StringIO(), force_terminal=terminal)
+    progress = StudyProgress(
+        finished=1, target=2, elapsed_s=4.0, best={}, last=_failed_trial(), note="[/note] :train:"
+    )
+
+    with ProgressDisplay(console, target=2, already=0) as display:
+        display.update(progress)
+
+    text = console.export_text()
+    assert "[/note] :train:\n" in text
+    assert (
+        "trial 3: error (RuntimeError: [enforce fail at alloc_cpu.cpp:127] train.py:train: no "
+        "[/x] memory) precision=fp16"
+    ) in text
+
+
+def test_the_tables_and_the_verdict_print_the_users_text_as_written(
+    verified: StudyResult,
+) -> None:
+    name = "s[/x]:train:"
+    assert verified.verification is not None
+    summary = dataclasses.replace(
+        verified.verification, notes=["resumed [/x] from train.py:train:"], study_name=name
+    )
+    result = dataclasses.replace(verified, verification=summary, study_name=name)
+
+    text = _printed(print_result, result)
+
+    assert "note: resumed [/x] from train.py:train:\n" in text
+    assert "Pareto-optimal trials of study s[/x]:train: on" in text
+    assert "Verification 1 of study s[/x]:train:" in text
+    assert "study='s[/x]:train:'" in text  # the commands to copy

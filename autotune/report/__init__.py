@@ -36,7 +36,7 @@ from autotune.report._points import (
     trial_mode,
 )
 from autotune.report._study import report_study
-from autotune.report._terminal import pareto_table
+from autotune.report._terminal import pareto_table, plain
 from autotune.report._text import (
     NOT_VERIFIED,
     SIMULATED_TEXT,
@@ -71,6 +71,7 @@ __all__ = [
     "param_importances",
     "pareto_row",
     "pareto_table",
+    "plain",
     "ratio_text",
     "render_report",
     "report_study",

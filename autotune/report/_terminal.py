@@ -6,13 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from autotune.objectives import Objective
 from autotune.report._columns import GUIDE_KNOB_HEADERS, busy_notes, pareto_columns
 from autotune.report._points import ParetoRow
 from autotune.verification import ACCURACY
 
-__all__ = ["pareto_table"]
+__all__ = ["pareto_table", "plain"]
+
+
+def plain(text: str, style: str = "") -> Text:
+    """``text`` as rich shows it: as written, never read as markup (a user's ``[/x]`` would
+    raise ``MarkupError``) nor for emoji codes (``train.py:train:`` is no 🚆). Table titles,
+    headers, cells and captions are strings rich reads as markup; every table of ours gives
+    them through this."""
+    return Text(text, style=style)
 
 
 def pareto_table(
@@ -49,13 +58,13 @@ def pareto_table(
         guide_knobs=guide,
         rows=rows,
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(title=plain(title, "table.title"), title_justify="left")
     for column in columns:
-        table.add_column(column.header, justify="left" if column.text else "right")
+        table.add_column(plain(column.header), justify="left" if column.text else "right")
     for row in rows:
-        table.add_row(*(column.cell(row) for column in columns))
+        table.add_row(*(plain(column.cell(row)) for column in columns))
     notes = busy_notes(rows)
     if notes:
-        table.caption = "BUSY: " + "; ".join(notes)
+        table.caption = plain("BUSY: " + "; ".join(notes), "table.caption")
         table.caption_justify = "left"
     return table
