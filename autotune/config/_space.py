@@ -199,6 +199,13 @@ _WORKLOAD_DOOR_ADVANCED_TRAIN_SETTINGS = ("lr_warmup_fraction",)
 #: ``advanced.*`` groups that configure a run, not the space a study searches: a resumed
 #: study may change them (:meth:`SearchSpace.study_record` leaves them out).
 RUN_ADVANCED_GROUPS = ("trial", "verify", "hardware", "mock")
+#: The least value of the tuner's integer knobs (the space's values and a baseline's), and why.
+_KNOB_FLOORS: dict[str, tuple[int, str]] = {
+    "batch_size": (1, ""),
+    "num_workers": (0, ""),
+    "gpu_count": (1, ""),
+    "cpu_threads": (0, " (0: PyTorch's own count)"),
+}
 #: Keys only the built-in workloads read; a space with its own ``workload:`` may not set them.
 _BUILTIN_ONLY_KEYS = ("data",)
 
@@ -348,6 +355,11 @@ class SearchSpace(Strict):
                     f"baseline.{key}: not a knob of this space (its knobs: "
                     f"{', '.join([*knobs, 'lr'])})"
                 )
+            floor, why = _KNOB_FLOORS.get(key, (None, ""))
+            if self.model.family is not None and key in ("depth", "width"):
+                floor, why = 1, f" (family {self.model.family}'s {key})"
+            if floor is not None and isinstance(value, (int, float)) and value < floor:
+                raise ValueError(f"baseline.{key}: must be >= {floor}{why}, but got {value!r}")
             try:
                 widened = knob.including(value)
             except ValueError as e:
@@ -371,14 +383,9 @@ class SearchSpace(Strict):
 
     @model_validator(mode="after")
     def _ranges(self) -> SearchSpace:
-        if min(self.batch_size.values()) < 1:
-            raise ValueError("batch_size: every value must be >= 1")
-        if min(self.num_workers.values()) < 0:
-            raise ValueError("num_workers: every value must be >= 0")
-        if min(self.gpu_count.values()) < 1:
-            raise ValueError("gpu_count: every value must be >= 1")
-        if min(self.cpu_threads.values()) < 0:
-            raise ValueError("cpu_threads: every value must be >= 0 (0: PyTorch's own count)")
+        for name, (floor, why) in _KNOB_FLOORS.items():
+            if min(getattr(self, name).values()) < floor:
+                raise ValueError(f"{name}: every value must be >= {floor}{why}")
         if self.blocks is not None and not all(b.isidentifier() for b in self.blocks):
             raise ValueError("blocks: every entry must be a module class name (an identifier)")
         return self

@@ -286,3 +286,23 @@ def test_a_workloads_key_fields_are_what_they_were_before_doors() -> None:
     assert spec.key_fields() == {"ref": "pkg.mod:W", "args": {"a": 1}}
     loop = WorkloadSpec(ref="pkg.mod:f", door="loop")
     assert loop.key_fields() == {"ref": "pkg.mod:f", "args": {}, "door": "loop"}
+
+
+@pytest.mark.parametrize(
+    ("baseline", "rule"),
+    [
+        ("{batch_size: 0}", "baseline.batch_size: must be >= 1, but got 0"),
+        ("{gpu_count: 0}", "baseline.gpu_count: must be >= 1, but got 0"),
+        ("{num_workers: -1}", "baseline.num_workers: must be >= 0, but got -1"),
+        ("{depth: 0}", "baseline.depth: must be >= 1 (family cnn's depth), but got 0"),
+    ],
+)
+def test_a_baseline_value_below_its_knobs_floor_is_blamed_on_the_baseline(
+    write_space: Callable[..., Path], baseline: str, rule: str
+) -> None:
+    path = write_space(MINIMAL_SPACE + f"baseline: {baseline}\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err).endswith(f": {rule}")
