@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from optuna.trial import FrozenTrial
 from rich.console import Console
 
 from autotune.api import StudyResult, prepare_run
@@ -213,7 +214,7 @@ _USERS_ERROR = (
 )
 
 
-def _failed_trial() -> object:
+def _failed_trial() -> FrozenTrial:
     import optuna
 
     trial = optuna.trial.create_trial(
@@ -253,7 +254,7 @@ def test_the_tables_and_the_verdict_print_the_users_text_as_written(
     name = "s[/x]:train:"
     assert verified.verification is not None
     summary = dataclasses.replace(
-        verified.verification, notes=["resumed [/x] from train.py:train:"], study_name=name
+        verified.verification, notes=("resumed [/x] from train.py:train:",), study_name=name
     )
     result = dataclasses.replace(verified, verification=summary, study_name=name)
 
