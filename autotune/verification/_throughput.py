@@ -161,20 +161,13 @@ def throughput_verdict(
         changed=() if is_base else changed_knobs(params, base_params),
         rounds_measured=len(measured),
         failures=failures,
-        throughput_median_sps=(
-            statistics.median([float(r.throughput_sps or 0) for r in measured])
-            if measured
-            else None
-        ),
+        throughput_median_sps=_median_sps(measured),
         speedup=speedup,
         speedup_ci95=ci,
         val_metric_mean=metric_mean,
         val_metric_min=min(metrics) if metrics else None,
         val_metric_max=max(metrics) if metrics else None,
-        peak_memory_max_bytes=max(
-            (r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None),
-            default=None,
-        ),
+        peak_memory_max_bytes=_peak_bytes(measured),
         qualifies=qualifies,
         verdict=verdict,
         stage=stage,
@@ -186,6 +179,16 @@ def throughput_verdict(
         end_to_end_speedup=e2e,
         end_to_end_ci95=e2e_ci,
     )
+
+
+def _median_sps(rows: Sequence[VerificationRecord]) -> float | None:
+    """The median throughput of a configuration's measured rows (None without any)."""
+    return statistics.median([float(r.throughput_sps or 0) for r in rows]) if rows else None
+
+
+def _peak_bytes(rows: Sequence[VerificationRecord]) -> int | None:
+    """The highest peak memory over a configuration's measured rows (None without any)."""
+    return max((r.peak_memory_bytes for r in rows if r.peak_memory_bytes is not None), default=None)
 
 
 def _race_rules(
@@ -319,20 +322,13 @@ def _inherited_verdict(
         changed=changed_knobs(params, base_params),
         rounds_measured=len(measured),
         failures=failures,
-        throughput_median_sps=(
-            statistics.median([float(r.throughput_sps or 0) for r in measured])
-            if measured
-            else None
-        ),
+        throughput_median_sps=_median_sps(measured),
         speedup=speedup,
         speedup_ci95=ci,
         val_metric_mean=None,
         val_metric_min=None,
         val_metric_max=None,
-        peak_memory_max_bytes=max(
-            (r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None),
-            default=None,
-        ),
+        peak_memory_max_bytes=_peak_bytes(measured),
         qualifies=qualifies,
         verdict=verdict,
         stage=stage,
