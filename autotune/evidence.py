@@ -61,6 +61,7 @@ __all__ = [
 EvidenceClass = Literal[
     "baseline", "identical", "same_computation", "numerics", "dynamics", "model"
 ]
+#: The classes in that order.
 EVIDENCE_CLASSES: tuple[EvidenceClass, ...] = (
     "baseline",
     "identical",

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from autotune.evidence import evidence_text
 from autotune.objectives import Objective
 from autotune.report._points import ParetoRow
 from autotune.report._text import (
@@ -147,12 +146,6 @@ def _metric_cell(metric: Objective, row: ParetoRow) -> str:
     return text
 
 
-def _evidence_cell(row: ParetoRow) -> str:
-    """What the trial changes against the baseline, by measured evidence."""
-    evidence = row.result.evidence_class if row.result is not None else None
-    return MISSING if evidence is None else evidence_text(evidence)
-
-
 def _difference_cell(metric: Objective, verdict: CandidateVerdict) -> str:
     """A verdict's paired metric difference, or for a candidate that inherits the baseline's
     metric, its evidence (``inherited: the same computation``)."""
@@ -226,10 +219,6 @@ def pareto_columns(
             Column("compile s", lambda r: compile_text(r.compile_s, r.compile_cache)),
         ]
     columns += figure_columns(rows)
-    if not time_to_accuracy and any(
-        r.result is not None and r.result.evidence_class is not None for r in rows
-    ):
-        columns.append(Column("evidence", _evidence_cell, text=True))
     columns.append(Column("other CPU", lambda r: r.cpu_text))
     if knob_names is not None:
         return columns + [_knob_column(name, name, True, "—") for name in knob_names]
