@@ -7,7 +7,6 @@ global batch (:func:`lr_factor`)."""
 from __future__ import annotations
 
 import functools
-import math
 import multiprocessing
 import os
 import random
@@ -31,7 +30,6 @@ from autotune.config import (
     MEMORY_FORMATS,
     OPTIMIZER_IMPLS,
     PRECISIONS,
-    MetricSpec,
     TrialConfig,
     scaled_lr,
 )
@@ -41,6 +39,7 @@ from autotune.lifetime import die_with_rank
 from autotune.measure import CpuShareMeter
 from autotune.training._guide import apply_process_knobs
 from autotune.training._meter import StepMeter, budget_plan
+from autotune.training._metric import checked_metric
 from autotune.training._setup import cpu_meter_roots
 
 __all__ = [
@@ -77,43 +76,6 @@ def seed_everything(seed: int) -> None:
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed)
-
-
-def checked_metric(value: float, metric: MetricSpec | None, source: str) -> float:
-    """``value``, the validation metric a door read from the user's code, once it is a figure a
-    study can rank: finite, and, for the default metric (top-1 ``accuracy``, maximized), in
-    [0, 1].
-
-    A NaN reached Optuna as the trial's value, which Optuna fails (``FAIL``, not counted
-    towards ``--trials``): the study then ran trial after trial for ever. Raised here, it
-    fails the trial as ``error`` with this one line, and the trial counts.
-
-    Args:
-        value: the metric as read (a float).
-        metric: the space's ``metric:`` (the door's default when it has none); None: no rule
-            beyond finiteness.
-        source: where it was read, for the message (``trial.report(metric)``,
-            ``trainer.evaluate()['eval_loss']``).
-
-    Raises:
-        DoorUsageError: a NaN or infinite metric, or an accuracy outside [0, 1].
-    """
-    name = metric.name if metric is not None else "metric"
-    if not math.isfinite(value):
-        raise DoorUsageError(
-            f"{source}: the {name} is {value}, not a finite number (did the training diverge?)"
-        )
-    if (
-        metric is not None
-        and metric.name == "accuracy"
-        and metric.direction == "maximize"
-        and not 0.0 <= value <= 1.0
-    ):
-        raise DoorUsageError(
-            f"{source}: the accuracy is {value:g}, outside [0, 1]: report a fraction (correct / "
-            "total), or name another metric in the space's metric: block"
-        )
-    return value
 
 
 def lr_factor(rule: str, global_batch: int, reference_batch: int) -> float:

@@ -25,7 +25,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, RandomSampler
 
-from autotune.config import BUILTIN_BLOCKS, TrainSettings, TrialConfig
+from autotune.config import BUILTIN_BLOCKS, MetricSpec, TrainSettings, TrialConfig
 from autotune.devices import Backend
 from autotune.hardware import study_root_pid
 from autotune.lifetime import die_with_rank
@@ -36,6 +36,7 @@ from autotune.training._guide import (
     optimizer_impl_kwargs,
     shard_model,
 )
+from autotune.training._metric import checked_metric
 from autotune.workloads import LoadedWorkload
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -277,6 +278,11 @@ class Training:
         unless the workload brings its own ``evaluate``), in eval mode, under the trial's
         autocast. The model stays in eval mode: call ``model.train()`` before more steps.
 
+        Raises:
+            DoorUsageError: a metric that is not finite, or an accuracy outside [0, 1]
+                (:func:`~autotune.training._metric.checked_metric`): the trial fails as
+                ``error`` with one line, and counts.
+
         The validation batches are the trial's batch size, in order, without workers.
         """
         self.model.eval()
@@ -284,7 +290,11 @@ class Training:
         with torch.autocast(
             self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
         ):
-            return self.workload.evaluate(self.model, loader, self.device, self.memory_format)
+            value = self.workload.evaluate(self.model, loader, self.device, self.memory_format)
+        metric = MetricSpec.model_validate(
+            {"name": self.workload.metric_name, "direction": self.workload.metric_direction}
+        )
+        return checked_metric(float(value), metric, "the workload's evaluate()")
 
 
 def prepare_training(

@@ -38,3 +38,10 @@ class StridedDigits:
         x = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16  # (N, 1, 8, 8)
         y = torch.tensor(digits.target)
         return TensorDataset(x[:1400], y[:1400]), TensorDataset(x[1400:], y[1400:])
+
+
+class NanDigits(StridedDigits):
+    """A workload whose evaluation returns NaN (a diverged model's accuracy, say)."""
+
+    def evaluate(self, model: nn.Module, loader: object, device: object) -> float:
+        return float("nan")

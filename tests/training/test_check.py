@@ -78,3 +78,14 @@ def test_a_custom_op_that_mishandles_channels_last_fails_the_check() -> None:
     base = make_trial_config(workload=spec, model={"width": 4}, batch_size=32)
     check = _check(base.model_copy(update={"memory_format": "channels_last"}), base)
     assert check.verdict == "diverged", check.detail
+
+
+def test_a_workload_whose_evaluate_returns_nan_fails_the_trial_with_one_line() -> None:
+    # A NaN reached Optuna as the trial's value, which Optuna fails without counting it
+    # towards --trials: the study ran for ever (issue 49). Now the trial fails as an error.
+    from autotune.exceptions import DoorUsageError
+
+    spec = WorkloadSpec(ref="tests.training.check_workloads:NanDigits")
+    config = make_trial_config(workload=spec, model={"width": 4}, batch_size=32)
+    with pytest.raises(DoorUsageError, match=r"the workload's evaluate\(\): the accuracy is nan"):
+        train_here(config)
