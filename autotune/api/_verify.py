@@ -350,8 +350,8 @@ def verify_study(
         capabilities: the device, when the caller already detected it.
         budget_left_full_runs: what the study's cost cap leaves, in full runs of the
             baseline (``budget.full_runs`` less the search's cost): a new plan is fitted
-            within it (:func:`autotune.verification.fit_budget`: fewer rounds, then no
-            finalist that trains the budget), and the summary's notes say what it gave up;
+            within it (:func:`autotune.verification.fit_budget`: the dearest finalists left
+            out first, then fewer rounds), and the summary's notes say what it gave up;
             None: no cap.
 
     Returns:
