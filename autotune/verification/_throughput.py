@@ -93,20 +93,16 @@ def throughput_verdict(
     ratios = [float(r.throughput_sps or 0) / float(b.throughput_sps or 1) for r, b in paired]
     speedup, ci = speedup_ci95(ratios) if ratios and not is_base else (None, None)
     e2e, e2e_ci = end_to_end(paired, plan.budget_steps) if not is_base else (None, None)
-    if number in plan.inherited and not is_base:
-        return _inherited_verdict(
-            number,
-            measured,
-            failures,
-            paired,
-            params,
-            base_params,
-            plan,
-            complete,
-            stage,
-            (speedup, ci, len(ratios)),
-            (e2e, e2e_ci),
-        )
+    # A finalist that inherits its accuracy: its paired check in every round stands for a
+    # trained metric (its timed rows carry none).
+    inherited = number in plan.inherited and not is_base
+    checks, missing = _round_checks(paired, plan) if inherited else ([], [])
+    diverged = [(i, c) for i, c in checks if not c.passed]
+    identical = bool(checks) and all(c.verdict == "identical" for _, c in checks)
+    evidence = (
+        ("identical computation" if identical else "the same computation") if inherited else None
+    )
+    check_text = check_summary([c for _, c in checks]) if inherited else None
     metrics = [r.val_metric for r in measured if r.val_metric is not None]
     metric_mean = statistics.fmean(metrics) if metrics else None
     diffs = [
@@ -135,10 +131,28 @@ def throughput_verdict(
     elif len(ratios) < rounds:
         unpaired = [r for r in measured if r.round_index not in base_by_round]
         qualifies, verdict = False, f"the baseline failed in round {rounds_text(unpaired)}"
+    elif missing:
+        rounds_missing = ", ".join(str(i + 1) for i in missing)
+        qualifies, verdict = False, f"no paired check in round {rounds_missing}"
+    elif diverged:
+        index, check = diverged[0]
+        qualifies = False
+        verdict = f"the paired check {check.detail} in round {index + 1}: not the same computation"
     elif violation is not None:
         qualifies, verdict = False, violation
+    elif stage == "race" and inherited:
+        qualifies = speedup is not None and speedup > 1.0
+        verdict = (
+            "passed the race"
+            if qualifies
+            else f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
+        )
     elif stage == "race":
         qualifies, verdict = _race_rules(measured, base_by_round, plan, metric, speedup)
+    elif inherited and not faster:
+        qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
+    elif inherited:
+        qualifies, verdict = True, f"verified faster, {evidence} ({check_text})"
     elif diff_mean is None or base_mean is None:
         qualifies, verdict = False, f"no paired {metric.name} to compare"
     elif not faster:
@@ -161,13 +175,20 @@ def throughput_verdict(
         changed=() if is_base else changed_knobs(params, base_params),
         rounds_measured=len(measured),
         failures=failures,
-        throughput_median_sps=_median_sps(measured),
+        throughput_median_sps=(
+            statistics.median([float(r.throughput_sps or 0) for r in measured])
+            if measured
+            else None
+        ),
         speedup=speedup,
         speedup_ci95=ci,
         val_metric_mean=metric_mean,
         val_metric_min=min(metrics) if metrics else None,
         val_metric_max=max(metrics) if metrics else None,
-        peak_memory_max_bytes=_peak_bytes(measured),
+        peak_memory_max_bytes=max(
+            (r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None),
+            default=None,
+        ),
         qualifies=qualifies,
         verdict=verdict,
         stage=stage,
@@ -176,19 +197,11 @@ def throughput_verdict(
         non_inferior=non_inferior,
         trade_off=trade_off,
         val_samples=min(samples) if samples else None,
+        evidence=evidence,
+        check_text=check_text,
         end_to_end_speedup=e2e,
         end_to_end_ci95=e2e_ci,
     )
-
-
-def _median_sps(rows: Sequence[VerificationRecord]) -> float | None:
-    """The median throughput of a configuration's measured rows (None without any)."""
-    return statistics.median([float(r.throughput_sps or 0) for r in rows]) if rows else None
-
-
-def _peak_bytes(rows: Sequence[VerificationRecord]) -> int | None:
-    """The highest peak memory over a configuration's measured rows (None without any)."""
-    return max((r.peak_memory_bytes for r in rows if r.peak_memory_bytes is not None), default=None)
 
 
 def _race_rules(
@@ -261,81 +274,6 @@ def check_summary(checks: Sequence[EquivalenceCheck]) -> str:
     return (
         f"the paired check over {steps} steps held in each of {rounds} (first-step divergence "
         f"at most {first:.1e}, the largest over the steps {worst:.1e})"
-    )
-
-
-def _inherited_verdict(
-    number: int,
-    measured: Sequence[VerificationRecord],
-    failures: tuple[str, ...],
-    paired: Sequence[tuple[VerificationRecord, VerificationRecord]],
-    params: Mapping[str, Any],
-    base_params: Mapping[str, Any],
-    plan: VerificationPlan,
-    complete: bool,
-    stage: Stage,
-    speed: tuple[float | None, tuple[float, float] | None, int],
-    whole_run: tuple[float | None, tuple[float, float] | None] = (None, None),
-) -> CandidateVerdict:
-    """The verdict of a finalist that inherits its accuracy: its speed, and its paired
-    check in every round instead of a trained metric (:mod:`autotune.evidence`)."""
-    speedup, ci, paired_rounds = speed
-    checks, missing = _round_checks(paired, plan)
-    diverged = [(i, c) for i, c in checks if not c.passed]
-    rounds = plan.race_rounds if stage == "race" else plan.rounds
-    violation = constraint_violation(measured, None, plan)
-    faster = ci is not None and all(math.isfinite(x) for x in ci) and ci[0] > 1.0
-    all_identical = bool(checks) and all(c.verdict == "identical" for _, c in checks)
-    evidence = "identical computation" if all_identical else "the same computation"
-    summary = check_summary([c for _, c in checks])
-    if not complete:
-        qualifies, verdict = False, "verification incomplete"
-    elif failures:
-        qualifies, verdict = False, f"failed ({'; '.join(failures)})"
-    elif paired_rounds < rounds:
-        unpaired = [r for r in measured if r.round_index not in {b.round_index for _, b in paired}]
-        qualifies, verdict = False, f"the baseline failed in round {rounds_text(unpaired)}"
-    elif missing:
-        rounds_missing = ", ".join(str(i + 1) for i in missing)
-        qualifies, verdict = False, f"no paired check in round {rounds_missing}"
-    elif diverged:
-        index, check = diverged[0]
-        qualifies = False
-        verdict = f"the paired check {check.detail} in round {index + 1}: not the same computation"
-    elif violation is not None:
-        qualifies, verdict = False, violation
-    elif stage == "race":
-        qualifies = speedup is not None and speedup > 1.0
-        verdict = (
-            "passed the race"
-            if qualifies
-            else f"not faster than the baseline in the race ({speedup or 0.0:.2f}x)"
-        )
-    elif not faster:
-        qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
-    else:
-        qualifies, verdict = True, f"verified faster, {evidence} ({summary})"
-    return CandidateVerdict(
-        trial_number=number,
-        is_baseline=False,
-        params=dict(params),
-        changed=changed_knobs(params, base_params),
-        rounds_measured=len(measured),
-        failures=failures,
-        throughput_median_sps=_median_sps(measured),
-        speedup=speedup,
-        speedup_ci95=ci,
-        val_metric_mean=None,
-        val_metric_min=None,
-        val_metric_max=None,
-        peak_memory_max_bytes=_peak_bytes(measured),
-        qualifies=qualifies,
-        verdict=verdict,
-        stage=stage,
-        evidence=evidence,
-        check_text=summary,
-        end_to_end_speedup=whole_run[0],
-        end_to_end_ci95=whole_run[1],
     )
 
 
