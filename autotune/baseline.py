@@ -50,6 +50,7 @@ __all__ = [
     "enqueue_baseline",
     "enqueue_same_math",
     "enqueue_same_model",
+    "same_math_configurations",
     "same_math_params",
     "trial_train_settings",
     "untried_same_math",
@@ -274,30 +275,16 @@ def same_math_params(space: SearchSpace) -> dict[str, Any]:
     return {name: params[name] for name in names if name in searched and name in params}
 
 
-def untried_same_math(
-    space: SearchSpace,
-    tried: Sequence[Mapping[str, Any]],
-    limit: int = 4096,
-    throughputs: Sequence[tuple[Mapping[str, Any], float]] = (),
-) -> dict[str, Any] | None:
-    """The next configuration that keeps the baseline's math (:func:`same_math_params`) and
-    that no trial has tried, every knob fixed; None when each one was tried.
+def _knob_key(knobs: Mapping[str, Any], without: str = "") -> tuple[tuple[str, str], ...]:
+    """A configuration's knobs as a hashable key (``without`` left out)."""
+    return tuple(sorted((k, repr(v)) for k, v in knobs.items() if k != without))
 
-    The knobs outside the math (memory format, compile mode, workers, the guide's knobs the
-    space searches) are enumerated over their values, the cheapest evidence first: eager
-    before compiled (compiling costs seconds to minutes), then the fewest knobs changed from
-    the baseline's; among compiled ones, those whose eager twin (the same knobs, compile mode
-    ``none``) measured the highest throughput first (compile speeds up what it is given). A
-    knob with more than ``limit`` combinations (a wide integer range) is left to the sampler:
-    then None.
 
-    Args:
-        space: the study's space, restricted to what the device can run.
-        tried: the knobs of the study's trials (any state).
-        limit: the most combinations enumerated.
-        throughputs: ``(knobs, samples/s)`` of the measured trials.
-    """
-    params, _ = baseline_params(space)
+def same_math_configurations(space: SearchSpace, limit: int = 4096) -> list[dict[str, Any]] | None:
+    """Every configuration that keeps the baseline's math (:func:`same_math_params`), every
+    knob fixed: the knobs outside the math (memory format, compile mode, workers, the guide's
+    knobs the space searches) over their values. None when they cannot be enumerated: a
+    real-valued knob, or more than ``limit`` combinations (then the sampler chooses them)."""
     fixed = same_math_params(space)
     free = {
         name: knob.values()
@@ -308,26 +295,56 @@ def untried_same_math(
         return None  # a knob the enumeration cannot cover (a real-valued one)
     if math.prod(len(v) for v in free.values()) > limit:
         return None
-    seen = {tuple(sorted((k, repr(v)) for k, v in t.items())) for t in tried}
-    combos = [dict(zip(free, values, strict=True)) for values in itertools.product(*free.values())]
+    return [
+        {**fixed, **dict(zip(free, values, strict=True))}
+        for values in itertools.product(*free.values())
+    ]
 
-    def key(knobs: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted((k, repr(v)) for k, v in knobs.items() if k != "compile_mode"))
 
+def untried_same_math(
+    space: SearchSpace,
+    tried: Sequence[Mapping[str, Any]],
+    limit: int = 4096,
+    throughputs: Sequence[tuple[Mapping[str, Any], float]] = (),
+    configurations: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """The next configuration that keeps the baseline's math and that no trial has tried;
+    None when each one was tried, or when they cannot be enumerated
+    (:func:`same_math_configurations`).
+
+    The cheapest evidence first: eager before compiled (compiling costs seconds to minutes),
+    then the fewest knobs changed from the baseline's; among compiled ones, those whose eager
+    twin (the same knobs, compile mode ``none``) measured the highest throughput first
+    (compile speeds up what it is given).
+
+    Args:
+        space: the study's space, restricted to what the device can run.
+        tried: the knobs of the study's trials (any state).
+        limit: the most combinations enumerated.
+        throughputs: ``(knobs, samples/s)`` of the measured trials.
+        configurations: :func:`same_math_configurations`'s, when the caller has them.
+    """
+    if configurations is None:
+        configurations = same_math_configurations(space, limit)
+    if configurations is None:
+        return None
+    params, _ = baseline_params(space)
+    seen = {_knob_key(t) for t in tried}
     eager_sps = {
-        key(knobs): sps for knobs, sps in throughputs if knobs.get("compile_mode") == "none"
+        _knob_key(knobs, without="compile_mode"): sps
+        for knobs, sps in throughputs
+        if knobs.get("compile_mode") == "none"
     }
 
-    def cost_order(combo: dict[str, Any]) -> tuple[bool, float, int]:
-        compiled = combo.get("compile_mode", "none") != "none"
-        promise = -eager_sps.get(key({**fixed, **combo}), 0.0) if compiled else 0.0
-        return compiled, promise, sum(combo[k] != params.get(k) for k in combo)
+    def cost_order(candidate: dict[str, Any]) -> tuple[bool, float, int]:
+        compiled = candidate.get("compile_mode", "none") != "none"
+        twin = _knob_key(candidate, without="compile_mode")
+        promise = -eager_sps.get(twin, 0.0) if compiled else 0.0
+        return compiled, promise, sum(v != params.get(k) for k, v in candidate.items())
 
-    for combo in sorted(combos, key=cost_order):
-        candidate = {**fixed, **combo}
-        if tuple(sorted((k, repr(v)) for k, v in candidate.items())) not in seen:
-            return candidate
-    return None
+    return next(
+        (c for c in sorted(configurations, key=cost_order) if _knob_key(c) not in seen), None
+    )
 
 
 def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool | None:
@@ -349,10 +366,15 @@ def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool | None:
         for t in trials
         if (r := TrialResult.from_trial(t)).measured and r.throughput_sps
     ]
-    untried = untried_same_math(space, [t.params for t in trials], throughputs=measured)
-    if untried is None:
-        if untried_same_math(space, [], limit=4096) is not None:
-            return None  # enumerable, and every one was tried
-        untried = same_math_params(space)
-    study.enqueue_trial(untried, user_attrs={SAME_MATH_ATTR: True})
+    configurations = same_math_configurations(space)
+    if configurations is None:  # the sampler chooses the knobs outside the math
+        params = same_math_params(space)
+    else:
+        untried = untried_same_math(
+            space, [t.params for t in trials], throughputs=measured, configurations=configurations
+        )
+        if untried is None:
+            return None  # every one was tried
+        params = untried
+    study.enqueue_trial(params, user_attrs={SAME_MATH_ATTR: True})
     return True
