@@ -157,13 +157,11 @@ def _rounds_for(
     return asked
 
 
-def _run_costs(
-    trials: list[FrozenTrial], baseline: int, inherited: tuple[int, ...]
-) -> dict[int, float]:
+def _run_costs(trials: list[FrozenTrial], baseline: int) -> dict[int, float]:
     """Each trial's cost of one verification run, in full runs of the baseline: what it
     cost in the search (``run_s`` over the baseline's ``full_run_s``; 1 where unknown); the
-    baseline's is one full run, or, timed beside inherited finalists only, the cheapest of
-    theirs."""
+    baseline's is one full run (:func:`autotune.verification.fit_budget` prices a timed
+    baseline as its timed finalists)."""
     full_run_s = full_run_seconds(trials)
     costs: dict[int, float] = {}
     for trial in trials:
@@ -401,8 +399,9 @@ def verify_study(
             answers = (len(finalists) - len(model_changes), len(model_changes))
             race_rounds = settings.race_rounds if max(answers) > 1 else 0
             inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
+            costs = _run_costs(trials, baseline)
             fitted = fit_budget(
-                _run_costs(trials, baseline, inherited),
+                costs,
                 baseline,
                 finalists,
                 model_changes,
@@ -420,7 +419,7 @@ def verify_study(
             elif timed > fitted.rounds:
                 # Only timed finalists are left: as many timed rounds as the cap allows.
                 refit = fit_budget(
-                    _run_costs(trials, baseline, inherited),
+                    costs,
                     baseline,
                     finalists,
                     model_changes,
