@@ -302,8 +302,24 @@ class WindowClock:
     def __init__(self, sync: Callable[[], None], clock: Callable[[], float] = time.perf_counter):
         self._sync = sync
         self._clock = clock
+        self._stopped_s = 0.0  # seconds the clock was stopped, left out of every later mark
+        self._paused_at: float | None = None
 
     def mark(self) -> float:
-        """Wait for the device, then read the clock (seconds)."""
+        """Wait for the device, then read the clock (seconds, less the time it was paused)."""
         self._sync()
-        return self._clock()
+        return self._clock() - self._stopped_s
+
+    def pause(self) -> None:
+        """Stop the clock (after the device's queue drains) until :meth:`resume`: what runs
+        between is left out of every later mark. A second pause is a no-op."""
+        if self._paused_at is None:
+            self._sync()
+            self._paused_at = self._clock()
+
+    def resume(self) -> None:
+        """Start the clock again (after the device's queue drains); a no-op unless paused."""
+        if self._paused_at is not None:
+            self._sync()
+            self._stopped_s += self._clock() - self._paused_at
+            self._paused_at = None

@@ -6,12 +6,15 @@ global batch (:func:`lr_factor`)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import hashlib
 import multiprocessing
 import os
 import random
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +39,7 @@ from autotune.config import (
 from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
 from autotune.lifetime import die_with_rank
-from autotune.measure import CpuShareMeter
+from autotune.measure import CpuShareMeter, Measurement
 from autotune.training._guide import apply_process_knobs
 from autotune.training._meter import StepMeter, budget_plan
 from autotune.training._metric import checked_metric
@@ -47,6 +50,7 @@ __all__ = [
     "SCALED_GROUP_RATES",
     "SCALED_SCHEDULER_RATES",
     "DoorKnobs",
+    "SeedGuard",
     "TrialHandle",
     "checked_metric",
     "lr_factor",
@@ -55,6 +59,8 @@ __all__ = [
     "scale_rates",
     "seed_everything",
     "to_memory_format",
+    "trial_seed_guard",
+    "with_seed_note",
 ]
 
 #: What a door scales in an optimizer's parameter groups, and in a scheduler's attributes, when
@@ -76,6 +82,104 @@ def seed_everything(seed: int) -> None:
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed)
+
+
+def derived_seed(trial_seed: int, user_seed: int) -> int:
+    """The seed a user's own ``torch.manual_seed(user_seed)`` gets inside a trial: a hash of
+    both (SHA-256, the first 63 bits), so that the trial's seed still decides the stream
+    (verification's fresh seeds stay fresh) and the user's reseeding point stays where they
+    wrote it."""
+    digest = hashlib.sha256(f"{trial_seed}:{user_seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@dataclass
+class SeedGuard:
+    """What :func:`trial_seed_guard` saw of the user's own seeding.
+
+    Attributes:
+        calls: the user's seeding calls (``torch.manual_seed``, ``random.seed``,
+            ``numpy.random.seed``) with a value other than the trial's seed, as
+            ``(function, the user's value)``.
+    """
+
+    calls: list[tuple[str, Any]]
+
+
+@contextlib.contextmanager
+def trial_seed_guard(trial_seed: int) -> Iterator[SeedGuard]:
+    """While the user's code runs in a trial, keep the trial's seed in charge of randomness.
+
+    A user's ``torch.manual_seed(s)`` (also as ``torch.random.manual_seed``, and through
+    ``lightning.seed_everything`` or ``transformers.set_seed``), ``random.seed(s)`` or
+    ``numpy.random.seed(s)`` would otherwise replace the trial's seed with the same ``s`` in
+    every trial, and verification's rounds, meant to run on fresh seeds, would all train the
+    same stream. Inside the guard such a call seeds with :func:`derived_seed` of the trial's
+    seed and ``s`` instead: the reseeding happens where the user wrote it, each trial seed
+    gives its own stream, and the same trial seed gives the same one. A call with the trial's
+    own seed (a ``TrainingArguments(seed=...)`` the HF door set) and calls from inside torch
+    (DataLoader workers seeding themselves) pass through unchanged. Names bound before the
+    guard (``from torch import manual_seed`` at import) escape it.
+
+    Args:
+        trial_seed: the trial's seed (``config.seed``).
+
+    Yields:
+        A :class:`SeedGuard` that lists the calls it changed.
+    """
+    guard = SeedGuard(calls=[])
+    numpy = sys.modules.get("numpy")
+    patched: list[tuple[Any, str, Any]] = [
+        (torch, "manual_seed", torch.manual_seed),
+        (torch.random, "manual_seed", torch.random.manual_seed),
+        (random, "seed", random.seed),
+    ]
+    if numpy is not None:
+        patched.append((numpy.random, "seed", numpy.random.seed))
+
+    def wrap(owner: Any, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        label = f"{owner.__name__}.{name}"
+
+        @functools.wraps(real)
+        def seeded(seed: Any = None, *args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if (
+                isinstance(seed, bool)
+                or not isinstance(seed, int)
+                or seed == trial_seed
+                or caller == "torch"
+                or caller.startswith("torch.")
+            ):
+                return real(seed, *args, **kwargs)
+            guard.calls.append((label, seed))
+            return real(
+                derived_seed(trial_seed, seed) % 2**32
+                if label.startswith("numpy")
+                else derived_seed(trial_seed, seed),
+                *args,
+                **kwargs,
+            )
+
+        return seeded
+
+    for owner, name, real in patched:
+        setattr(owner, name, wrap(owner, name, real))
+    try:
+        yield guard
+    finally:
+        for owner, name, real in patched:
+            setattr(owner, name, real)
+
+
+def with_seed_note(measurement: Measurement, guard: SeedGuard) -> Measurement:
+    """``measurement`` with ``extra["user_seeds"]`` naming the user's seeding calls that
+    :func:`trial_seed_guard` derived from the trial's seed (``torch.manual_seed(1)``, ...);
+    unchanged when there were none."""
+    if not guard.calls:
+        return measurement
+    seen = list(dict.fromkeys(f"{name}({value!r})" for name, value in guard.calls))
+    note = ", ".join(seen) + ": derived from the trial's seed"
+    return dataclasses.replace(measurement, extra={**measurement.extra, "user_seeds": note})
 
 
 def lr_factor(rule: str, global_batch: int, reference_batch: int) -> float:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+from torch.utils.data import Subset
 
 from autotune.config import TrialConfig
 from autotune.devices import Backend
@@ -42,6 +43,8 @@ from autotune.training._door import (
     scale_rates,
     seed_everything,
     to_memory_format,
+    trial_seed_guard,
+    with_seed_note,
 )
 from autotune.training._meter import BudgetTiming, StepMeter
 from autotune.workloads import load_workload
@@ -306,7 +309,7 @@ def run_hf_trainer(
     knobs = DoorKnobs(config, backend, rank, world_size, rank_pids)
     trial = HFTrial._for_trial(knobs)
     try:
-        with ddp_environment(rank, world_size):
+        with ddp_environment(rank, world_size), trial_seed_guard(config.seed) as seeds:
             trainer = function(trial, **spec.args)
             if not isinstance(trainer, Trainer):
                 raise DoorUsageError(
@@ -317,10 +320,49 @@ def run_hf_trainer(
                     f"{label}: build the Trainer with args=trial.training_args(TrainingArguments"
                     "(...)), so that the trial's knobs reach it"
                 )
-            return _train_and_evaluate(trainer, trial, knobs, label)
+            _check_evaluation(trainer, trial, config, label)
+            return with_seed_note(_train_and_evaluate(trainer, trial, knobs, label), seeds)
     finally:
         if trial._output_dir is not None:
             shutil.rmtree(trial._output_dir, ignore_errors=True)
+
+
+def _check_evaluation(trainer: Any, trial: HFTrial, config: TrialConfig, label: str) -> None:
+    """Before the budget trains, the evaluation its metric comes from: the Trainer has an
+    ``eval_dataset``, and ``trainer.evaluate()`` over its first batch returns the space's
+    metric (seconds, where the whole budget would be minutes). A trial that reuses an earlier
+    trial's metric does not evaluate, and is not checked.
+
+    Raises:
+        DoorUsageError: no ``eval_dataset``, or a metric ``evaluate()`` does not return (the
+            message lists what it returns).
+    """
+    if config.reuse is not None:
+        return
+    metric_name = config.workload.metric.name if config.workload.metric else "eval_loss"
+    dataset = trainer.eval_dataset
+    if dataset is None:
+        raise DoorUsageError(
+            f"{label}: the Trainer has no eval_dataset, and the metric {metric_name!r} comes "
+            "from trainer.evaluate() after the budget: build it with Trainer(eval_dataset=...)"
+        )
+    try:
+        n = min(len(dataset), max(1, trainer.args.per_device_eval_batch_size))
+    except TypeError:  # an iterable dataset or a dict of them: checked after the budget
+        return
+    first = dataset.select(range(n)) if hasattr(dataset, "select") else Subset(dataset, range(n))
+    drop_last = trainer.args.dataloader_drop_last
+    trainer.args.dataloader_drop_last = False
+    try:
+        results = trainer.evaluate(eval_dataset=first)
+    finally:
+        trainer.args.dataloader_drop_last = drop_last
+    if metric_name not in results:
+        raise DoorUsageError(
+            f"{label}: trainer.evaluate() returned no {metric_name!r} (it returned "
+            f"{', '.join(sorted(results))}, on {n} eval samples before the budget trained); "
+            "name one of them in the space's metric: block, or return it from compute_metrics"
+        )
 
 
 def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: str) -> Measurement:

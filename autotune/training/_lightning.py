@@ -39,6 +39,8 @@ from autotune.training._door import (
     scale_rates,
     seed_everything,
     to_memory_format,
+    trial_seed_guard,
+    with_seed_note,
 )
 from autotune.training._guide import checkpoint_blocks
 from autotune.training._hf import ddp_environment
@@ -248,9 +250,12 @@ def run_lightning(
     trial = LightningTrial._for_trial(knobs)
     root = tempfile.mkdtemp(prefix="autotune-lightning-")
     try:
-        with ddp_environment(rank, world_size):
+        with ddp_environment(rank, world_size), trial_seed_guard(config.seed) as seeds:
             module, datamodule, user_kwargs = _unpack(function(trial, **spec.args), label)
-            return _fit_and_validate(module, datamodule, user_kwargs, trial, knobs, label, root)
+            measurement = _fit_and_validate(
+                module, datamodule, user_kwargs, trial, knobs, label, root
+            )
+        return with_seed_note(measurement, seeds)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

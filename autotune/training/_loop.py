@@ -52,6 +52,8 @@ from autotune.training._door import (
     rebuild_loader,
     scale_rates,
     seed_everything,
+    trial_seed_guard,
+    with_seed_note,
 )
 from autotune.training._guide import (
     checkpoint_blocks,
@@ -71,6 +73,11 @@ class _StopTrial(BaseException):
     below its throughput floor, or a trial that reuses another's metric once its windows are
     timed. A ``BaseException``, as ``GeneratorExit`` and ``KeyboardInterrupt`` are, so that a
     user's ``except Exception`` does not swallow it."""
+
+
+#: What :meth:`LoopTrial._batches` yields between two epochs under :meth:`LoopTrial.epochs`
+#: (never seen by the user's code).
+_EPOCH_END = object()
 
 
 class PreparedOptimizer(torch.optim.Optimizer):
@@ -216,6 +223,10 @@ class LoopTrial(TrialHandle):
         self._optimizer: torch.optim.Optimizer | None = None
         self._steps_started = False
         self._steps_finished = False
+        self._budget: Iterator[Any] | None = None  # the whole budget's batches, epoch by epoch
+        self._epochs_started = False
+        self._epoch_steps_called = False  # trial.steps() was called in the current epoch
+        self._epoch_ended = False  # the current epoch's trial.steps() ran to its end
         self._steps_entered = 0  # steps whose first batch the loop was given
         self._micro_last = True  # the current micro-batch ends its accumulation cycle
         self._grads_pending = False
@@ -405,10 +416,76 @@ class LoopTrial(TrialHandle):
                 "trial.steps(loader): pass the training DataLoader that trial.prepare() returned "
                 "(the first DataLoader you gave it)"
             )
+        if self._epochs_started:
+            if self._epoch_steps_called:
+                raise DoorUsageError(
+                    "trial.steps() was called twice in one epoch of trial.epochs(): call it "
+                    "once per epoch"
+                )
+            self._epoch_steps_called = True
+            return self._one_epoch()
         if self._steps_started:
             raise DoorUsageError("trial.steps() was called twice: one training loop per trial")
         self._steps_started = True
         return self._batches(loader)
+
+    def epochs(self) -> Iterator[int]:
+        """The budget's epochs, for a loop written epoch by epoch: ``0, 1, ...`` until the
+        budget is spent (``train.epochs`` passes, fewer where ``train.max_steps`` or a short
+        evidence budget ends it sooner; on its own, ``epochs`` and ``max_steps``). Inside each,
+        :meth:`steps` yields that epoch's batches::
+
+            for epoch in trial.epochs():
+                for x, y in trial.steps(train_loader):
+                    ...                                 # one optimizer step
+                accuracy = test(model, val_loader)       # per-epoch evaluation, untimed
+                scheduler.step()                         # a per-epoch schedule (StepLR)
+            trial.report(accuracy)
+
+        What runs between two epochs' steps (an evaluation, logging, a scheduler's step) is
+        the user's, as written; the measuring core's clock stops there, so it is not timed as
+        training (the busy-machine meter and, on CUDA, the energy meter keep running).
+
+        Raises:
+            DoorUsageError: before :meth:`prepare`, after :meth:`steps` began outside it, a
+                second call, or an epoch in which :meth:`steps` was not iterated to its end.
+        """
+        if not self._prepared or self._train_loader is None:
+            raise DoorUsageError(
+                "trial.epochs(): call trial.prepare(model, optimizer, loader) first"
+            )
+        if self._epochs_started or self._steps_started:
+            raise DoorUsageError(
+                "trial.epochs() after the training loop began: iterate it once, around "
+                "trial.steps(train_loader)"
+            )
+        self._epochs_started = self._steps_started = True
+        self._budget = self._batches(self._train_loader, by_epoch=True)
+        return self._epoch_numbers()
+
+    def _epoch_numbers(self) -> Iterator[int]:
+        epoch = 0
+        while not self._steps_finished:
+            self._epoch_steps_called = False
+            yield epoch
+            if not self._steps_finished and not self._epoch_ended:
+                raise DoorUsageError(
+                    f"epoch {epoch} of trial.epochs() did not iterate trial.steps(train_loader) "
+                    "to its end: call it once in every epoch, and do not break out of it"
+                )
+            epoch += 1
+
+    def _one_epoch(self) -> Iterator[Any]:
+        """One epoch's batches of the budget's generator (it stops at the next epoch's first
+        batch, with the meter's clock stopped, and resumes there)."""
+        assert self._budget is not None
+        self._epoch_ended = False
+        for batch in self._budget:
+            if batch is _EPOCH_END:
+                self._epoch_ended = True
+                return
+            yield batch
+        self._epoch_ended = True
 
     def budget_steps(self, loader: DataLoader[Any]) -> int:
         """The optimizer steps :meth:`steps` yields over ``loader`` (to size a learning-rate
@@ -429,7 +506,9 @@ class LoopTrial(TrialHandle):
         total = per_epoch * self._epochs
         return min(total, self._max_steps) if self._max_steps is not None else total
 
-    def _batches(self, loader: DataLoader[Any]) -> Iterator[Any]:
+    def _batches(self, loader: DataLoader[Any], *, by_epoch: bool = False) -> Iterator[Any]:
+        """The budget's batches; ``by_epoch``: with :data:`_EPOCH_END` before each epoch's
+        first batch after the first, yielded with the meter's clock stopped."""
         k = self._accumulation
         knobs = self._knobs
         try:
@@ -461,11 +540,22 @@ class LoopTrial(TrialHandle):
             meter.start()
         step = 0
         while total is None or step < total:
+            first = next(micro_batches, None)  # the step's first micro-batch
+            if first is None:  # an unsized loader on its own: its epochs are over
+                self._steps_finished = True
+                return
+            if by_epoch and first[0] and step > 0:
+                if meter is not None:
+                    meter.pause()
+                yield _EPOCH_END  # the user's code between two epochs runs here, untimed
+                if meter is not None:
+                    meter.resume()
             counter = self._open_flops_counter(meter, step + 1)
             try:
                 for micro in range(k):
-                    found = next(micro_batches, None)
+                    found = first if micro == 0 else next(micro_batches, None)
                     if found is None:  # an unsized loader on its own: its epochs are over
+                        self._steps_finished = True
                         return
                     new_epoch, batch = found
                     if new_epoch and micro == 0:
@@ -649,7 +739,8 @@ def run_loop(
 
     The peak-memory window opens before the function runs (its data, model and optimizer
     included); the training seed is set, so the model the function builds starts the same in
-    every trial with this seed.
+    every trial with this seed, and a ``torch.manual_seed`` of the function's own is derived
+    from it (:func:`~autotune.training._door.trial_seed_guard`), never put in its place.
 
     Args:
         config: the trial (``config.workload.door == "loop"``).
@@ -670,6 +761,7 @@ def run_loop(
     backend.reset_peak_memory()
     seed_everything(config.seed)
     trial = LoopTrial._for_trial(DoorKnobs(config, backend, rank, world_size, rank_pids))
-    with contextlib.suppress(_StopTrial):
+    with trial_seed_guard(config.seed) as seeds, contextlib.suppress(_StopTrial):
         function(trial, **config.workload.args)
-    return trial._measurement(label)
+    measurement = trial._measurement(label)
+    return with_seed_note(measurement, seeds)

@@ -219,6 +219,16 @@ class StepMeter:
             self._start_meters()
         self.marks_s[0] = self._clock.mark()
 
+    def pause(self) -> None:
+        """The door's loop leaves its steps for code of the user's between two of them (a
+        loop's per-epoch evaluation, :meth:`~autotune.training.LoopTrial.epochs`): the clock
+        stops, after a sync, until :meth:`resume`, so the windows time training alone."""
+        self._clock.pause()
+
+    def resume(self) -> None:
+        """The steps go on: the clock runs again (after a sync)."""
+        self._clock.resume()
+
     def _start_meters(self) -> None:
         """The timed windows open: sync, then the meters, then (the caller) the clock, so
         that the meters' set-up (NVML handles and first readings, /proc reads) falls outside

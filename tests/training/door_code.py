@@ -272,6 +272,13 @@ def hf_evaluates_nan(trial: Any) -> Any:
     return trainer
 
 
+def hf_without_eval_dataset(trial: Any) -> Any:
+    """:func:`hf_trainer` built without an ``eval_dataset``."""
+    trainer = hf_trainer(trial)
+    trainer.eval_dataset = None
+    return trainer
+
+
 def hf_returns_a_model(trial: Any) -> Any:
     trial.training_args(_training_args())
     return _gpt2(trial)
@@ -401,3 +408,52 @@ def reports_its_sharding(trial: Any) -> None:
     sharded = all(isinstance(p, DTensor) for p in model.parameters())
     fused = bool(optimizer.optimizer.defaults.get("fused"))
     trial.report(1.0 * sharded + 2.0 * fused)
+
+
+def _evaluate(model: Any, val_loader: Any) -> float:
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for batch in val_loader:
+            correct += int((model(batch["image"]).argmax(1) == batch["label"]).sum())
+            total += len(batch["label"])
+    model.train()
+    return correct / total
+
+
+def epoch_shaped(trial: Any, user_seed: int = 1) -> None:
+    """pytorch/examples' mnist/main.py's shape: the user's own ``torch.manual_seed``, an epoch
+    loop with a per-epoch test, a per-epoch StepLR and per-epoch logging, the metric reported
+    after the last epoch."""
+    SEEN.clear()
+    torch.manual_seed(user_seed)
+    SEEN["init_weight"] = Net(**trial.model).conv.weight.detach().clone()
+    model, optimizer, scheduler, train_loader, val_loader = _objects(trial)
+    model, optimizer, train_loader, val_loader, scheduler = trial.prepare(
+        model, optimizer, train_loader, val_loader, scheduler
+    )
+    SEEN.update(epochs=[], steps_per_epoch=[], lrs=[], accuracies=[])
+    accuracy = 0.0
+    for epoch in trial.epochs():
+        SEEN["epochs"].append(epoch)
+        steps = 0
+        for batch in trial.steps(train_loader):
+            optimizer.zero_grad()
+            trial.backward(F.cross_entropy(model(batch["image"]), batch["label"]))
+            optimizer.step()
+            steps += 1
+        SEEN["steps_per_epoch"].append(steps)
+        accuracy = _evaluate(model, val_loader)  # per epoch, as the user wrote it
+        SEEN["accuracies"].append(accuracy)
+        SEEN["lrs"].append(optimizer.param_groups[0]["lr"])
+        scheduler.step()  # StepLR, once per epoch
+    trial.report(accuracy)
+
+
+def epoch_skips_steps(trial: Any) -> None:
+    """An epoch loop whose body never calls trial.steps()."""
+    model, optimizer, _, train_loader, _ = _objects(trial)
+    model, optimizer, train_loader = trial.prepare(model, optimizer, train_loader)
+    for _ in trial.epochs():
+        pass
+    trial.report(0.5)

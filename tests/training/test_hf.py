@@ -170,6 +170,22 @@ def test_each_misuse_fails_the_trial_with_a_line_that_names_the_call(
     assert reason in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("function", "metric", "reason"),
+    [
+        ("hf_trainer", "eval_accuracy", "before the budget trained"),
+        ("hf_without_eval_dataset", "eval_loss", "the Trainer has no eval_dataset"),
+    ],
+)
+def test_an_evaluation_that_cannot_give_the_metric_fails_before_the_budget_trains(
+    function: str, metric: str, reason: str
+) -> None:
+    with pytest.raises(DoorUsageError, match=reason):
+        run(hf_config(function, metric=metric))
+
+    assert door_code.SEEN["trainer"].state.global_step == 0  # not one training step ran
+
+
 def test_on_its_own_the_trial_leaves_the_users_arguments_as_written() -> None:
     args = door_code._training_args(bf16=True, per_device_train_batch_size=12)
 

@@ -190,6 +190,10 @@ def test_a_trial_below_its_floor_stops_too_slow() -> None:
             "trial.steps(loader): pass the training DataLoader that trial.prepare() returned",
         ),
         ("prepares_without_a_loader", "give it your training DataLoader too"),
+        (
+            "epoch_skips_steps",
+            "epoch 0 of trial.epochs() did not iterate trial.steps(train_loader) to its end",
+        ),
     ],
 )
 def test_each_misuse_fails_the_trial_with_a_line_that_names_the_call(
@@ -237,3 +241,59 @@ def test_two_ddp_ranks_train_the_loop_over_halves_of_the_data() -> None:
     assert m.samples_per_step == 16  # 8 per rank
     assert m.steps == 2 * (door_code.N_TRAIN // 16)  # each rank sees its half, per epoch
     assert 0.0 <= m.val_metric <= 1.0
+
+
+def test_an_epoch_shaped_loop_keeps_its_per_epoch_test_and_step_lr() -> None:
+    """pytorch/examples' mnist/main.py's shape: ``for epoch in trial.epochs(): for batch in
+    trial.steps(loader)``, a test and a StepLR step after each epoch."""
+    m = run(loop_config("epoch_shaped"))
+
+    seen = door_code.SEEN
+    assert seen["epochs"] == [0, 1]
+    assert seen["steps_per_epoch"] == [12, 12] and m.steps == 24
+    assert seen["lrs"] == pytest.approx([0.1, 0.05])  # StepLR halved it after epoch 0
+    assert len(seen["accuracies"]) == 2
+    assert m.val_metric == seen["accuracies"][-1]  # the last epoch's test, reported
+
+
+def test_an_epoch_loop_stops_where_a_max_steps_budget_ends() -> None:
+    m = run(loop_config("epoch_shaped", train={"epochs": 3, "max_steps": 18}))
+
+    assert door_code.SEEN["steps_per_epoch"] == [12, 6] and m.steps == 18
+
+
+def test_the_time_between_epochs_is_not_timed() -> None:
+    from autotune.measure._windows import WindowClock
+
+    now = [0.0]
+    clock = WindowClock(lambda: None, clock=lambda: now[0])
+    assert clock.mark() == 0.0
+    now[0] = 2.0
+    clock.pause()
+    now[0] = 7.0  # an evaluation between two epochs
+    clock.resume()
+    now[0] = 8.0
+    assert clock.mark() == 3.0
+
+
+def test_an_epoch_loop_trains_on_its_own_for_its_epochs() -> None:
+    door_code.epoch_shaped(LoopTrial(epochs=2))
+
+    assert door_code.SEEN["epochs"] == [0, 1]
+    assert door_code.SEEN["steps_per_epoch"] == [12, 12]
+
+
+def test_the_users_own_manual_seed_is_derived_from_the_trials_seed() -> None:
+    """The user's ``torch.manual_seed(1)`` reseeds where they wrote it, from the trial's seed:
+    two trial seeds build two models, the same seed the same one, and the trial says so."""
+    first = run(loop_config("epoch_shaped", seed=0))
+    weight_0 = door_code.SEEN["init_weight"]
+    run(loop_config("epoch_shaped", seed=0))
+    again = door_code.SEEN["init_weight"]
+    run(loop_config("epoch_shaped", seed=1))
+    weight_1 = door_code.SEEN["init_weight"]
+
+    assert torch.equal(weight_0, again)
+    assert not torch.equal(weight_0, weight_1)
+    assert first.extra["user_seeds"] == "torch.manual_seed(1): derived from the trial's seed"
+    assert torch.manual_seed is torch.random.manual_seed  # the guard put torch's back
