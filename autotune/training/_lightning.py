@@ -7,7 +7,9 @@
 In a trial the knobs map onto ``Trainer(precision=..., devices=..., strategy=...,
 accumulate_grad_batches=...)``, the module's memory format and ``torch.compile``, and the
 datamodule's training loader (rebuilt with the trial's batch size, workers, pinning and seeded
-sampler). A ``Callback`` tells the measuring core
+sampler); a datamodule is passed as ``fit(datamodule=...)``, so ``trainer.datamodule`` works
+in callbacks and module code. Before the budget, one validation batch checks that the module
+validates and logs the space's metric. A ``Callback`` tells the measuring core
 (:class:`~autotune.training._meter.StepMeter`) of each optimizer step; the metric is the
 space's ``metric:`` key of ``trainer.validate()``. A third item the function may return, a
 dict, holds the user's own ``Trainer`` arguments (``gradient_clip_val``, ``callbacks``, ...),
@@ -17,10 +19,11 @@ passed through. Lightning is imported only when the door is used
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -217,6 +220,79 @@ def _collate_in_format(collate: Callable[[Any], Any], memory_format: torch.memor
     return collate_in_format
 
 
+@contextlib.contextmanager
+def _attached(datamodule: Any, train_loader: Any, val_loader: Any) -> Iterator[None]:
+    """The user's datamodule, as ``fit(datamodule=...)`` and ``validate(datamodule=...)`` take
+    it (so that ``trainer.datamodule`` works in callbacks and module code), serving the
+    trial's rebuilt training loader and the validation loader already built: its
+    ``train_dataloader``/``val_dataloader`` return those, and its ``prepare_data``, ``setup``
+    and ``teardown`` (already run once, before the loaders were built) do nothing, until the
+    block ends. Nothing happens for ``datamodule=None``."""
+    if datamodule is None:
+        yield
+        return
+    served: dict[str, Callable[..., Any]] = {
+        "train_dataloader": lambda: train_loader,
+        "val_dataloader": lambda: val_loader,
+        "prepare_data": lambda: None,
+        "setup": lambda stage=None: None,
+        "teardown": lambda stage=None: None,
+    }
+    shadowed = {name: datamodule.__dict__[name] for name in served if name in datamodule.__dict__}
+    datamodule.__dict__.update(served)
+    try:
+        yield
+    finally:
+        for name in served:
+            del datamodule.__dict__[name]
+        datamodule.__dict__.update(shadowed)
+
+
+def _validate(trainer: Any, fit_module: Any, datamodule: Any, val_loader: Any) -> dict[str, Any]:
+    """``trainer.validate()`` over the validation loader (through the datamodule where there
+    is one): what it logged, by key."""
+    with _attached(datamodule, None, val_loader):
+        if datamodule is not None:
+            results = trainer.validate(fit_module, datamodule=datamodule, verbose=False)
+        else:
+            results = trainer.validate(fit_module, dataloaders=val_loader, verbose=False)
+    return {**(results[0] if results else {}), **trainer.callback_metrics}
+
+
+def _check_validation(module: Any, metric_name: str, label: str) -> None:
+    """The module validates at all.
+
+    Raises:
+        DoorUsageError: no ``validation_step``.
+    """
+    from lightning.pytorch.utilities.model_helpers import is_overridden
+
+    if not is_overridden("validation_step", module):
+        raise DoorUsageError(
+            f"{label}: {type(module).__name__} has no validation_step, and the metric "
+            f"{metric_name!r} comes from trainer.validate() after the budget: define it, with "
+            f"self.log({metric_name!r}, ...)"
+        )
+
+
+def _check_logged(
+    logged: dict[str, Any], metric_name: str, label: str, *, early: bool = False
+) -> None:
+    """The validation logged the space's metric.
+
+    Raises:
+        DoorUsageError: it did not (the message lists what it logged).
+    """
+    if metric_name in logged:
+        return
+    when = " on one batch, before the budget trained" if early else ""
+    raise DoorUsageError(
+        f"{label}: validation logged no {metric_name!r}{when} (it logged "
+        f"{', '.join(sorted(logged)) or 'nothing'}); self.log({metric_name!r}, ...) in "
+        "validation_step, or name a logged key in the space's metric: block"
+    )
+
+
 def run_lightning(
     config: TrialConfig, backend: Backend, rank: int, world_size: int, rank_pids: tuple[int, ...]
 ) -> Measurement:
@@ -319,6 +395,13 @@ def _fit_and_validate(
     fit_module: Any = (
         torch.compile(module, mode=config.compile_mode) if config.compile_mode != "none" else module
     )
+    metric_name = config.workload.metric.name if config.workload.metric else "val_loss"
+    if config.reuse is None:  # the metric's validation, on one batch, before the budget
+        _check_validation(module, metric_name, label)
+        dry = Trainer(**common, limit_val_batches=1)
+        _check_logged(
+            _validate(dry, fit_module, datamodule, val_loader), metric_name, label, early=True
+        )
     trainer = Trainer(
         **common,
         **user_kwargs,
@@ -331,7 +414,11 @@ def _fit_and_validate(
         num_sanity_val_steps=0,
         use_distributed_sampler=False,  # the rebuilt loader shards itself under DDP
     )
-    trainer.fit(fit_module, train_dataloaders=loader)
+    with _attached(datamodule, loader, val_loader):
+        if datamodule is not None:
+            trainer.fit(fit_module, datamodule=datamodule)
+        else:
+            trainer.fit(fit_module, train_dataloaders=loader)
     parameters = count_parameters(module)
     if callback.stopped == "too_slow":
         return meter.too_slow_measurement(parameters)
@@ -341,20 +428,12 @@ def _fit_and_validate(
             f"{label}: Lightning stopped after {meter.step} of {meter.plan.total_steps} steps "
             "(a callback of yours set trainer.should_stop?); it must train the budget"
         )
-    metric_name = config.workload.metric.name if config.workload.metric else "val_loss"
     reuse = config.reuse
     if reuse is not None:
         metric, train_loss = reuse.val_metric, reuse.train_loss
     else:
-        validator = Trainer(**common)
-        results = validator.validate(fit_module, dataloaders=val_loader, verbose=False)
-        logged: dict[str, Any] = {**(results[0] if results else {}), **validator.callback_metrics}
-        if metric_name not in logged:
-            raise DoorUsageError(
-                f"{label}: validation logged no {metric_name!r} (it logged "
-                f"{', '.join(sorted(logged)) or 'nothing'}); self.log({metric_name!r}, ...) in "
-                "validation_step, or name a logged key in the space's metric: block"
-            )
+        logged = _validate(Trainer(**common), fit_module, datamodule, val_loader)
+        _check_logged(logged, metric_name, label)
         metric = checked_metric(
             float(logged[metric_name]),
             config.workload.metric,

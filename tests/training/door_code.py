@@ -363,6 +363,50 @@ def lightning_logs(trial: Any, name: str, value: float) -> Any:
     return Logs(**trial.model), images()
 
 
+def lightning_reads_its_datamodule(trial: Any) -> Any:
+    """As the official Lightning examples do: a callback and the module's own code read
+    ``trainer.datamodule``."""
+    import lightning.pytorch as pl
+
+    SEEN.clear()
+    lit_net, images = _lightning_classes()
+
+    class ReadsData(lit_net):  # type: ignore[misc,valid-type]
+        def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+            SEEN["module_saw"] = len(self.trainer.datamodule.train_set)
+            return super().training_step(batch, batch_idx)
+
+    class DataCallback(pl.Callback):
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            SEEN["callback_saw"] = trainer.datamodule
+
+    data = images()
+    SEEN["datamodule"] = data
+    return ReadsData(**trial.model), data, {"callbacks": [DataCallback()]}
+
+
+def lightning_without_validation_step(trial: Any) -> Any:
+    """A LightningModule that trains and never validates."""
+    import lightning.pytorch as pl
+
+    _, images = _lightning_classes()
+
+    class TrainsOnly(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = Net(4)
+
+        def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+            SEEN.setdefault("batches", []).append(batch)
+            return F.cross_entropy(self.net(batch["image"]), batch["label"])
+
+        def configure_optimizers(self) -> Any:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    SEEN.clear()
+    return TrainsOnly(), images()
+
+
 def lightning_returns_a_model(trial: Any) -> Any:
     return Net()
 

@@ -146,6 +146,32 @@ def test_each_misuse_fails_the_trial_with_a_line_that_names_the_call(
     assert reason in str(err.value) and "\n" not in str(err.value)
 
 
+def test_the_datamodule_is_attached_so_callbacks_and_the_module_read_it() -> None:
+    m = run(lightning_config("lightning_reads_its_datamodule", metric="val_acc"))
+
+    seen = door_code.SEEN
+    assert seen["callback_saw"] is seen["datamodule"]
+    assert seen["module_saw"] == door_code.N_TRAIN
+    assert m.steps == 2 * (door_code.N_TRAIN // 8)  # the trial's rebuilt loader trained
+    assert "train_dataloader" not in vars(seen["datamodule"])  # the user's methods are back
+
+
+@pytest.mark.parametrize(
+    ("function", "metric", "reason"),
+    [
+        ("lightning_without_validation_step", "val_loss", "TrainsOnly has no validation_step"),
+        ("lightning_module", "val_f1", "on one batch, before the budget trained"),
+    ],
+)
+def test_a_validation_that_cannot_give_the_metric_fails_before_the_budget_trains(
+    function: str, metric: str, reason: str
+) -> None:
+    with pytest.raises(DoorUsageError, match=reason):
+        run(lightning_config(function, metric=metric))
+
+    assert "batches" not in door_code.SEEN  # not one training step ran
+
+
 @pytest.mark.parametrize(
     ("name", "value", "reason"),
     [
