@@ -203,6 +203,14 @@ def budget_line(space: SearchSpace, n_trials: int) -> str:
             f"cost cap: budget.full_runs={budget.full_runs:g} full runs of the baseline; the "
             f"search may spend {search:g} (past {KEEP_MATH_SHARE * search:g}, every trial keeps "
             "the baseline's math and is timed, seconds); the verification gets what is left"
+            + (
+                f"; short evidence (the cap is below advanced.budget.trained_evidence_full_runs="
+                f"{budget.trained_evidence_full_runs:g}): no run trains the budget, the baseline "
+                "and every numerics, batch or model change stop after "
+                f"{budget.evidence_share:.0%} of its steps and are evaluated there"
+                if space.train_settings().evidence_share is not None
+                else ""
+            )
         )
     return (
         f"projected cost: up to {n_trials} full runs of the baseline for the search (a trial "
@@ -492,10 +500,12 @@ def cost_text(result: StudyResult) -> str | None:
     parts = [f"search {search.full_runs or 0.0:,.1f} ({search.counts_text()})"]
     if verification is not None:
         parts.append(f"verification {verify_s / search.full_run_s:,.1f} ({verification.runs} runs)")
-    return (
-        f"cost: {total:,.1f} full runs of the baseline{simulated} (1 full run = "
-        f"{search.full_run_s:,.1f} s, its measured run): {', '.join(parts)}"
+    unit = (
+        f"1 full run ~ {search.full_run_s:,.1f} s, projected from the baseline's short run"
+        if search.projected
+        else f"1 full run = {search.full_run_s:,.1f} s, its measured run"
     )
+    return f"cost: {total:,.1f} full runs of the baseline{simulated} ({unit}): {', '.join(parts)}"
 
 
 def best_table(best: BestConfigs) -> Table:

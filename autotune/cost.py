@@ -29,6 +29,7 @@ __all__ = [
     "budget_stage",
     "floor_vs_baseline",
     "full_run_seconds",
+    "projected_full_run_s",
     "search_cost",
 ]
 
@@ -48,6 +49,24 @@ CAPPED_FLOOR_VS_BASELINE = 0.9
 BudgetStage = Literal["explore", "keep_math", "stop"]
 
 
+def projected_full_run_s(run_s: float, steps: int, budget_steps: int, step_time_s: float) -> float:
+    """One full run's wall seconds, projected from a run that stopped at a share of the
+    budget (short evidence): its own wall seconds (process start, compilation, warm-up,
+    its ``steps`` and the evaluation) plus the ``budget_steps - steps`` steps it did not
+    take, at its timed windows' median step time (``step_time_s``).
+
+    Raises:
+        ValueError: ``steps`` is below 1 or above ``budget_steps``, or a time is negative.
+    """
+    if not 1 <= steps <= budget_steps or run_s < 0 or step_time_s < 0:
+        raise ValueError(
+            "projected_full_run_s: `1 <= steps <= budget_steps` and non-negative times must "
+            f"hold, but got steps={steps}, budget_steps={budget_steps}, run_s={run_s}, "
+            f"step_time_s={step_time_s}"
+        )
+    return run_s + (budget_steps - steps) * step_time_s
+
+
 def full_run_seconds(trials: Sequence[FrozenTrial]) -> float | None:
     """The wall seconds of one full run: the baseline trial's measured run; None before it
     ran (or when it failed without a figure)."""
@@ -64,6 +83,8 @@ class SearchCost:
 
     Attributes:
         full_run_s: one full run's wall seconds (None before the baseline ran).
+        projected: ``full_run_s`` is projected from the baseline's short-evidence run
+            (:func:`projected_full_run_s`), not measured.
         spent_s: the seconds of every trial's runs.
         trained: trials that trained the budget (their accuracy measured).
         timed: trials that ran timing only (their accuracy inherited).
@@ -73,6 +94,7 @@ class SearchCost:
     spent_s: float
     trained: int
     timed: int
+    projected: bool = False
 
     @property
     def full_runs(self) -> float | None:
@@ -80,9 +102,11 @@ class SearchCost:
         return self.spent_s / self.full_run_s if self.full_run_s else None
 
     def counts_text(self) -> str:
-        """``14 trials trained the budget, 34 were timed``."""
+        """``14 trials trained the budget, 34 were timed``; under short evidence (a
+        projected full run) ``14 trials trained a share of the budget, ...``."""
+        what = "a share of the budget" if self.projected else "the budget"
         return (
-            f"{self.trained} trial{'s' if self.trained != 1 else ''} trained the budget, "
+            f"{self.trained} trial{'s' if self.trained != 1 else ''} trained {what}, "
             f"{self.timed} {'was' if self.timed == 1 else 'were'} timed"
         )
 
@@ -92,7 +116,12 @@ class SearchCost:
         counts = self.counts_text()
         if self.full_runs is None or self.full_run_s is None:
             return f"{self.spent_s:,.0f} s (no full run measured yet; {counts})"
-        return f"{self.full_runs:,.1f} full runs (1 full run = {self.full_run_s:,.1f} s; {counts})"
+        unit = (
+            f"1 full run ~ {self.full_run_s:,.1f} s, projected from the baseline's short run"
+            if self.projected
+            else f"1 full run = {self.full_run_s:,.1f} s"
+        )
+        return f"{self.full_runs:,.1f} full runs ({unit}; {counts})"
 
 
 def search_cost(trials: Sequence[FrozenTrial]) -> SearchCost:
@@ -112,7 +141,8 @@ def search_cost(trials: Sequence[FrozenTrial]) -> SearchCost:
             timed += 1
         elif result.accuracy_source == "measured":
             trained += 1
-    return SearchCost(full_run_seconds(trials), spent_s, trained, timed)
+    projected = any(TrialResult.from_trial(t).full_run_projected for t in trials)
+    return SearchCost(full_run_seconds(trials), spent_s, trained, timed, projected)
 
 
 def budget_stage(spent_full_runs: float | None, budget: BudgetSettings) -> BudgetStage:

@@ -186,6 +186,12 @@ class TrialResult:
             evaluation; the baseline's discarded twin, retries and re-timings included).
         full_run_s: the baseline trial only: wall seconds of its measured run, one full
             run: the unit of a study's cost.
+        budget_steps: a run stopped at a share of the budget (short evidence,
+            :attr:`autotune.config.BudgetSettings.short_evidence`): the budget's optimizer
+            steps, of which it trained ``steps`` and was evaluated there; None: it trained the
+            budget (or was timed).
+        full_run_projected: the baseline trial only: ``full_run_s`` is projected from its
+            short-evidence run (:func:`autotune.cost.projected_full_run_s`), not measured.
         check_losses: its first K steps' training losses (the paired check's record).
         twin_check_losses: the baseline trial only: its float64 twin's losses.
     """
@@ -247,6 +253,8 @@ class TrialResult:
     check_floor_source: str | None = None
     run_s: float | None = None
     full_run_s: float | None = None
+    budget_steps: int | None = None
+    full_run_projected: bool | None = None
     check_losses: tuple[float, ...] = ()
     twin_check_losses: tuple[float, ...] = ()
 
@@ -283,6 +291,14 @@ class TrialResult:
     def inherits_accuracy(self) -> bool:
         """Its accuracy is another trial's (the same math key), not its own evaluation."""
         return self.accuracy_source in ("inherited", "inherited_unchecked")
+
+    @property
+    def evidence_steps_text(self) -> str:
+        """Where a short-evidence run stopped: ``after 30 of the budget's 600 steps``; ``""``
+        for a run that trained the budget."""
+        if self.budget_steps is None or self.steps is None:
+            return ""
+        return f"after {self.steps:,} of the budget's {self.budget_steps:,} steps"
 
     @property
     def failed(self) -> bool:

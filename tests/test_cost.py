@@ -53,3 +53,31 @@ def test_the_cap_explores_then_keeps_the_math_then_stops(spent: float | None, st
 
 def test_without_a_cap_the_search_explores() -> None:
     assert budget_stage(1e9, BudgetSettings()) == "explore"
+
+
+def test_a_short_run_projects_the_full_run_over_the_steps_it_did_not_take() -> None:
+    from autotune.cost import projected_full_run_s
+
+    # 30 s for 50 of 1,000 steps at 0.2 s a step: 30 + 950 x 0.2.
+    assert projected_full_run_s(30.0, 50, 1000, 0.2) == pytest.approx(220.0)
+    assert projected_full_run_s(30.0, 1000, 1000, 0.2) == 30.0
+    with pytest.raises(ValueError, match="projected_full_run_s"):
+        projected_full_run_s(30.0, 1001, 1000, 0.2)
+
+
+def test_a_projected_full_run_says_so() -> None:
+    trials = [
+        _trial(
+            0,
+            baseline=True,
+            full_run_s=200.0,
+            full_run_projected=True,
+            run_s=40.0,
+            accuracy_source="measured",
+        ),
+        _trial(1, run_s=10.0, accuracy_source="inherited"),
+    ]
+    cost = search_cost(trials)
+    assert cost.projected and cost.full_runs == pytest.approx(0.25)
+    assert "projected from the baseline's short run" in cost.text()
+    assert "trained a share of the budget" in cost.text()

@@ -135,10 +135,12 @@ def _with_study_cadence(
 
 
 def _budget_steps(trials: list[FrozenTrial], baseline: int) -> int | None:
-    """Optimizer steps of one full run: the baseline trial's (None when unknown)."""
+    """Optimizer steps of one full run: the baseline trial's (its budget's, where it stopped
+    at a share of it under short evidence; None when unknown)."""
     for trial in trials:
         if trial.number == baseline:
-            return TrialResult.from_trial(trial).steps
+            result = TrialResult.from_trial(trial)
+            return result.budget_steps or result.steps
     return None
 
 

@@ -250,6 +250,8 @@ def math_key(config: TrialConfig) -> str:
         ``math_key`` user attribute.
     """
     train = config.train.model_dump(mode="json", exclude=set(_TIMING_ONLY_TRAIN_SETTINGS))
+    if train.get("evidence_share") is None:  # in the key only when set (short evidence)
+        train.pop("evidence_share", None)
     batch: dict[str, int] = (
         {"batch_size": config.batch_size, "gpu_count": config.gpu_count}
         if config.train.global_batch_size is None

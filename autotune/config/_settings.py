@@ -195,7 +195,25 @@ class AdvancedTrainSettings(Strict):
 class TrainSettings(TrainOptions, AdvancedTrainSettings):
     """The training settings a trial is given (:class:`autotune.config.TrialConfig`'s
     ``train``): ``train:`` and ``advanced.train:`` in one (a space's
-    :meth:`~autotune.config.SearchSpace.train_settings`), as trial configurations store them."""
+    :meth:`~autotune.config.SearchSpace.train_settings`), as trial configurations store them.
+
+    ``evidence_share`` is the study's, not the space's (no YAML key sets it): under a cost
+    cap too small for trained evidence (:attr:`BudgetSettings.short_evidence`), every run
+    follows the budget's schedule (its learning-rate warm-up and decay over the budget's
+    steps) but stops after this share of its optimizer steps and is evaluated there
+    (:meth:`evidence_steps`): the learning evidence of a numerics, dynamics or model change
+    at equal samples seen, a few % of a full run. None: the run trains the budget.
+    """
+
+    evidence_share: float | None = Field(None, gt=0, le=1, allow_inf_nan=False)
+
+    def evidence_steps(self, total_steps: int) -> int:
+        """Optimizer steps a run of a budget of ``total_steps`` steps takes: all of them, or
+        the first ``ceil(evidence_share x total_steps)`` (at least 1). Every batch size's
+        share covers the same samples: equal samples seen."""
+        if self.evidence_share is None:
+            return total_steps
+        return max(1, min(total_steps, math.ceil(round(self.evidence_share * total_steps, 9))))
 
     def peak_lr(self, global_batch: int) -> float:
         """The learning rate after warm-up of a trial whose global batch is ``global_batch``.
@@ -364,11 +382,28 @@ class AdvancedBudgetSettings(Strict):
     """
 
     search_share: float = Field(0.6, gt=0, le=1, allow_inf_nan=False)
+    # Below this cap (budget.full_runs), the budget cannot hold a trained baseline plus the
+    # non-inferiority confirmation of one trained answer (3 rounds of two full runs: 7 full
+    # runs), so learning evidence comes from the first evidence_share of the budget's steps.
+    trained_evidence_full_runs: float = Field(7.0, gt=0, allow_inf_nan=False)
+    # The share of the budget's optimizer steps a learning-evidence run trains under such a
+    # cap: "a paired run of K steps (a few % of the budget)", every run at equal samples seen.
+    evidence_share: float = Field(0.05, gt=0, le=0.5, allow_inf_nan=False)
 
 
 class BudgetSettings(BudgetOptions, AdvancedBudgetSettings):
     """The cost cap as a run applies it: ``budget.*`` and ``advanced.budget.*``
     (:attr:`autotune.config.SearchSpace.budget_settings`)."""
+
+    @property
+    def short_evidence(self) -> bool:
+        """Whether learning evidence comes from the first ``evidence_share`` of the budget's
+        steps: a cap (``full_runs``) below ``trained_evidence_full_runs``. Then no run
+        trains the budget: the baseline and every numerics, dynamics or model change stop
+        at that share and are evaluated there (:attr:`TrainSettings.evidence_share`), every
+        same-math change is timed and inherits, and one full run's seconds are projected
+        from the baseline's run (:mod:`autotune.cost`)."""
+        return self.full_runs is not None and self.full_runs < self.trained_evidence_full_runs
 
 
 class TrialSettings(Strict):

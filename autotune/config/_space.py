@@ -547,8 +547,15 @@ class SearchSpace(Strict):
     def train_settings(self) -> TrainSettings:
         """The training settings every trial of this space is given: ``train:`` and
         ``advanced.train:`` in one."""
+        budget = self.budget_settings
+        # Short evidence is autotune's own loop's: the other doors train their own budget.
+        share = budget.evidence_share if budget.short_evidence and self.door == "workload" else None
         return TrainSettings.model_validate(
-            {**self.train.model_dump(), **self.advanced.train.model_dump()}
+            {
+                **self.train.model_dump(),
+                **self.advanced.train.model_dump(),
+                "evidence_share": share,
+            }
         )
 
     def data_settings(self) -> DataSettings:

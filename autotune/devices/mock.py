@@ -531,6 +531,9 @@ def simulate(
     # its simulated steps; a trial reusing another's metric runs only its warm-up and one
     # epoch of windows (autotune.measure.plan_reused_windows), and costs only those.
     steps_per_epoch = max(1, n_train // global_batch)
+    budget_steps = steps
+    if config.reuse is None:  # short evidence: the budget's first share (evidence_steps)
+        steps = config.train.evidence_steps(steps)
     plan = (plan_windows if config.reuse is None else _plan_reused(steps_per_epoch, config))(
         steps,
         warmup_steps=config.train.warmup_steps,
@@ -593,6 +596,8 @@ def simulate(
         "lr_peak": lr_peak,
         "simulated_figures": True,
     }
+    if config.train.evidence_share is not None and config.reuse is None:
+        extra["budget_steps"] = budget_steps  # evaluated at a share of the budget
     if config.objective == "throughput" and config.measure.check_steps:
         extra["check_losses"] = simulated_check_losses(config)
     if profile.is_gpu:

@@ -133,8 +133,12 @@ def _knob_column(header: str, name: str, text: bool, absent: str = "") -> Column
 def _metric_cell(metric: Objective, row: ParetoRow) -> str:
     """A Pareto row's metric, marked when the trial inherited trial N's instead of training
     in full (the same math key): ``(inherited from trial N, checked)`` with a passed paired
-    check, ``(from trial N, unchecked)`` without one (:mod:`autotune.evidence`)."""
+    check, ``(from trial N, unchecked)`` without one (:mod:`autotune.evidence`); a metric
+    measured at a share of the budget (short evidence) says where: ``(after 30 of the
+    budget's 600 steps)``."""
     text = metric.format(row.val_metric, 1)
+    if row.metric_from_trial is None and row.result is not None and row.result.budget_steps:
+        text += f" ({row.result.evidence_steps_text})"
     if row.metric_from_trial is not None:
         source = row.result.accuracy_source if row.result is not None else None
         if source == "inherited":

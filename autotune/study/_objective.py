@@ -34,7 +34,7 @@ from autotune.config import (
     TrialConfig,
     math_key,
 )
-from autotune.cost import floor_vs_baseline
+from autotune.cost import floor_vs_baseline, projected_full_run_s
 from autotune.evidence import (
     CheckFloor,
     EvidenceClass,
@@ -476,7 +476,7 @@ class TrialObjective:
         if trial.user_attrs.get(BASELINE_ATTR):
             twin = trial.user_attrs.get("twin_check_losses")
             own = check_floor(losses, twin, str(trial.user_attrs.get("twin_failure") or ""))
-            self._set_evidence(trial, "baseline", "measured")
+            self._set_evidence(trial, "baseline", "measured", measurement=measurement)
             if losses:
                 trial.set_user_attr("check_steps", len(losses))
                 trial.set_user_attr("check_floor_first", own.first)
@@ -490,7 +490,7 @@ class TrialObjective:
             config.train.global_batch_size is not None,
         )
         if config.reuse is None:
-            self._set_evidence(trial, by_knobs, "measured")
+            self._set_evidence(trial, by_knobs, "measured", measurement=measurement)
             return config, measurement
         completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         source = next(
@@ -531,16 +531,48 @@ class TrialObjective:
             "numerics",
             "measured",
             f"fell from the same computation (the paired check against trial "
-            f"{source.number} {check.detail}); trained the budget and evaluated",
+            f"{source.number} {check.detail}); trained and evaluated",
+            measured,
         )
         return full, measured
 
     @staticmethod
+    def _record_full_run(trial: optuna.Trial, run_s: float, measurement: Measurement) -> None:
+        """The unit of the study's cost (user attribute ``full_run_s``): the baseline's
+        measured run's wall seconds, ``run_s``; under short evidence, where it stopped at a
+        share of the budget (``extra["budget_steps"]``), projected over the whole budget
+        (:func:`autotune.cost.projected_full_run_s`; ``full_run_projected``)."""
+        budget_steps = measurement.extra.get("budget_steps")
+        if not budget_steps or measurement.too_slow or measurement.steps >= int(budget_steps):
+            trial.set_user_attr("full_run_s", run_s)
+            return
+        projected_s = projected_full_run_s(
+            run_s, measurement.steps, int(budget_steps), measurement.step_time_s
+        )
+        trial.set_user_attr("full_run_s", projected_s)
+        trial.set_user_attr("full_run_projected", True)
+
+    @staticmethod
     def _set_evidence(
-        trial: optuna.Trial, evidence_class: EvidenceClass, source: str, detail: str = ""
+        trial: optuna.Trial,
+        evidence_class: EvidenceClass,
+        source: str,
+        detail: str = "",
+        measurement: Measurement | None = None,
     ) -> None:
+        """Record the class, the accuracy's source and the detail; a measured accuracy
+        from a short-evidence run (``measurement.extra["budget_steps"]``) says where it
+        stopped."""
         trial.set_user_attr("evidence_class", evidence_class)
         trial.set_user_attr("accuracy_source", source)
+        budget_steps = measurement.extra.get("budget_steps") if measurement is not None else None
+        if source == "measured" and budget_steps and measurement is not None:
+            short = (
+                f"measured after {measurement.steps:,} of the budget's {int(budget_steps):,} "
+                "steps (short evidence: budget.full_runs is below "
+                "advanced.budget.trained_evidence_full_runs)"
+            )
+            detail = f"{detail}; {short}" if detail else short
         if detail:
             trial.set_user_attr("evidence_detail", detail)
 
@@ -734,7 +766,7 @@ class TrialObjective:
             before_s = self._run_s
             measurement = self._run_with_retry(trial, config)
             if trial.user_attrs.get(BASELINE_ATTR):  # one full run: the unit of the cost
-                trial.set_user_attr("full_run_s", self._run_s - before_s)
+                self._record_full_run(trial, self._run_s - before_s, measurement)
             config, measurement = self._with_evidence(trial, config, measurement)
         except TrialError as e:
             trial.set_user_attr("run_s", self._run_s)

@@ -70,9 +70,10 @@ def graph_recording_steps(config: TrialConfig, device_kind: str) -> int:
 def budget_plan(
     config: TrialConfig, device_kind: str, total_steps: int, steps_per_epoch: int
 ) -> WindowPlan:
-    """The warm-up and windows of a trial's budget: over the whole budget, or, for a trial
-    that reuses another's metric (``config.reuse``), over one epoch after the warm-up
-    (:func:`autotune.measure.plan_reused_windows`).
+    """The warm-up and windows of a trial's budget: over the whole budget (or its first
+    ``train.evidence_share``, :meth:`~autotune.config.TrainSettings.evidence_steps`), or,
+    for a trial that reuses another's metric (``config.reuse``), over one epoch after the
+    warm-up (:func:`autotune.measure.plan_reused_windows`).
 
     Args:
         config: the trial.
@@ -95,8 +96,9 @@ def budget_plan(
             compile_steps=compile_steps,
             timing_steps=reused_timing_steps(config),
         )
+    # Short evidence (train.evidence_share): the budget's schedule, stopped at its share.
     return plan_windows(
-        total_steps,
+        settings.evidence_steps(total_steps),
         warmup_steps=settings.warmup_steps,
         windows=measure.windows,
         min_window_steps=measure.min_window_steps,

@@ -144,6 +144,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         if losses:
             extra["check_losses"] = losses
         extra["lr_peak"] = t.peak_lr
+        if config.train.evidence_share is not None and reuse is None:  # evaluated at a share
+            extra["budget_steps"] = t.total_steps
         if t.accumulation_steps > 1:
             extra["accumulation_steps"] = t.accumulation_steps
         extra["timing_extension_steps"] = extension_steps

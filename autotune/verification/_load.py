@@ -3,6 +3,8 @@ study's knobs, simulated flag and metric."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import optuna
 
 from autotune.objectives import objective_mode, objectives_of_study, study_target
@@ -46,14 +48,11 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
     metric = study_metric(study)
     params = {t.number: t.params for t in trials}
     objective = objective_mode(objectives_of_study(study))
-    searched = next(
-        (
-            TrialResult.from_trial(t).time_to_accuracy_s
-            for t in trials
-            if t.number == run.plan.baseline_trial
-        ),
+    base = next(
+        (TrialResult.from_trial(t) for t in trials if t.number == run.plan.baseline_trial),
         None,
     )
+    searched = base.time_to_accuracy_s if base is not None else None
     closest = (
         closest_trial(
             [t for t in trials if t.state in FINISHED_STATES],
@@ -64,7 +63,7 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
         if objective == "throughput" and not run.plan.candidates
         else None
     )
-    return summarize_verification(
+    summary = summarize_verification(
         run,
         params,
         simulated=simulated,
@@ -77,3 +76,6 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
             float(searched) if objective == "time_to_accuracy" and searched is not None else None
         ),
     )
+    # Short evidence: every trained run stopped where the baseline trial did.
+    short = base.evidence_steps_text if base is not None else ""
+    return replace(summary, short_evidence=short) if short else summary

@@ -140,6 +140,9 @@ class VerificationSummary:
         run_s: wall seconds of its runs, every attempt (its cost; the mock's simulated
             seconds; 0 for rows stored before runs recorded their seconds).
         runs: its runs, every attempt.
+        short_evidence: where a short-evidence study's runs were evaluated (``after 30 of
+            the budget's 600 steps``; :attr:`autotune.config.BudgetSettings.short_evidence`):
+            its non-inferiority holds there, not over the budget; ``""`` otherwise.
     """
 
     study_name: str
@@ -171,6 +174,7 @@ class VerificationSummary:
     busiest_share: float | None = None
     run_s: float = 0.0
     runs: int = 0
+    short_evidence: str = ""
 
     @property
     def is_time_to_accuracy(self) -> bool:
@@ -199,8 +203,11 @@ class VerificationSummary:
         return f"{self.metric.name} {self.metric.format(self.target, 1)}"
 
     def tolerance_text(self) -> str:
-        """The tolerance in words (``0.5 pt``; ``0.5 % of the baseline's val_loss``)."""
-        return tolerance_text(self.metric, self.accuracy_tolerance_pt)
+        """The tolerance in words (``0.5 pt``; ``0.5 % of the baseline's val_loss``), and
+        where the metric was measured under short evidence (``0.5 pt after 30 of the
+        budget's 600 steps``)."""
+        text = tolerance_text(self.metric, self.accuracy_tolerance_pt)
+        return f"{text} {self.short_evidence}" if self.short_evidence else text
 
     def stages_text(self) -> str:
         """How the claim was measured: ``confirmed over 5 rounds after a 2-round race of 4
@@ -243,9 +250,10 @@ class VerificationSummary:
         same = "accuracy" if self.metric.is_accuracy else self.metric.name
         if rec.inherits_accuracy:
             return f"same {same} (inherited: {rec.evidence})"
+        where = f" {self.short_evidence}" if self.short_evidence else ""
         if rec.metric_diff_mean is None:
-            return f"same {same} (non-inferior)"
-        return f"same {same} (non-inferior): {self._difference_figures(rec)}"
+            return f"same {same} (non-inferior{where})"
+        return f"same {same} (non-inferior{where}): {self._difference_figures(rec)}"
 
     def end_to_end_text(self, verdict: CandidateVerdict) -> str:
         """The speedup over a whole run of the budget, compilation included, when it is

@@ -135,7 +135,11 @@ def test_an_inherited_answer_is_verified_by_timing_and_the_check(sqlite_url: str
 
 def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> None:
     config = mock_run_config(
-        sqlite_url, "compile_mode=[none]", "budget.full_runs=4", "advanced.budget.search_share=1.0"
+        sqlite_url,
+        "compile_mode=[none]",
+        "budget.full_runs=4",
+        "advanced.budget.search_share=1.0",
+        "advanced.budget.trained_evidence_full_runs=2",  # trained evidence under this cap
     )
     notes: list[str] = []
 
@@ -187,3 +191,50 @@ def test_the_inherited_accuracy_is_marked_in_the_csv_the_tables_and_best(
         assert main(["best", study, storage]) == 0
     shown = best.getvalue()  # rich wraps the cell: "96.3% (inherited / from trial 0, / checked)"
     assert "(inherited" in shown and "checked)" in shown
+
+
+def test_under_a_cap_of_one_full_run_no_run_trains_the_budget(sqlite_url: str) -> None:
+    """Short evidence (budget.full_runs below advanced.budget.trained_evidence_full_runs):
+    the baseline and every trained trial stop after 5 % of the budget's steps and are
+    evaluated there; one full run is projected from the baseline's run; the verdict says
+    where its non-inferiority holds."""
+    config = mock_run_config(
+        sqlite_url, "compile_mode=[none]", "budget.full_runs=1", "verify.rounds=3"
+    )
+    fake = FakeRunTrial()
+
+    result = run_study(config, 6, run_trial_fn=fake)
+
+    trained = [c for c in fake.configs if c.reuse is None and c.twin == "none"]
+    assert trained and all(c.train.evidence_share == 0.05 for c in trained)
+    results = _results(sqlite_url)
+    base = results[0]
+    assert base.budget_steps is not None and base.steps is not None
+    assert base.steps == -(-base.budget_steps * 5 // 100)  # ceil(5 % of the budget)
+    assert base.full_run_projected is True
+    assert base.evidence_detail is not None and "after" in base.evidence_detail
+    assert base.evidence_steps_text == (
+        f"after {base.steps:,} of the budget's {base.budget_steps:,} steps"
+    )
+    # The full run is projected: the run's seconds plus the steps it did not take.
+    assert base.full_run_s is not None and base.step_time_s is not None
+    assert base.full_run_s > base.budget_steps * base.step_time_s
+    for r in results[1:]:
+        if r.accuracy_source == "measured":
+            assert r.budget_steps is not None and r.steps is not None
+            assert r.steps < r.budget_steps
+        elif r.accuracy_source == "inherited":
+            assert r.budget_steps is None  # timed, not evaluated
+    assert result.search_cost is not None and result.search_cost.projected
+    text = cost_text(result)
+    assert text is not None and "projected from the baseline's short run" in text
+    summary = result.verification
+    assert summary is not None and summary.short_evidence == base.evidence_steps_text
+    assert summary.tolerance_text().endswith(base.evidence_steps_text)
+
+
+def test_a_door_and_a_generous_cap_keep_trained_evidence(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url, "budget.full_runs=7")
+    assert config.space.train_settings().evidence_share is None
+    config = mock_run_config(sqlite_url, "budget.full_runs=6.9")
+    assert config.space.train_settings().evidence_share == 0.05

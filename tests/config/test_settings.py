@@ -216,3 +216,17 @@ def test_the_timed_seconds_default_to_the_devices() -> None:
     assert (unset.min_timed_s_on("cpu"), unset.min_timed_s_on("mock")) == (0.0, 0.0)
     assert unset.min_timed_s_on("cuda") == 2.0  # a GPU's windows are milliseconds otherwise
     assert MeasureSettings(min_timed_s=0.5).min_timed_s_on("cuda") == 0.5
+
+
+def test_short_evidence_stops_every_batch_at_the_same_samples_seen() -> None:
+    from autotune.config import BudgetSettings, TrainSettings
+
+    assert BudgetSettings(full_runs=1.0).short_evidence
+    assert not BudgetSettings(full_runs=7.0).short_evidence
+    assert not BudgetSettings().short_evidence  # no cap: trained evidence
+    train = TrainSettings(evidence_share=0.05)
+    assert train.evidence_steps(1000) == 50
+    assert train.evidence_steps(125 * 32) == 200  # batch 64: 125 steps an epoch, 32 epochs
+    assert train.evidence_steps(63 * 32) == 101  # batch 128: ceil(100.8), the same samples
+    assert train.evidence_steps(3) == 1
+    assert TrainSettings().evidence_steps(1000) == 1000  # no share: the budget
