@@ -365,7 +365,9 @@ class BudgetOptions(Strict):
             slower than 0.9x the baseline in its first window stops there. The verification
             gets what is left: the dearest finalists left out first, then fewer confirmation
             rounds (3 at least); its notes say what it gave up
-            (:func:`autotune.verification.fit_budget`). None: no cap.
+            (:func:`autotune.verification.fit_budget`). Below
+            ``advanced.budget.trained_evidence_full_runs``, no run trains the budget (short
+            evidence: :attr:`BudgetSettings.short_evidence`). None: no cap.
     """
 
     full_runs: float | None = Field(None, gt=0, allow_inf_nan=False)
