@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import inspect
 import multiprocessing
 import os
 import random
@@ -57,6 +58,7 @@ __all__ = [
     "move_batch",
     "rebuild_loader",
     "scale_rates",
+    "script_argv",
     "seed_everything",
     "to_memory_format",
     "trial_seed_guard",
@@ -169,6 +171,47 @@ def trial_seed_guard(trial_seed: int) -> Iterator[SeedGuard]:
     finally:
         for owner, name, real in patched:
             setattr(owner, name, real)
+
+
+@contextlib.contextmanager
+def script_argv(function: Callable[..., Any], args: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """While a door's function runs, ``sys.argv`` is its own script's command line, so that a
+    script whose ``main()`` calls ``parser.parse_args()`` (pytorch/examples, transformers'
+    ``HfArgumentParser``) parses its own arguments, never autotune's: ``[the function's file,
+    *argv]``, where ``argv`` is the space's ``workload_args.argv`` (a list of strings), unless
+    the function itself takes a parameter named ``argv`` (then it is passed to it as given).
+
+    Args:
+        function: the user's door function.
+        args: the space's ``workload_args``.
+
+    Yields:
+        The keyword arguments to call the function with (``argv`` taken out where it went to
+        ``sys.argv``).
+
+    Raises:
+        DoorUsageError: ``workload_args.argv`` is not a list of strings.
+    """
+    kwargs = dict(args)
+    try:
+        takes_argv = "argv" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        takes_argv = False
+    extra: list[str] = []
+    if "argv" in kwargs and not takes_argv:
+        extra = kwargs.pop("argv")
+        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
+            raise DoorUsageError(
+                "workload_args.argv: give the script's command-line arguments as a list of "
+                f"strings, got {extra!r}"
+            )
+    script = getattr(getattr(function, "__code__", None), "co_filename", None) or sys.argv[0]
+    saved = sys.argv
+    sys.argv = [script, *extra]
+    try:
+        yield kwargs
+    finally:
+        sys.argv = saved
 
 
 def with_seed_note(measurement: Measurement, guard: SeedGuard) -> Measurement:

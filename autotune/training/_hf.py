@@ -41,6 +41,7 @@ from autotune.training._door import (
     checked_metric,
     optimizer_scaling_rule,
     scale_rates,
+    script_argv,
     seed_everything,
     to_memory_format,
     trial_seed_guard,
@@ -309,8 +310,12 @@ def run_hf_trainer(
     knobs = DoorKnobs(config, backend, rank, world_size, rank_pids)
     trial = HFTrial._for_trial(knobs)
     try:
-        with ddp_environment(rank, world_size), trial_seed_guard(config.seed) as seeds:
-            trainer = function(trial, **spec.args)
+        with (
+            ddp_environment(rank, world_size),
+            script_argv(function, spec.args) as kwargs,
+            trial_seed_guard(config.seed) as seeds,
+        ):
+            trainer = function(trial, **kwargs)
             if not isinstance(trainer, Trainer):
                 raise DoorUsageError(
                     f"{label} returned a {type(trainer).__name__}, not a transformers.Trainer"

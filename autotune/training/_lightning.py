@@ -40,6 +40,7 @@ from autotune.training._door import (
     optimizer_scaling_rule,
     rebuild_loader,
     scale_rates,
+    script_argv,
     seed_everything,
     to_memory_format,
     trial_seed_guard,
@@ -326,8 +327,12 @@ def run_lightning(
     trial = LightningTrial._for_trial(knobs)
     root = tempfile.mkdtemp(prefix="autotune-lightning-")
     try:
-        with ddp_environment(rank, world_size), trial_seed_guard(config.seed) as seeds:
-            module, datamodule, user_kwargs = _unpack(function(trial, **spec.args), label)
+        with (
+            ddp_environment(rank, world_size),
+            script_argv(function, spec.args) as kwargs,
+            trial_seed_guard(config.seed) as seeds,
+        ):
+            module, datamodule, user_kwargs = _unpack(function(trial, **kwargs), label)
             measurement = _fit_and_validate(
                 module, datamodule, user_kwargs, trial, knobs, label, root
             )

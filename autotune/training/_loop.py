@@ -51,6 +51,7 @@ from autotune.training._door import (
     optimizer_scaling_rule,
     rebuild_loader,
     scale_rates,
+    script_argv,
     seed_everything,
     trial_seed_guard,
     with_seed_note,
@@ -429,8 +430,9 @@ class LoopTrial(TrialHandle):
         self._steps_started = True
         return self._batches(loader)
 
-    def epochs(self) -> Iterator[int]:
-        """The budget's epochs, for a loop written epoch by epoch: ``0, 1, ...`` until the
+    def epochs(self, start: int = 0) -> Iterator[int]:
+        """The budget's epochs, for a loop written epoch by epoch: ``start, start + 1, ...``
+        (as ``enumerate`` counts; ``start=1`` for a loop that counts from 1) until the
         budget is spent (``train.epochs`` passes, fewer where ``train.max_steps`` or a short
         evidence budget ends it sooner; on its own, ``epochs`` and ``max_steps``). Inside each,
         :meth:`steps` yields that epoch's batches::
@@ -445,6 +447,9 @@ class LoopTrial(TrialHandle):
         What runs between two epochs' steps (an evaluation, logging, a scheduler's step) is
         the user's, as written; the measuring core's clock stops there, so it is not timed as
         training (the busy-machine meter and, on CUDA, the energy meter keep running).
+
+        Args:
+            start: the first epoch's number.
 
         Raises:
             DoorUsageError: before :meth:`prepare`, after :meth:`steps` began outside it, a
@@ -461,10 +466,10 @@ class LoopTrial(TrialHandle):
             )
         self._epochs_started = self._steps_started = True
         self._budget = self._batches(self._train_loader, by_epoch=True)
-        return self._epoch_numbers()
+        return self._epoch_numbers(start)
 
-    def _epoch_numbers(self) -> Iterator[int]:
-        epoch = 0
+    def _epoch_numbers(self, start: int) -> Iterator[int]:
+        epoch = start
         while not self._steps_finished:
             self._epoch_steps_called = False
             yield epoch
@@ -761,7 +766,11 @@ def run_loop(
     backend.reset_peak_memory()
     seed_everything(config.seed)
     trial = LoopTrial._for_trial(DoorKnobs(config, backend, rank, world_size, rank_pids))
-    with trial_seed_guard(config.seed) as seeds, contextlib.suppress(_StopTrial):
-        function(trial, **config.workload.args)
+    with (
+        script_argv(function, config.workload.args) as kwargs,
+        trial_seed_guard(config.seed) as seeds,
+        contextlib.suppress(_StopTrial),
+    ):
+        function(trial, **kwargs)
     measurement = trial._measurement(label)
     return with_seed_note(measurement, seeds)

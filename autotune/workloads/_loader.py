@@ -288,7 +288,11 @@ def _door_function(spec: WorkloadSpec) -> Any:
             "a trial handle"
         )
     try:
-        inspect.signature(fn).bind(object(), **spec.args)
+        signature = inspect.signature(fn)
+        # workload_args.argv is the script's command line (sys.argv while it runs), unless
+        # the function takes an argv of its own (autotune.training._door.script_argv).
+        args = {k: v for k, v in spec.args.items() if k != "argv" or "argv" in signature.parameters}
+        signature.bind(object(), **args)
     except TypeError as e:
         raise WorkloadError(
             f"{spec.door}: {spec.label}(trial{', **workload_args' if spec.args else ''}) does "

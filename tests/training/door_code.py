@@ -501,3 +501,16 @@ def epoch_skips_steps(trial: Any) -> None:
     for _ in trial.epochs():
         pass
     trial.report(0.5)
+
+
+def parses_its_command_line(trial: Any) -> None:
+    """A ``main()`` that parses its command line when called, as pytorch/examples' scripts do."""
+    import argparse
+    import sys
+
+    SEEN.clear()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--log-interval", type=int, default=10)
+    SEEN.update(argv=list(sys.argv), log_interval=parser.parse_args().log_interval)
+    model, _, train_loader, val_loader = _train_all(trial)
+    trial.report(_evaluate(model, val_loader))

@@ -297,3 +297,20 @@ def test_the_users_own_manual_seed_is_derived_from_the_trials_seed() -> None:
     assert not torch.equal(weight_0, weight_1)
     assert first.extra["user_seeds"] == "torch.manual_seed(1): derived from the trial's seed"
     assert torch.manual_seed is torch.random.manual_seed  # the guard put torch's back
+
+
+@pytest.mark.parametrize(("argv", "interval"), [(None, 10), (["--log-interval", "1000"], 1000)])
+def test_a_script_parses_its_own_command_line_from_workload_args(
+    argv: list[str] | None, interval: int
+) -> None:
+    config = loop_config("parses_its_command_line")
+    args = {"argv": argv} if argv is not None else {}
+    config = config.model_copy(
+        update={"workload": config.workload.model_copy(update={"args": args})}
+    )
+
+    run(config)
+
+    seen = door_code.SEEN
+    assert seen["argv"][0].endswith("door_code.py") and seen["argv"][1:] == (argv or [])
+    assert seen["log_interval"] == interval
