@@ -513,9 +513,19 @@ def _run_verification(
             # One discarded run first, as benchmark harnesses throw away warm-up: the first
             # trial process after a start paid for cold caches (the forkserver's, the page
             # cache's, the CPU's clock) and read up to a third slower than the same
-            # configuration later.
+            # configuration later. It is timed only (its warm-up and timed windows, as a
+            # timed finalist runs): it warms the machine in seconds, not a full run, and its
+            # seconds are not in the verification's cost.
             round_index, number = pending[0]
             warmup = _round_config(configs[number], plan, round_index)
+            if warmup.reuse is None and warmup.objective == "throughput":
+                warmup = warmup.model_copy(
+                    update={
+                        "reuse": ReusedMetric(
+                            from_trial=number, val_metric=0.0, train_loss=0.0, steps=1
+                        )
+                    }
+                )
             _verification_record(round_index, number, plan, warmup, run_trial_fn, timeout_s)
             warmed = True
         for round_index, number in pending:
