@@ -39,6 +39,7 @@ __all__ = [
     "BASELINE_ATTR",
     "COMMON_BATCH_SIZE",
     "PYTORCH_DEFAULTS",
+    "RUN_FAILURES",
     "SAME_MATH_ATTR",
     "SAME_MODEL_AFTER_TRIALS",
     "SAME_MODEL_ATTR",
@@ -50,6 +51,7 @@ __all__ = [
     "enqueue_baseline",
     "enqueue_same_math",
     "enqueue_same_model",
+    "failed_baseline",
     "same_math_configurations",
     "same_math_params",
     "trial_train_settings",
@@ -184,18 +186,55 @@ def trial_train_settings(space: SearchSpace) -> TrainSettings:
 
 
 def baseline_trial(trials: Sequence[FrozenTrial]) -> FrozenTrial | None:
-    """The study's finished baseline trial (the first one, if several), or None."""
-    for trial in sorted(trials, key=lambda t: t.number):
-        if TrialResult.from_trial(trial).baseline and trial.state in (
-            TrialState.COMPLETE,
-            TrialState.PRUNED,
-        ):
-            return trial
-    return None
+    """The study's finished baseline trial: the first one that measured, else the first
+    failed one (a baseline that failed, then ran again on a rerun, :func:`enqueue_baseline`),
+    or None."""
+    finished = [
+        t
+        for t in sorted(trials, key=lambda t: t.number)
+        if TrialResult.from_trial(t).baseline
+        and t.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    ]
+    measured = [t for t in finished if not TrialResult.from_trial(t).failed]
+    chosen = measured or finished
+    return chosen[0] if chosen else None
+
+
+#: The failures of a trial that ran (:func:`failed_baseline`): the user's code or the machine,
+#: not a rule that refused it before it ran (``infeasible``, checked before the study opens
+#: for the baseline).
+RUN_FAILURES = ("oom", "error", "crash", "timeout")
+
+
+def failed_baseline(trials: Sequence[FrozenTrial]) -> str | None:
+    """Why the study has no baseline to compare with, when its baseline trial failed as it ran
+    (and no later run of it measured): one line, ``trial N: KIND (the last line of its reason)``;
+    None when the baseline measured, has not finished, or is queued to run again.
+
+    Every figure of a study is a comparison with its baseline, so a study whose baseline
+    failed stops there (:func:`autotune.api.run_study`) rather than train the rest of its
+    trials for nothing.
+    """
+    if any(
+        t.state in (TrialState.WAITING, TrialState.RUNNING) and TrialResult.from_trial(t).baseline
+        for t in trials
+    ):
+        return None  # a rerun queued it again: it has yet to fail
+    trial = baseline_trial(trials)
+    if trial is None:
+        return None
+    result = TrialResult.from_trial(trial)
+    if result.failure_kind not in RUN_FAILURES:
+        return None
+    last = (result.failure_detail or "").strip().splitlines()[-1:]
+    reason = f" ({last[0].strip()})" if last and last[0].strip() else ""
+    return f"trial {trial.number}: {result.failure_kind}{reason}"
 
 
 def enqueue_baseline(study: optuna.Study, space: SearchSpace) -> bool:
-    """Queue the baseline as the study's next trial unless it has one (run, running or queued).
+    """Queue the baseline as the study's next trial unless it has one (measured, running or
+    queued): a baseline trial that failed is queued again, so that a rerun of the study, once
+    the user fixed their code, retries it (the failed trial stays, a finished trial).
 
     Args:
         study: the study about to run trials.
@@ -205,10 +244,10 @@ def enqueue_baseline(study: optuna.Study, space: SearchSpace) -> bool:
         True when the baseline was queued now.
     """
     states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
-    if any(
-        TrialResult.from_trial(t).baseline for t in study.get_trials(deepcopy=False, states=states)
-    ):
-        return False
+    for trial in study.get_trials(deepcopy=False, states=states):
+        result = TrialResult.from_trial(trial)
+        if result.baseline and not (trial.state == TrialState.COMPLETE and result.failed):
+            return False
     params, notes = baseline_params(space)
     attrs: dict[str, Any] = {BASELINE_ATTR: True}
     if notes:

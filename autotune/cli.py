@@ -155,6 +155,17 @@ def run(
         _print_error("interrupted; finished trials are saved. Run the same command to resume.")
         raise typer.Exit(130) from None
     print_result(console, result, metric)
+    if result.baseline_failure is not None:
+        # Every figure compares with the baseline: without one the study cannot answer.
+        then = (
+            f"this study holds its {result.finished} trials: choose a new study=NAME, or raise "
+            "--trials to retry the baseline here"
+            if result.finished >= trials
+            else "fix it and run the same command again (the rerun retries the baseline; the "
+            "failed trial stays, and counts towards --trials), or choose a new study=NAME"
+        )
+        _print_error(f"the baseline trial failed ({result.baseline_failure}): {then}")
+        raise typer.Exit(1)
 
 
 class _ConfigDumper(yaml.SafeDumper):

@@ -886,3 +886,29 @@ def test_ctrl_c_exits_130_with_a_resume_hint_and_the_rerun_completes(tmp_path: P
     finished = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     assert len(study.get_trials(states=finished)) == 12
     assert all(study.trials[n].values == values for n, values in kept.items())
+
+
+def test_a_failed_baseline_ends_the_run_with_exit_1_and_says_what_to_do(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import functools
+
+    import autotune.api
+    from autotune.exceptions import TrialError
+
+    def broken(config: object, timeout_s: float) -> object:
+        raise TrialError("error", "Traceback ...\nNameError: name 'ImageSampler' is not defined")
+
+    real = autotune.api.run_study
+    monkeypatch.setattr(autotune.api, "run_study", functools.partial(real, run_trial_fn=broken))
+
+    code = main(["run", "device=mock", "--trials", "4"])
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "autotune: the baseline trial failed (trial 0: error (NameError: name 'ImageSampler' "
+        "is not defined)): fix it and run the same command again (the rerun retries the "
+        "baseline; the failed trial stays, and counts towards --trials), or choose a new "
+        "study=NAME"
+    )

@@ -17,7 +17,12 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_study
-from autotune.baseline import enqueue_baseline, enqueue_same_math, enqueue_same_model
+from autotune.baseline import (
+    enqueue_baseline,
+    enqueue_same_math,
+    enqueue_same_model,
+    failed_baseline,
+)
 from autotune.config import BudgetSettings, RunConfig
 from autotune.cost import BudgetStage, SearchCost, budget_stage, search_cost
 from autotune.exceptions import AutotuneError, ConfigError, VerificationError
@@ -83,6 +88,8 @@ class StudyResult:
         verification_note: why there is no verification, when the study cannot be verified
             (e.g. its baseline trial failed); None otherwise.
         search_cost: what the study's trials cost, in full runs of the baseline.
+        baseline_failure: why the study stopped at its failed baseline trial
+            (:func:`~autotune.baseline.failed_baseline`), one line; None otherwise.
     """
 
     study_name: str
@@ -96,6 +103,7 @@ class StudyResult:
     verification: VerificationSummary | None = None
     verification_note: str | None = None
     search_cost: SearchCost | None = None
+    baseline_failure: str | None = None
 
 
 def _best_so_far(study: optuna.Study) -> dict[str, float]:
@@ -287,6 +295,11 @@ def run_study(
                 )
             )
 
+    def stop_at_failed_baseline(study: optuna.Study, _: FrozenTrial) -> None:
+        """Every figure compares with the baseline: once it failed, stop (a rerun retries it)."""
+        if failed_baseline(study.get_trials(deepcopy=False)) is not None:
+            study.stop()
+
     def interruptible(trial: optuna.Trial) -> tuple[float, ...]:
         with sigint_allowed():
             return objective(trial)
@@ -319,9 +332,10 @@ def run_study(
                 trial_devices(caps.cuda_visible_devices),
                 study_compile_cache(config.storage, study.study_name),
             ):
-                while count_finished(study) < n_trials and cap["stage"] not in (
-                    "stop",
-                    "tried_all",
+                while (
+                    count_finished(study) < n_trials
+                    and cap["stage"] not in ("stop", "tried_all")
+                    and failed_baseline(study.get_trials(deepcopy=False)) is None
                 ):
                     study.optimize(
                         interruptible,
@@ -332,6 +346,7 @@ def run_study(
                             follow_budget,
                             report,
                             same_model,
+                            stop_at_failed_baseline,
                         ],
                         catch=(SurplusTrial,),
                         gc_after_trial=False,
@@ -344,7 +359,8 @@ def run_study(
                 if proc.is_alive():
                     proc.terminate()
     verification, note = None, None
-    if worker_index == 0 and config.verify.rounds > 0:
+    baseline_failure = failed_baseline(study.get_trials(deepcopy=False))
+    if worker_index == 0 and config.verify.rounds > 0 and baseline_failure is None:
         try:
             with trial_devices(caps.cuda_visible_devices):
                 verification = verify_study(
@@ -372,4 +388,5 @@ def run_study(
         verification=verification,
         verification_note=note,
         search_cost=search_cost(study.get_trials(deepcopy=False)),
+        baseline_failure=baseline_failure,
     )

@@ -264,3 +264,33 @@ def test_mock_study_through_child_processes(sqlite_url: str) -> None:
         assert t.user_attrs["simulated"] is True
         assert t.user_attrs["memory_kind"] == "simulated"
         assert t.constraints["failed"] == 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# a failed baseline: the study stops there, and a rerun retries it
+
+
+def test_a_failed_baseline_stops_the_study_and_a_rerun_retries_it(sqlite_url: str) -> None:
+    config = mock_run_config(sqlite_url)
+    broken = [True]
+
+    def user_code(trial_config: object, timeout_s: float) -> object:
+        if broken[0]:
+            raise TrialError("error", "Traceback ...\nAttributeError: 'Trainer' has no datamodule")
+        return FakeRunTrial()(trial_config, timeout_s)  # type: ignore[arg-type]
+
+    result = run_study(config, 5, run_trial_fn=user_code)  # type: ignore[arg-type]
+
+    assert result.baseline_failure == (
+        "trial 0: error (AttributeError: 'Trainer' has no datamodule)"
+    )
+    assert (result.finished, result.ran) == (1, 1)  # no trial after the baseline's failure
+    assert result.verification is None
+
+    broken[0] = False  # the user fixed their code, and runs the same command again
+    again = run_study(config, 5, run_trial_fn=user_code)  # type: ignore[arg-type]
+
+    assert again.baseline_failure is None and again.finished == 5
+    trials = load_study(config).trials
+    assert trials[1].user_attrs.get("baseline") is True  # the baseline, queued again first
+    assert "failure" not in trials[1].user_attrs
