@@ -466,9 +466,43 @@ def _space_key_option(described: str) -> Option:
     )
 
 
+def _constant_words(value: Any) -> str:
+    """A module constant a comment names, as the page reads it: a dict of metrics as
+    ``door: name (direction)``, a tuple or list of names as `name`s."""
+    if isinstance(value, dict):
+        return ", ".join(
+            f"{key}: `{getattr(v, 'name', v)}`"
+            + (f" ({v.direction})" if getattr(v, "direction", None) else "")
+            for key, v in value.items()
+        )
+    if isinstance(value, tuple | list | frozenset):
+        return ", ".join(f"`{v}`" for v in value)
+    return f"`{value}`"
+
+
+def _expand_constants(text: str) -> str:
+    """A constant's name in a comment (``DEFAULT_DOOR_METRICS``, ``GUIDE_KNOBS``) replaced by
+    its value: a reader of the page cannot look the name up."""
+    import autotune.config as config_package
+    import autotune.config._settings as settings_module
+    import autotune.config._space as space_module
+
+    def value_of(match: re.Match[str]) -> str:
+        name = match.group(1)
+        for module in (config_package, space_module, settings_module):
+            if hasattr(module, name):
+                return _constant_words(getattr(module, name))
+        return match.group(0)
+
+    # "NAME's rule (what it holds)": the sentence says what it holds already.
+    text = re.sub(r"`?\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b`?'s\b", "the default", text)
+    return re.sub(r"`?\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b`?", value_of, text)
+
+
 def _words(text: str, prefix: str) -> str:
-    """A description as a page reads it: ``None`` is ``null``; a pointer to another field of
-    the same model gets the model's prefix."""
+    """A description as a page reads it: ``None`` is ``null``; a constant's name is its value;
+    a pointer to another field of the same model gets the model's prefix."""
+    text = _expand_constants(text)
     text = re.sub(r"\bNone\b", "`null`", text).replace("``null``", "`null`")
     text = text.replace("(see the class docstring)", "(see above)")
     return re.sub(r"^See `(\w+)`\.$", lambda m: f"See `{prefix}{m.group(1)}`.", text)
@@ -798,6 +832,10 @@ def _params_table(cmd: Any) -> Iterator[str]:
             name = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
             if param.metavar:
                 name += f" `{param.metavar}`"
+            kind = getattr(param, "type_descriptor", None) or getattr(param, "type", None)
+            choices = getattr(kind, "choices", None)
+            if choices and not param.metavar:  # a Literal's or an Enum's values, as typed
+                name += " " + r"\|".join(f"`{getattr(c, 'value', c)}`" for c in choices)
             flag = getattr(param, "is_flag", False)
             default = "" if flag or param.default in (None, False) else f"`{param.default}`"
             if param.required:

@@ -208,6 +208,20 @@ def test_every_command_is_in_the_cli_reference(gen: ModuleType) -> None:
         assert f"`{flag}`" in page
 
 
+def test_the_pages_name_no_constant_a_reader_cannot_look_up(gen: ModuleType) -> None:
+    """A comment's ``DEFAULT_DOOR_METRICS`` or ``GUIDE_KNOBS`` reaches the page as its value."""
+    pages = gen.options_markdown() + gen.space_markdown()
+
+    assert re.findall(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", pages) == []
+    assert "loop: `accuracy` (maximize), hf_trainer: `eval_loss` (minimize)" in pages
+
+
+def test_a_choice_options_values_are_in_the_cli_reference(gen: ModuleType) -> None:
+    page = gen.cli_markdown()
+
+    assert "| `--style` `torch`\\|`lightning`\\|`hf`\\|`loop` |" in page
+
+
 def test_every_storage_column_is_in_the_reference_with_a_meaning(gen: ModuleType) -> None:
     from autotune.storage.models import Base
 
