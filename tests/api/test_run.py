@@ -294,3 +294,27 @@ def test_a_failed_baseline_stops_the_study_and_a_rerun_retries_it(sqlite_url: st
     trials = load_study(config).trials
     assert trials[1].user_attrs.get("baseline") is True  # the baseline, queued again first
     assert "failure" not in trials[1].user_attrs
+
+
+@pytest.mark.parametrize("sampler", ["gp", "tpe"])  # the samplers with a start-up design
+def test_in_a_space_of_two_configurations_the_second_trial_is_the_other_one(
+    write_space: Callable[..., Path], sqlite_url: str, sampler: str
+) -> None:
+    """The baseline's configuration is never proposed again while another one is left."""
+    space = """\
+name: two
+model:
+  family: cnn
+  depth: 1
+  width: 8
+batch_size: 32
+compile_mode: [none, default]
+train:
+  epochs: 1
+"""
+    config = mock_run_config(sqlite_url, f"space={write_space(space)}", f"sampler={sampler}")
+
+    run_study(config, 2, run_trial_fn=FakeRunTrial())
+
+    trials = load_study(config).trials
+    assert [t.params["compile_mode"] for t in trials] == ["none", "default"]

@@ -261,7 +261,8 @@ class DesignSampler(DelegatingSampler):
     sampler proposes anything.
 
     The trials the study proposes (every trial but the queued ones: the baseline and warm
-    starts, see :func:`_is_queued`) take the design's rows in trial-number order: the trial
+    starts, see :func:`_is_queued`) take the design's rows, less those a queued trial runs
+    already (the baseline's configuration is not proposed again), in trial-number order: the trial
     with ``k`` proposed trials numbered below it gets row ``k`` while ``k`` is below the
     design's length. The storage numbers trials atomically, so many workers sharing one study
     each get different rows, and a resumed study goes on where it stopped (it never restarts
@@ -298,15 +299,31 @@ class DesignSampler(DelegatingSampler):
         if not self.design or _is_queued(trial):
             return None
         trials = study.get_trials(deepcopy=False)
+        design = self._unqueued_rows(trials)
         proposed = [t for t in trials if t.number < trial.number and not _is_queued(t)]
-        if len(proposed) < len(self.design):
-            return self.design[len(proposed)]
+        if len(proposed) < len(design):
+            return design[len(proposed)]
         tried = {_params_key(t.params) for t in trials if t.state != TrialState.FAIL}
-        for row, t in zip(self.design, proposed, strict=False):
+        for row, t in zip(design, proposed, strict=False):
             key = _params_key(row)
             if t.state == TrialState.FAIL and _params_key(t.params) == key and key not in tried:
                 return row
         return None
+
+    def _unqueued_rows(self, trials: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
+        """The design less the rows a queued trial (the baseline, a warm start) runs already:
+        a row equal to the baseline's configuration would run it a second time while other
+        configurations wait (in a space of two, the only other one)."""
+        queued = [
+            {**t.system_attrs.get("fixed_params", {}), **t.params}
+            for t in trials
+            if _is_queued(t) and t.state != TrialState.FAIL
+        ]
+        return [
+            row
+            for row in self.design
+            if not any(all(k in q and q[k] == v for k, v in row.items()) for q in queued)
+        ]
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
