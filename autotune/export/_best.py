@@ -33,7 +33,13 @@ from autotune.storage import ResultsStore, TrialRecord, load_existing_study
 from autotune.trial_result import TrialResult
 from autotune.verification import ACCURACY, VerificationSummary
 
-__all__ = ["OBJECTIVE_CHOICES", "BestConfigs", "best_configurations", "sort_pareto"]
+__all__ = [
+    "LOADER_HOME_ATTR",
+    "OBJECTIVE_CHOICES",
+    "BestConfigs",
+    "best_configurations",
+    "sort_pareto",
+]
 
 #: ``--objective`` choices and the figure each ranks by (and whether larger is better).
 #: ``accuracy`` (or ``metric``) is the study's validation metric, whatever its name; it ranks
@@ -48,6 +54,11 @@ OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
     "memory": ("peak_memory_bytes", False),
     "time": ("time_to_accuracy_s", False),
 }
+
+
+#: The user attribute in which the Lightning door records the class whose ``train_dataloader``
+#: built the training loader (``LightningDataModule`` or ``LightningModule``).
+LOADER_HOME_ATTR = "train_loader_in"
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,8 @@ class BestConfigs:
         lr_scales: by trial number, the factor a door's trial multiplied the user's own
             learning rate by (its ``lr_scale`` attribute; the loop, Hugging Face and Lightning
             doors), for :func:`~autotune.export.export_diff`.
+        loader_homes: by trial number, where a Lightning script's training loader lives
+            (:data:`LOADER_HOME_ATTR`), for the same.
     """
 
     study_name: str
@@ -96,6 +109,7 @@ class BestConfigs:
     objective_mode: ObjectiveMode = "throughput"
     target: float | None = None
     lr_scales: Mapping[int, float] = field(default_factory=dict)
+    loader_homes: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def recommended_trial(self) -> int | None:
@@ -242,5 +256,10 @@ def best_configurations(study_name: str, storage: str, objective: str | None = N
             result.number: result.lr_scale
             for result in map(TrialResult.from_trial, study.get_trials(deepcopy=False))
             if result.lr_scale is not None
+        },
+        loader_homes={
+            t.number: str(t.user_attrs[LOADER_HOME_ATTR])
+            for t in study.get_trials(deepcopy=False)
+            if LOADER_HOME_ATTR in t.user_attrs
         },
     )

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -111,6 +112,9 @@ class _Settings:
     base_accumulation: int
     device_type: str
     blocks: tuple[str, ...] = ()
+    function: str = "train"  # the loop door's function, as the space names it
+    loader_home: str = "LightningModule"  # where a Lightning script's train_dataloader lives
+    command_line: bool = False  # an HF script that reads its TrainingArguments from flags
 
     def global_batches(self, c: _Change) -> tuple[int, int]:
         """The baseline's and the configuration's global batch: samples per optimizer step
@@ -487,11 +491,14 @@ def _lightning_lines(c: _Change, s: _Settings) -> list[str]:
             f"    x = x.to(memory_format={fmt})  # {_INPUT_NOTE}",
         ]
     new, old = _loader_args(c, s.device_type, sampler=False)
+    loader_hook: list[str] = []
     if new:
-        hooks += [
+        loader_hook = [
             "def train_dataloader(self):",
             f"    return DataLoader(self.train_set, {_call(new)}){_was(new, old)}",
         ]
+    if s.loader_home == "LightningModule":
+        hooks += loader_hook
     lr = _lr_line("    lr = ", c, s, "  # the optimizer's lr")
     if c.changed("optimizer_impl"):
         flag = _IMPL_FLAGS[c.after("optimizer_impl")]
@@ -501,6 +508,8 @@ def _lightning_lines(c: _Change, s: _Settings) -> list[str]:
         hooks += ["def configure_optimizers(self):", *lr]
     if hooks:
         lines += ["# in your LightningModule:", *hooks]
+    if loader_hook and s.loader_home != "LightningModule":
+        lines += [f"# in your {s.loader_home}:", *loader_hook]
     return [_fix_comment(line) for line in lines]
 
 
@@ -574,11 +583,34 @@ def _hf_lines(c: _Change, s: _Settings) -> list[str]:
     for name in ("num_workers", "pin_memory", "persistent_workers"):
         if name in loader_new:
             new[names[name]], old[names[name]] = loader_new[name], loader_old[name]
+    if s.command_line:  # HfArgumentParser's flags, as the script is launched
+        flags = [
+            f"--{name} {_flag(value)}  # was {_flag(old[name])}" for name, value in new.items()
+        ]
+        for line in _lr_line("learning_rate=", c, s):  # the flag takes a number, not a formula
+            line = re.sub(
+                r"^learning_rate=learning_rate \* (\S+)", r"--learning_rate <yours x \1>", line
+            )
+            flags.append(re.sub(r"^learning_rate=", "--learning_rate ", line))
+        if flags:
+            lines += ["# on the script's command line (HfArgumentParser), your other flags stay:"]
+            lines += flags
+        return [_fix_comment(line) for line in lines]
     args = [f"    {name}={_fmt(value)},  # was {_fmt(old[name])}" for name, value in new.items()]
     args += _lr_line("    learning_rate=", c, s, ",")
     if args:
         lines += ["args = TrainingArguments(", "    # your other arguments stay", *args, ")"]
     return [_fix_comment(line) for line in lines]
+
+
+def _flag(value: Any) -> str:
+    """A value as HfArgumentParser reads it from the command line (``True``, ``128``, ``""``
+    for an empty string)."""
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return value or '""'
+    return _fmt(value)
 
 
 # --- loop ------------------------------------------------------------------------------------
@@ -618,7 +650,7 @@ def _loop_lines(c: _Change, s: _Settings) -> list[str]:
         note = _was(args, before)
         if "lr_scale" in args:
             note += f"  # lr_scale: the global batch went {old_batch} -> {new_batch}"
-        lines.append(f"train(autotune.LoopTrial({_call(args)})){note}")
+        lines.append(f"{s.function}(autotune.LoopTrial({_call(args)})){note}")
     if c.changed("gpu_count"):
         gpus = int(c.after("gpu_count"))
         lines.append(
@@ -678,6 +710,9 @@ def diff_lines(
     device_type: Literal["cuda", "cpu"] = "cuda",
     header: Sequence[str] = (),
     blocks: Sequence[str] = (),
+    function: str = "train",
+    loader_home: str = "LightningModule",
+    command_line: bool = False,
 ) -> list[str]:
     """What changes from the baseline's knobs to ``params``, as lines to paste.
 
@@ -703,6 +738,12 @@ def diff_lines(
         header: comment lines to put on top (without ``#``).
         blocks: the model's blocks by class name (activation checkpointing's and FSDP's
             units), for the lines that name them.
+        function: ``loop``: the user's function, as the space names it (``main`` for
+            ``loop: main.py:main``).
+        loader_home: ``lightning``: the class whose ``train_dataloader`` builds the training
+            loader (``LightningDataModule`` when the script returns one).
+        command_line: ``hf``: the script reads its ``TrainingArguments`` from its command line
+            (the space passes ``workload_args.argv``): the changes as flags.
 
     Returns:
         The lines: ``# header`` comments, then the changes.
@@ -722,6 +763,9 @@ def diff_lines(
         baseline_accumulation_steps,
         device_type,
         tuple(blocks),
+        function,
+        loader_home,
+        command_line,
     )
     body = _STYLE_LINES[style](_Change(baseline_params, params), settings)
     if not body:
@@ -828,7 +872,23 @@ def export_diff(
         device_type=_device_type(config),
         header=_header(best, row, baseline.number, chosen),
         blocks=config.get("blocks") or _builtin_blocks(config),
+        **_script_shape(config, best.loader_homes.get(baseline.number)),
     )
+
+
+def _script_shape(config: Mapping[str, Any], loader_home: str | None) -> dict[str, Any]:
+    """What a door saw of the user's script, for :func:`diff_lines`: the loop's function name
+    (the space's ``loop: FILE.py:NAME``), where a Lightning script's training loader lives (its
+    baseline trial recorded it), and whether an HF script takes its command line
+    (``workload_args.argv``)."""
+    workload = config.get("workload") or {}
+    ref = str(workload.get("ref") or "")
+    shape: dict[str, Any] = {"command_line": "argv" in (workload.get("args") or {})}
+    if workload.get("door") == "loop" and ":" in ref:
+        shape["function"] = ref.rsplit(":", 1)[1].rsplit(".", 1)[-1]
+    if loader_home:
+        shape["loader_home"] = loader_home
+    return shape
 
 
 def _builtin_blocks(config: Mapping[str, Any]) -> tuple[str, ...]:

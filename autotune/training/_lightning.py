@@ -466,6 +466,10 @@ def _fit_and_validate(
         )
         extra["lr_scale"] = trial.lr_scale
         extra["timing_extension_steps"] = 0
+        # Where the training loader lives, for `best --diff` (autotune.export LOADER_HOME_ATTR).
+        extra["train_loader_in"] = (
+            "LightningDataModule" if datamodule is not None else "LightningModule"
+        )
         if k > 1:
             extra["accumulation_steps"] = k
         extra.update(meter.common_extra(timing))

@@ -532,3 +532,38 @@ def test_the_guides_knobs_as_a_looptrials_arguments() -> None:
         "cpu_threads=0, cudnn_benchmark=False, activation_checkpointing=False"
     )
     assert lines[1].startswith("# launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+
+
+# --- the script's own shape -------------------------------------------------------------------
+
+
+def test_the_loop_style_names_the_spaces_function() -> None:
+    new = BASE | {"batch_size": 128}
+
+    [line] = diff_lines(BASE, new, style="loop", function="main")
+
+    assert line.startswith("main(autotune.LoopTrial(batch_size=128")
+
+
+def test_a_datamodules_loader_is_changed_in_the_datamodule() -> None:
+    workers = BASE | {"num_workers": 4}
+
+    module = diff_lines(BASE, workers, style="lightning")
+    data = diff_lines(BASE, workers, style="lightning", loader_home="LightningDataModule")
+
+    assert "# in your LightningModule:" in module and "def train_dataloader(self):" in module
+    home = data.index("# in your LightningDataModule:")
+    assert data[home + 1] == "def train_dataloader(self):"
+    assert "# in your LightningModule:" not in data  # nothing else changes in the module
+
+
+def test_an_hf_script_that_reads_its_command_line_gets_flags() -> None:
+    new = BASE | {"batch_size": 128, "precision": "bf16"}
+
+    lines = diff_lines(BASE, new, style="hf", command_line=True, learning_rate_scale=1.4142136)
+
+    assert "args = TrainingArguments(" not in lines
+    assert lines[0] == "# on the script's command line (HfArgumentParser), your other flags stay:"
+    assert "--bf16 True  # was False" in lines
+    assert "--per_device_train_batch_size 128  # was 64" in lines
+    assert any(line.startswith("--learning_rate <yours x 1.41421>  # ") for line in lines)

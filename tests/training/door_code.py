@@ -512,5 +512,5 @@ def parses_its_command_line(trial: Any) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--log-interval", type=int, default=10)
     SEEN.update(argv=list(sys.argv), log_interval=parser.parse_args().log_interval)
-    model, _, train_loader, val_loader = _train_all(trial)
+    model, _, _, val_loader = _train_all(trial)
     trial.report(_evaluate(model, val_loader))

@@ -154,6 +154,7 @@ def test_the_datamodule_is_attached_so_callbacks_and_the_module_read_it() -> Non
     assert seen["module_saw"] == door_code.N_TRAIN
     assert m.steps == 2 * (door_code.N_TRAIN // 8)  # the trial's rebuilt loader trained
     assert "train_dataloader" not in vars(seen["datamodule"])  # the user's methods are back
+    assert m.extra["train_loader_in"] == "LightningDataModule"  # for best --diff
 
 
 @pytest.mark.parametrize(
