@@ -667,3 +667,22 @@ def test_lightning_mnist_study_on_cpu(tmp_path: Path) -> None:
     )
     assert study.metric_names == ["throughput_sps", "val_acc", "peak_memory_bytes"]
     assert all(0.0 <= t.values[1] <= 1.0 for t in study.trials)
+
+
+@pytest.mark.slow
+def test_pytorch_mnist_study_on_cpu(tmp_path: Path) -> None:
+    """pytorch/examples' mnist/main.py through the loop door: its argparse reads the space's
+    argv, its own manual_seed is derived from each trial's seed."""
+    study = _door_study(
+        EXAMPLES / "pytorch_mnist" / "space.yaml",
+        tmp_path,
+        "batch_size=[64, 128]",
+        "precision=fp32",
+        "memory_format=contiguous",
+    )
+    assert study.metric_names == ["throughput_sps", "accuracy", "peak_memory_bytes"]
+    assert all(0.0 <= t.values[1] <= 1.0 for t in study.trials)
+    trained = [t for t in study.trials if "user_seeds" in t.user_attrs]
+    assert trained and {t.user_attrs["user_seeds"] for t in trained} == {
+        "torch.manual_seed(1): derived from the trial's seed"
+    }
