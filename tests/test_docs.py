@@ -308,6 +308,7 @@ EXAMPLE_STUDY_TESTS = {
     "examples/loop_cnn/space.yaml": "test_loop_cnn_study_on_cpu",
     "examples/hf_gpt2/space.yaml": "test_hf_gpt2_study_on_cpu",
     "examples/lightning_mnist/space.yaml": "test_lightning_mnist_study_on_cpu",
+    "examples/pytorch_mnist/space.yaml": "test_pytorch_mnist_study_on_cpu",
 }
 #: Commands run as pasted by a test of their own here.
 OWN_TESTS = {
