@@ -21,6 +21,12 @@ objects, in the shape Hugging Face Accelerate made familiar::
     if __name__ == "__main__":
         train(autotune.LoopTrial())  # PyTorch's defaults: the same file trains on its own
 
+A loop written epoch by epoch (a per-epoch evaluation, ``StepLR``) wraps :meth:`LoopTrial.steps`
+in :meth:`LoopTrial.epochs`: ``for epoch in trial.epochs(): for batch in trial.steps(loader)``.
+While the function runs, ``sys.argv`` is its script's own and a ``torch.manual_seed`` of its
+own is derived from the trial's seed (:func:`~autotune.training._door.script_argv`,
+:func:`~autotune.training._door.trial_seed_guard`).
+
 The measuring core (:class:`~autotune.training._meter.StepMeter`) owns the budget inside
 :meth:`LoopTrial.steps`: warm-up, timed windows synced at their edges, peak memory after the
 warm-up, the busy-machine meter, the throughput floor; everything else (process isolation,
