@@ -286,6 +286,7 @@ def test_an_epoch_loop_trains_on_its_own_for_its_epochs() -> None:
 def test_the_users_own_manual_seed_is_derived_from_the_trials_seed() -> None:
     """The user's ``torch.manual_seed(1)`` reseeds where they wrote it, from the trial's seed:
     two trial seeds build two models, the same seed the same one, and the trial says so."""
+    torch_seeding = (torch.manual_seed, torch.random.manual_seed)
     first = run(loop_config("epoch_shaped", seed=0))
     weight_0 = door_code.SEEN["init_weight"]
     run(loop_config("epoch_shaped", seed=0))
@@ -296,7 +297,7 @@ def test_the_users_own_manual_seed_is_derived_from_the_trials_seed() -> None:
     assert torch.equal(weight_0, again)
     assert not torch.equal(weight_0, weight_1)
     assert first.extra["user_seeds"] == "torch.manual_seed(1): derived from the trial's seed"
-    assert torch.manual_seed is torch.random.manual_seed  # the guard put torch's back
+    assert (torch.manual_seed, torch.random.manual_seed) == torch_seeding  # put back
 
 
 @pytest.mark.parametrize(("argv", "interval"), [(None, 10), (["--log-interval", "1000"], 1000)])
