@@ -392,6 +392,7 @@ _UNSEEDED_AT_DEFAULT = (
     "max_time_s",
     "max_time_vs_baseline",
     "global_batch_size",
+    "evidence_share",
 )
 
 #: ``train``'s fields in the order they had before ``advanced.train`` split them off
