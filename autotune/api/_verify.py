@@ -163,13 +163,17 @@ def _run_costs(trials: list[FrozenTrial], baseline: int) -> dict[int, float]:
     """Each trial's cost of one verification run, in full runs of the baseline: what it
     cost in the search (``run_s`` over the baseline's ``full_run_s``; 1 where unknown); the
     baseline's is one full run (:func:`autotune.verification.fit_budget` prices a timed
-    baseline as its timed finalists)."""
+    baseline as its timed finalists), or under short evidence (a projected full run) what its
+    trial cost, as every trained run stops at the same share."""
     full_run_s = full_run_seconds(trials)
     costs: dict[int, float] = {}
+    projected = False
     for trial in trials:
-        run_s = TrialResult.from_trial(trial).run_s
-        costs[trial.number] = run_s / full_run_s if run_s and full_run_s else 1.0
-    costs[baseline] = 1.0
+        result = TrialResult.from_trial(trial)
+        costs[trial.number] = result.run_s / full_run_s if result.run_s and full_run_s else 1.0
+        projected = projected or (result.baseline and bool(result.full_run_projected))
+    if not projected:  # under short evidence the baseline's runs stop at a share, as its trial
+        costs[baseline] = 1.0
     return costs
 
 

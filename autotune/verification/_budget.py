@@ -133,7 +133,7 @@ def fit_budget(
         before = cost(kept, rounds)
         kept = tuple(n for n in kept if n != number)
         words = "a model change" if number in model_changes else "the same model"
-        how = "trained to the budget" if number in trained else "timed"
+        how = "trained" if number in trained else "timed"
         notes.append(
             f"budget.full_runs: not verified: trial {number} ({words}, {how}, about "
             f"{costs[number]:.1f} full runs a run): verifying with it would cost about "

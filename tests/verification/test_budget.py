@@ -27,7 +27,7 @@ def test_the_dearest_finalists_go_first_then_the_rounds() -> None:
     assert plan.finalists == (5, 6)
     assert plan.rounds == 8 and plan.race_rounds == 2
     assert len(plan.notes) == 1
-    assert "not verified: trial 9 (a model change, trained to the budget" in plan.notes[0]
+    assert "not verified: trial 9 (a model change, trained" in plan.notes[0]
     assert plan.projected_full_runs <= 12.0
 
 
