@@ -15,7 +15,7 @@ the configuration again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -167,12 +167,21 @@ def eval_every_s(train: TrainSettings, cold: Measurement) -> float | None:
 
 
 def reuse_source(
-    completed: Sequence[FrozenTrial], trial_number: int, key: str, tta: bool
+    completed: Sequence[FrozenTrial],
+    trial_number: int,
+    key: str,
+    tta: bool,
+    params: Mapping[str, Any] | None = None,
 ) -> TrialResult | None:
-    """The trial whose metric trial ``trial_number`` reuses: the earliest of ``completed``
-    with the same math key (``key``) that was measured in full, completed without failure
-    (in a time-to-accuracy study, ``tta``, one that reached the target) and did not itself
-    reuse a metric; None when there is none."""
+    """The trial whose metric trial ``trial_number`` reuses: among ``completed`` with the
+    same math key (``key``) that were measured in full, completed without failure (in a
+    time-to-accuracy study, one that reached the target) and did not themselves reuse a
+    metric, the one whose knobs differ from ``params`` (the trial's) in the fewest places,
+    the earliest among equals; None when there is none. The nearest source keeps the paired
+    check sharp: two bf16 trials that differ only in DataLoader workers are identical, while
+    a compiled bf16 source differs from an eager one by bf16's rounding of another fusion,
+    beyond the float32 floor."""
+    candidates: list[TrialResult] = []
     for trial in completed:
         source = TrialResult.from_trial(trial)
         if (
@@ -185,8 +194,15 @@ def reuse_source(
             or (tta and source.target_reached is not True)
         ):
             continue
-        return source
-    return None
+        candidates.append(source)
+    if not candidates or params is None:
+        return candidates[0] if candidates else None
+
+    def differences(source: TrialResult) -> int:
+        names = set(params) | set(source.params)
+        return sum(params.get(n) != source.params.get(n) for n in names)
+
+    return min(candidates, key=lambda source: (differences(source), source.number))
 
 
 def has_check(config: TrialConfig) -> bool:
@@ -590,7 +606,7 @@ class TrialObjective:
             return config
         tta = config.objective == "time_to_accuracy"
         completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        source = reuse_source(completed, trial.number, key, tta)
+        source = reuse_source(completed, trial.number, key, tta, trial.params)
         if source is None:
             return config
         reuse = _reused_metric(source, tta)

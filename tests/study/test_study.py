@@ -1002,3 +1002,33 @@ def test_the_runs_advanced_settings_may_change_when_a_study_resumes(sqlite_url: 
     )
 
     open_study(again, again.space, caps, open_storage(sqlite_url))
+
+
+def test_a_trial_reuses_the_nearest_measured_trial_of_its_math_key() -> None:
+    from optuna.distributions import CategoricalDistribution
+
+    from autotune.study._objective import reuse_source
+
+    dists = {
+        "compile_mode": CategoricalDistribution(["none", "default"]),
+        "num_workers": CategoricalDistribution([0, 1]),
+    }
+
+    def measured(number: int, compile_mode: str, workers: int) -> optuna.trial.FrozenTrial:
+        trial = optuna.trial.create_trial(
+            state=TrialState.COMPLETE,
+            values=[1.0, 0.9, 1.0],
+            params={"compile_mode": compile_mode, "num_workers": workers},
+            distributions=dists,
+            user_attrs={"math_key": "k", "val_metric": 0.9, "steps": 10},
+        )
+        trial.number = number
+        return trial
+
+    completed = [measured(3, "default", 0), measured(10, "none", 0)]
+    eager = {"compile_mode": "none", "num_workers": 1}
+    source = reuse_source(completed, 11, "k", False, eager)
+    assert source is not None and source.number == 10  # one knob apart, not two
+    first = reuse_source(completed, 11, "k", False)
+    assert first is not None and first.number == 3  # without the trial's knobs: the earliest
+    assert reuse_source(completed, 11, "other", False, eager) is None
