@@ -121,18 +121,31 @@ class StepFlopCounter:
     Open it with :meth:`open` and close it with :meth:`close` (a step may span several
     calls of a generator, so not only as a ``with`` block); :attr:`flops` holds the counts
     once closed.
+
+    While open, ``torch.compile``'d code runs eagerly (``torch.compiler.set_stance
+    ("force_eager")``, torch >= 2.6): under a dispatch mode Dynamo can miss its cache and
+    mark the frame skipped for good, so every later, timed step would run eager (PyTorch
+    issues 140909, 144787, 190286; on torch 2.13 CPU a compiled step counted here ran 0 of
+    its next calls compiled). Eager FLOPs are the compiled ones (the same ops).
     """
 
     def __init__(self) -> None:
         from torch.utils.flop_counter import FlopCounterMode
 
         self._mode = FlopCounterMode(display=False)
+        self._stance: Any = None
         self._open = False
         #: The counts, once :meth:`close` has run.
         self.flops: TrainingFlops | None = None
 
     def open(self) -> None:
-        """Start counting."""
+        """Start counting, with compiled code run eagerly until :meth:`close`."""
+        import torch
+
+        set_stance = getattr(torch.compiler, "set_stance", None)
+        if set_stance is not None:
+            self._stance = set_stance("force_eager")
+            self._stance.__enter__()
         self._mode.__enter__()
         self._open = True
 
@@ -141,4 +154,7 @@ class StepFlopCounter:
         if self._open:
             self._open = False
             self._mode.__exit__(None, None, None)
+            if self._stance is not None:
+                self._stance.__exit__(None, None, None)
+                self._stance = None
             self.flops = _counted(self._mode)

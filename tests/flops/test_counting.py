@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -85,3 +87,36 @@ def test_the_convolutions_share_is_counted_apart() -> None:
     # The CNN's head is a linear layer: its matmuls are the rest.
     assert 0 < flops.convolution < flops.total
     assert count_training_flops_by_kind(mlp, x, y).convolution == 0
+
+
+def test_step_flop_counter_leaves_the_compiled_frame_compiled() -> None:
+    """Issue 49: a compiled step counted under FlopCounterMode must not leave Dynamo's frame
+    skipped; the steps after the count (the timed windows) run the compiled graph."""
+    import torch
+
+    from autotune.flops import StepFlopCounter
+
+    compiled_calls = [0]
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        def run(*args: Any) -> Any:
+            compiled_calls[0] += 1
+            return gm.forward(*args)
+
+        return run
+
+    model = torch.nn.Linear(8, 8)
+    step = torch.compile(lambda x: torch.relu(model(x)).sum(), backend=backend)
+    x = torch.randn(4, 8)
+    for _ in range(2):
+        step(x).backward()
+    assert compiled_calls[0] == 2
+    counter = StepFlopCounter()
+    counter.open()
+    step(x).backward()
+    counter.close()
+    assert counter.flops is not None and counter.flops.total == 2 * 4 * 8 * 8 * 2
+    assert compiled_calls[0] == 2  # the counted step ran eager
+    for _ in range(3):
+        step(x).backward()
+    assert compiled_calls[0] == 5  # every later step ran the compiled graph
