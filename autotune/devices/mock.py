@@ -601,6 +601,17 @@ def simulate(
         extra["budget_steps"] = budget_steps  # evaluated at a share of the budget
     if config.objective == "throughput" and config.measure.check_steps:
         extra["check_losses"] = simulated_check_losses(config)
+    if (
+        config.objective == "throughput"
+        and config.reuse is None
+        and config.min_throughput_sps is None
+        and world == 1
+    ):
+        # The gradient noise scale the real loop probes (autotune.training._noise): SIMULATED,
+        # a fixed multiple of the global batch's scale, nothing measured.
+        extra["gradient_noise_probes"] = 8
+        extra["gradient_noise_scale"] = SIMULATED_NOISE_SCALE_SAMPLES
+        extra["gradient_noise_scale_simulated"] = True
     if profile.is_gpu:
         # A GPU is busy while it computes; its power rises from idle towards its limit with
         # the busy share of the step and the modelled tensor-core efficiency.
@@ -677,6 +688,11 @@ _CHECK_FIRST_DIVERGENCE = {
     "fp16": 1e-4,
 }
 _CHECK_GROWTH_PER_STEP = 1.6
+
+
+#: The mock's gradient noise scale B_simple (samples), SIMULATED: of the order McCandlish et
+#: al. 2018 (Fig. 4) report for MNIST classifiers early in training.
+SIMULATED_NOISE_SCALE_SAMPLES = 400.0
 
 
 def simulated_check_losses(config: TrialConfig) -> list[float]:

@@ -9,13 +9,16 @@ import math
 import torch
 import torch.distributed as dist
 
+from autotune.config import TrialConfig
 from autotune.flops import trial_extras
+from autotune.goodput import NoiseScaleEma
 from autotune.measure import Measurement
 from autotune.training._meter import (
     StepMeter,
     budget_plan,
     extension_window_steps,
 )
+from autotune.training._noise import probe_noise, probe_steps
 from autotune.training._setup import Training
 from autotune.workloads.builtin.networks import count_parameters
 
@@ -32,6 +35,12 @@ def check_losses(losses: list[torch.Tensor], world_size: int) -> list[float]:
         dist.all_reduce(stacked)
         stacked = stacked / world_size
     return [float(v) for v in stacked.tolist()]
+
+
+def reuse_free(config: TrialConfig) -> bool:
+    """The run trains its own budget: it reuses no other trial's metric and is no float64
+    twin (the runs whose gradient noise scale is probed)."""
+    return config.reuse is None and config.twin == "none"
 
 
 def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement:
@@ -65,6 +74,18 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     epoch_steps = 0
     check_steps = config.measure.check_steps
     check: list[torch.Tensor] = []  # the first check_steps losses, read after the loop
+    # The gradient noise scale (autotune.goodput), probed off the clock on a few steps of a
+    # trained single-process run without a throughput floor: the study's baseline (every
+    # other trial of a study has a floor) and runs outside a study; not under DDP or FSDP,
+    # not a reused or twin run.
+    noise = NoiseScaleEma()
+    probing = (
+        world_size == 1
+        and reuse_free(config)
+        and not t.sharded
+        and config.min_throughput_sps is None
+    )
+    probes = probe_steps(plan.total_steps) if probing else frozenset()
     meter.start()
     batches = t.batches()
     current_epoch = 0
@@ -73,6 +94,10 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
             current_epoch = epoch
             epoch_loss.zero_()
             epoch_steps = 0
+        if meter.step in probes:
+            meter.pause()
+            probe_noise(t, x, y, noise)
+            meter.resume()
         loss = t.train_step(x, y)
         if len(check) < check_steps:
             check.append(loss.detach().double())
@@ -149,6 +174,9 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
         if t.accumulation_steps > 1:
             extra["accumulation_steps"] = t.accumulation_steps
         extra["timing_extension_steps"] = extension_steps
+        if noise.updates:
+            extra["gradient_noise_probes"] = noise.updates
+            extra["gradient_noise_scale"] = noise.noise_scale_samples  # samples; None: unresolved
         extra.update(meter.common_extra(timing))
     return meter.measurement(
         timing,

@@ -63,7 +63,11 @@ def test_a_floor_above_the_throughput_stops_in_the_first_window() -> None:
         _mock(width=32, train={"epochs": 4}, min_throughput_sps=2 * full.throughput_sps)
     )
 
-    assert floored == full  # a floor it clears changes nothing, not even the noise
+    # A floor it clears changes nothing, not even the noise, but the gradient-noise probe
+    # (the baseline's alone: a study's other trials have a floor).
+    noise_keys = ("gradient_noise_probes", "gradient_noise_scale", "gradient_noise_scale_simulated")
+    unprobed = {k: v for k, v in full.extra.items() if k not in noise_keys}
+    assert floored == dataclasses.replace(full, extra=unprobed)
     assert stopped.too_slow is True and math.isnan(stopped.val_metric)
     # Its steps take microseconds, never the 2 s an early stop needs: the first window's end
     # decides, as for a real fast trial.
@@ -90,6 +94,18 @@ def test_measurement_says_it_is_simulated() -> None:
     assert m.throughput_sps > 0
     assert 0.0 <= m.val_metric <= 1.0
     assert 0 < m.peak_memory_bytes <= DEFAULT_PROFILE.memory_bytes
+
+
+def test_gradient_noise_scale_is_simulated_and_says_so() -> None:
+    from autotune.devices.mock import SIMULATED_NOISE_SCALE_SAMPLES
+
+    m = simulate(_mock())
+    assert m.extra["gradient_noise_scale"] == SIMULATED_NOISE_SCALE_SAMPLES
+    assert m.extra["gradient_noise_scale_simulated"] is True
+    assert m.simulated is True
+    # A trial under the study's throughput floor (not the baseline) is not probed.
+    floored = simulate(_mock().model_copy(update={"min_throughput_sps": 1.0}))
+    assert "gradient_noise_scale" not in floored.extra
 
 
 def test_steps_follow_epochs_batch_and_world_size() -> None:
