@@ -149,7 +149,7 @@ def _counting_compile() -> None:
 
         return compile_(model, backend=backend, **kwargs)
 
-    torch.compile = counting  # type: ignore[assignment]
+    torch.compile = counting
 
 
 def standalone_ratio(mode: str, steps: int = 10) -> dict[str, float]:
@@ -185,8 +185,8 @@ def run_door(door: str, compile_mode: str, epochs: int) -> Any:
     }[door]
     spec = WorkloadSpec(
         ref=f"benchmarks.compile_proof:{ref}",
-        door=door,
-        metric=MetricSpec(name=metric[0], direction=metric[1]),
+        door=door,  # type: ignore[arg-type]
+        metric=MetricSpec(name=metric[0], direction=metric[1]),  # type: ignore[arg-type]
     )
     config = make_trial_config(
         workload=spec,
