@@ -216,25 +216,25 @@ ALLOC_CONF_VARIABLE = "PYTORCH_CUDA_ALLOC_CONF"
 def allocator_environment(
     environ: Mapping[str, str], expandable_segments: bool
 ) -> dict[str, str | None]:
-    """The allocator setting of a trial's ranks (``cuda_expandable_segments``): with it,
-    ``expandable_segments:True`` joins what the study process's ``PYTORCH_CUDA_ALLOC_CONF``
-    already says (its own ``expandable_segments`` replaced); without, the variable as the
-    study process has it. It reaches the rank before anything initializes CUDA (the
-    forkserver never does).
+    """The allocator setting of a trial's ranks (``cuda_expandable_segments``): the trial's
+    ``expandable_segments:True`` or ``:False`` joins what the study process's
+    ``PYTORCH_CUDA_ALLOC_CONF`` already says, its own ``expandable_segments`` replaced (so
+    a trial without the setting runs without it even where the user's environment turns it
+    on); without a setting of the user's and without the trial's, the variable as the study
+    process has it. It reaches the rank before anything initializes CUDA (the forkserver
+    never does).
 
     Args:
         environ: the study process's environment.
         expandable_segments: the trial's ``cuda_expandable_segments``.
     """
     current = environ.get(ALLOC_CONF_VARIABLE)
-    if not expandable_segments:
+    parts = [part for part in (current or "").split(",") if part.strip()]
+    kept = [part for part in parts if not part.strip().startswith("expandable_segments")]
+    if not expandable_segments and len(kept) == len(parts):
         return {ALLOC_CONF_VARIABLE: current}
-    kept = [
-        part
-        for part in (current or "").split(",")
-        if part.strip() and not part.strip().startswith("expandable_segments")
-    ]
-    return {ALLOC_CONF_VARIABLE: ",".join([*kept, "expandable_segments:True"])}
+    setting = f"expandable_segments:{expandable_segments}"
+    return {ALLOC_CONF_VARIABLE: ",".join([*kept, setting])}
 
 
 @contextmanager
