@@ -309,6 +309,8 @@ EXAMPLE_STUDY_TESTS = {
     "examples/hf_gpt2/space.yaml": "test_hf_gpt2_study_on_cpu",
     "examples/lightning_mnist/space.yaml": "test_lightning_mnist_study_on_cpu",
     "examples/pytorch_mnist/space.yaml": "test_pytorch_mnist_study_on_cpu",
+    # The long run (nine minutes of real trials): its command is checked up to its first trial.
+    "examples/resnet_mnist/long.yaml": "test_the_readme_command_runs_as_pasted_from_the_repository_root",
 }
 #: Commands run as pasted by a test of their own here.
 OWN_TESTS = {
