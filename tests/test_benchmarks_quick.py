@@ -1,7 +1,11 @@
 """The benchmark's smoke run (``python benchmarks/run.py --quick``) works end to end.
 
 Benchmarks print figures; they are not timed tests. This only checks that the quick run
-finishes and writes the five tables with numbers and a verdict on every target row.
+finishes and writes the six tables with numbers and a verdict on every target row: it asserts on
+what the run writes, never on how fast the machine ran it. The run is made smaller than
+``--quick`` alone (no MNIST rows: an empty ``--mnist-root``; two simulated verifications per row
+of Table 6), and nothing bounds its time but a guard against a hang, far above what it takes on
+a busy machine.
 """
 
 from __future__ import annotations
@@ -30,16 +34,25 @@ def _section(text: str, heading: str) -> str:
     return text[start : end if end != -1 else len(text)]
 
 
+#: Simulated verifications per row of Table 6 (``--quick`` alone: 5).
+POWER_VERIFICATIONS = 2
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(3600)  # a hang's guard, not a speed bound: the run takes minutes
 def test_quick_benchmark_writes_the_six_tables(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
+    no_mnist = tmp_path / "no-mnist"  # Table 1 on digits only: one data set's arms, not two
+    no_mnist.mkdir()
+    command = [
+        *("--quick", "--out", str(out), "--mnist-root", str(no_mnist)),
+        *("--power-verifications", str(POWER_VERIFICATIONS)),
+    ]
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), *command],
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=570,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     text = out.read_text(encoding="utf-8")
@@ -53,6 +66,8 @@ def test_quick_benchmark_writes_the_six_tables(tmp_path: Path) -> None:
 
     tuned = _section(text, HEADINGS[0])
     assert re.search(r"\| digits \| tuned \| [\d,]+ \| \d+\.\dx \|", tuned), tuned
+    assert "| mnist |" not in tuned
+    assert f"MNIST rows skipped: no t10k-images-idx3-ubyte.gz in {no_mnist}" in text
     search = _section(text, HEADINGS[1])
     for sampler in ("nsga2", "tpe", "gp", "random"):
         assert re.search(rf"\| {sampler}[^|]* \| [01]\.\d{{3}} \| [01]\.\d{{3}} \|", search), (
@@ -74,9 +89,10 @@ def test_quick_benchmark_writes_the_six_tables(tmp_path: Path) -> None:
     # The real verification driven by the scripted device: a 1.3x finalist against the null,
     # and against a 1.3x finalist that is 1 pt less accurate.
     power = _section(text, HEADINGS[5])
-    assert re.search(r"\| power \| 8 \(default\) \| 2 \| \d \| 5 \| [\d.]+ % \|", power), power
-    assert re.search(r"\| null \| 8 \(default\) \| 2 \| \d \| 5 \| - \| - \| [\d.]+ % \|", power)
-    assert re.search(r"\| inferior \| 8 \(default\) \| 2 \| \d \| 5 \| [\d.]+ % \|", power)
+    n = POWER_VERIFICATIONS
+    assert re.search(rf"\| power \| 8 \(default\) \| 2 \| \d \| {n} \| [\d.]+ % \|", power), power
+    assert re.search(rf"\| null \| 8 \(default\) \| 2 \| \d \| {n} \| - \| - \| [\d.]+ % \|", power)
+    assert re.search(rf"\| inferior \| 8 \(default\) \| 2 \| \d \| {n} \| [\d.]+ % \|", power)
 
     # Every target row of the summary carries a verdict.
     summary = _section(text, "## Targets at a glance")
