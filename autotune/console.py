@@ -24,6 +24,7 @@ from autotune.baseline import baseline_params
 from autotune.config import SearchSpace, display_url, format_knob_value
 from autotune.cost import KEEP_MATH_SHARE
 from autotune.flops import flops_text
+from autotune.measure import spread_warning
 from autotune.objectives import Objective
 from autotune.report import (
     SIMULATED_TEXT,
@@ -139,6 +140,16 @@ def _remeasured_flag(trial: TrialResult) -> str:
     return f", timed again: the first run was {busy_text(shares[0])}" if shares else ""
 
 
+def _spread_flag(trial: TrialResult) -> str:
+    """``, WARNING: the timed windows' interquartile range is 14.2 % of their median: this
+    could indicate system fluctuation`` for a measured trial whose windows spread as
+    torch.utils.benchmark warns of (:func:`autotune.measure.spread_warning`), else ``""``."""
+    warning = (
+        None if trial.failed else spread_warning(trial.throughput_iqr_sps, trial.throughput_sps)
+    )
+    return f", WARNING: {warning}" if warning is not None else ""
+
+
 def _reused_flag(trial: TrialResult) -> str:
     """``, metric from trial 3`` for a trial that reused that trial's metric (the same math
     key; its ``metric_from_trial`` attribute), else ``""``."""
@@ -163,7 +174,7 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
         f"trial {result.number}: {result.throughput_sps or 0:,.0f} samples/s, "
         f"{_metric_text(metric, result.val_metric)}, "
         f"{mib_text(result.peak_memory_bytes or 0)} MiB{_reused_flag(result)}"
-        f"{_busy_flag(result)}  {knobs}"
+        f"{_busy_flag(result)}{_spread_flag(result)}  {knobs}"
     )
 
 
@@ -297,8 +308,14 @@ class ProgressDisplay:
             out.print(plain(progress.note), soft_wrap=True)
         if self._progress is not None:
             self._progress.update(self._task, completed=progress.finished, best=best)
-            # Failed and busy trials get their line above the bar (the others only count).
-            if TrialResult.from_trial(progress.last).failed or _busy_flag(progress.last):
+            # Failed, busy and spread trials get their line above the bar (the others only
+            # count).
+            last = TrialResult.from_trial(progress.last)
+            if (
+                last.failed
+                or _busy_flag(last)
+                or (not last.time_to_accuracy and _spread_flag(last))
+            ):
                 # A failure's reason and the knobs are the user's text (plain).
                 self._progress.console.print(plain(_trial_line(progress.last, self._metric), "dim"))
         else:
@@ -314,7 +331,8 @@ class ProgressDisplay:
 def verification_line(progress: VerificationProgress, metric: Objective = ACCURACY) -> str:
     """One verification run as a line: round, trial, and its figures or failure (the
     metric as ``acc 98.42%`` or ``val_loss 1.2340``); a run measured on a busy machine says
-    so, and whether it is measured again (:func:`_busy_rerun_text`)."""
+    so, and whether it is measured again (:func:`_busy_rerun_text`); a timed run whose windows
+    spread by 10 % of their median or more says that (:func:`autotune.measure.spread_warning`)."""
     r = progress.record
     who = "baseline" if r.is_baseline else f"trial {r.trial_number}"
     stage = "race" if progress.race else "confirm"
@@ -342,9 +360,11 @@ def verification_line(progress: VerificationProgress, metric: Objective = ACCURA
         if r.val_metric is not None
         else f"timed only, {len(r.check_losses)}-step check recorded"
     )
+    spread = spread_warning(r.throughput_iqr_sps, r.throughput_sps)
     return (
         f"{head}: {r.throughput_sps or 0:,.0f} samples/s, {figure}, "
         f"{mib_text(r.peak_memory_bytes or 0)} MiB (seed {r.seed}){busy}"
+        + (f"; WARNING: {spread}" if spread is not None else "")
     )
 
 

@@ -167,6 +167,49 @@ def test_a_reused_trial_says_whose_metric_it_has() -> None:
     )
 
 
+def _timed_trial(iqr_sps: float) -> FrozenTrial:
+    import optuna
+
+    trial = optuna.trial.create_trial(
+        params={"batch_size": 64},
+        distributions={"batch_size": optuna.distributions.CategoricalDistribution([64])},
+        values=[1000.0, 0.98, 3 << 20],
+        user_attrs={
+            "throughput_sps": 1000.0,
+            "throughput_iqr_sps": iqr_sps,
+            "val_metric": 0.98,
+            "peak_memory_bytes": 3 << 20,
+        },
+    )
+    trial.number = 5
+    return trial
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_trial_whose_windows_spread_says_so_as_torch_benchmark_does(terminal: bool) -> None:
+    from autotune.api import StudyProgress
+    from autotune.console import ProgressDisplay
+
+    assert _trial_line(_timed_trial(150.0)) == (
+        "trial 5: 1,000 samples/s, acc 98.0%, 3.0 MiB, WARNING: the timed windows' "
+        "interquartile range is 15.0 % of their median: this could indicate system "
+        "fluctuation  batch_size=64"
+    )
+    assert (
+        _trial_line(_timed_trial(20.0))
+        == "trial 5: 1,000 samples/s, acc 98.0%, 3.0 MiB  batch_size=64"
+    )
+    # Under the progress bar, the warned trial's line is printed above it, as a busy one's is.
+    console = Console(width=250, record=True, file=io.StringIO(), force_terminal=terminal)
+    with ProgressDisplay(console, target=2, already=0) as display:
+        display.update(
+            StudyProgress(finished=1, target=2, elapsed_s=4.0, best={}, last=_timed_trial(300.0))
+        )
+    assert "interquartile range is 30.0 % of their median: this suggests significant" in (
+        console.export_text()
+    )
+
+
 def test_a_reached_trials_line_says_whether_its_compile_was_cold() -> None:
     reached = tta_trial(3, 12.4, 8.3, metric=0.952)
     reached.user_attrs["compile_cache"] = "cold"

@@ -1,7 +1,8 @@
 """Timing discipline and the measurement a trial returns (the trial side).
 
 - ``_windows``: the timed windows of a training loop (warm-up, windows of consecutive steps,
-  a clock read only at their edges) and their statistics (median, IQR, 90th percentile).
+  a clock read only at their edges) and their statistics (median, IQR, 90th percentile), with
+  torch.utils.benchmark's warning when the IQR is 10 % of the median or more.
 - ``_memory``: this process's resident set size, now and at its peak.
 - ``_load``: the load meter, the share of the CPUs other processes used over the timed
   windows (:class:`CpuShareMeter`), and when that makes a run measured on a busy machine.
@@ -26,17 +27,22 @@ from autotune.measure._load import (
 from autotune.measure._memory import current_rss_bytes, peak_rss_bytes, reset_peak_rss
 from autotune.measure._record import Measurement
 from autotune.measure._windows import (
+    IQR_GROSS_WARN_RATIO,
+    IQR_WARN_RATIO,
     ThroughputStats,
     WindowClock,
     WindowPlan,
     plan_reused_windows,
     plan_windows,
     reused_timing_steps,
+    spread_warning,
     summarize_windows,
 )
 
 __all__ = [
     "BUSY_ATTR",
+    "IQR_GROSS_WARN_RATIO",
+    "IQR_WARN_RATIO",
     "CpuReading",
     "CpuShareMeter",
     "MachineLoad",
@@ -53,6 +59,7 @@ __all__ = [
     "plan_windows",
     "reset_peak_rss",
     "reused_timing_steps",
+    "spread_warning",
     "summarize_windows",
     "tree_cpu_s",
 ]

@@ -5,7 +5,8 @@ steps are timed in windows of consecutive steps. The device is synchronized only
 of a window, never inside one, so the host keeps queueing kernels while the device works, as in
 an untimed training loop (a sync per step would stall a launch-bound eager model on a GPU).
 A window's step time is its seconds over its steps; the throughput is the median of the
-windows' with its interquartile range (IQR) kept as the spread.
+windows' with its interquartile range (IQR) kept as the spread, and a spread of 10 % of the
+median or more is warned of, as ``torch.utils.benchmark`` warns (:func:`spread_warning`).
 """
 
 from __future__ import annotations
@@ -22,14 +23,26 @@ if TYPE_CHECKING:
     from autotune.config import TrialConfig
 
 __all__ = [
+    "IQR_GROSS_WARN_RATIO",
+    "IQR_WARN_RATIO",
     "ThroughputStats",
     "WindowClock",
     "WindowPlan",
     "plan_reused_windows",
     "plan_windows",
     "reused_timing_steps",
+    "spread_warning",
     "summarize_windows",
 ]
+
+#: IQR over median at or above which a measurement's windows "could indicate system
+#: fluctuation": torch.utils.benchmark's ``_IQR_WARN_THRESHOLD`` (0.1), which its
+#: ``Measurement._lazy_init`` applies through ``meets_confidence`` (``iqr / median < threshold``),
+#: torch/utils/benchmark/utils/common.py (torch 2.13).
+IQR_WARN_RATIO = 0.1
+#: IQR over median at or above which they "suggest significant environmental influence":
+#: torch.utils.benchmark's ``_IQR_GROSS_WARN_THRESHOLD`` (0.25), the same file.
+IQR_GROSS_WARN_RATIO = 0.25
 
 
 @dataclass(frozen=True)
@@ -52,10 +65,39 @@ class ThroughputStats:
     step_time_p90_s: float
     timed_steps: int
 
-    @property
-    def throughput_cv(self) -> float:
-        """IQR over median: the relative spread (torch.utils.benchmark warns above 0.1)."""
-        return self.throughput_iqr_sps / self.throughput_sps if self.throughput_sps else math.inf
+
+def spread_warning(iqr_sps: float | None, median_sps: float | None) -> str | None:
+    """torch.utils.benchmark's warning on a noisy measurement, for a run's timed windows.
+
+    torch's ``Measurement`` warns "Interquartile range is X% of the median measurement" when
+    its times' IQR over their median is not below :data:`IQR_WARN_RATIO` ("This could
+    indicate system fluctuation"), or :data:`IQR_GROSS_WARN_RATIO` ("This suggests
+    significant environmental influence"); torch/utils/benchmark/utils/common.py,
+    ``Measurement._lazy_init``. Here the figures are the windows' throughputs (samples/s), the
+    inverse of their times per sample: for a spread of this size the ratio is within a few
+    percent of its own value of the times' ratio (``t50 (t75 - t25) / (t25 t75)`` against
+    ``(t75 - t25) / t50``).
+
+    Args:
+        iqr_sps: interquartile range of the window throughputs (samples/s); None: not measured.
+        median_sps: their median (the run's throughput, samples/s); None: not measured.
+
+    Returns:
+        ``the timed windows' interquartile range is 14.2 % of their median: this could
+        indicate system fluctuation``, or None when the ratio is below :data:`IQR_WARN_RATIO`
+        or a figure is missing (a median of 0 or less, or not finite, included).
+    """
+    if iqr_sps is None or median_sps is None or not 0 < median_sps < math.inf:
+        return None
+    ratio = iqr_sps / median_sps
+    if ratio < IQR_WARN_RATIO:  # also False for NaN: no warning for an unmeasured spread
+        return None
+    why = (
+        "this suggests significant environmental influence"
+        if ratio >= IQR_GROSS_WARN_RATIO
+        else "this could indicate system fluctuation"
+    )
+    return f"the timed windows' interquartile range is {100 * ratio:.1f} % of their median: {why}"
 
 
 def _quantile(values: Sequence[float], q: float) -> float:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.measure import WindowClock, plan_reused_windows, plan_windows, summarize_windows
+from autotune.measure import (
+    IQR_GROSS_WARN_RATIO,
+    IQR_WARN_RATIO,
+    WindowClock,
+    plan_reused_windows,
+    plan_windows,
+    spread_warning,
+    summarize_windows,
+)
 from autotune.testing import FakeClock
 
 # --------------------------------------------------------------------------------------------
@@ -33,6 +41,30 @@ def test_windows_give_throughput_and_step_time() -> None:
     assert stats.step_time_s == pytest.approx(2.0)
     assert stats.step_time_p90_s == pytest.approx(2.0 + 0.8 * 2.0)
     assert stats.timed_steps == 6
+
+
+def test_a_spread_of_a_tenth_of_the_median_is_warned_of_as_torch_benchmark_does() -> None:
+    # torch/utils/benchmark/utils/common.py: _IQR_WARN_THRESHOLD and _IQR_GROSS_WARN_THRESHOLD.
+    assert (IQR_WARN_RATIO, IQR_GROSS_WARN_RATIO) == (0.1, 0.25)
+    # Windows of 10, 5 and 2.5 samples/s: IQR 3.75 over median 5.
+    stats = summarize_windows([2.0, 4.0, 8.0], window_steps=2, samples_per_step=10)
+
+    assert spread_warning(stats.throughput_iqr_sps, stats.throughput_sps) == (
+        "the timed windows' interquartile range is 75.0 % of their median: "
+        "this suggests significant environmental influence"
+    )
+    assert spread_warning(10.0, 100.0) == (  # meets_confidence: iqr / median < 0.1 passes
+        "the timed windows' interquartile range is 10.0 % of their median: "
+        "this could indicate system fluctuation"
+    )
+    assert spread_warning(9.9, 100.0) is None
+    steady = summarize_windows([1.0, 1.01, 0.99], window_steps=2, samples_per_step=10)
+    assert spread_warning(steady.throughput_iqr_sps, steady.throughput_sps) is None
+    # Nothing to judge: a figure not measured, or no throughput.
+    assert spread_warning(None, 100.0) is None
+    assert spread_warning(10.0, None) is None
+    assert spread_warning(10.0, 0.0) is None
+    assert spread_warning(float("nan"), 100.0) is None
 
 
 def test_no_windows_are_refused() -> None:
