@@ -90,7 +90,7 @@ def spread_warning(iqr_sps: float | None, median_sps: float | None) -> str | Non
     if iqr_sps is None or median_sps is None or not 0 < median_sps < math.inf:
         return None
     ratio = iqr_sps / median_sps
-    if ratio < IQR_WARN_RATIO:  # also False for NaN: no warning for an unmeasured spread
+    if not ratio >= IQR_WARN_RATIO:  # NaN too: no warning for a spread not measured
         return None
     why = (
         "this suggests significant environmental influence"
