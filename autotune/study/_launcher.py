@@ -18,7 +18,8 @@ last line is the reason (an exception; a rank's exit status or signal; the time 
 The ranks' CUDA environment is set by the launcher, in each rank before CUDA initializes
 (:func:`trial_environment`): ``CUDA_VISIBLE_DEVICES`` as the study process has it when the
 trial starts (not as the forkserver inherited it when it started: a worker that owns part of
-the GPUs sets it later, :func:`trial_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; and
+the GPUs sets it later, :func:`trial_devices`), narrowed to the trial's own ``gpu_count``
+devices on ``cuda`` (:func:`trial_visible_devices`), and ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; and
 where torch.compile keeps its caches (``TORCHINDUCTOR_CACHE_DIR``, ``TRITON_CACHE_DIR``), as
 ``advanced.measure.compile_cache`` asks: the study's own directory (:func:`study_compile_cache`), an
 empty one per trial, or the environment's.
@@ -63,6 +64,7 @@ __all__ = [
     "study_processes",
     "trial_devices",
     "trial_environment",
+    "trial_visible_devices",
 ]
 
 _TAIL_LINES = 20
@@ -206,6 +208,30 @@ def trial_environment(environ: Mapping[str, str]) -> dict[str, str | None]:
         STUDY_PID_VARIABLE: environ.get(STUDY_PID_VARIABLE),
         STUDY_WORKERS_VARIABLE: environ.get(STUDY_WORKERS_VARIABLE),
     }
+
+
+def trial_visible_devices(cuda_visible_devices: str | None, gpu_count: int) -> str:
+    """``CUDA_VISIBLE_DEVICES`` of a ``cuda`` trial's ranks: the first ``gpu_count`` devices of
+    those the study process sees (``cuda_visible_devices``; every GPU when None, numbered
+    ``0 .. gpu_count-1`` in PCI bus order, :func:`trial_environment`).
+
+    Every rank sees the trial's devices and no others, so rank ``r`` still trains on
+    ``cuda:r`` and NVML still maps CUDA's indices ``0 .. gpu_count-1``; a framework that
+    counts the GPUs itself counts the trial's. transformers' ``TrainingArguments`` without a
+    launcher takes ``n_gpu = torch.cuda.device_count()`` and wraps the model in
+    ``nn.DataParallel`` when it is above 1 (``training_args.py``, ``_setup_devices``;
+    ``trainer.py``, ``_wrap_model``): a ``gpu_count=1`` trial on a four-GPU worker trained on
+    four GPUs. Entries are kept as written (indices, ``GPU-`` UUIDs, ``MIG-`` names); a list
+    shorter than ``gpu_count`` is kept whole (the feasibility rules refuse such a trial first).
+
+    Args:
+        cuda_visible_devices: the study process's ``CUDA_VISIBLE_DEVICES`` (None: unset).
+        gpu_count: the trial's DDP ranks, one GPU each.
+    """
+    if cuda_visible_devices is None:
+        return ",".join(str(index) for index in range(gpu_count))
+    entries = [entry.strip() for entry in cuda_visible_devices.split(",")]
+    return ",".join(entries[:gpu_count])
 
 
 #: The CUDA caching allocator's configuration variable (PyTorch docs, "CUDA semantics",
@@ -399,6 +425,10 @@ def _start_ranks(
             _STUDY_CACHE_DIR.get(),
         ),
     }
+    if config.device == "cuda":
+        env["CUDA_VISIBLE_DEVICES"] = trial_visible_devices(
+            env["CUDA_VISIBLE_DEVICES"], config.gpu_count
+        )
     for rank in range(world_size):
         reader, writer = ctx.Pipe(duplex=False)
         proc = ctx.Process(

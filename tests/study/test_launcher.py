@@ -29,7 +29,11 @@ from autotune.study import (
     trial_devices,
     trial_environment,
 )
-from autotune.study._launcher import compile_cache_environment, study_compile_cache_dir
+from autotune.study._launcher import (
+    compile_cache_environment,
+    study_compile_cache_dir,
+    trial_visible_devices,
+)
 from autotune.testing import make_trial_config
 from autotune.training._child import apply_environment
 
@@ -275,6 +279,67 @@ def test_a_rank_applies_the_trial_environment(monkeypatch: pytest.MonkeyPatch) -
 
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
     assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_a_cuda_trial_sees_only_its_own_gpu_count_of_the_workers_devices() -> None:
+    # transformers counts torch.cuda.device_count() and runs nn.DataParallel over every GPU
+    # it sees: a gpu_count=1 trial must see one.
+    assert trial_visible_devices("0,1,2,3", 1) == "0"
+    assert trial_visible_devices("GPU-b, GPU-c,GPU-d", 2) == "GPU-b,GPU-c"
+    assert trial_visible_devices(None, 2) == "0,1"  # unset: the first in PCI bus order
+    assert trial_visible_devices("3", 2) == "3"  # fewer than asked: kept whole
+
+
+class _FakeContext:
+    """A multiprocessing context that records the processes it is asked to start."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[Any, ...]] = []
+
+    def Pipe(self, duplex: bool) -> tuple[Any, Any]:
+        return object(), _Closable()
+
+    def Process(self, target: Any, args: tuple[Any, ...], name: str) -> Any:
+        context = self
+
+        class _Process:
+            def start(self) -> None:
+                context.started.append(args)
+
+        return _Process()
+
+
+class _Closable:
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("gpu_count", "visible"), [(1, "2"), (2, "2,3")])
+def test_every_rank_of_a_cuda_trial_is_started_with_the_trials_devices(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, gpu_count: int, visible: str
+) -> None:
+    from autotune.study._launcher import _start_ranks
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,4,5")  # the worker's share
+    config = make_trial_config(device="cuda", gpu_count=gpu_count)
+    ctx = _FakeContext()
+
+    _start_ranks(ctx, config, gpu_count, tmp_path, [tmp_path / "log"] * gpu_count, [], [])
+
+    assert [args[6]["CUDA_VISIBLE_DEVICES"] for args in ctx.started] == [visible] * gpu_count
+
+
+def test_a_cpu_trial_leaves_the_visible_devices_as_they_are(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from autotune.study._launcher import _start_ranks
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,4,5")
+    ctx = _FakeContext()
+
+    _start_ranks(ctx, make_trial_config(), 1, tmp_path, [tmp_path / "log"], [], [])
+
+    assert ctx.started[0][6]["CUDA_VISIBLE_DEVICES"] == "2,3,4,5"
 
 
 # --------------------------------------------------------------------------------------------
