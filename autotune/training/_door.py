@@ -494,6 +494,7 @@ class DoorKnobs:
             world_size=self.world_size,
             cpu_meter=CpuShareMeter(roots if self.rank == 0 else ()),
             floor_sps=self.config.min_throughput_sps,
+            door_flops=True,  # the loop, HF and Lightning doors count on a warm-up step
         )
 
 

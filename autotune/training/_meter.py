@@ -7,8 +7,8 @@ Timing: the device is synchronized and the clock read only at the edges of the t
 the device as in an untimed loop; each window includes fetching its batches. After the
 warm-up the peak-memory window restarts, and the meters of the other processes' CPU share
 and of the GPU's power and utilization run over the windows. With a throughput floor
-(``config.min_throughput_sps``) a trial far below it stops after its first step and about
-2 s (:class:`ThroughputFloor`), or at the end of its first window.
+(``config.min_throughput_sps``) a trial far below it stops after its compile steps and about
+2 s of steady steps (:class:`ThroughputFloor`), or at the end of its first window.
 """
 
 from __future__ import annotations
@@ -154,6 +154,10 @@ class StepMeter:
         floor_sps: the throughput floor, global samples/s (``config.min_throughput_sps``);
             None: no floor. Under DDP every rank builds the meter at the same point (the
             floor's host agreement makes a gloo group on CUDA, a collective call).
+        door_flops: the door counts FLOPs on a warm-up step (:attr:`flops_step`; the loop,
+            HF and Lightning doors), whose time the floor's evidence leaves out: counting
+            runs the step eagerly under ``FlopCounterMode``, many times slower than a
+            compiled step. The workload door counts after its windows (False).
     """
 
     def __init__(
@@ -166,6 +170,7 @@ class StepMeter:
         world_size: int,
         cpu_meter: CpuShareMeter,
         floor_sps: float | None = None,
+        door_flops: bool = False,
     ) -> None:
         self.plan = plan
         self.samples_per_step = samples_per_step
@@ -185,6 +190,7 @@ class StepMeter:
                 world_size,
                 agreement=HostAgreement(world_size, backend.ddp_backend),
                 rank=rank,
+                excluded_step=self.flops_step if door_flops else None,
             )
             if floor_sps is not None
             else None
@@ -198,6 +204,11 @@ class StepMeter:
         self._warmup_peak_bytes: int | None = None
         self._slow: tuple[int, float] | None = None  # (steps, seconds) of a too-slow stop
         self._load: MachineLoad | None = None
+
+    @property
+    def floor(self) -> ThroughputFloor | None:
+        """The throughput floor this meter judges the trial by (None without one)."""
+        return self._floor
 
     @property
     def compiled(self) -> bool:
@@ -256,8 +267,7 @@ class StepMeter:
             self.marks_s[step] = self._clock.mark()  # it cannot end above the floor: stop now
             if self.gpu_meter is not None:
                 self.gpu_meter.stop()
-            assert floor.first_step_s is not None  # set after the first step
-            self._slow = (step - 1, self.marks_s[step] - floor.first_step_s)
+            self._slow = floor.evidence()  # the steady steps it judged, their host seconds
             # A machine busy with other work can make a trial too slow: say so (the load over
             # the part of the first window that ran, none when it stopped in the warm-up).
             self._load = self._cpu_meter.stop()
@@ -469,12 +479,17 @@ class ThroughputFloor:
     window.
 
     Rank 0 reads the host clock after each step up to the first window's end, without
-    synchronizing the device, and the trial stops once the steps since its first one (which
-    holds compilation and first-touch costs) have run for at least ``min_evidence_s`` and
-    taken longer than they may at the floor: the host runs ahead of a GPU, so host seconds
-    past the limit mean device seconds past it too. The evidence bound keeps one late step
-    (a DataLoader worker still starting, a page-fault burst: tenths of a second) from
-    stopping a fast trial. So a trial far below the floor costs its first step and about
+    synchronizing the device, and the trial stops once its steady steps have run for at
+    least ``min_evidence_s`` and taken longer than they may at the floor: the host runs ahead
+    of a GPU, so host seconds past the limit mean device seconds past it too. Steady steps are
+    those after the plan's compile steps (the first step, which holds compilation and
+    first-touch costs; with CUDA graphs also the second, which records them:
+    :func:`graph_recording_steps`), less ``excluded_step``, the step a door counts FLOPs on
+    (run eagerly under ``FlopCounterMode``). Either, counted as steady, could make a fast
+    compiled trial look too slow: a recording step of seconds on a GPU whose steps take
+    milliseconds is 2 s of evidence on its own. The evidence bound keeps one late step (a
+    DataLoader worker still starting, a page-fault burst: tenths of a second) from stopping
+    a fast trial. So a trial far below the floor costs its compile steps and about
     ``min_evidence_s``, not its warm-up plus a window (a quick run's fp16 trial on a CPU
     without fp16 units took 45 s to reach its first window's end; a 2-rank one, deciding
     only at that end, 165 s). DDP ranks take rank 0's decision each step through
@@ -484,13 +499,16 @@ class ThroughputFloor:
 
     Args:
         floor_sps: the floor, global samples/s (> 0).
-        plan: the loop's windows.
+        plan: the loop's windows (its :attr:`~autotune.measure.WindowPlan.compile_steps`
+            when compiled, else 1, start the evidence).
         samples_per_step: global samples per optimizer step.
         world_size: DDP ranks.
-        min_evidence_s: host seconds of steps an early stop needs.
+        min_evidence_s: host seconds of steady steps an early stop needs.
         clock: the host clock (``time.perf_counter``; tests inject a fake).
         agreement: how DDP ranks agree each step (None: one process).
         rank: this process's rank (rank 0 decides).
+        excluded_step: a step whose time is not evidence (the door's FLOP-counted step,
+            :attr:`StepMeter.flops_step`); None: none.
     """
 
     def __init__(
@@ -503,34 +521,54 @@ class ThroughputFloor:
         clock: Callable[[], float] = time.perf_counter,
         agreement: HostAgreement | None = None,
         rank: int = 0,
+        excluded_step: int | None = None,
     ) -> None:
         self.floor_sps = floor_sps
         self.start_step, self.end_step = plan.window_edges[0], plan.window_edges[1]
+        #: The step after which the evidence clock starts (the last compile step).
+        self.evidence_start_step = plan.compile_steps if plan.compiled else 1
+        self.excluded_step = excluded_step
         self.samples_per_step = samples_per_step
         self.world_size = world_size
         self.min_evidence_s = min_evidence_s
         self._clock = clock
         self._agreement = agreement
         self._rank = rank
-        #: Host clock after the first step, once it has run.
-        self.first_step_s: float | None = None
+        self._start_s: float | None = None  # host clock after the evidence's start step
+        self._last_s: float | None = None  # host clock after the latest step
+        self._excluded_s = 0.0  # seconds of the excluded step, once it ran as evidence
+        self._steps = 0  # steady steps judged
+        self._seconds = 0.0  # their host seconds
+
+    def evidence(self) -> tuple[int, float]:
+        """The steady steps judged so far and their host seconds (the excluded step left
+        out): what an early stop's measurement reports as its one window."""
+        return self._steps, self._seconds
 
     def crossed_early(self, step: int) -> bool:
-        """Before the first window's end: the steps after the first have run for
-        ``min_evidence_s`` and taken longer than they may at the floor, by rank 0's host
-        clock (no device sync), agreed by every rank. Every rank calls it after every step,
-        so that the ranks' collectives match."""
+        """Before the first window's end: the steady steps have run for ``min_evidence_s``
+        and taken longer than they may at the floor, by rank 0's host clock (no device
+        sync), agreed by every rank. Every rank calls it after every step, so that the
+        ranks' collectives match (none up to the evidence's start step, on any rank)."""
         if step >= self.end_step:
             return False
         now_s = self._clock()
-        if self.first_step_s is None:
-            self.first_step_s = now_s
+        last_s, self._last_s = self._last_s, now_s
+        if step <= self.evidence_start_step or self._start_s is None:
+            if step >= self.evidence_start_step:
+                self._start_s = now_s
             return False
-        elapsed_s = now_s - self.first_step_s
+        if step == self.excluded_step and last_s is not None:
+            self._excluded_s += now_s - last_s
+        excluded = (
+            self.excluded_step is not None and self.evidence_start_step < self.excluded_step <= step
+        )
+        self._steps = step - self.evidence_start_step - int(excluded)
+        self._seconds = now_s - self._start_s - self._excluded_s
         below = (
             self._rank == 0
-            and elapsed_s >= self.min_evidence_s
-            and elapsed_s * self.floor_sps > (step - 1) * self.samples_per_step
+            and self._seconds >= self.min_evidence_s
+            and self._seconds * self.floor_sps > self._steps * self.samples_per_step
         )
         if self.world_size > 1:
             assert self._agreement is not None, "DDP ranks agree through a HostAgreement"
