@@ -6,8 +6,10 @@
   the table (the CPU included), cheaply and once per process.
 - :mod:`._counting`: :func:`count_training_flops` counts the FLOPs of one forward and backward
   pass of a real batch. The trial process calls it once, after its timed steps.
-- :mod:`._profile`: :func:`profile_model` traces the tensors a model saves for backward, per
-  sample, for :func:`autotune.hardware.estimate_memory`.
+- :mod:`._profile`: :func:`profile_model` traces the tensors a model it is handed saves for
+  backward, per sample, for :func:`autotune.hardware.estimate_memory` (the workload side hands
+  it the model: :func:`autotune.workloads.profile_workload`); :func:`count_parameters`, a
+  model's trainable parameters, which every door records.
 - :mod:`._mfu`: MFU = achieved FLOP/s / peak FLOP/s for the trial's precision
   (:func:`mfu_figures`; ``autotune.api`` adds it to every measurement of a study);
   :func:`flops_text` writes a FLOP/s figure for display.
@@ -30,7 +32,7 @@ from autotune.flops._mfu import (
     trial_extras,
 )
 from autotune.flops._peaks import PUBLISHED_PEAKS, PublishedPeak, published_peak
-from autotune.flops._profile import ModelProfile, profile_model
+from autotune.flops._profile import ModelProfile, count_parameters, profile_model
 
 __all__ = [
     "PUBLISHED_PEAKS",
@@ -39,6 +41,7 @@ __all__ = [
     "StepFlopCounter",
     "TrainingFlops",
     "blended_peak_flops_per_s",
+    "count_parameters",
     "count_training_flops",
     "count_training_flops_by_kind",
     "flops_text",

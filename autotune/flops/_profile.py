@@ -1,11 +1,13 @@
 """The model profile of the memory estimate: :func:`profile_model` traces the tensors a
-model saves for backward, per sample, for :func:`autotune.hardware.estimate_memory`."""
+model saves for backward, per sample, for :func:`autotune.hardware.estimate_memory`; and
+:func:`count_parameters`, a model's trainable parameters, which every door records.
+
+Both are handed a model (or what builds one) and its samples; neither builds or loads a
+workload: that is the workload's side (:func:`autotune.workloads.profile_workload`)."""
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +16,12 @@ from autotune.flops._counting import _autocast
 if TYPE_CHECKING:
     import torch
 
-    from autotune.config import WorkloadSpec
+__all__ = ["ModelProfile", "count_parameters", "profile_model"]
 
-__all__ = ["ModelProfile", "profile_model"]
+
+def count_parameters(model: torch.nn.Module) -> int:
+    """Number of trainable parameters (those with ``requires_grad``; frozen ones left out)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 @dataclass(frozen=True)
@@ -70,34 +75,71 @@ def _saved_bytes(model: Any, x: Any, y: Any, autocast_dtype: Any, loss_fn: Any) 
 
 
 def profile_model(
-    spec: WorkloadSpec,
-    knobs: Mapping[str, Any],
+    build_model: Callable[[], torch.nn.Module],
+    samples: Sequence[Any],
+    loss_fn: Callable[[Any, Any], torch.Tensor],
     precision: str,
     blocks: tuple[str, ...] = (),
 ) -> ModelProfile:
-    """Trace what a workload's model saves for backward, on the CPU, with batches of 2 and 4
-    samples of its training set.
+    """Trace what a model saves for backward, on the CPU, with batches of its first 2 and 4
+    samples.
 
     Half the difference of the two is the per-sample activation memory; the rest of the
     2-sample trace is the fixed part. Precision matters through autocast (fp16/bf16 save half-width
     copies); ``tf32`` saves what ``fp32`` does. Memory format does not change byte counts.
-    Cached per process (milliseconds per model of the shipped spaces); the workload is
-    imported and its ``datasets()`` called once per process.
+    The model is built and traced with grad mode on whatever the caller's (a sampler may call
+    this under ``torch.no_grad()``, where autograd saves nothing and every activation would
+    read 0 bytes), under seed 0 (the same model each time), and the caller's random state is
+    left as it was.
 
     Args:
-        spec: the workload.
-        knobs: its model knobs (``build_model(**knobs)``).
+        build_model: builds the model to trace (called once, under seed 0).
+        samples: at least one ``(x, y)`` training sample, as a ``Dataset`` gives it
+            (``default_collate`` batches them; the first 4 are used, cycled when fewer).
+        loss_fn: ``loss_fn(model(x), y)``, the training loss.
         precision: the trial's precision.
         blocks: module class names of the model's blocks: traced again with each
             checkpointed (:func:`autotune.training._guide.checkpoint_blocks`'s wrapping), for
             ``checkpointed_bytes_per_sample``.
 
     Raises:
-        WorkloadError: the workload cannot be loaded.
-        Exception: whatever the workload's model or data raise.
+        ValueError: ``samples`` is empty.
+        Exception: whatever the model, the samples or the loss raise.
     """
-    return _profile_cached(
-        spec.model_dump_json(), json.dumps(dict(knobs), sort_keys=True), precision, blocks
+    import torch
+    from torch.utils.data import default_collate
+
+    if not samples:
+        raise ValueError("profile_model needs at least one training sample, but got none")
+    # Batches of 2 and 4 (not 1: BatchNorm refuses one sample on a 1x1 map in training).
+    items = [samples[i % len(samples)] for i in range(4)]
+    autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
+    with torch.enable_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = build_model()
+        model.train()
+        saved = []
+        for batch in (2, 4):
+            x, y = default_collate(items[:batch])
+            saved.append(_saved_bytes(model, x, y, autocast_dtype, loss_fn))
+        parameters = count_parameters(model)
+        found = _checkpointed(model, blocks) if blocks else 0
+        checkpointed: float | None = None
+        if found:
+            kept = []
+            for batch in (2, 4):
+                x, y = default_collate(items[:batch])
+                kept.append(_saved_bytes(model, x, y, autocast_dtype, loss_fn))
+            checkpointed = max(0.0, (kept[1] - kept[0]) / 2)
+    per_sample = max(0.0, (saved[1] - saved[0]) / 2)
+    x, y = default_collate(items[:1])
+    return ModelProfile(
+        parameters=parameters,
+        activation_bytes_per_sample=per_sample,
+        activation_fixed_bytes=max(0, int(saved[0] - 2 * per_sample)),
+        input_bytes_per_sample=x.element_size() * x.numel() + y.element_size() * y.numel(),
+        blocks=found,
+        checkpointed_bytes_per_sample=checkpointed,
     )
 
 
@@ -128,51 +170,3 @@ def _checkpointed(model: Any, names: tuple[str, ...]) -> int:
 
     walk(model)
     return count
-
-
-@functools.lru_cache(maxsize=512)
-def _profile_cached(
-    spec_json: str, knobs_json: str, precision: str, blocks: tuple[str, ...]
-) -> ModelProfile:
-    import torch
-    from torch.utils.data import default_collate
-
-    from autotune.config import WorkloadSpec
-    from autotune.workloads import load_workload
-    from autotune.workloads.builtin.networks import count_parameters
-
-    workload = load_workload(WorkloadSpec.model_validate_json(spec_json))
-    train, _ = workload.datasets()
-    # Batches of 2 and 4 (not 1: BatchNorm refuses one sample on a 1x1 map in training).
-    items = [train[i % len(train)] for i in range(4)]  # type: ignore[arg-type]
-    autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision)
-    # Grad mode on whatever the caller's (a sampler may call this under torch.no_grad(), where
-    # autograd saves nothing and every activation would read 0 bytes, cached for the process),
-    # and the caller's random state left as it was (the seed makes the traced model the same).
-    with torch.enable_grad(), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = workload.build_model(json.loads(knobs_json))
-        model.train()
-        saved = []
-        for batch in (2, 4):
-            x, y = default_collate(items[:batch])
-            saved.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
-        parameters = count_parameters(model)
-        found = _checkpointed(model, blocks) if blocks else 0
-        checkpointed: float | None = None
-        if found:
-            kept = []
-            for batch in (2, 4):
-                x, y = default_collate(items[:batch])
-                kept.append(_saved_bytes(model, x, y, autocast_dtype, workload.loss))
-            checkpointed = max(0.0, (kept[1] - kept[0]) / 2)
-    per_sample = max(0.0, (saved[1] - saved[0]) / 2)
-    x, y = default_collate(items[:1])
-    return ModelProfile(
-        parameters=parameters,
-        activation_bytes_per_sample=per_sample,
-        activation_fixed_bytes=max(0, int(saved[0] - 2 * per_sample)),
-        input_bytes_per_sample=x.element_size() * x.numel() + y.element_size() * y.numel(),
-        blocks=found,
-        checkpointed_bytes_per_sample=checkpointed,
-    )

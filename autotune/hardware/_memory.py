@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.config import BUILTIN_BLOCKS, TrialConfig
-from autotune.flops import ModelProfile, profile_model
+from autotune.flops import ModelProfile
 from autotune.hardware._capabilities import DeviceCapabilities
 from autotune.units import MIB
 
@@ -188,7 +188,7 @@ def _runtime_bytes(caps: DeviceCapabilities) -> int:
 
 def estimate_trial_memory(config: TrialConfig, caps: DeviceCapabilities) -> MemoryEstimate:
     """:func:`estimate_memory` for a trial configuration on a device (traces its model once
-    per process with :func:`autotune.flops.profile_model`).
+    per process: :func:`autotune.workloads.profile_workload`).
 
     Raises:
         WorkloadError: the workload cannot be loaded.
@@ -196,7 +196,10 @@ def estimate_trial_memory(config: TrialConfig, caps: DeviceCapabilities) -> Memo
     """
     blocks = config.blocks or (BUILTIN_BLOCKS if config.workload.is_builtin else ())
     needs_blocks = config.activation_checkpointing or config.data_parallel == "fsdp"
-    profile = profile_model(
+    # Imported here: the workload side imports torch at its top; hardware loads without it.
+    from autotune.workloads import profile_workload
+
+    profile = profile_workload(
         config.workload, config.model, config.precision, tuple(blocks) if needs_blocks else ()
     )
     return estimate_memory(

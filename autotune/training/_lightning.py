@@ -31,7 +31,7 @@ import torch
 from autotune.config import TrialConfig
 from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
-from autotune.flops import StepFlopCounter, step_extras
+from autotune.flops import StepFlopCounter, count_parameters, step_extras
 from autotune.measure import Measurement
 from autotune.training._door import (
     DoorKnobs,
@@ -50,7 +50,6 @@ from autotune.training._guide import checkpoint_blocks
 from autotune.training._hf import ddp_environment
 from autotune.training._meter import BudgetTiming, StepMeter
 from autotune.workloads import load_workload
-from autotune.workloads.builtin.networks import count_parameters
 
 __all__ = ["LIGHTNING_PRECISIONS", "LightningTrial", "run_lightning"]
 

@@ -47,7 +47,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from autotune.config import TrialConfig
 from autotune.devices import Backend
 from autotune.exceptions import DoorUsageError
-from autotune.flops import StepFlopCounter, step_extras
+from autotune.flops import StepFlopCounter, count_parameters, step_extras
 from autotune.measure import Measurement
 from autotune.training._door import (
     DoorKnobs,
@@ -70,7 +70,6 @@ from autotune.training._guide import (
 )
 from autotune.training._meter import BudgetTiming, StepMeter
 from autotune.workloads import load_workload
-from autotune.workloads.builtin.networks import count_parameters
 
 __all__ = ["LoopTrial", "run_loop"]
 

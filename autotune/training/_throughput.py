@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 from autotune.config import TrialConfig
-from autotune.flops import trial_extras
+from autotune.flops import count_parameters, trial_extras
 from autotune.goodput import NoiseScaleEma
 from autotune.measure import Measurement
 from autotune.training._meter import (
@@ -20,7 +20,6 @@ from autotune.training._meter import (
 )
 from autotune.training._noise import probe_noise, probe_steps
 from autotune.training._setup import Training
-from autotune.workloads.builtin.networks import count_parameters
 
 
 def check_losses(losses: list[torch.Tensor], world_size: int) -> list[float]:

@@ -28,11 +28,11 @@ from dataclasses import replace
 import torch
 import torch.distributed as dist
 
+from autotune.flops import count_parameters
 from autotune.measure import Measurement, WindowClock, summarize_windows
 from autotune.training._meter import HostAgreement
 from autotune.training._setup import Training
 from autotune.training._throughput import train_for_throughput
-from autotune.workloads.builtin.networks import count_parameters
 
 
 def _met(metric: float, target: float, maximize: bool) -> bool:

@@ -2,7 +2,8 @@
 
 The built-in ``cnn`` and ``mlp`` (:mod:`autotune.workloads.builtin`) and a user's own model go
 through the same door: a reference resolved in the trial process (:func:`load_workload`),
-checked before a study opens (:func:`check_workload`).
+checked before a study opens (:func:`check_workload`); its model traced for the memory
+estimate (:func:`profile_workload`).
 """
 
 from autotune.workloads._loader import (
@@ -12,6 +13,7 @@ from autotune.workloads._loader import (
     load_workload,
     smallest_knobs,
 )
+from autotune.workloads._profile import profile_workload
 from autotune.workloads._protocol import MetricDirection, Workload
 
 __all__ = [
@@ -21,5 +23,6 @@ __all__ = [
     "check_workload",
     "default_evaluate",
     "load_workload",
+    "profile_workload",
     "smallest_knobs",
 ]

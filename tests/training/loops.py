@@ -10,12 +10,12 @@ import torch
 
 from autotune.config import TrialConfig
 from autotune.devices.cpu import CpuBackend
+from autotune.flops import count_parameters
 from autotune.measure import Measurement
 from autotune.training._setup import Training, prepare_training
 from autotune.training._throughput import train_for_throughput
 from autotune.training._to_target import train_to_target
 from autotune.workloads import load_workload
-from autotune.workloads.builtin.networks import count_parameters
 
 #: Seconds a trial run through :func:`autotune.study.run_trial` may take.
 TIMEOUT_S = 300.0

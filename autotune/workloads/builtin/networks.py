@@ -12,7 +12,6 @@ __all__ = [
     "ConvNet",
     "HiddenLayer",
     "build_model",
-    "count_parameters",
 ]
 
 #: The built-in models' repeated blocks (module class names): what activation checkpointing
@@ -120,8 +119,3 @@ def build_model(
     if family == "mlp":
         return MLP(depth, width, input_shape, num_classes)
     raise ValueError(f"unknown model family {family!r} (known: cnn, mlp)")
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from autotune.config import BUILTIN_WORKLOAD_REF, DataSettings, load_space
 from autotune.exceptions import DataError
+from autotune.flops import count_parameters
 from autotune.workloads import Workload, check_workload, load_workload
 from autotune.workloads.builtin import ImageClassifier
-from autotune.workloads.builtin.networks import ConvNet, build_model, count_parameters
+from autotune.workloads.builtin.networks import ConvNet, build_model
 
 
 @pytest.mark.parametrize("family", ["cnn", "mlp"])
