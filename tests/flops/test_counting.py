@@ -120,3 +120,49 @@ def test_step_flop_counter_leaves_the_compiled_frame_compiled() -> None:
     for _ in range(3):
         step(x).backward()
     assert compiled_calls[0] == 5  # every later step ran the compiled graph
+
+
+def _flops_of_a_step(model: torch.nn.Module, x: torch.Tensor) -> int:
+    from autotune.flops import StepFlopCounter
+
+    counter = StepFlopCounter()
+    counter.open()
+    model(x).sum().backward()
+    counter.close()
+    assert counter.flops is not None
+    return counter.flops.total
+
+
+def test_activation_checkpointings_recomputed_forward_is_not_counted() -> None:
+    """Issue 49, CUDA item 3: MFU counts model FLOPs; the forward a checkpointed block runs
+    again in the backward is hardware work (HFU's), and would read as ~1.3x the MFU."""
+    from autotune.training._guide import checkpoint_blocks
+
+    plain = build_model("cnn", 2, 8, (1, 8, 8), 10)
+    checkpointed = build_model("cnn", 2, 8, (1, 8, 8), 10)
+    assert checkpoint_blocks(checkpointed, ["ConvBlock"]) == 2
+    x, y = torch.randn(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+
+    assert count_training_flops(checkpointed, x, y) == count_training_flops(plain, x, y)
+    assert _flops_of_a_step(checkpointed, x) == _flops_of_a_step(plain, x)
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_a_users_own_checkpointed_module_is_counted_once(use_reentrant: bool) -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    inner = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
+
+    class Checkpointed(torch.nn.Module):  # as a user's model, or transformers', calls it
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return checkpoint(self.inner, x, use_reentrant=use_reentrant)
+
+    x = torch.randn(4, 8, requires_grad=True)
+    forward_and_backward = 3 * 2 * 4 * (8 * 16 + 16 * 8)  # forward, input and weight grads
+
+    assert _flops_of_a_step(Checkpointed(), x) == forward_and_backward
+    assert _flops_of_a_step(inner, x) == forward_and_backward
