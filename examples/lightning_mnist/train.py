@@ -22,8 +22,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import autotune
 from autotune.config import DataSettings
-from autotune.workloads.builtin.data import load_dataset
-from autotune.workloads.builtin.networks import build_model
+from autotune.workloads.builtin import build_model, load_dataset
 
 
 class MNISTData(pl.LightningDataModule):

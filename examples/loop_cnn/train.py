@@ -25,8 +25,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import autotune
 from autotune.config import DataSettings
-from autotune.workloads.builtin.data import load_dataset
-from autotune.workloads.builtin.networks import build_model
+from autotune.workloads.builtin import build_model, load_dataset
 
 LR = 3.0e-3  # AdamW's rate at the baseline's batch (autotune scales it with the batch)
 WARMUP_FRACTION = 0.05  # linear warm-up over this share of the steps, then cosine to 0

@@ -9,7 +9,7 @@ import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
 import autotune
 from autotune.config import DataSettings
-from autotune.workloads.builtin.data import load_dataset
+from autotune.workloads.builtin import load_dataset
 
 
 class Net(nn.Module):

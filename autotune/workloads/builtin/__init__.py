@@ -3,12 +3,18 @@
 
 - :mod:`._classifier`: :class:`ImageClassifier`, the workload (``model.family: cnn | mlp``
   refers to it as ``autotune.workloads.builtin:ImageClassifier``).
-- :mod:`.data`: the data sets (the MNIST test set ships in ``datasets/mnist``).
-- :mod:`.networks`: the parametric ``cnn`` and ``mlp``.
+- :mod:`.data`: the data sets (the MNIST test set ships in ``datasets/mnist``):
+  :func:`load_dataset` gives one split, normalized, as a :class:`Dataset`.
+- :mod:`.networks`: the parametric ``cnn`` and ``mlp``: :func:`build_model`.
+
+The examples' own loops (``examples/loop_cnn``, ``examples/lightning_mnist``,
+``examples/pytorch_mnist``) train the same model on the same data through this face.
 """
 
 from __future__ import annotations
 
 from autotune.workloads.builtin._classifier import ImageClassifier
+from autotune.workloads.builtin.data import Dataset, load_dataset
+from autotune.workloads.builtin.networks import build_model
 
-__all__ = ["ImageClassifier"]
+__all__ = ["Dataset", "ImageClassifier", "build_model", "load_dataset"]
