@@ -282,8 +282,8 @@ def move_batch(batch: Any, device: torch.device, memory_format: torch.memory_for
 
 
 def to_memory_format(batch: Any, memory_format: torch.memory_format) -> Any:
-    """``batch`` with its 4-D floating-point tensors in ``memory_format``, where it is (a
-    collate function's output, on the CPU; moving a tensor to a device keeps its format);
+    """``batch`` with its 4-D floating-point tensors in ``memory_format``, where it is (the
+    HF and Lightning doors call it on batches already on the device, after the transfer);
     mappings, lists and tuples rebuilt around their items."""
     if isinstance(batch, torch.Tensor):
         if batch.dim() == 4 and batch.is_floating_point():

@@ -24,7 +24,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -236,14 +236,22 @@ def _meter_callback(meter: StepMeter, reuse: bool, samples_per_step: int, trial:
     return MeterCallback(meter, reuse, samples_per_step, trial)
 
 
-def _in_memory_format(collate: Callable[[Any], Any], memory_format: torch.memory_format) -> Any:
-    """``collate`` whose batches hold their 4-D floating-point tensors in ``memory_format``
-    (moving them to the device keeps it)."""
+def inputs_in_format(model: torch.nn.Module, memory_format: torch.memory_format) -> Any:
+    """Give ``model``'s 4-D floating-point inputs ``memory_format`` as it is called, on the
+    device: a forward pre-hook (``register_forward_pre_hook(with_kwargs=True)``; the Trainer
+    calls ``model(**inputs)`` after ``_prepare_inputs`` moved them), so the conversion runs
+    where the workload and loop doors run it, after the transfer, and not in the collate
+    function on the host inside the timed windows. A compiled model traces the hook into its
+    graph.
 
-    def collate_in_format(features: Any) -> Any:
-        return to_memory_format(collate(features), memory_format)
+    Returns:
+        The hook's handle (``.remove()`` takes it off).
+    """
 
-    return collate_in_format
+    def convert(module: Any, args: Any, kwargs: Any) -> tuple[Any, Any]:
+        return to_memory_format(args, memory_format), to_memory_format(kwargs, memory_format)
+
+    return model.register_forward_pre_hook(convert, with_kwargs=True)
 
 
 @contextlib.contextmanager
@@ -380,7 +388,7 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
     trainer.args.max_steps = knobs.budget_steps(per_epoch)
     if config.memory_format == "channels_last":
         trainer.model.to(memory_format=torch.channels_last)
-        trainer.data_collator = _in_memory_format(trainer.data_collator, torch.channels_last)
+        inputs_in_format(trainer.model, torch.channels_last)
     meter = knobs.meter(per_epoch)
     callback = _meter_callback(meter, config.reuse is not None, knobs.samples_per_step, trial)
     trainer.add_callback(callback)

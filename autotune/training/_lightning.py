@@ -20,6 +20,7 @@ passed through. Lightning is imported only when the door is used
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import shutil
 import tempfile
@@ -213,11 +214,28 @@ def _meter_callback(meter: StepMeter, knobs: DoorKnobs, trial: LightningTrial) -
     return MeterCallback(meter, knobs, trial)
 
 
-def _collate_in_format(collate: Callable[[Any], Any], memory_format: torch.memory_format) -> Any:
-    def collate_in_format(items: Any) -> Any:
-        return to_memory_format(collate(items), memory_format)
+def _batches_in_format(module: Any, datamodule: Any, memory_format: torch.memory_format) -> None:
+    """Give the batches' 4-D floating-point tensors ``memory_format`` after Lightning moved
+    them to the device: the ``on_after_batch_transfer`` hook Lightning calls (the
+    datamodule's where the user overrode it there, else the module's; Lightning's
+    ``_DataHookSelector``) wrapped, in place, around the user's own (``functools.wraps``, so
+    Lightning still sees which one the user overrode). The workload and loop doors convert
+    after the transfer too; a collate function would convert on the host, inside the timed
+    windows with 0 workers."""
+    from lightning.pytorch.utilities.model_helpers import is_overridden
 
-    return collate_in_format
+    owner = (
+        datamodule
+        if datamodule is not None and is_overridden("on_after_batch_transfer", datamodule)
+        else module
+    )
+    hook = owner.on_after_batch_transfer
+
+    @functools.wraps(hook)
+    def on_after_batch_transfer(batch: Any, dataloader_idx: int) -> Any:
+        return to_memory_format(hook(batch, dataloader_idx), memory_format)
+
+    owner.on_after_batch_transfer = on_after_batch_transfer
 
 
 @contextlib.contextmanager
@@ -372,7 +390,7 @@ def _fit_and_validate(
         checkpoint_blocks(module, config.blocks or ())
     if config.memory_format == "channels_last":
         module.to(memory_format=torch.channels_last)
-        loader.collate_fn = _collate_in_format(loader.collate_fn, torch.channels_last)
+        _batches_in_format(module, datamodule, torch.channels_last)
     k = knobs.accumulation_steps
     per_epoch = len(loader) // k
     if per_epoch == 0:

@@ -234,16 +234,27 @@ def test_compile_and_the_optimizers_implementation_map_onto_the_arguments() -> N
     assert not eager.torch_compile and eager.torch_compile_mode is None
 
 
-def test_channels_last_reaches_the_collators_4d_tensors() -> None:
-    from autotune.training._hf import _in_memory_format
+def test_channels_last_converts_the_models_4d_inputs_after_the_transfer() -> None:
+    from autotune.training._hf import inputs_in_format
 
-    collate = _in_memory_format(
-        lambda items: {"pixel_values": torch.stack(items), "ids": torch.zeros(2, 3)},
-        torch.channels_last,
-    )
+    seen: dict[str, torch.Tensor] = {}
 
-    batch = collate([torch.randn(3, 4, 4), torch.randn(3, 4, 4)])
+    class Model(torch.nn.Module):
+        def forward(self, pixel_values: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+            seen.update(pixel_values=pixel_values, ids=ids)
+            return pixel_values.sum()
 
-    assert batch["pixel_values"].is_contiguous(memory_format=torch.channels_last)
-    assert not batch["pixel_values"].is_contiguous()
-    assert batch["ids"].shape == (2, 3)
+    model = Model()
+    inputs_in_format(model, torch.channels_last)
+    model(pixel_values=torch.randn(2, 3, 4, 4), ids=torch.zeros(2, 3))  # as the Trainer calls it
+
+    assert seen["pixel_values"].is_contiguous(memory_format=torch.channels_last)
+    assert not seen["pixel_values"].is_contiguous()
+    assert seen["ids"].shape == (2, 3)
+
+
+def test_a_channels_last_trial_leaves_the_users_collator_as_it_is() -> None:
+    # Converting in the collator ran on the host inside the timed windows (0 workers).
+    run(hf_config(memory_format="channels_last"))
+
+    assert door_code.SEEN["trainer"].data_collator is door_code.token_collate

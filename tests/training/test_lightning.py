@@ -93,6 +93,36 @@ def test_the_trials_knobs_reach_the_trainer_and_the_module(
     assert set(seen["autocast"]) == {expected["autocast"]}
 
 
+def test_channels_last_converts_the_batches_after_the_transfer_not_in_the_collate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Converting in the collate function ran on the host inside the timed windows (0 workers).
+    from autotune.training import _lightning
+
+    loaders: list[Any] = []
+    rebuild_loader = _lightning.rebuild_loader
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        loaders.append(rebuild_loader(*args, **kwargs))
+        return loaders[-1]
+
+    converted: list[Any] = []
+    to_memory_format = _lightning.to_memory_format
+
+    def converting(batch: Any, memory_format: torch.memory_format) -> Any:
+        converted.append(batch)
+        return to_memory_format(batch, memory_format)
+
+    monkeypatch.setattr(_lightning, "rebuild_loader", recording)
+    monkeypatch.setattr(_lightning, "to_memory_format", converting)
+    m = run(lightning_config(memory_format="channels_last"))
+
+    assert loaders[0].collate_fn is door_code.collate  # the user's, unwrapped
+    # Every training batch converted in on_after_batch_transfer (the validations' too).
+    assert len(converted) >= m.steps
+    assert all(batch["note"] == "collated by door_code.collate" for batch in converted)
+
+
 def test_the_users_optimizer_and_scheduler_are_kept_and_follow_the_batch() -> None:
     m = run(lightning_config(batch_size=16))  # SGD: linear, twice the reference batch
 
