@@ -27,6 +27,7 @@ __all__ = [
     "enable_tf32",
     "graph_pool_bytes",
     "rank_threads",
+    "reset_tf32",
 ]
 
 #: ``memory_kind`` of a CUDA trial whose peak counts the memory outside the allocator.
@@ -69,6 +70,31 @@ def enable_tf32() -> None:
     """
     torch.set_float32_matmul_precision("high")
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's default already; stated, not assumed
+
+
+def reset_tf32(precision: str) -> None:
+    """TF32 as the trial's ``precision`` says, over whatever code since the backend's set-up
+    turned it on or off: :func:`enable_tf32` for ``tf32``, PyTorch's defaults for the others
+    (fp32 matmuls in IEEE fp32, cuDNN's convolutions allowed TF32,
+    :data:`BASELINE_TORCH_FLAGS`), both through the legacy setters, after the new API's
+    global ``torch.backends.fp32_precision`` is put back to ``"none"``.
+
+    transformers' ``TrainingArguments`` sets TF32 as it is built: ``tf32=True`` or
+    ``False``, and ``torch_compile=True`` with ``tf32`` unset (or with ``bf16``) turn it on
+    (transformers 5, ``training_args.py``, ``__post_init__``), through
+    ``torch.backends.fp32_precision`` on torch >= 2.9 (``utils/import_utils.py``,
+    ``enable_tf32``). An HF-door fp32 trial then trained in TF32 wherever the user's
+    arguments said ``tf32=True``, and the global flag leaves the legacy readers Inductor
+    still calls raising "mix of the legacy and new APIs" (pytorch/pytorch issue 166387).
+    Reading every flag afterwards through either API gives one answer.
+    """
+    if hasattr(torch.backends, "fp32_precision"):  # torch >= 2.9
+        torch.backends.fp32_precision = "none"
+    if precision == "tf32":
+        enable_tf32()
+        return
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.allow_tf32 = True
 
 
 def rank_threads(

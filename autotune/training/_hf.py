@@ -80,7 +80,10 @@ class HFTrial(TrialHandle):
 
         - ``per_device_train_batch_size`` (``batch_size``) and ``gradient_accumulation_steps``
           (``train.global_batch_size``'s micro-batches; 1 without);
-        - ``bf16`` / ``fp16`` (``precision``; ``tf32=True`` for tf32);
+        - ``bf16`` / ``fp16`` / ``tf32`` (``precision``; ``tf32=False`` for every other
+          precision, whatever the user's arguments said; in a trial, TF32 is set again from
+          the precision just before training, :func:`autotune.devices.cuda.reset_tf32`,
+          over what ``TrainingArguments`` set as it was built);
         - ``torch_compile`` and ``torch_compile_mode`` (``compile_mode``);
         - ``dataloader_num_workers``, ``dataloader_pin_memory`` (on CUDA with workers) and
           ``dataloader_persistent_workers`` (``num_workers``);
@@ -121,9 +124,11 @@ class HFTrial(TrialHandle):
         if "batch_size" in given:
             fields["per_device_train_batch_size"] = self._batch_size
         if "precision" in given:
-            fields.update(bf16=self._precision == "bf16", fp16=self._precision == "fp16")
-            if self._precision == "tf32":
-                fields["tf32"] = True
+            fields.update(
+                bf16=self._precision == "bf16",
+                fp16=self._precision == "fp16",
+                tf32=self._precision == "tf32",  # never the user's own for another precision
+            )
         if "compile_mode" in given:
             compiled = self._compile_mode != "none"
             fields.update(
@@ -392,6 +397,12 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
     meter = knobs.meter(per_epoch)
     callback = _meter_callback(meter, config.reuse is not None, knobs.samples_per_step, trial)
     trainer.add_callback(callback)
+    if knobs.backend.kind == "cuda":
+        # TrainingArguments set TF32 as they were built (the user's and trial.training_args'),
+        # through torch's new API: the trial's precision decides, in the legacy API's terms.
+        from autotune.devices.cuda import reset_tf32
+
+        reset_tf32(config.precision)
     output = trainer.train()
     parameters = count_parameters(trainer.model)
     if callback.stopped == "too_slow":

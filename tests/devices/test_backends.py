@@ -115,6 +115,28 @@ def test_the_cuda_backend_turns_tf32_on_in_a_state_both_apis_read(
         assert torch.backends.cudnn.conv.fp32_precision == "tf32"
 
 
+@pytest.mark.parametrize(
+    ("set_by_transformers", "precision", "matmul"),
+    [("tf32", "fp32", "highest"), ("ieee", "tf32", "high"), ("tf32", "bf16", "highest")],
+)
+def test_reset_tf32_gives_the_trials_precision_over_the_new_apis_global_flag(
+    fake_cuda: dict[str, object], set_by_transformers: str, precision: str, matmul: str
+) -> None:
+    from autotune.devices.cuda import reset_tf32
+
+    if not hasattr(torch.backends, "fp32_precision"):
+        pytest.skip("torch < 2.9 has no new TF32 API")
+    torch.backends.fp32_precision = set_by_transformers  # TrainingArguments(tf32=...)
+
+    reset_tf32(precision)
+
+    # Every legacy reader answers (each raised "mix of the legacy and new APIs" before).
+    assert torch.get_float32_matmul_precision() == matmul
+    assert torch.backends.cuda.matmul.allow_tf32 is (precision == "tf32")
+    assert torch.backends.cudnn.allow_tf32 is True  # PyTorch's default for convolutions
+    assert torch.backends.fp32_precision == "none"
+
+
 def test_cuda_ranks_share_the_host_threads(fake_cuda: dict[str, object]) -> None:
     default = torch.get_num_threads()
     CudaBackend().setup(rank=1, world_size=2, precision="fp32", num_workers=0)

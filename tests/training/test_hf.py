@@ -258,3 +258,42 @@ def test_a_channels_last_trial_leaves_the_users_collator_as_it_is() -> None:
     run(hf_config(memory_format="channels_last"))
 
     assert door_code.SEEN["trainer"].data_collator is door_code.token_collate
+
+
+def test_a_trial_sets_tf32_from_its_precision_never_from_the_users_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # TrainingArguments(tf32=True) on a CPU refuses; as on an Ampere GPU, with torch's flags
+    # left alone (transformers' enable_tf32 recorded instead).
+    import transformers.training_args as hf_args
+
+    set_by_transformers: list[bool] = []
+    monkeypatch.setattr(hf_args, "is_torch_tf32_available", lambda: True)
+    monkeypatch.setattr(hf_args, "enable_tf32", set_by_transformers.append)
+    users = door_code._training_args(tf32=True)
+
+    fp32 = HFTrial(precision="fp32").training_args(users)
+    tf32 = HFTrial(precision="tf32").training_args(users)
+
+    assert users.tf32 is True and fp32.tf32 is False and tf32.tf32 is True
+    assert set_by_transformers == [True, False, True]
+
+
+def test_a_cuda_trial_resets_tf32_from_its_precision_just_before_training(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import autotune.devices.cuda
+
+    reset: list[tuple[str, bool]] = []
+    monkeypatch.setattr(
+        autotune.devices.cuda,
+        "reset_tf32",
+        lambda precision: reset.append((precision, "trainer" in door_code.SEEN)),
+    )
+
+    class CudaKind(CpuBackend):  # trains on the CPU; the door's CUDA-only steps run
+        kind = "cuda"
+
+    run_hf_trainer(hf_config(precision="bf16"), CudaKind(), 0, 1, ())
+
+    assert reset == [("bf16", True)]  # after the user's TrainingArguments were built
