@@ -51,7 +51,9 @@ BASELINE_TORCH_FLAGS: dict[str, str] = {
     "torch.backends.cudnn.benchmark": "False: no per-shape algorithm search in the first steps",
     "torch.backends.cudnn.deterministic": "False",
     "torch.get_num_threads()": "the physical cores (one rank, no DataLoader workers)",
-    "DataLoader(pin_memory=)": "False (True only with DataLoader workers, see CudaBackend)",
+    "DataLoader(pin_memory=)": (
+        "False (True with DataLoader workers, see CudaBackend; the doors keep the user's own)"
+    ),
 }
 
 

@@ -462,10 +462,14 @@ class DoorKnobs:
         """Global samples per optimizer step: batch size x ranks x micro-batches."""
         return self.config.batch_size * self.world_size * self.accumulation_steps
 
-    @property
-    def pin_memory(self) -> bool:
-        """Pinned host memory for the loaders: on CUDA with workers (as the workload door)."""
-        return self.backend.pin_memory and self.config.num_workers > 0
+    def pin_memory(self, users: bool) -> bool:
+        """Pinned host memory for the training loader, given the user's own setting
+        (``users``: their ``DataLoader(pin_memory=...)``, or HF's ``dataloader_pin_memory``,
+        True by default): on CUDA, the user's, and pinned also with workers (the
+        Performance Tuning Guide's pairing, as the workload door pins); never on the CPU.
+        So the baseline (no workers, unless the space's ``baseline:`` says) keeps the user's
+        pinning: forced off, it measured a loader the user does not run."""
+        return self.backend.pin_memory and (users or self.config.num_workers > 0)
 
     def lr_factor(self, rule: str) -> float:
         """The learning-rate factor at this trial's global batch (:func:`lr_factor`), against

@@ -85,7 +85,8 @@ class HFTrial(TrialHandle):
           the precision just before training, :func:`autotune.devices.cuda.reset_tf32`,
           over what ``TrainingArguments`` set as it was built);
         - ``torch_compile`` and ``torch_compile_mode`` (``compile_mode``);
-        - ``dataloader_num_workers``, ``dataloader_pin_memory`` (on CUDA with workers) and
+        - ``dataloader_num_workers``, ``dataloader_pin_memory`` (yours, and on CUDA with
+          workers; :meth:`~autotune.training._door.DoorKnobs.pin_memory`) and
           ``dataloader_persistent_workers`` (``num_workers``);
         - ``optim`` (``optimizer_impl=fused``: ``adamw_torch_fused``)
           and ``gradient_checkpointing`` (``activation_checkpointing``: the model's own,
@@ -140,7 +141,9 @@ class HFTrial(TrialHandle):
                 dataloader_num_workers=workers,
                 dataloader_persistent_workers=workers > 0,
                 dataloader_pin_memory=(
-                    knobs.pin_memory if knobs is not None else args.dataloader_pin_memory
+                    knobs.pin_memory(args.dataloader_pin_memory)
+                    if knobs is not None
+                    else args.dataloader_pin_memory
                 ),
             )
         if "optimizer_impl" in given and self._optimizer_impl != "default":

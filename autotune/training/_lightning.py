@@ -380,7 +380,7 @@ def _fit_and_validate(
         train_loader,
         batch_size=config.batch_size,
         num_workers=config.num_workers,
-        pin_memory=knobs.pin_memory,
+        pin_memory=knobs.pin_memory(train_loader.pin_memory),
         seed=config.seed,
         rank=knobs.rank,
         world_size=knobs.world_size,

@@ -352,7 +352,9 @@ class LoopTrial(TrialHandle):
             loader,
             batch_size=self._batch_size or loader.batch_size or 1,
             num_workers=self._num_workers if self._num_workers is not None else loader.num_workers,
-            pin_memory=knobs.pin_memory if knobs is not None else loader.pin_memory,
+            pin_memory=knobs.pin_memory(loader.pin_memory)
+            if knobs is not None
+            else loader.pin_memory,
             seed=knobs.config.seed if knobs is not None else torch.initial_seed() % 2**63,
             rank=self._rank,
             world_size=self._world_size,
