@@ -27,6 +27,7 @@ __all__ = [
     "CheckpointedBlock",
     "apply_process_knobs",
     "checkpoint_blocks",
+    "fsdp_mixed_precision",
     "gradient_sync",
     "optimizer_impl_kwargs",
     "shard_model",
@@ -170,14 +171,49 @@ def checkpoint_blocks(model: nn.Module, names: Sequence[str]) -> int:
     return len(blocks)
 
 
+def fsdp_mixed_precision(autocast_dtype: torch.dtype | None) -> Any:
+    """FSDP2's ``MixedPrecisionPolicy`` for a trial's precision: parameters all-gathered in
+    the autocast dtype (``param_dtype``: the forward and backward run on bf16 or fp16
+    parameters, as autocast would cast them for its matmuls and convolutions) and gradients
+    reduce-scattered in fp32 (``reduce_dtype``, as DDP's fp32 gradients are reduced, and
+    torchtitan's default); None (FSDP's default, everything in the parameters' fp32) for fp32
+    and tf32. Without it a bf16 trial all-gathered and reduced fp32: twice the bytes on the
+    wire of what a bf16 FSDP job moves (PyTorch docs, ``torch.distributed.fsdp.fully_shard``,
+    ``MixedPrecisionPolicy``)."""
+    if autocast_dtype is None:
+        return None
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    return MixedPrecisionPolicy(param_dtype=autocast_dtype, reduce_dtype=torch.float32)
+
+
 def shard_model(
-    model: nn.Module, names: Sequence[str], world_size: int, device: torch.device
+    model: nn.Module,
+    names: Sequence[str],
+    world_size: int,
+    device: torch.device,
+    autocast_dtype: torch.dtype | None = None,
 ) -> nn.Module:
     """FSDP2: ``fully_shard`` each block named in ``names`` (its own all-gather and
     reduce-scatter unit), then the whole model, over one mesh of ``world_size`` ranks on
-    ``device``'s type. Its parameters become ``DTensor`` shards (each rank keeps 1 /
-    ``world_size`` of them, their gradients and the optimizer's state); the default process
-    group must be up.
+    ``device``'s type, in the trial's precision (:func:`fsdp_mixed_precision`). Its
+    parameters become ``DTensor`` shards (each rank keeps 1 / ``world_size`` of them, their
+    gradients and the optimizer's state); the default process group must be up.
+
+    ``channels_last`` weights are sharded in the contiguous format first: ``fully_shard``
+    refuses non-contiguous parameters (``NotImplementedError``, torch 2.13's
+    ``_fsdp_param.py``), and its shards and all-gathered parameters are contiguous whatever
+    the format. The convolutions still run in channels_last: their inputs are (the doors move
+    batches in the trial's format), and cuDNN and oneDNN pick channels_last when the input or
+    the weight is, reordering the weight per call (``cudnn_conv_suggest_memory_format``,
+    ``mkldnn_conv_use_channels_last``), a copy of the weight beside the activations.
+
+    Args:
+        model: the model, on ``device``.
+        names: the blocks' module class names.
+        world_size: ranks.
+        device: this rank's device.
+        autocast_dtype: the trial's autocast dtype (bf16/fp16), or None (fp32, tf32).
 
     Returns:
         The sharded model (the same module, its class swapped for FSDP's).
@@ -185,11 +221,18 @@ def shard_model(
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
+    for parameter in model.parameters():
+        if not parameter.is_contiguous():
+            parameter.data = parameter.data.contiguous()
     mesh = init_device_mesh(device.type, (world_size,))
+    policy = fsdp_mixed_precision(autocast_dtype)
+    options: dict[str, Any] = (
+        {"mesh": mesh} if policy is None else {"mesh": mesh, "mp_policy": policy}
+    )
     for _, _, block in _blocks_of(model, names):
         inner = block.block if isinstance(block, CheckpointedBlock) else block
-        fully_shard(inner, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+        fully_shard(inner, **options)
+    fully_shard(model, **options)
     return model
 
 

@@ -318,7 +318,9 @@ class LoopTrial(TrialHandle):
         replaced: dict[int, torch.nn.Parameter] = {}
         if self._world_size > 1 and self._data_parallel == "fsdp":
             before = {name: id(p) for name, p in model.named_parameters()}
-            step_model = model = shard_model(model, self._blocks, self._world_size, self._device)
+            step_model = model = shard_model(
+                model, self._blocks, self._world_size, self._device, self._autocast_dtype
+            )
             replaced = {before[name]: p for name, p in model.named_parameters() if name in before}
         elif self._world_size > 1:
             step_model = self._ddp = DistributedDataParallel(model)

@@ -342,7 +342,9 @@ def prepare_training(
     train_model: torch.nn.Module = model
     ddp = None
     if world_size > 1 and config.data_parallel == "fsdp":
-        train_model = model = shard_model(model, blocks, world_size, device)
+        train_model = model = shard_model(
+            model, blocks, world_size, device, _AUTOCAST_DTYPES.get(config.precision)
+        )
     elif world_size > 1:
         train_model = ddp = DistributedDataParallel(model)
     optimizer = make_optimizer(config.train, model.parameters(), peak_lr, config.optimizer_impl)

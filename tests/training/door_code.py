@@ -514,3 +514,44 @@ def parses_its_command_line(trial: Any) -> None:
     SEEN.update(argv=list(sys.argv), log_interval=parser.parse_args().log_interval)
     model, _, _, val_loader = _train_all(trial)
     trial.report(_evaluate(model, val_loader))
+
+
+class TwoConvNet(torch.nn.Module):
+    """Two convolutions, the second with several input channels: its weight in channels_last
+    is not contiguous (the first's, with one input channel, is both)."""
+
+    def __init__(self, width: int = 4) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, width, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(width, width, 3, padding=1)
+        self.head = torch.nn.Linear(width * 64, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(F.relu(self.conv2(F.relu(self.conv(x)))).flatten(1))
+
+
+def reports_its_fsdp_compute(trial: Any) -> None:
+    """The metric: 1 when the second convolution's weight is bf16 in its forward (FSDP2's
+    parameters all-gathered in the trial's precision), plus 2 when its output is channels_last
+    (the convolution ran in the trial's memory format)."""
+    seen: dict[str, Any] = {}
+
+    def record(module: Any, args: Any, output: torch.Tensor) -> None:
+        seen.update(dtype=module.weight.dtype, output=output)
+
+    model = TwoConvNet(**trial.model)
+    model.conv2.register_forward_hook(record)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_loader = DataLoader(
+        DictImages(N_TRAIN, 0), batch_size=8, shuffle=True, collate_fn=collate
+    )
+    model, optimizer, train_loader = trial.prepare(model, optimizer, train_loader)
+    for batch in trial.steps(train_loader):
+        optimizer.zero_grad()
+        with trial.autocast():
+            loss = F.cross_entropy(model(batch["image"]), batch["label"])
+        trial.backward(loss)
+        optimizer.step()
+    bf16 = seen["dtype"] == torch.bfloat16
+    channels_last = seen["output"].is_contiguous(memory_format=torch.channels_last)
+    trial.report(1.0 * bf16 + 2.0 * channels_last)

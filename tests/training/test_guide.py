@@ -141,6 +141,32 @@ def test_fsdp_shards_the_loops_model_and_the_optimizer_is_rebuilt_over_the_shard
     assert run_trial(config, 300).val_metric == 1.0
 
 
+def test_fsdp_gathers_in_the_trials_autocast_dtype_and_reduces_in_fp32() -> None:
+    from autotune.training._guide import fsdp_mixed_precision
+
+    for dtype in (torch.bfloat16, torch.float16):
+        policy = fsdp_mixed_precision(dtype)
+        assert (policy.param_dtype, policy.reduce_dtype) == (dtype, torch.float32)
+    assert fsdp_mixed_precision(None) is None  # fp32 and tf32: FSDP's default, all fp32
+
+
+@pytest.mark.slow
+def test_an_fsdp_bf16_channels_last_trial_computes_in_bf16_and_channels_last() -> None:
+    # fully_shard refused channels_last weights (non-contiguous parameters), and without a
+    # MixedPrecisionPolicy gathered fp32 parameters for a bf16 trial.
+    from autotune.study import run_trial
+
+    config = _loop_trial(
+        "reports_its_fsdp_compute",
+        gpu_count=2,
+        data_parallel="fsdp",
+        precision="bf16",
+        memory_format="channels_last",
+    )
+
+    assert run_trial(config, 300).val_metric == 3.0
+
+
 @pytest.mark.slow
 def test_fsdp_trains_the_workload_door_with_the_same_accuracy_as_ddp() -> None:
     from autotune.study import run_trial
