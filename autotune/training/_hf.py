@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import math
 import os
 import shutil
@@ -28,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch.utils.data import Subset
+from torch.utils.data import RandomSampler, Sampler, Subset
 
 from autotune.config import TrialConfig
 from autotune.devices import Backend
@@ -385,13 +386,72 @@ def _check_evaluation(trainer: Any, trial: HFTrial, config: TrialConfig, label: 
         )
 
 
+class _FirstSamples(Sampler[Any]):
+    """The first ``samples`` indices of each pass of ``sampler`` (its epoch, if it has one,
+    passed on)."""
+
+    def __init__(self, sampler: Any, samples: int) -> None:
+        self.sampler = sampler
+        self.samples = samples
+
+    def __iter__(self) -> Iterator[Any]:
+        return itertools.islice(iter(self.sampler), self.samples)
+
+    def __len__(self) -> int:
+        return self.samples
+
+    def set_epoch(self, epoch: int) -> None:
+        set_epoch = getattr(self.sampler, "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(epoch)
+
+
+def whole_steps_only(trainer: Any, samples_per_epoch: int) -> None:
+    """Make each of the Trainer's epochs ``samples_per_epoch`` training samples, a whole
+    number of optimizer steps, as the Lightning door's ``limit_train_batches`` does.
+
+    With ``gradient_accumulation_steps`` k and an epoch of batches not a multiple of k, the
+    Trainer ends each epoch with an optimizer step of the remaining micro-batches (transformers
+    5, ``trainer.py``: ``num_update_steps_per_epoch`` rounds up, the last update takes the
+    ``remainder``), which the measuring core counted as k micro-batches' samples: a window
+    that held it read fast, and the budget trained fewer samples than it said. The training
+    sampler the Trainer builds (``_get_train_sampler``) is cut to its first
+    ``samples_per_epoch`` indices per pass: a ``RandomSampler`` becomes one drawing that many
+    (``num_samples``; Accelerate's seedable sampler keeps it), so each epoch leaves out other
+    samples; any other one is cut to its first (:class:`_FirstSamples`). A batch sampler of
+    transformers' own (``train_sampling_strategy="batch_rebalance"``) is left as it is.
+
+    Args:
+        trainer: the user's ``transformers.Trainer``.
+        samples_per_epoch: whole steps per epoch x micro-batches x batch size x ranks.
+    """
+    make_sampler = trainer._get_train_sampler
+
+    def sampler_of_whole_steps(*args: Any, **kwargs: Any) -> Any:
+        sampler = make_sampler(*args, **kwargs)
+        if sampler is None or type(sampler).__name__ == "BatchRebalanceSampler":
+            return sampler
+        if isinstance(sampler, RandomSampler) and not sampler.replacement:
+            return RandomSampler(
+                sampler.data_source, num_samples=samples_per_epoch, generator=sampler.generator
+            )
+        return _FirstSamples(sampler, samples_per_epoch)
+
+    trainer._get_train_sampler = sampler_of_whole_steps
+
+
 def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: str) -> Measurement:
     config = knobs.config
-    per_epoch = len(trainer.get_train_dataloader()) // trial._accumulation
+    batches = len(trainer.get_train_dataloader())
+    per_epoch = batches // trial._accumulation
     if per_epoch == 0:
         raise ValueError(
             f"batch_size={config.batch_size} x gpu_count={knobs.world_size} x "
             f"{trial._accumulation} micro-batches is more than the training data holds"
+        )
+    if batches % trial._accumulation:  # no partial optimizer step at an epoch's end
+        whole_steps_only(
+            trainer, per_epoch * trial._accumulation * config.batch_size * knobs.world_size
         )
     trainer.args.max_steps = knobs.budget_steps(per_epoch)
     if config.memory_format == "channels_last":

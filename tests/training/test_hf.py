@@ -124,6 +124,18 @@ def test_gradient_accumulation_maps_onto_the_trainers_steps() -> None:
     assert m.steps == 2 * 64 // 8 and m.samples_per_step == 8
 
 
+def test_an_epoch_ends_on_a_whole_optimizer_step() -> None:
+    # 16 batches an epoch, 3 micro-batches a step: the Trainer's sixth step of each epoch
+    # took the one batch left, and the meter counted it as 12 samples.
+    m = run(hf_config(train={"global_batch_size": 12}))
+
+    trainer = door_code.SEEN["trainer"]
+    assert m.steps == 2 * 5 and m.samples_per_step == 12
+    assert trainer.state.global_step == m.steps
+    assert trainer.state.epoch == 2.0  # two whole epochs of 5 steps; 1.75 with a partial one
+    assert len(trainer.get_train_dataloader()) == 15
+
+
 def test_a_trial_that_reuses_a_metric_stops_after_its_windows() -> None:
     reuse = ReusedMetric(from_trial=2, val_metric=3.25, train_loss=3.5, steps=32)
 
