@@ -65,9 +65,9 @@ CUDA_GRAPH_MODES: tuple[str, ...] = ("reduce-overhead", "max-autotune")
 def _cuda_graph_ddp_reason(mode: str, gpu_count: int, caps: DeviceCapabilities) -> str | None:
     """CUDA graphs under DDP: recorded again at every step (pytorch/pytorch issue 140395,
     open for torch 2.5 and later), so the trial would time the recording, not the replays.
-    Refused until measured on a GPU; a real CUDA device only (the mock's cost model has no
-    such recording)."""
-    if caps.kind == "cuda" and mode in CUDA_GRAPH_MODES and gpu_count > 1:
+    Refused until measured on a GPU; on a simulated GPU too (a mock profile's), which
+    follows a GPU's rules though its cost model has no such recording."""
+    if caps.is_gpu and mode in CUDA_GRAPH_MODES and gpu_count > 1:
         return (
             f"compile mode {mode} records CUDA graphs, which DDP (gpu_count={gpu_count}) "
             "records again every step (pytorch/pytorch#140395): refused until measured"
@@ -81,8 +81,8 @@ def _cuda_graph_accumulation_reason(
     """CUDA graphs with gradient accumulation: the next micro-batch's replay overwrites the
     outputs the previous one's backward still needs (pytorch/pytorch issue 169545: an error,
     or wrong gradients). Refused, not compiled without CUDA graphs: the knob's value would
-    then not be what ran. A real CUDA device only, as :func:`_cuda_graph_ddp_reason`."""
-    if caps.kind == "cuda" and mode in CUDA_GRAPH_MODES and accumulation_steps > 1:
+    then not be what ran. On a simulated GPU too, as :func:`_cuda_graph_ddp_reason`."""
+    if caps.is_gpu and mode in CUDA_GRAPH_MODES and accumulation_steps > 1:
         return (
             f"compile mode {mode} records CUDA graphs, whose replays overwrite the previous "
             f"micro-batch's outputs under gradient accumulation ({accumulation_steps} "

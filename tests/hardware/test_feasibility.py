@@ -14,6 +14,7 @@ from autotune.config import load_space
 from autotune.exceptions import ConfigError
 from autotune.hardware import (
     MEMORY_ESTIMATE_TOLERANCE,
+    detect_capabilities,
     estimate_trial_memory,
     fits_memory_with_margin,
     infeasibility_reason,
@@ -256,6 +257,28 @@ def test_cuda_graphs_with_gradient_accumulation_are_refused(mode: str) -> None:
         device="cuda", compile_mode="default", batch_size=32, train={"global_batch_size": 128}
     )
     assert trial_infeasibility_reason(eager, caps) is None
+
+
+@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune"])
+def test_a_simulated_gpu_refuses_cuda_graphs_as_a_gpu_does(mode: str) -> None:
+    # The mock's h100 ran reduce-overhead under DDP and gradient accumulation, which a real
+    # GPU refuses: its tour recommended a combination no GPU runs.
+    caps = detect_capabilities("mock", mock_profile="h100")
+    ddp = make_trial_config(device="mock", mock_profile="h100", compile_mode=mode, gpu_count=2)
+    accumulating = make_trial_config(
+        device="mock",
+        mock_profile="h100",
+        compile_mode=mode,
+        batch_size=32,
+        train={"global_batch_size": 128},
+    )
+
+    assert "which DDP (gpu_count=2) records again" in str(trial_infeasibility_reason(ddp, caps))
+    assert "under gradient accumulation (4 micro-batches" in str(
+        trial_infeasibility_reason(accumulating, caps)
+    )
+    one_gpu = make_trial_config(device="mock", mock_profile="h100", compile_mode=mode)
+    assert trial_infeasibility_reason(one_gpu, caps) is None
 
 
 def test_max_autotune_on_the_cpu_records_no_cuda_graphs() -> None:
