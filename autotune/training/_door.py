@@ -477,6 +477,33 @@ class DoorKnobs:
         reference = self.config.train.reference_batch_size or self.samples_per_step
         return lr_factor(rule, self.samples_per_step, reference)
 
+    def timing_note(self, timed_s: float, door: str) -> dict[str, str]:
+        """``timing_note``, where the windows covered less than
+        ``advanced.measure.min_timed_s`` (2 s on CUDA, where a small budget's windows last
+        milliseconds): why a door's windows are not extended as the workload door's are
+        (:func:`~autotune.training._meter.extend_timing`). The workload door runs its own
+        step, and times more of them after its evaluation; a door's step is the user's code
+        (their loop, or their Trainer's), which autotune cannot run apart from training, and
+        more steps before the evaluation would train the model past the budget its metric is
+        read after. Empty when the windows were long enough. An energy figure needs windows
+        of 1 s (``energy_note`` says where they were shorter).
+
+        Args:
+            timed_s: seconds the budget's windows covered.
+            door: the door's name (``loop``, ``hf_trainer``, ``lightning``).
+        """
+        min_timed_s = self.config.measure.min_timed_s_on(self.backend.kind)
+        if timed_s >= min_timed_s:
+            return {}
+        return {
+            "timing_note": (
+                f"the windows covered {timed_s:.2f} s, under advanced.measure.min_timed_s "
+                f"({min_timed_s:g} s): the {door} door times the budget's steps only (they are "
+                "your code's, and more of them would train past the budget the metric is read "
+                "after); raise train.epochs for a steadier figure"
+            )
+        }
+
     def budget_steps(self, steps_per_epoch: int) -> int:
         """Optimizer steps of the budget: ``train.epochs`` passes, capped by
         ``train.max_steps``."""

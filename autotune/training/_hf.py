@@ -516,6 +516,7 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
         if trial._accumulation > 1:
             extra["accumulation_steps"] = trial._accumulation
         extra.update(meter.common_extra(timing))
+        extra.update(knobs.timing_note(timing.timed_s, "hf_trainer"))
     return meter.measurement(
         timing,
         val_metric=metric,

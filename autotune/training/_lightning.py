@@ -490,6 +490,7 @@ def _fit_and_validate(
         if k > 1:
             extra["accumulation_steps"] = k
         extra.update(meter.common_extra(timing))
+        extra.update(knobs.timing_note(timing.timed_s, "lightning"))
     return meter.measurement(
         timing,
         val_metric=metric,

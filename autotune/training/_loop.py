@@ -729,13 +729,7 @@ class LoopTrial(TrialHandle):
             if self._accumulation > 1:
                 extra["accumulation_steps"] = self._accumulation
             extra.update(meter.common_extra(timing))
-            min_timed_s = knobs.config.measure.min_timed_s_on(knobs.backend.kind)
-            if timing.timed_s < min_timed_s:
-                extra["timing_note"] = (
-                    f"the windows covered {timing.timed_s:.2f} s, under advanced.measure.min_timed_s "
-                    f"({min_timed_s:g} s): the loop door times the budget's steps only; raise "
-                    "train.epochs for a steadier figure"
-                )
+            extra.update(knobs.timing_note(timing.timed_s, "loop"))
         return meter.measurement(
             timing,
             val_metric=metric,

@@ -34,3 +34,13 @@ def test_the_cpu_pins_nothing() -> None:
     knobs = DoorKnobs(make_trial_config(num_workers=2), CpuBackend(), 0, 1)
 
     assert knobs.pin_memory(True) is False
+
+
+def test_a_door_trial_says_why_its_short_windows_are_not_extended() -> None:
+    knobs = DoorKnobs(make_trial_config(measure={"min_timed_s": 2.0}), CpuBackend(), 0, 1)
+
+    note = knobs.timing_note(0.05, "hf_trainer")["timing_note"]
+
+    assert note.startswith("the windows covered 0.05 s, under advanced.measure.min_timed_s (2 s)")
+    assert "the hf_trainer door times the budget's steps only" in note
+    assert knobs.timing_note(2.5, "hf_trainer") == {}

@@ -309,3 +309,10 @@ def test_a_cuda_trial_resets_tf32_from_its_precision_just_before_training(
     run_hf_trainer(hf_config(precision="bf16"), CudaKind(), 0, 1, ())
 
     assert reset == [("bf16", True)]  # after the user's TrainingArguments were built
+
+
+def test_a_trial_whose_windows_are_short_says_why_they_are_not_extended() -> None:
+    m = run(hf_config(measure={"windows": 2, "min_timed_s": 100.0}))
+
+    assert "the hf_trainer door times the budget's steps only" in m.extra["timing_note"]
+    assert m.extra["timing_extension_steps"] == 0

@@ -265,3 +265,10 @@ def test_checkpointing_wraps_the_modules_named_blocks() -> None:
     run(lightning_config(activation_checkpointing=True, blocks=("Net",)))
 
     assert isinstance(door_code.SEEN["module"].net, CheckpointedBlock)
+
+
+def test_a_trial_whose_windows_are_short_says_why_they_are_not_extended() -> None:
+    m = run(lightning_config(measure={"windows": 2, "min_timed_s": 100.0}))
+
+    assert "the lightning door times the budget's steps only" in m.extra["timing_note"]
+    assert m.extra["timing_extension_steps"] == 0
