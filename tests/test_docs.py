@@ -241,6 +241,27 @@ def test_the_committed_reference_pages_are_what_the_code_generates(gen: ModuleTy
     assert gen.stale_pages() == [], "run: python docs/gen_reference.py --write"
 
 
+def test_the_python_api_page_documents_the_entry_points_and_the_doors_handles() -> None:
+    import autotune
+
+    page = (DOCS / "reference" / "python.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: autotune\.\w+\.(\w+)$", page, re.MULTILINE))
+
+    entry_points = {"prepare_run", "run_study", "verify_study"}
+    assert entry_points | {"LoopTrial", "HFTrial", "LightningTrial"} <= documented
+    assert documented <= set(autotune.__all__)  # each is on autotune's face too
+
+
+def test_the_api_pages_docstrings_show_sphinx_roles_as_code() -> None:
+    spec = importlib.util.spec_from_file_location("griffe_roles", DOCS / "griffe_roles.py")
+    assert spec is not None and spec.loader is not None
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+
+    text = "see :func:`autotune.api.run_study` and :class:`~autotune.config.RunConfig`"
+    assert roles.roles_as_code(text) == "see `autotune.api.run_study` and `RunConfig`"
+
+
 # --------------------------------------------------------------------------------------------
 # The README
 
