@@ -27,8 +27,9 @@ N_TRIALS = 14
 
 def _config(sqlite_url: str, *args: str) -> RunConfig:
     # The random sampler: these tests are about verification, and their studies must hold
-    # the same finalists whatever the default sampler learns to propose. With seed 4 the
-    # 14-trial study has two finalists (seeds 3-8, 10 and 11 do too).
+    # the same finalists whatever the default sampler learns to propose. With seed 5 the
+    # 14-trial study has a finalist of each answer (seeds 7 and 11 too, of 3-11; since the
+    # simulated GPU refuses CUDA graphs under DDP, seed 4 no longer has a same-model one).
     return load_run_config(
         [
             "space=cnn_small",
@@ -36,7 +37,7 @@ def _config(sqlite_url: str, *args: str) -> RunConfig:
             "data=digits",
             f"storage={sqlite_url}",
             "sampler=random",
-            "seed=4",
+            "seed=5",
             *args,
         ]
     )
