@@ -4,14 +4,12 @@ The grammar: configuration is ``key=value`` (Hydra's form: ``space=``, ``study=`
 ``storage=``, ``device=``, any field of the run or the space); options that pick an action
 or an output file are flags (``--trials N``, ``--out FILE``, ``--csv FILE``, ...). Every
 command that reads a study takes ``study=NAME``, every command that opens a database
-``storage=URL``. The spellings of the release before (a positional STUDY, ``autotune export``)
-still work for this release, each with a one-line note on stderr.
+``storage=URL``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shlex
 import sys
 import warnings
 from collections.abc import Iterator
@@ -254,46 +252,14 @@ def _noting_moved_keys() -> Iterator[None]:
                 _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
 
 
-def _positional_study(args: list[str] | None, *, note: bool = True) -> tuple[str | None, list[str]]:
-    """Split off the deprecated positional STUDY (a first argument without ``=``).
-
-    Args:
-        args: the command's ``key=value`` arguments.
-        note: print the deprecation note when there is one.
-
-    Returns:
-        ``(study or None, the other arguments)``.
+def _required_study(study: str | None, command: str) -> str:
+    """The study a command reads (``study=NAME``).
 
     Raises:
-        ConfigError: the first argument is a storage URL written without ``storage=``.
-    """
-    from autotune.config import display_url
-    from autotune.exceptions import ConfigError
-
-    rest = list(args or [])
-    if not rest or "=" in rest[0]:
-        return None, rest
-    study = rest.pop(0)
-    if "://" in study:  # a URL, never a study name; its password is not echoed
-        raise ConfigError(f"argument {display_url(study)!r}: expected storage=URL")
-    if note:
-        _deprecated("the positional STUDY", f"study={shlex.quote(study)}")
-    return study, rest
-
-
-def _one_study(positional: str | None, keyed: str | None, command: str) -> str:
-    """The study a command reads: ``study=NAME`` or the deprecated positional, one of them.
-
-    Raises:
-        ConfigError: neither, or both.
+        ConfigError: none was given.
     """
     from autotune.exceptions import ConfigError
 
-    if positional is not None and keyed is not None:
-        raise ConfigError(
-            f"study={keyed}: the study is also given as {positional!r}; write study=NAME once"
-        )
-    study = keyed if keyed is not None else positional
     if study is None:
         raise ConfigError(
             f"{command}: which study? write study=NAME (`autotune ls storage=URL` lists them)"
@@ -335,9 +301,8 @@ def _study_and_storage(args: list[str] | None, command: str) -> tuple[str, str]:
     Raises:
         ConfigError: no study, two, or an argument that is neither key.
     """
-    positional, rest = _positional_study(args)
-    keyed, storage = _storage_args(rest, study=True)
-    return _one_study(positional, keyed, command), storage
+    keyed, storage = _storage_args(args, study=True)
+    return _required_study(keyed, command), storage
 
 
 def _out_console() -> Console:
@@ -365,10 +330,9 @@ def verify(
     from autotune.storage import load_existing_study
     from autotune.verification import study_metric
 
-    positional, rest = _positional_study(args)
     with _noting_moved_keys():
-        request = load_verify_request(rest)
-    study = _one_study(positional, request.study, "verify")
+        request = load_verify_request(args or [])
+    study = _required_study(request.study, "verify")
     # The study's metric, for the lines of each run (verify_study reads the same study).
     metric = study_metric(load_existing_study(study, request.storage))
     console = _out_console()
@@ -455,9 +419,10 @@ def best(
     objective: str | None = typer.Option(
         None,
         "--objective",
-        help="Rank by time|throughput|accuracy|memory (default: time to target in a "
-        "time-to-accuracy study, else throughput; accuracy: the study's validation metric, "
-        "best first in its direction; `metric` is the same).",
+        help="Rank by time|throughput|goodput|accuracy|memory (default: time to target in a "
+        "time-to-accuracy study, else throughput; goodput: a global-batch change's "
+        "throughput x E(B); accuracy: the study's validation metric, best first in its "
+        "direction; `metric` is the same).",
     ),
     export: Path = typer.Option(
         None,
@@ -568,18 +533,6 @@ def trials_csv(
     verified recommendation is `autotune best --export FILE`."""
     study, storage = _study_and_storage(args, "trials")
     _write_trials_csv(study, storage, csv)
-
-
-@app.command("export", hidden=True, epilog=_GRAMMAR)
-def export_trials(
-    args: list[str] = typer.Argument(None, metavar="study=NAME [storage=URL]", help=_STUDY_HELP),
-    csv: Path = typer.Option(..., "--csv", metavar="FILE", help=_CSV_HELP),
-) -> None:
-    """Deprecated (goes in the next release): `autotune trials study=NAME --csv FILE`."""
-    positional, rest = _positional_study(args, note=False)  # one note for the whole spelling
-    _deprecated("`autotune export`", "`autotune trials study=NAME --csv FILE`")
-    keyed, storage = _storage_args(rest, study=True)
-    _write_trials_csv(_one_study(positional, keyed, "trials"), storage, csv)
 
 
 @app.command(epilog=_GRAMMAR)

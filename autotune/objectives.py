@@ -17,12 +17,13 @@ so every reader takes them from there (:func:`objectives_of_study`, :func:`study
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from autotune.config import ObjectiveMode
 from autotune.measure import Measurement
+from autotune.trial_result import StudyAttributes
 
 if TYPE_CHECKING:
     pass
@@ -161,10 +162,8 @@ def study_target(study: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def _target_record(study: Any) -> dict[str, Any]:
-    record = study.user_attrs.get("autotune") or {}
-    target = record.get("target") if isinstance(record, dict) else None
-    return target if isinstance(target, dict) else {}
+def _target_record(study: Any) -> Mapping[str, Any]:
+    return StudyAttributes.from_study(study).target
 
 
 def objective_values(

@@ -1,5 +1,6 @@
 """One finished trial's figures, typed: :class:`TrialResult`, the one reader of a trial's
-Optuna user attributes.
+Optuna user attributes; and its study's counterpart, :class:`StudyAttributes`, the one reader
+of a study's.
 
 A trial's figures are written once, as Optuna user attributes, by the study process
 (``study.TrialObjective``: :meth:`autotune.measure.Measurement.as_user_attrs`, plus the
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.trial import TrialState
 
+from autotune.config import upgrade_space_record
 from autotune.measure import BUSY_ATTR
 
 if TYPE_CHECKING:
@@ -37,8 +39,10 @@ __all__ = [
     "FIGURE_COLUMNS",
     "MATH_KEY_ATTR",
     "METRIC_FROM_TRIAL_ATTR",
+    "STUDY_RECORD_ATTR",
     "WARM_START_ATTR",
     "FigureColumn",
+    "StudyAttributes",
     "TrialResult",
 ]
 
@@ -53,6 +57,10 @@ MATH_KEY_ATTR = "math_key"
 METRIC_FROM_TRIAL_ATTR = "metric_from_trial"
 #: The user attribute of a trial queued from another study's Pareto front (``warm_start=``).
 WARM_START_ATTR = "warm_start_from"
+#: The study user attribute holding autotune's record of the study (its space, device,
+#: objectives, precision screen, target), written once when the study is created
+#: (:func:`autotune.study.open_study`).
+STUDY_RECORD_ATTR = "autotune"
 
 
 def _float(value: object) -> float | None:
@@ -192,6 +200,14 @@ class TrialResult:
             budget (or was timed).
         full_run_projected: the baseline trial only: ``full_run_s`` is projected from its
             short-evidence run (:func:`autotune.cost.projected_full_run_s`), not measured.
+        gradient_noise_scale: the baseline trial only: B_simple in samples, the gradient noise
+            scale its run measured (:class:`autotune.goodput.NoiseScaleEma`); None where not
+            probed or not resolved.
+        statistical_efficiency: a trial whose global batch differs from the baseline's:
+            E(B) against the baseline's batch and noise scale
+            (:func:`autotune.goodput.statistical_efficiency`); None otherwise.
+        goodput_sps: with ``statistical_efficiency``: throughput x E(B), in samples/s of the
+            baseline's batch (:func:`autotune.goodput.goodput_sps`).
         check_losses: its first K steps' training losses (the paired check's record).
         twin_check_losses: the baseline trial only: its float64 twin's losses.
     """
@@ -255,6 +271,9 @@ class TrialResult:
     full_run_s: float | None = None
     budget_steps: int | None = None
     full_run_projected: bool | None = None
+    gradient_noise_scale: float | None = None
+    statistical_efficiency: float | None = None
+    goodput_sps: float | None = None
     check_losses: tuple[float, ...] = ()
     twin_check_losses: tuple[float, ...] = ()
 
@@ -371,4 +390,96 @@ class FigureColumn:
 #: field and an entry here (docs/architecture.md, "Where does a change go").
 FIGURE_COLUMNS: tuple[FigureColumn, ...] = (
     FigureColumn("warmup_peak_memory_bytes", "warm-up peak MiB"),
+    FigureColumn("statistical_efficiency", "E(B)"),
+    FigureColumn("goodput_sps", "goodput samples/s"),
 )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class StudyAttributes:
+    """A study's Optuna user attributes, typed: the one reader of them, as
+    :class:`TrialResult` is of a trial's.
+
+    The study process writes them when it opens the study: autotune's record
+    (:data:`STUDY_RECORD_ATTR`, by :func:`autotune.study.open_study`) and the machine
+    (``hardware``, ``hardware_changes``, by :func:`autotune.hardware.check_study_hardware`).
+    Every other module reads them here, never from ``study.user_attrs``.
+
+    Attributes:
+        record: autotune's record as stored (empty for a study autotune did not make).
+        space: the recorded search space, in this release's shape
+            (:func:`autotune.config.upgrade_space_record`; empty without a record).
+        device_kind: ``cpu``, ``cuda`` or ``mock``; None without a record.
+        device_name: the device's name as detected; None without a record.
+        simulated: the mock device ran it; None without a record.
+        objective: ``throughput`` or ``time_to_accuracy``.
+        target: a time-to-accuracy study's target (``metric``, ``direction``, ``value``);
+            empty otherwise.
+        precision_screen: the precision screen's record (:mod:`autotune.hardware`), None for
+            a study made before the screen.
+        hardware: the first machine's fingerprint (a mapping), None when not recorded.
+        hardware_changes: each move to another machine, ``{"from_trial": N, "hardware":
+            {...}}``, in order.
+    """
+
+    record: Mapping[str, Any] = field(default_factory=dict)
+    space: Mapping[str, Any] = field(default_factory=dict)
+    device_kind: str | None = None
+    device_name: str | None = None
+    simulated: bool | None = None
+    objective: str = "throughput"
+    target: Mapping[str, Any] = field(default_factory=dict)
+    precision_screen: Mapping[str, Any] | None = None
+    hardware: Mapping[str, Any] | None = None
+    hardware_changes: tuple[Mapping[str, Any], ...] = ()
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> StudyAttributes:
+        """The attributes of a study from its ``user_attrs`` mapping (any missing or
+        malformed entry reads as absent)."""
+        record = _mapping(attrs.get(STUDY_RECORD_ATTR))
+        screen = record.get("precision_screen")
+        hardware = attrs.get("hardware")
+        changes = attrs.get("hardware_changes")
+        return cls(
+            record=dict(record),
+            space=upgrade_space_record(_mapping(record.get("space"))) if record else {},
+            device_kind=_str(record.get("device_kind")),
+            device_name=_str(record.get("device_name")),
+            simulated=_bool(record.get("simulated")),
+            objective=_str(record.get("objective")) or "throughput",
+            target=dict(_mapping(record.get("target"))),
+            precision_screen=screen if isinstance(screen, Mapping) else None,
+            hardware=hardware if isinstance(hardware, Mapping) else None,
+            hardware_changes=tuple(
+                c for c in (changes if isinstance(changes, list) else []) if isinstance(c, Mapping)
+            ),
+        )
+
+    @classmethod
+    def from_study(cls, study: Any) -> StudyAttributes:
+        """The attributes of ``study`` (an ``optuna.Study`` or a frozen one)."""
+        return cls.from_attrs(study.user_attrs)
+
+    @property
+    def latest_hardware(self) -> Mapping[str, Any] | None:
+        """The fingerprint of the machine the study measures on now: the newest change's,
+        else the first; None when none was recorded."""
+        if self.hardware_changes:
+            found = self.hardware_changes[-1].get("hardware")
+            return found if isinstance(found, Mapping) else None
+        return self.hardware
+
+    @property
+    def names_baseline(self) -> bool:
+        """The recorded space names the user's own baseline (``baseline:``)."""
+        return bool(self.space.get("baseline"))
+
+    @property
+    def constraints(self) -> Mapping[str, Any]:
+        """The recorded space's ``constraints`` (empty: none)."""
+        return _mapping(self.space.get("constraints"))

@@ -44,6 +44,18 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--predicted", default="", help="the verified speedup, for the table")
     parser.add_argument("--tolerance-pt", type=float, default=0.5)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="discarded baseline runs first (the first process after a start is slower)",
+    )
+    parser.add_argument(
+        "--max-other-cpu",
+        type=float,
+        default=0.10,
+        help="a pair with a run above this other-CPU share is run again (at most twice)",
+    )
     args = parser.parse_args()
 
     from autotune.config import TrialConfig
@@ -57,17 +69,25 @@ def main() -> None:
     diffs: list[float] = []
     busiest = 0.0
     started = time.perf_counter()
+    for _ in range(args.warmup):
+        run_trial(TrialConfig.model_validate({**base, "seed": 99}), 1800)
     for seed in range(args.seeds):
-        walls: dict[str, float] = {}
-        metrics: dict[str, float] = {}
-        order = ("baseline", "candidate") if seed % 2 == 0 else ("candidate", "baseline")
-        for who in order:
-            fields = {**base, **(change if who == "candidate" else {}), "seed": 100 + seed}
-            t0 = time.perf_counter()
-            m = run_trial(TrialConfig.model_validate(fields), 1800)
-            walls[who] = time.perf_counter() - t0
-            metrics[who] = m.val_metric
-            busiest = max(busiest, m.other_cpu_share or 0.0)
+        for attempt in range(3):
+            walls: dict[str, float] = {}
+            metrics: dict[str, float] = {}
+            shares: list[float] = []
+            order = ("baseline", "candidate") if seed % 2 == 0 else ("candidate", "baseline")
+            for who in order:
+                fields = {**base, **(change if who == "candidate" else {}), "seed": 100 + seed}
+                t0 = time.perf_counter()
+                m = run_trial(TrialConfig.model_validate(fields), 1800)
+                walls[who] = time.perf_counter() - t0
+                metrics[who] = m.val_metric
+                shares.append(m.other_cpu_share or 0.0)
+            if max(shares) <= args.max_other_cpu or attempt == 2:
+                break
+            print(f"seed {100 + seed}: other CPU {100 * max(shares):.0f} %: run again")
+        busiest = max(busiest, *shares)
         ratios.append(walls["baseline"] / walls["candidate"])
         diffs.append(100 * (metrics["candidate"] - metrics["baseline"]))
         print(

@@ -435,9 +435,7 @@ def test_a_read_command_without_a_study_says_so(
         pytest.param(["ls", "study=a"], "argument 'study=a': expected storage=URL", id="ls-study"),
         pytest.param(["best", "study="], "argument 'study=': expected study=NAME", id="empty"),
         pytest.param(["verify", "study="], "study: String should have at least 1", id="v-empty"),
-        pytest.param(
-            ["best", "a", "study=b"], "study=b: the study is also given as 'a'", id="twice"
-        ),
+        pytest.param(["best", "a", "study=b"], "argument 'a': expected study=NAME", id="bare2"),
     ],
 )
 def test_study_and_storage_arguments_that_do_not_parse(
@@ -451,71 +449,33 @@ def test_study_and_storage_arguments_that_do_not_parse(
     assert _files(workdir) == []
 
 
-# --- The spellings of the release before: they work, each with one note line
+# --- The spellings of the unreleased store are gone: a bare STUDY, `autotune export`
 
 
-def test_the_positional_study_works_with_one_note(
-    demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["best", "s"],
+        ["report", "s"],
+        ["trials", "s", "--csv", "t.csv"],
+        ["verify", "s"],
+    ],
+)
+def test_a_bare_study_is_refused_in_one_line(
+    argv: list[str], workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    storage = f"storage={demo_study.url}"
-    note = (
-        f"autotune: note: the positional STUDY is deprecated and goes in the next release; "
-        f"write study={demo_study.name}"
-    )
-    runs = {
-        "best": ["best", demo_study.name, storage, "--objective", "memory"],
-        "report": ["report", demo_study.name, storage, "--out", str(tmp_path / "r.html")],
-        "trials": ["trials", demo_study.name, storage, "--csv", str(tmp_path / "t.csv")],
-    }
-    for command, argv in runs.items():
-        new = [argv[0], f"study={demo_study.name}", *argv[2:]]
-        assert main(new) == 0, command
-        expected_out = capsys.readouterr().out
-
-        assert main(argv) == 0, command
-
-        out, err = capsys.readouterr()
-        assert err.splitlines() == [note], command
-        assert out == expected_out, command  # the same answer as study=NAME gives
-
-
-def test_verify_reads_a_positional_study_with_one_note(
-    demo_study: DemoStudy, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The study it reads is the positional one; its verification runs elsewhere (tests/api),
-    so this one is refused after the study is read: no such study."""
-    code = main(["verify", "nosuch", f"storage={demo_study.url}", "verify.rounds=3"])
+    code = main(argv)
 
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
-    assert err.splitlines() == [
-        "autotune: note: the positional STUDY is deprecated and goes in the next release; "
-        "write study=nosuch",
-        f"autotune: error: study=nosuch: no such study in {demo_study.url}; studies there: "
-        f"{demo_study.name}",
-    ]
+    assert len(err.splitlines()) == 1 and err.startswith("autotune: error: ")
+    assert "'s'" in err
+    assert _files(workdir) == []
 
 
-@pytest.mark.parametrize("study", ["positional", "keyed"])
-def test_export_writes_the_trial_csv_with_one_note(
-    demo_study: DemoStudy, tmp_path: Path, capsys: pytest.CaptureFixture[str], study: str
-) -> None:
-    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
-    name = demo_study.name if study == "positional" else f"study={demo_study.name}"
-    storage = f"storage={demo_study.url}"
-    assert main(["trials", f"study={demo_study.name}", storage, "--csv", str(new)]) == 0
-    capsys.readouterr()
-
-    code = main(["export", name, storage, "--csv", str(old)])
-
-    out, err = capsys.readouterr()
-    assert code == 0
-    assert err.splitlines() == [
-        "autotune: note: `autotune export` is deprecated and goes in the next release; write "
-        "`autotune trials study=NAME --csv FILE`"
-    ]
-    assert out == f"wrote {old}: {demo_study.n_trials} trials\n"
-    assert old.read_text() == new.read_text()
+def test_the_export_command_is_gone(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "study=s", "--csv", "t.csv"]) == 2
+    assert "No such command 'export'" in capsys.readouterr().err
 
 
 # --- Where it looked: the storage as resolved, a relative SQLite file as an absolute path

@@ -167,3 +167,34 @@ def test_each_attribute_a_writer_names_is_a_field_the_record_reads() -> None:
     for name in (BASELINE_ATTR, MATH_KEY_ATTR, METRIC_FROM_TRIAL_ATTR, WARM_START_ATTR):
         assert name in fields, name
     assert FAILURE_ATTR == "failure" and "failure_kind" in fields
+
+
+def test_the_study_attributes_are_read_typed_and_malformed_entries_read_as_absent() -> None:
+    from autotune.trial_result import STUDY_RECORD_ATTR, StudyAttributes
+
+    attrs = StudyAttributes.from_attrs(
+        {
+            STUDY_RECORD_ATTR: {
+                "space": {"name": "s", "baseline": {"batch_size": 32}, "constraints": {}},
+                "device_kind": "cuda",
+                "device_name": "NVIDIA H200",
+                "simulated": False,
+                "objective": "time_to_accuracy",
+                "target": {"metric": "accuracy", "direction": "maximize", "value": 0.98},
+                "precision_screen": {"min_peak_ratio": 0.1},
+            },
+            "hardware": {"cpu": "x"},
+            "hardware_changes": [{"from_trial": 3, "hardware": {"cpu": "y"}}, "junk"],
+        }
+    )
+
+    assert attrs.space["name"] == "s" and attrs.names_baseline
+    assert (attrs.device_kind, attrs.device_name, attrs.simulated) == ("cuda", "NVIDIA H200", False)
+    assert attrs.objective == "time_to_accuracy" and attrs.target["value"] == 0.98
+    assert attrs.precision_screen == {"min_peak_ratio": 0.1}
+    assert attrs.latest_hardware == {"cpu": "y"} and len(attrs.hardware_changes) == 1
+
+    empty = StudyAttributes.from_attrs({STUDY_RECORD_ATTR: "not a record", "hardware": 3})
+    assert empty.record == {} and empty.space == {} and empty.device_kind is None
+    assert empty.objective == "throughput" and empty.hardware is None
+    assert empty.latest_hardware is None and not empty.names_baseline

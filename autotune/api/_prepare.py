@@ -18,7 +18,8 @@ from autotune.hardware import (
 )
 from autotune.objectives import METRIC_INDEX, Objective, study_objectives
 from autotune.storage import check_storage_reachable, stored_study_attr
-from autotune.study import STUDY_RECORD_ATTR, check_warm_start
+from autotune.study import check_warm_start
+from autotune.trial_result import STUDY_RECORD_ATTR, StudyAttributes
 from autotune.workloads import check_workload
 
 
@@ -88,12 +89,14 @@ def prepare_run(
     caps = capabilities or detect_capabilities(kind, mock_profile=config.mock.profile)
     caps = worker_share(caps, config.workers, worker_index)
     check_storage_reachable(config.storage)
+    record = stored_study_attr(config.storage, config.study, STUDY_RECORD_ATTR)
     screen = study_precision_screen(
         config.space,
         caps,
         config.advanced.hardware.min_peak_ratio,
-        stored_study_attr(config.storage, config.study, STUDY_RECORD_ATTR),
+        StudyAttributes.from_attrs({STUDY_RECORD_ATTR: record}).precision_screen,
         config.study,
+        new_study=record is None,
     )
     space, removed = restrict_space(
         config.space, caps, screen.reasons() if screen is not None else None

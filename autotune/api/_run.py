@@ -16,7 +16,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
-from autotune.api._verify import VerificationProgress, verify_study
+from autotune.api._verify import VerificationProgress, verify_open_study
 from autotune.baseline import (
     enqueue_baseline,
     enqueue_same_math,
@@ -217,7 +217,8 @@ def run_study(
     Running the same call again after an interruption tops the study up to ``n_trials``;
     completed trials are kept, never redone. Interrupted trials are recorded as FAIL and
     do not count. Once the study holds its trials, the first worker verifies the finalists
-    (:func:`verify_study`, ``config.verify_settings``); a verification that already covers the same
+    (:func:`~autotune.api.verify_study`'s steps on the open study and results store,
+    ``config.verify_settings``); a verification that already covers the same
     finalists is reused, an interrupted one resumed.
 
     Args:
@@ -363,9 +364,10 @@ def run_study(
     if worker_index == 0 and config.verify.rounds > 0 and baseline_failure is None:
         try:
             with trial_devices(caps.cuda_visible_devices):
-                verification = verify_study(
-                    study.study_name,
-                    config.storage,
+                # The study and the results store the search wrote to, handed over as open.
+                verification = verify_open_study(
+                    study,
+                    results.store,
                     settings=config.verify_settings,
                     run_trial_fn=run_trial_fn,
                     timeout_s=config.trial.timeout_s,

@@ -21,7 +21,7 @@ from autotune.config import (
 from autotune.cost import full_run_seconds
 from autotune.evidence import INHERITING_CLASSES
 from autotune.exceptions import ConfigError, TrialError, VerificationError
-from autotune.hardware import DeviceCapabilities, check_study_hardware, detect_capabilities
+from autotune.hardware import DeviceCapabilities, detect_capabilities
 from autotune.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.storage import (
     ANSWERS,
@@ -33,8 +33,8 @@ from autotune.storage import (
     VerificationRun,
     load_existing_study,
 )
-from autotune.study import RunTrialFn, run_trial, study_compile_cache
-from autotune.trial_result import TrialResult
+from autotune.study import RunTrialFn, check_study_hardware, run_trial, study_compile_cache
+from autotune.trial_result import StudyAttributes, TrialResult
 from autotune.verification import (
     VerificationSummary,
     fit_budget,
@@ -260,8 +260,7 @@ def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
 
 def _study_constraints(study: optuna.Study) -> Constraints:
     """The limits the study was created with (its recorded space's ``constraints``)."""
-    space = (study.user_attrs.get("autotune") or {}).get("space") or {}
-    return Constraints.model_validate(space.get("constraints") or {})
+    return Constraints.model_validate(StudyAttributes.from_study(study).constraints)
 
 
 def _resume_notes(plan: VerificationPlan, settings: VerifySettings) -> tuple[str, ...]:
@@ -297,7 +296,7 @@ def _check_verify_hardware(study: optuna.Study, capabilities: DeviceCapabilities
     Raises:
         ConfigError, DeviceUnavailableError: another machine, or the device is missing here.
     """
-    kind = (study.user_attrs.get("autotune") or {}).get("device_kind", "cpu")
+    kind = StudyAttributes.from_study(study).device_kind or "cpu"
     if kind == "mock":
         return  # a simulation: nothing to compare
     caps = capabilities or detect_capabilities(kind)
@@ -370,115 +369,158 @@ def verify_study(
     settings = settings or VerifySettings()
     if settings.rounds == 0:
         raise ConfigError("verify.rounds=0: verification is off; ask for 3 rounds or more")
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = load_existing_study(study_name, storage)
+    with ResultsStore.open(storage, create=True) as results:
+        return verify_open_study(
+            study,
+            results,
+            settings=settings,
+            run_trial_fn=run_trial_fn,
+            timeout_s=timeout_s,
+            on_run=on_run,
+            reuse=reuse,
+            capabilities=capabilities,
+            budget_left_full_runs=budget_left_full_runs,
+        )
+
+
+def verify_open_study(
+    study: optuna.Study,
+    results: ResultsStore,
+    *,
+    settings: VerifySettings,
+    run_trial_fn: RunTrialFn = run_trial,
+    timeout_s: float = 600.0,
+    on_run: Callable[[VerificationProgress], None] | None = None,
+    reuse: bool = False,
+    capabilities: DeviceCapabilities | None = None,
+    budget_left_full_runs: float | None = None,
+) -> VerificationSummary:
+    """:func:`verify_study` of a study the caller holds open, with its results store open:
+    ``run_study`` hands over the study and the store its search wrote to, so a run opens
+    the database once for each; ``verify_study`` is the opener for ``autotune verify``.
+
+    Args:
+        study: the open Optuna study.
+        results: its results store (open, with the tables created).
+        settings: as :func:`verify_study` (``rounds`` at least 1).
+        run_trial_fn, timeout_s, on_run, reuse, capabilities, budget_left_full_runs: as
+            :func:`verify_study`.
+
+    Raises:
+        ValueError: ``settings.rounds`` is 0 (the caller checks the user's setting first).
+        ConfigError, StorageError, VerificationError, KeyboardInterrupt: as :func:`verify_study`.
+    """
+    if settings.rounds == 0:
+        raise ValueError("verify_open_study(study, results, settings): settings.rounds is 0")
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study_name = study.study_name
     _check_verify_hardware(study, capabilities)
     objective = objective_mode(objectives_of_study(study))
-    with ResultsStore.open(storage, create=True) as results:
-        latest = results.latest_verification(study_name)
-        notes: tuple[str, ...] = ()
-        if latest is not None and not latest.complete:
-            # Resume from the stored plan first: the finalists are not selected again (the
-            # study may have changed since, and the runs so far were measured under it).
-            run = latest
-            notes = _resume_notes(run.plan, settings)
-            configs = _trial_configs(
-                study_name, results, {run.plan.baseline_trial, *run.plan.candidates}, objective
-            )
-        else:
-            trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
-            baseline, finalists = select_finalists(
-                trials,
-                {t.number for t in study.best_trials},
-                settings.candidates,
-                settings.accuracy_tolerance_pt,
-                study_metric(study),
-                objective,
-                settings.screen_z,
-            )
-            # Validate before writing: every configuration to run must be stored.
-            configs = _trial_configs(study_name, results, {baseline, *finalists}, objective)
-            number = (latest.number if latest is not None else 0) + 1
-            params_now = {t.number: t.params for t in trials}
-            model_changes = model_change_finalists(finalists, params_now, baseline)
-            # A race only where an answer has several finalists; a lone one is its own survivor.
-            answers = (len(finalists) - len(model_changes), len(model_changes))
-            race_rounds = settings.race_rounds if max(answers) > 1 else 0
-            inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
-            costs = _run_costs(trials, baseline)
-            fitted = fit_budget(
+    latest = results.latest_verification(study_name)
+    notes: tuple[str, ...] = ()
+    if latest is not None and not latest.complete:
+        # Resume from the stored plan first: the finalists are not selected again (the
+        # study may have changed since, and the runs so far were measured under it).
+        run = latest
+        notes = _resume_notes(run.plan, settings)
+        configs = _trial_configs(
+            study_name, results, {run.plan.baseline_trial, *run.plan.candidates}, objective
+        )
+    else:
+        trials = study.get_trials(deepcopy=False, states=FINISHED_STATES)
+        baseline, finalists = select_finalists(
+            trials,
+            {t.number for t in study.best_trials},
+            settings.candidates,
+            settings.accuracy_tolerance_pt,
+            study_metric(study),
+            objective,
+            settings.screen_z,
+        )
+        # Validate before writing: every configuration to run must be stored.
+        configs = _trial_configs(study_name, results, {baseline, *finalists}, objective)
+        number = (latest.number if latest is not None else 0) + 1
+        params_now = {t.number: t.params for t in trials}
+        model_changes = model_change_finalists(finalists, params_now, baseline)
+        # A race only where an answer has several finalists; a lone one is its own survivor.
+        answers = (len(finalists) - len(model_changes), len(model_changes))
+        race_rounds = settings.race_rounds if max(answers) > 1 else 0
+        inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
+        costs = _run_costs(trials, baseline)
+        fitted = fit_budget(
+            costs,
+            baseline,
+            finalists,
+            model_changes,
+            frozenset(finalists) - frozenset(inherited),
+            _rounds_for(finalists, inherited, settings),
+            race_rounds,
+            budget_left_full_runs,
+        )
+        finalists, race_rounds = fitted.finalists, fitted.race_rounds
+        model_changes = tuple(n for n in model_changes if n in finalists)
+        inherited = tuple(n for n in inherited if n in finalists)
+        timed = _rounds_for(finalists, inherited, settings, fitted.rounds)
+        if timed > fitted.rounds and budget_left_full_runs is None:
+            fitted = replace(fitted, rounds=timed)  # only timed finalists are left
+        elif timed > fitted.rounds:
+            # Only timed finalists are left: as many timed rounds as the cap allows.
+            refit = fit_budget(
                 costs,
                 baseline,
                 finalists,
                 model_changes,
-                frozenset(finalists) - frozenset(inherited),
-                _rounds_for(finalists, inherited, settings),
+                frozenset(),
+                timed,
                 race_rounds,
                 budget_left_full_runs,
             )
-            finalists, race_rounds = fitted.finalists, fitted.race_rounds
-            model_changes = tuple(n for n in model_changes if n in finalists)
-            inherited = tuple(n for n in inherited if n in finalists)
-            timed = _rounds_for(finalists, inherited, settings, fitted.rounds)
-            if timed > fitted.rounds and budget_left_full_runs is None:
-                fitted = replace(fitted, rounds=timed)  # only timed finalists are left
-            elif timed > fitted.rounds:
-                # Only timed finalists are left: as many timed rounds as the cap allows.
-                refit = fit_budget(
-                    costs,
-                    baseline,
-                    finalists,
-                    model_changes,
-                    frozenset(),
-                    timed,
-                    race_rounds,
-                    budget_left_full_runs,
-                )
-                kept = [
-                    n
-                    for n in fitted.notes
-                    if "confirmation rounds instead" not in n and n not in refit.notes
-                ]
-                fitted = replace(refit, notes=(*kept, *refit.notes))
-            rounds, notes = fitted.rounds, fitted.notes
-            seeds = round_seeds(_study_seed(study, results), number, race_rounds + rounds)
-            limits = _study_constraints(study)
-            plan = VerificationPlan(
-                baseline_trial=baseline,
-                candidates=finalists,
-                seeds=seeds[race_rounds:],
-                accuracy_tolerance_pt=settings.accuracy_tolerance_pt,
-                race_seeds=seeds[:race_rounds],
-                screen_z=settings.screen_z,
-                max_memory_bytes=(
-                    int(limits.max_memory_bytes) if limits.max_memory_bytes is not None else None
-                ),
-                min_accuracy=limits.min_accuracy,
-                model_changes=model_changes,
-                inherited=inherited,
-                check_floor_json=floor_json,
-                budget_steps=_budget_steps(trials, baseline),
-            )
-            if reuse and latest is not None and _plan_matches(latest, plan):
-                return summarize_for_study(study, latest)
-            run = results.start_verification(study_name, plan)
-        params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
-        plan, metric = run.plan, study_metric(study)
-        configs = _with_study_cadence(configs, study, plan.baseline_trial)
-        configs = _timing_only(configs, plan, study)
-        # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
-        # its search compiled the same graphs.
-        with study_compile_cache(storage, study_name):
-            run = _run_verification(
-                run,
-                results,
-                configs,
-                run_trial_fn,
-                timeout_s,
-                on_run,
-                lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
-                settings.busy_rerun_budget,
-            )
+            kept = [
+                n
+                for n in fitted.notes
+                if "confirmation rounds instead" not in n and n not in refit.notes
+            ]
+            fitted = replace(refit, notes=(*kept, *refit.notes))
+        rounds, notes = fitted.rounds, fitted.notes
+        seeds = round_seeds(_study_seed(study, results), number, race_rounds + rounds)
+        limits = _study_constraints(study)
+        plan = VerificationPlan(
+            baseline_trial=baseline,
+            candidates=finalists,
+            seeds=seeds[race_rounds:],
+            accuracy_tolerance_pt=settings.accuracy_tolerance_pt,
+            race_seeds=seeds[:race_rounds],
+            screen_z=settings.screen_z,
+            max_memory_bytes=(
+                int(limits.max_memory_bytes) if limits.max_memory_bytes is not None else None
+            ),
+            min_accuracy=limits.min_accuracy,
+            model_changes=model_changes,
+            inherited=inherited,
+            check_floor_json=floor_json,
+            budget_steps=_budget_steps(trials, baseline),
+        )
+        if reuse and latest is not None and _plan_matches(latest, plan):
+            return summarize_for_study(study, latest)
+        run = results.start_verification(study_name, plan)
+    params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
+    plan, metric = run.plan, study_metric(study)
+    configs = _with_study_cadence(configs, study, plan.baseline_trial)
+    configs = _timing_only(configs, plan, study)
+    # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
+    # its search compiled the same graphs.
+    with study_compile_cache(results.url, study_name):
+        run = _run_verification(
+            run,
+            results,
+            configs,
+            run_trial_fn,
+            timeout_s,
+            on_run,
+            lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
+            settings.busy_rerun_budget,
+        )
     summary = summarize_for_study(study, run)
     return replace(summary, notes=(*notes, *summary.notes))
 

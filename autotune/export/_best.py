@@ -24,13 +24,12 @@ from autotune.config import (
     SYSTEM_KNOBS,
     DataSettings,
     TrialConfig,
-    upgrade_space_record,
 )
 from autotune.exceptions import ConfigError
 from autotune.objectives import Objective, ObjectiveMode
 from autotune.report import Baseline, ParetoRow, gather_report, model_knobs
 from autotune.storage import ResultsStore, TrialRecord, load_existing_study
-from autotune.trial_result import TrialResult
+from autotune.trial_result import StudyAttributes, TrialResult
 from autotune.verification import ACCURACY, VerificationSummary
 
 __all__ = [
@@ -46,9 +45,12 @@ __all__ = [
 #: in the metric's own direction (a ``val_loss``: lower first), see :func:`sort_pareto`.
 #: ``time`` (time to target, shortest first) is for time-to-accuracy studies only, and their
 #: default; there ``accuracy`` ranks by the metric reached and ``throughput`` by the
-#: throughput each trial recorded (an extra figure, not an objective).
+#: throughput each trial recorded (an extra figure, not an objective). ``goodput`` ranks a
+#: global-batch change by throughput x E(B) and any other row by its throughput
+#: (:attr:`autotune.report.ParetoRow.goodput_sps`).
 OBJECTIVE_CHOICES: dict[str, tuple[str, bool]] = {
     "throughput": ("throughput_sps", True),
+    "goodput": ("goodput_sps", True),
     "accuracy": ("val_metric", True),
     "metric": ("val_metric", True),
     "memory": ("peak_memory_bytes", False),
@@ -192,7 +194,7 @@ def _full_configs(
         for r in records
         if r.trial_number in numbers
     }
-    space = upgrade_space_record((study.user_attrs.get("autotune") or {}).get("space"))
+    space = dict(StudyAttributes.from_study(study).space)
     advanced = space.get("advanced") or {}
     for trial in study.get_trials(deepcopy=False):
         if trial.number in numbers and "train" not in configs.get(trial.number, {}):

@@ -2,7 +2,7 @@
 trial must pass.
 
 - :mod:`._fingerprint`: :class:`MachineFingerprint`, what makes two measurements comparable,
-  probed here and nowhere else; the study's record of it (:func:`check_study_hardware`).
+  probed here and nowhere else (the study's record of it: :func:`autotune.study.check_study_hardware`).
 - :mod:`._capabilities`: :class:`DeviceCapabilities`, the facts the feasibility rules read,
   plus the peak FLOP/s MFU is measured against. The mock device's simulated machines
   (:mod:`autotune.hardware.simulated`) are read the same way, through their simulated NVML.
@@ -35,7 +35,6 @@ from autotune.hardware._feasibility import (
 )
 from autotune.hardware._fingerprint import (
     MachineFingerprint,
-    check_study_hardware,
     cpu_model_name,
     detect_fingerprint,
     fingerprint_mismatch,
@@ -78,7 +77,6 @@ __all__ = [
     "MemoryEstimate",
     "PrecisionScreen",
     "capabilities_from_fingerprint",
-    "check_study_hardware",
     "cpu_model_name",
     "detect_capabilities",
     "detect_fingerprint",

@@ -1,11 +1,10 @@
-"""The machine a study runs on: host probing, :class:`MachineFingerprint`, and the study's
-record of it.
+"""The machine a study runs on: host probing and :class:`MachineFingerprint`.
 
 The fingerprint is what makes two measurements comparable (GPUs through NVML, driver,
 CUDA/cuDNN/torch versions, CPU model and cores, RAM); this module is the one place the machine
-is probed. Each study keeps the fingerprint of its machine in its user attribute ``hardware``;
-:func:`check_study_hardware` refuses to mix machines in one study unless told to
-(``--allow-hardware-change``), and :func:`fingerprint_mismatch` says what differs.
+is probed. Each study keeps the fingerprint of its machine in its user attribute ``hardware``
+(:func:`autotune.study.check_study_hardware` refuses to mix machines in one study unless told
+to); :func:`fingerprint_mismatch` says what differs.
 """
 
 from __future__ import annotations
@@ -16,18 +15,14 @@ import platform
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from autotune.exceptions import ConfigError, DeviceUnavailableError
+from autotune.exceptions import DeviceUnavailableError
 from autotune.hardware.simulated import get_profile
 from autotune.nvml import GpuInfo, read_nvml, visible_nvml_indices
 
-if TYPE_CHECKING:
-    import optuna
-
 __all__ = [
     "MachineFingerprint",
-    "check_study_hardware",
     "cpu_model_name",
     "detect_fingerprint",
     "fingerprint_mismatch",
@@ -287,38 +282,3 @@ def _short(value: Any) -> str:
     if isinstance(value, list) and not value:
         return "no GPU"
     return str(value)
-
-
-def check_study_hardware(
-    study: optuna.Study, fingerprint: MachineFingerprint | None, *, allow_change: bool
-) -> None:
-    """Record the machine in the study's ``hardware`` user attribute, or refuse another one.
-
-    A new study (or one made before fingerprints existed) records ``fingerprint``. An
-    existing study compares it with the machine it last ran on; on a difference it raises,
-    unless ``allow_change``: then the change is appended to the ``hardware_changes`` user
-    attribute as ``{"from_trial": <first trial number on the new machine>, "hardware": ...}``.
-
-    Raises:
-        ConfigError: the study was measured on other hardware and ``allow_change`` is False.
-    """
-    if fingerprint is None:
-        return
-    current = fingerprint.to_dict()
-    recorded = study.user_attrs.get("hardware")
-    if recorded is None:
-        study.set_user_attr("hardware", current)
-        return
-    changes = list(study.user_attrs.get("hardware_changes", []))
-    last = changes[-1]["hardware"] if changes else recorded
-    diff = fingerprint_mismatch(last, current)
-    if diff is None:
-        return
-    if not allow_change:
-        raise ConfigError(
-            f"study={study.study_name}: it was measured on other hardware ({diff}); throughputs "
-            "from two machines are not comparable. Start a new study (study=NAME, optionally "
-            f"warm_start={study.study_name}) or pass --allow-hardware-change"
-        )
-    changes.append({"from_trial": len(study.trials), "hardware": current})
-    study.set_user_attr("hardware_changes", changes)

@@ -195,15 +195,17 @@ def study_precision_screen(
     space: SearchSpace,
     caps: DeviceCapabilities,
     min_peak_ratio: float,
-    study_record: Mapping[str, Any] | None,
+    stored_screen: Mapping[str, Any] | None,
     study_name: str,
+    *,
+    new_study: bool,
 ) -> PrecisionScreen | None:
     """The screen a run uses: the study's stored one when it exists, else a new one.
 
-    - No study record (a new study): :func:`screen_precisions` now.
-    - A record without a screen (a study made before the screen existed): None, nothing is
+    - A new study: :func:`screen_precisions` now.
+    - A study without a stored screen (made before the screen existed): None, nothing is
       screened, so the study keeps the space it was made with.
-    - A record with a screen: that screen, whatever the device measures now. A
+    - A stored screen: that screen, whatever the device measures now. A
       ``min_peak_ratio`` other than the stored one is refused when, on the stored peaks, it
       would screen other precisions (the study's space would change).
 
@@ -211,18 +213,19 @@ def study_precision_screen(
         space: the search space (before the feasibility rules).
         caps: the device.
         min_peak_ratio: ``advanced.hardware.min_peak_ratio`` of this run.
-        study_record: the study's record (user attribute ``autotune``), None for a new study.
+        stored_screen: the study's stored screen (:meth:`PrecisionScreen.to_record`; read by
+            :attr:`autotune.trial_result.StudyAttributes.precision_screen`), None without one.
         study_name: the study, for messages.
+        new_study: no study of that name exists yet.
 
     Raises:
         ConfigError: the ratio would change a stored screen, or the record cannot be read.
     """
-    if study_record is None:
+    if new_study:
         return screen_precisions(space, caps, min_peak_ratio)
-    stored = study_record.get(RECORD_KEY)
-    if stored is None:
+    if stored_screen is None:
         return None
-    screen = PrecisionScreen.from_record(stored)
+    screen = PrecisionScreen.from_record(stored_screen)
     if min_peak_ratio != screen.min_peak_ratio:
         screened, kept_below = screen.decide(min_peak_ratio)
         if (screened, kept_below) != (screen.screened, screen.kept_below):

@@ -121,6 +121,16 @@ class Measurement:
             return self
         return replace(self, other_cpu_share=load.other_cpu_share, load_avg_1m=load.load_avg_1m)
 
+    @property
+    def budget_steps(self) -> int | None:
+        """Where a run stopped at a share of the budget (short evidence): the budget's
+        optimizer steps, of which it trained :attr:`steps` (``extra["budget_steps"]``, written
+        by the training loop); None for a run that trained the budget or was only timed."""
+        value = self.extra.get("budget_steps")
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+        )
+
     def busy(self, max_other_cpu_share: float) -> bool:
         """Measured on a busy machine (:func:`is_busy`)."""
         return is_busy(self.other_cpu_share, max_other_cpu_share)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -48,7 +47,7 @@ from autotune.report._points import (
 from autotune.report._text import model_knobs, not_verified_line
 from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import KNOB_COLUMNS, HardwareFingerprint, StudyRecord
-from autotune.trial_result import TrialResult
+from autotune.trial_result import StudyAttributes, TrialResult
 from autotune.verification import CandidateVerdict, VerificationSummary, load_verification
 
 __all__ = ["ReportData", "gather_from_trials", "gather_report"]
@@ -348,14 +347,14 @@ def _point(
 
 
 def _hardware_rows(
-    record: StudyRecord | None, study_attrs: Mapping[str, Any]
+    record: StudyRecord | None, study_attrs: StudyAttributes
 ) -> tuple[tuple[str, str], ...]:
     hardware: HardwareFingerprint | None = record.hardware if record is not None else None
     if hardware is not None:
         return tuple(hardware.rows())
     rows = [
-        ("device", f"{study_attrs.get('device_kind', '?')}: {study_attrs.get('device_name', '?')}"),
-        ("simulated", "yes: SIMULATED" if study_attrs.get("simulated") else "no"),
+        ("device", f"{study_attrs.device_kind or '?'}: {study_attrs.device_name or '?'}"),
+        ("simulated", "yes: SIMULATED" if study_attrs.simulated else "no"),
         ("fingerprint", "not recorded (study made before autotune's results tables)"),
     ]
     return tuple(rows)
@@ -391,8 +390,7 @@ def gather_report(
             f"{len(study.directions)} objectives; autotune's have {len(OBJECTIVES)}, or 2 "
             "in a time-to-accuracy study: time_to_accuracy_s and peak_memory_bytes)"
         )
-    attrs: Mapping[str, Any] = study.user_attrs.get("autotune") or {}
-    space = attrs.get("space") or {}
+    attrs = StudyAttributes.from_study(study)
     if trials is None:
         trials = study.get_trials(deepcopy=False)
     record = results.study(study.study_name) if results is not None else None
@@ -400,15 +398,15 @@ def gather_report(
     if not tta and study.metric_names is None and record is not None:  # our record names it
         objectives = study_objectives(record.metric_name, record.metric_direction)
     verification = load_verification(study, results) if results is not None else None
-    simulated = record.simulated if record is not None else attrs.get("simulated")
+    simulated = record.simulated if record is not None else attrs.simulated
     return gather_from_trials(
         study.study_name,
         trials,
-        space_name=str(record.space_name if record else space.get("name", "")),
+        space_name=str(record.space_name if record else attrs.space.get("name", "")),
         device_name=str(
             record.hardware.device_name
             if record is not None and record.hardware is not None
-            else attrs.get("device_name", "")
+            else attrs.device_name or ""
         ),
         simulated=None if simulated is None else bool(simulated),
         hardware=_hardware_rows(record, attrs),

@@ -150,6 +150,15 @@ class ParetoRow(NamedTuple):
         return self.time_to_accuracy_s is not None
 
     @property
+    def goodput_sps(self) -> float:
+        """The samples/s of the baseline's batch this row is worth: a global-batch change's
+        goodput (throughput x E(B), :mod:`autotune.goodput`), the throughput of any other
+        row (E(B) = 1 at the baseline's batch)."""
+        if self.result is not None and self.result.goodput_sps is not None:
+            return self.result.goodput_sps
+        return self.throughput_sps
+
+    @property
     def cpu_text(self) -> str:
         """The ``other CPU`` cell of the Pareto tables: ``3 %``, ``48 % BUSY``, ``not measured
         (mock)`` or ``n/a`` (:func:`autotune.report.cpu_share_text`)."""

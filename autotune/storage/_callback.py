@@ -24,6 +24,7 @@ from autotune.storage.records import (
     TrialRecord,
     trial_record,
 )
+from autotune.trial_result import StudyAttributes
 
 __all__ = ["ResultsCallback", "open_results_for_run"]
 
@@ -104,9 +105,8 @@ def open_results_for_run(
     """
     # The machine fingerprint the study recorded (``autotune.hardware.check_study_hardware``),
     # the newest one where the study moved machines; else the one detected with ``caps``.
-    changes = study.user_attrs.get("hardware_changes") or []
-    recorded = changes[-1].get("hardware") if changes else study.user_attrs.get("hardware")
-    machine = recorded if isinstance(recorded, Mapping) else caps.fingerprint
+    recorded = StudyAttributes.from_study(study).latest_hardware
+    machine = recorded if recorded is not None else caps.fingerprint
     hardware = hardware_fingerprint(caps, machine) if machine is not None else None
     metric = study_metric(study)  # the workload's, as Optuna and the study record keep it
     store = ResultsStore.open(config.storage, create=True)

@@ -197,6 +197,11 @@ class TrialResultModel(Base):
     check_max_divergence: Mapped[float | None] = mapped_column(Float)
     # Wall seconds of the trial's runs, its cost (a full run is the baseline's measured run).
     run_s: Mapped[float | None] = mapped_column(Float)
+    # Goodput (autotune.goodput): the baseline's gradient noise scale in samples, and a
+    # global-batch change's E(B) and throughput x E(B); NULL elsewhere and before goodput.
+    gradient_noise_scale: Mapped[float | None] = mapped_column(Float)
+    statistical_efficiency: Mapped[float | None] = mapped_column(Float)
+    goodput_sps: Mapped[float | None] = mapped_column(Float)
     flops_per_sample: Mapped[float | None] = mapped_column(Float)
     mfu: Mapped[float | None] = mapped_column(Float)
     energy_j_per_sample: Mapped[float | None] = mapped_column(Float)

@@ -26,6 +26,7 @@ from autotune.study._launcher import (
     trial_devices,
     trial_environment,
 )
+from autotune.study._machine import check_study_hardware
 from autotune.study._objective import RunTrialFn, SurplusTrial, TrialObjective
 from autotune.study._opening import (
     STUDY_RECORD_ATTR,
@@ -46,6 +47,7 @@ __all__ = [
     "SurplusTrial",
     "TrialObjective",
     "WarpedSampler",
+    "check_study_hardware",
     "check_warm_start",
     "count_finished",
     "make_sampler",

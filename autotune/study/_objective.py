@@ -43,11 +43,13 @@ from autotune.evidence import (
     class_by_knobs,
 )
 from autotune.exceptions import SurplusTrial, TrialError
+from autotune.goodput import goodput_sps, statistical_efficiency
 from autotune.hardware import DeviceCapabilities, trial_infeasibility_reason
 from autotune.measure import BUSY_ATTR, Measurement
 from autotune.objectives import (
     OBJECTIVES,
     Objective,
+    ObjectiveMode,
     failed_values,
     metric_objective,
     objective_mode,
@@ -65,6 +67,7 @@ __all__ = [
     "SurplusTrial",
     "TrialObjective",
     "eval_every_s",
+    "goodput_attrs",
     "has_check",
     "is_surplus",
     "mock_fault",
@@ -250,6 +253,35 @@ def with_full_run(full: Measurement, run: Measurement) -> Measurement:
     )
 
 
+def goodput_attrs(
+    samples_per_step: int, throughput_sps: float, base: TrialResult | None
+) -> dict[str, float]:
+    """A global-batch change's goodput figures against the baseline trial ``base``:
+    ``statistical_efficiency`` (AdaptDL's E(B) = (B_noise + B0) / (B_noise + B), Qiao et al.,
+    OSDI '21, eq. 5) and ``goodput_sps`` (throughput x E(B), samples/s of the baseline's
+    batch), from the noise scale B_noise the baseline's run measured.
+
+    Args:
+        samples_per_step: the trial's global batch B (samples per optimizer step).
+        throughput_sps: its measured throughput (samples/s).
+        base: the study's baseline trial (None: not finished yet).
+
+    Returns:
+        The two user attributes; empty for the baseline's own global batch, or where the
+        baseline has no resolved noise scale (not probed, or the noise drowned the signal).
+    """
+    if base is None or base.samples_per_step is None or samples_per_step == base.samples_per_step:
+        return {}
+    noise = base.gradient_noise_scale
+    if noise is None or not noise > 0 or samples_per_step < 1:
+        return {}
+    efficiency = statistical_efficiency(samples_per_step, base.samples_per_step, noise)
+    return {
+        "statistical_efficiency": efficiency,
+        "goodput_sps": goodput_sps(throughput_sps, efficiency),
+    }
+
+
 def trial_constraints(
     measurement: Measurement | None, limits: Constraints, tta: bool
 ) -> dict[str, float]:
@@ -301,6 +333,10 @@ class TrialObjective:
             (``autotune.study.run_trial``; tests inject fakes).
         n_trials: the study's target; a trial beyond it (several workers asked at once) is not
             run but stopped as :class:`SurplusTrial`.
+        objectives: the study's objectives; their mode is the run's ``objective``.
+
+    Raises:
+        ValueError: the objectives' mode is not ``config.objective``.
 
     Returns (when called):
         ``(throughput_sps, val_metric, peak_memory_bytes)``, or ``(time_to_accuracy_s,
@@ -324,6 +360,15 @@ class TrialObjective:
         objectives: tuple[Objective, ...] = OBJECTIVES,
     ) -> None:
         self._objectives = objectives
+        # The study's mode, derived once: every trial configuration carries the run's
+        # ``objective`` (config.RunConfig), and the objectives follow it.
+        self._mode: ObjectiveMode = objective_mode(objectives)
+        if self._mode != config.objective:
+            raise ValueError(
+                f"TrialObjective(config, ..., objectives): the objectives are a {self._mode} "
+                f"study's, but config.objective is {config.objective}"
+            )
+        self._tta = self._mode == "time_to_accuracy"
         self._sampler_s_seen = 0.0  # the sampler's seconds already attributed to a trial
         self._config = config
         self._space = space
@@ -376,7 +421,7 @@ class TrialObjective:
         base = baseline_trial(trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
         if base is None or base.number == trial.number:
             return config
-        if config.objective != "time_to_accuracy":
+        if not self._tta:
             return self._with_throughput_floor(trial, config, base)
         every_s = TrialResult.from_trial(base).eval_every_s
         if every_s:
@@ -427,7 +472,7 @@ class TrialObjective:
         except TrialError:
             return config  # the measured run will fail too, and record why
         trial.set_user_attr("cold_throughput_sps", cold.throughput_sps)
-        if config.objective != "time_to_accuracy":
+        if not self._tta:
             return config
         trial.set_user_attr("cold_time_to_accuracy_s", cold.time_to_accuracy_s)
         every_s = eval_every_s(config.train, cold)
@@ -556,14 +601,14 @@ class TrialObjective:
     def _record_full_run(trial: optuna.Trial, run_s: float, measurement: Measurement) -> None:
         """The unit of the study's cost (user attribute ``full_run_s``): the baseline's
         measured run's wall seconds, ``run_s``; under short evidence, where it stopped at a
-        share of the budget (``extra["budget_steps"]``), projected over the whole budget
+        share of the budget (:attr:`Measurement.budget_steps`), projected over the whole budget
         (:func:`autotune.cost.projected_full_run_s`; ``full_run_projected``)."""
-        budget_steps = measurement.extra.get("budget_steps")
-        if not budget_steps or measurement.too_slow or measurement.steps >= int(budget_steps):
+        budget_steps = measurement.budget_steps
+        if not budget_steps or measurement.too_slow or measurement.steps >= budget_steps:
             trial.set_user_attr("full_run_s", run_s)
             return
         projected_s = projected_full_run_s(
-            run_s, measurement.steps, int(budget_steps), measurement.step_time_s
+            run_s, measurement.steps, budget_steps, measurement.step_time_s
         )
         trial.set_user_attr("full_run_s", projected_s)
         trial.set_user_attr("full_run_projected", True)
@@ -577,20 +622,31 @@ class TrialObjective:
         measurement: Measurement | None = None,
     ) -> None:
         """Record the class, the accuracy's source and the detail; a measured accuracy
-        from a short-evidence run (``measurement.extra["budget_steps"]``) says where it
+        from a short-evidence run (:attr:`Measurement.budget_steps`) says where it
         stopped."""
         trial.set_user_attr("evidence_class", evidence_class)
         trial.set_user_attr("accuracy_source", source)
-        budget_steps = measurement.extra.get("budget_steps") if measurement is not None else None
+        budget_steps = measurement.budget_steps if measurement is not None else None
         if source == "measured" and budget_steps and measurement is not None:
             short = (
-                f"measured after {measurement.steps:,} of the budget's {int(budget_steps):,} "
+                f"measured after {measurement.steps:,} of the budget's {budget_steps:,} "
                 "steps (short evidence: budget.full_runs is below "
                 "advanced.budget.trained_evidence_full_runs)"
             )
             detail = f"{detail}; {short}" if detail else short
         if detail:
             trial.set_user_attr("evidence_detail", detail)
+
+    @staticmethod
+    def _set_goodput(trial: optuna.Trial, measurement: Measurement) -> None:
+        """Record a global-batch change's E(B) and goodput against the baseline trial
+        (:func:`goodput_attrs`); nothing for the baseline's batch."""
+        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        found = baseline_trial(completed)
+        base = TrialResult.from_trial(found) if found is not None else None
+        attrs = goodput_attrs(measurement.samples_per_step, measurement.throughput_sps, base)
+        for name, value in attrs.items():
+            trial.set_user_attr(name, value)
 
     def _with_reuse(self, trial: optuna.Trial, config: TrialConfig, key: str) -> TrialConfig:
         """The configuration with ``reuse`` set when ``advanced.search.reuse_metric`` is on and a
@@ -604,12 +660,11 @@ class TrialObjective:
         without ``reuse``)."""
         if not self._space.advanced.search.reuse_metric or trial.user_attrs.get(BASELINE_ATTR):
             return config
-        tta = config.objective == "time_to_accuracy"
         completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        source = reuse_source(completed, trial.number, key, tta, trial.params)
+        source = reuse_source(completed, trial.number, key, self._tta, trial.params)
         if source is None:
             return config
-        reuse = _reused_metric(source, tta)
+        reuse = _reused_metric(source, self._tta)
         return config.model_copy(update={"reuse": reuse})
 
     def _remeasure_while_busy(
@@ -635,7 +690,7 @@ class TrialObjective:
         it stand).
         """
         threshold = config.measure.max_other_cpu_share
-        tta = config.objective == "time_to_accuracy"
+        tta = self._tta
         first = kept = measurement
         shares = [] if first.other_cpu_share is None else [first.other_cpu_share]
         reruns, spent_s = 0, 0.0
@@ -698,8 +753,9 @@ class TrialObjective:
     def _set_constraints(self, trial: optuna.Trial, measurement: Measurement | None) -> None:
         """Record feasibility as Optuna constraints (> 0 means violated;
         :func:`trial_constraints`)."""
-        tta = self._config.objective == "time_to_accuracy"
-        for name, value in trial_constraints(measurement, self._space.constraints, tta).items():
+        for name, value in trial_constraints(
+            measurement, self._space.constraints, self._tta
+        ).items():
             trial.set_constraint(name, value)
 
     def _record_sampler_time(self, trial: optuna.Trial) -> None:
@@ -723,7 +779,7 @@ class TrialObjective:
         trial.set_user_attr("failure", failure)
         trial.set_user_attr("failure_detail", detail[-2000:])
         self._set_constraints(trial, None)
-        mode = objective_mode(self._objectives)
+        mode = self._mode
         if mode == "time_to_accuracy":
             worst_s = self._worst_measured(trial, 0)
             return failed_values(self._caps.memory_bytes, mode=mode, worst_time_s=worst_s)
@@ -800,7 +856,9 @@ class TrialObjective:
         if measurement.too_slow:
             return self._record_too_slow(trial, measurement)
         self._set_constraints(trial, measurement)
-        mode = objective_mode(self._objectives)
+        mode = self._mode
+        if mode == "throughput":
+            self._set_goodput(trial, measurement)
         values = objective_values(measurement, mode)
         if mode == "time_to_accuracy" and not measurement.target_reached:
             # No time to accuracy: at least the seconds it trained, and no better than any

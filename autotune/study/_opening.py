@@ -25,13 +25,11 @@ from autotune.config import (
     SearchSpace,
     TrialConfig,
     display_url,
-    upgrade_space_record,
 )
 from autotune.exceptions import ConfigError, StorageError
 from autotune.hardware import (
     DeviceCapabilities,
     PrecisionScreen,
-    check_study_hardware,
     estimate_trial_memory_or_none,
     fits_memory_with_margin,
     trial_infeasibility_reason,
@@ -43,6 +41,7 @@ from autotune.objectives import (
     objective_mode,
 )
 from autotune.storage import FINISHED_STATES, error_reason, storage_location, study_exists
+from autotune.study._machine import check_study_hardware
 from autotune.study._samplers import (
     GP_STARTUP_TRIALS,
     STARTUP_DESIGN_SAMPLERS,
@@ -53,7 +52,7 @@ from autotune.study._samplers import (
     design_levels,
     make_sampler,
 )
-from autotune.trial_result import TrialResult
+from autotune.trial_result import STUDY_RECORD_ATTR, StudyAttributes, TrialResult
 
 __all__ = [
     "PRIOR_PROFILE_BUDGET_S",
@@ -67,10 +66,6 @@ __all__ = [
     "startup_design",
     "study_sampler",
 ]
-
-#: The study user attribute holding the study record: its space, device, objectives and
-#: precision screen (what a resumed study must match).
-STUDY_RECORD_ATTR = "autotune"
 
 
 def check_warm_start(config: RunConfig) -> None:
@@ -175,8 +170,8 @@ def open_study(
         )
         # Another machine first: it also explains a space restricted differently.
         check_study_hardware(study, caps.fingerprint, allow_change=config.allow_hardware_change)
-        existing = study.user_attrs.get(STUDY_RECORD_ATTR)
-        if existing is None:
+        stored = StudyAttributes.from_study(study)
+        if not stored.record:
             with warnings.catch_warnings():  # set_metric_names is "experimental" since 3.2
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 study.set_metric_names([o.name for o in objectives])
@@ -184,14 +179,14 @@ def open_study(
             for params, source in warm_start:
                 study.enqueue_trial(params, user_attrs={WARM_START_ATTR: source})
         else:
-            mode = existing.get("objective", "throughput")
+            mode = stored.objective
             if mode != record.get("objective", "throughput"):
                 raise ConfigError(
                     f"study={config.study}: it was created with objective={mode}; choose a new "
                     "study name (study=NAME) or the original objective"
                 )
             # A study stored before advanced.* compares in this release's shape.
-            existing = {**existing, "space": upgrade_space_record(existing.get("space"))}
+            existing = {**stored.record, "space": dict(stored.space)}
             for key, what in (("space", "search space"), ("device_kind", "device")):
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
                     record[key], sort_keys=True

@@ -73,6 +73,7 @@ from autotune.verification._finalists import (
     changes_model,
     closest_trial,
     model_change_finalists,
+    ranking_sps,
     round_seeds,
     select_finalists,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "model_change_finalists",
     "passes_screen",
     "race_survivors",
+    "ranking_sps",
     "round_seeds",
     "screen_allowance",
     "select_finalists",

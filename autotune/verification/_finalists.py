@@ -27,6 +27,7 @@ __all__ = [
     "changes_model",
     "closest_trial",
     "model_change_finalists",
+    "ranking_sps",
     "round_seeds",
     "select_finalists",
 ]
@@ -212,7 +213,8 @@ def select_finalists(
     accuracy on a few hundred validation images moves by more than the 0.5 pt tolerance from
     seed to seed alone, so a tolerance without the noise would drop candidates for their luck.
     Finalists are chosen for each answer apart (:func:`changes_model`): the Pareto-optimal
-    trials that pass, fastest first, then the next fastest of the rest, until ``candidates``
+    trials that pass, fastest first (a global-batch change by its goodput,
+    :func:`ranking_sps`), then the next fastest of the rest, until ``candidates``
     are chosen that keep the baseline's model, and as many that change it. Trials with the same knobs as the baseline
     or an earlier finalist (a warm start, a retried trial) are skipped.
 
@@ -257,15 +259,27 @@ def select_finalists(
         and (t.throughput_sps or 0.0) > base_sps
         and _passes(t, base, metric, accuracy_tolerance_pt, screen_z)
     ]
-    # Pareto-optimal first (False sorts before True), then fastest first, then lower number.
+    # Pareto-optimal first (False sorts before True), then the highest goodput first (a
+    # global-batch change's throughput x E(B); the throughput of any other), then lower number.
     eligible.sort(
         key=lambda t: (
             t.number not in pareto_numbers,
-            -(t.throughput_sps or 0.0),
+            -ranking_sps(t),
             t.number,
         )
     )
     return base.number, _distinct(eligible, base, candidates)
+
+
+def ranking_sps(trial: TrialResult) -> float:
+    """The figure the screen ranks a throughput trial by, samples/s: a global-batch change's
+    goodput (throughput x E(B) against the baseline's noise scale, :mod:`autotune.goodput`:
+    the samples/s of the baseline's batch it is worth, Pollux's rule), the throughput of any
+    other trial (E(B) = 1 at the baseline's batch) and of a batch change whose baseline
+    resolved no noise scale."""
+    if trial.goodput_sps is not None:
+        return trial.goodput_sps
+    return trial.throughput_sps or 0.0
 
 
 def closest_trial(

@@ -10,7 +10,7 @@ import optuna
 from autotune.objectives import objective_mode, objectives_of_study, study_target
 from autotune.storage import FINISHED_STATES, ResultsStore
 from autotune.storage.records import VerificationRun
-from autotune.trial_result import TrialResult
+from autotune.trial_result import StudyAttributes, TrialResult
 from autotune.verification._finalists import closest_trial
 from autotune.verification._metric import DEFAULT_SCREEN_Z, study_metric
 from autotune.verification._summary import (
@@ -41,9 +41,9 @@ def summarize_for_study(study: optuna.Study, run: VerificationRun) -> Verificati
     time-to-accuracy study, its mode, target and the baseline trial's time to accuracy; with
     no finalist, the search trial that came closest to the screen. The baseline is "your
     baseline" where the study's space named one (``baseline:``), else "PyTorch's defaults"."""
-    recorded = study.user_attrs.get("autotune") or {}
-    simulated = bool(recorded.get("simulated", False))
-    named = bool((recorded.get("space") or {}).get("baseline"))
+    recorded = StudyAttributes.from_study(study)
+    simulated = bool(recorded.simulated)
+    named = recorded.names_baseline
     trials = study.get_trials(deepcopy=False)
     metric = study_metric(study)
     params = {t.number: t.params for t in trials}

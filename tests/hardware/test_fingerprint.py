@@ -21,7 +21,6 @@ from autotune.config import RunConfig, load_run_config
 from autotune.exceptions import ConfigError, DeviceUnavailableError
 from autotune.hardware import (
     MachineFingerprint,
-    check_study_hardware,
     detect_fingerprint,
     fingerprint_mismatch,
     physical_cpu_cores,
@@ -178,69 +177,6 @@ def test_mock_profiles_mismatch_by_profile_only() -> None:
     assert fingerprint_mismatch(h100.to_dict(), h100_elsewhere.to_dict()) is None
     diff = fingerprint_mismatch(h100.to_dict(), a100.to_dict())
     assert diff is not None and "mock_profile: h100 -> a100" in diff
-
-
-# --------------------------------------------------------------------------------------------
-# check_study_hardware
-
-
-def _study() -> optuna.Study:
-    return optuna.create_study(study_name="s", directions=["maximize"])
-
-
-def test_first_run_records_the_fingerprint() -> None:
-    study = _study()
-
-    check_study_hardware(study, _cuda(), allow_change=False)
-
-    assert study.user_attrs["hardware"] == _cuda().to_dict()
-
-
-def test_same_hardware_runs_again() -> None:
-    study = _study()
-    check_study_hardware(study, _cuda(), allow_change=False)
-
-    check_study_hardware(study, _cuda(), allow_change=False)
-
-    assert "hardware_changes" not in study.user_attrs
-
-
-def test_other_hardware_is_refused_with_a_clear_line() -> None:
-    study = _study()
-    check_study_hardware(study, _cuda("h100x8"), allow_change=False)
-
-    with pytest.raises(ConfigError) as err:
-        check_study_hardware(study, _cuda("a100x4"), allow_change=False)
-
-    message = str(err.value)
-    assert message.startswith("study=s: it was measured on other hardware (gpus: 8 x NVIDIA H100")
-    assert "throughputs from two machines are not comparable" in message
-    assert message.endswith("or pass --allow-hardware-change")
-    assert "\n" not in message
-
-
-def test_allowed_change_is_recorded_and_becomes_the_reference() -> None:
-    study = _study()
-    check_study_hardware(study, _cuda("h100x8"), allow_change=False)
-    study.optimize(lambda t: 1.0, n_trials=2)
-
-    check_study_hardware(study, _cuda("a100x4"), allow_change=True)
-    check_study_hardware(study, _cuda("a100x4"), allow_change=False)  # now the reference
-
-    assert study.user_attrs["hardware"] == _cuda("h100x8").to_dict()  # the original stays
-    assert study.user_attrs["hardware_changes"] == [
-        {"from_trial": 2, "hardware": _cuda("a100x4").to_dict()}
-    ]
-    with pytest.raises(ConfigError):
-        check_study_hardware(study, _cuda("h100x8"), allow_change=False)
-
-
-def test_no_fingerprint_records_nothing() -> None:
-    study = _study()
-
-    check_study_hardware(study, None, allow_change=False)
-
-    assert "hardware" not in study.user_attrs
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from autotune.hardware import (
     screen_precisions,
     study_precision_screen,
 )
-from autotune.hardware._screen import RECORD_KEY
 from autotune.hardware.simulated import PROFILE_NAMES, SimulatedGpu, SimulatedNvml
 from autotune.testing import make_capabilities, simulated_machine
 
@@ -199,11 +198,11 @@ def test_no_shipped_mock_profile_screens_a_precision(profile: str) -> None:
 
 
 def _record(screen: PrecisionScreen) -> dict[str, Any]:
-    return {"space": {}, RECORD_KEY: screen.to_record()}
+    return screen.to_record()
 
 
 def test_a_new_study_gets_a_new_screen() -> None:
-    screen = study_precision_screen(_space(), SLOW_FP16_CPU, 0.1, None, "s")
+    screen = study_precision_screen(_space(), SLOW_FP16_CPU, 0.1, None, "s", new_study=True)
 
     assert screen is not None and not screen.stored
     assert screen.screened == ("fp16",)
@@ -213,8 +212,10 @@ def test_a_resumed_study_keeps_its_stored_screen_whatever_the_device_measures_no
     made_slow = _record(screen_precisions(_space(), SLOW_FP16_CPU, 0.1))
     made_fast = _record(screen_precisions(_space(), FAST_FP16_CPU, 0.1))
 
-    kept = study_precision_screen(_space(), FAST_FP16_CPU, 0.1, made_slow, "s")
-    not_added = study_precision_screen(_space(), SLOW_FP16_CPU, 0.1, made_fast, "s")
+    kept = study_precision_screen(_space(), FAST_FP16_CPU, 0.1, made_slow, "s", new_study=False)
+    not_added = study_precision_screen(
+        _space(), SLOW_FP16_CPU, 0.1, made_fast, "s", new_study=False
+    )
 
     assert kept is not None and kept.stored and kept.screened == ("fp16",)
     assert kept.peak_flops_per_s["fp16"] == 3 * _G  # the stored peaks, not today's
@@ -223,14 +224,14 @@ def test_a_resumed_study_keeps_its_stored_screen_whatever_the_device_measures_no
 
 
 def test_a_study_made_before_the_screen_screens_nothing() -> None:
-    assert study_precision_screen(_space(), SLOW_FP16_CPU, 0.1, {"space": {}}, "s") is None
+    assert study_precision_screen(_space(), SLOW_FP16_CPU, 0.1, None, "s", new_study=False) is None
 
 
 def test_another_ratio_that_would_change_a_stored_screen_is_refused() -> None:
     record = _record(screen_precisions(_space(), SLOW_FP16_CPU, 0.1))
 
     with pytest.raises(ConfigError) as err:
-        study_precision_screen(_space(), SLOW_FP16_CPU, 0.0, record, "s")
+        study_precision_screen(_space(), SLOW_FP16_CPU, 0.0, record, "s", new_study=False)
 
     assert str(err.value) == (
         "advanced.hardware.min_peak_ratio=0: study=s was made with advanced.hardware.min_peak_ratio=0.1, which "
@@ -242,7 +243,7 @@ def test_another_ratio_that_would_change_a_stored_screen_is_refused() -> None:
 def test_another_ratio_with_the_same_outcome_keeps_the_stored_screen() -> None:
     record = _record(screen_precisions(_space(), SLOW_FP16_CPU, 0.1))
 
-    screen = study_precision_screen(_space(), FAST_FP16_CPU, 0.2, record, "s")
+    screen = study_precision_screen(_space(), FAST_FP16_CPU, 0.2, record, "s", new_study=False)
 
     assert screen is not None and screen.min_peak_ratio == 0.1
     assert screen.screened == ("fp16",)

@@ -27,3 +27,10 @@ def test_a_measurement_carries_the_share_and_is_busy_above_the_threshold() -> No
     assert busy.as_user_attrs()["other_cpu_share"] == 0.48
     assert busy.as_user_attrs()["load_avg_1m"] == 2.5
     assert "other_cpu_share" not in mock.as_user_attrs()
+
+
+def test_budget_steps_reads_a_short_evidence_runs_budget_and_nothing_else() -> None:
+    assert make_measurement(extra={"budget_steps": 600}).budget_steps == 600
+    assert make_measurement().budget_steps is None  # trained the budget, or timed only
+    for malformed in (0, -3, True, "600", 600.0):
+        assert make_measurement(extra={"budget_steps": malformed}).budget_steps is None

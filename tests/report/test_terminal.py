@@ -96,3 +96,25 @@ def test_a_registered_figure_is_a_column_where_a_row_has_it() -> None:
     assert headers[headers.index("other CPU") - 1] == "warm-up peak MiB"
     assert "warm-up peak MiB" not in [str(c.header) for c in without.columns]
     assert "3.0" in rendered_text(with_figure)
+
+
+def test_a_batch_change_shows_throughput_e_of_b_and_goodput_side_by_side() -> None:
+    """A trial that changed the global batch carries E(B) and goodput (the objective's
+    ``goodput_attrs``): the Pareto table shows both beside samples/s, the same-batch row reads
+    MISSING there, and ``ParetoRow.goodput_sps`` (``best --objective goodput``) falls back to
+    the throughput."""
+    batch = make_trial(
+        1,
+        (3000.0, 0.9, 4 * MIB),
+        extra_attrs={"statistical_efficiency": 0.6, "goodput_sps": 1800.0},
+    )
+    same = make_trial(2, (2000.0, 0.9, 4 * MIB))
+
+    rows = [pareto_row(batch), pareto_row(same)]
+    table = pareto_table(rows, "front", speedup=False)
+
+    headers = [str(c.header) for c in table.columns]
+    assert headers.index("samples/s") < headers.index("E(B)") < headers.index("goodput samples/s")
+    text = rendered_text(table)
+    assert "0.6" in text and "1,800" in text
+    assert [r.goodput_sps for r in rows] == [1800.0, 2000.0]

@@ -64,6 +64,11 @@ def _run_config(*args: str) -> RunConfig:
     return load_run_config(["device=mock", "data=digits", *args])
 
 
+#: One GPU: every configuration a seeded random sampler proposes runs on the mock's simulated
+#: GPU (two would let it propose CUDA graphs under DDP, which a GPU, simulated too, refuses).
+ONE_GPU = "gpu_count=[1]"
+
+
 def _optimize(
     objective: TrialObjective, n_trials: int, study: optuna.Study | None = None
 ) -> optuna.Study:
@@ -167,8 +172,9 @@ def test_the_startup_design_covers_every_level_with_feasible_rows(
         for r in unrepaired
         if trial_infeasibility_reason(knob_trial_config(config, space, caps, r), caps)
     ]
-    # Repairs were needed on the GPUs: CUDA graphs under DDP, and the tight memory.
-    assert bool(refused) == (caps.kind == "cuda")
+    # Repairs were needed on every GPU, the mock's simulated one too: CUDA graphs under DDP,
+    # and the tight memory.
+    assert bool(refused) == caps.is_gpu
     assert _covered(rows) == _levels(space)
     assert screened is None or all(row["precision"] != "fp16" for row in rows)
     for row in rows:
@@ -376,7 +382,7 @@ def test_successful_trial_stores_every_figure() -> None:
 
 
 def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
-    config = _run_config("seed=10", "trial.timeout_s=42")
+    config = _run_config("seed=10", "trial.timeout_s=42", ONE_GPU)
     fake = FakeRunTrial()
 
     study = _optimize(_objective(fake, config=config), 3)
@@ -399,7 +405,7 @@ def test_every_trial_of_a_study_trains_with_the_study_seed() -> None:
     # Common random numbers: the same initialization and data order for every configuration.
     fake = FakeRunTrial()
 
-    _optimize(_objective(fake, config=_run_config("seed=7")), 4)
+    _optimize(_objective(fake, config=_run_config("seed=7", ONE_GPU)), 4)
 
     configs = [trial_config for trial_config, _ in fake.calls]
     assert len({tuple(c.knobs().items()) for c in configs}) > 1  # different configurations
@@ -518,7 +524,8 @@ def test_a_failed_trial_of_a_minimized_metric_gets_the_worst_measured_value() ->
         sampler=optuna.samplers.RandomSampler(seed=0),
     )
 
-    _optimize(_objective(fake, caps=caps, objectives=objectives), 4, study)
+    config = _run_config(ONE_GPU)
+    _optimize(_objective(fake, caps=caps, config=config, objectives=objectives), 4, study)
 
     first, _, _, last = study.trials
     assert first.values == [0.0, 0.0, float(caps.memory_bytes)]  # nothing measured yet
@@ -570,7 +577,7 @@ def test_memory_and_accuracy_limits_become_constraints(write_space: Callable[...
 
 
 def test_mock_fault_reaches_only_the_chosen_trials() -> None:
-    config = _run_config("advanced.mock.fault=crash", "advanced.mock.fault_trials=[1]")
+    config = _run_config("advanced.mock.fault=crash", "advanced.mock.fault_trials=[1]", ONE_GPU)
     fake = FakeRunTrial([make_measurement()] * 4)
 
     _optimize(_objective(fake, config=config), 3)
@@ -1032,3 +1039,22 @@ def test_a_trial_reuses_the_nearest_measured_trial_of_its_math_key() -> None:
     first = reuse_source(completed, 11, "k", False)
     assert first is not None and first.number == 3  # without the trial's knobs: the earliest
     assert reuse_source(completed, 11, "other", False, eager) is None
+
+
+def test_a_batch_change_records_e_of_b_and_goodput_against_the_baseline_noise_scale() -> None:
+    from autotune.goodput import statistical_efficiency
+    from autotune.study._objective import goodput_attrs
+    from autotune.trial_result import TrialResult
+
+    base = TrialResult(
+        number=0, state=TrialState.COMPLETE, samples_per_step=64, gradient_noise_scale=192.0
+    )
+    attrs = goodput_attrs(256, 2000.0, base)
+    # E(256) = (192 + 64) / (192 + 256) = 4/7: each sample at 256 is worth 4/7 of one at 64.
+    assert attrs["statistical_efficiency"] == pytest.approx(4 / 7)
+    assert attrs["statistical_efficiency"] == statistical_efficiency(256, 64, 192.0)
+    assert attrs["goodput_sps"] == pytest.approx(2000.0 * 4 / 7)
+    assert goodput_attrs(64, 2000.0, base) == {}  # the baseline's batch: E(B) = 1, no column
+    unresolved = TrialResult(number=0, state=TrialState.COMPLETE, samples_per_step=64)
+    assert goodput_attrs(256, 2000.0, unresolved) == {}
+    assert goodput_attrs(256, 2000.0, None) == {}

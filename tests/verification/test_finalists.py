@@ -12,9 +12,11 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from autotune.exceptions import VerificationError
+from autotune.trial_result import TrialResult
 from autotune.verification import (
     agresti_caffo_se,
     closest_trial,
+    ranking_sps,
     round_seeds,
     screen_allowance,
     select_finalists,
@@ -86,6 +88,23 @@ def test_finalists_are_pareto_first_then_fastest_within_the_tolerance() -> None:
 
     assert baseline == 0
     assert finalists == (3, 1)
+
+
+def test_a_batch_change_is_ranked_by_its_goodput_not_its_throughput() -> None:
+    # Trial 1 doubles the batch: 1.5x the baseline's throughput, but E(B) = 0.6 makes it worth
+    # 900 samples/s of the baseline's batch; trial 2 (its batch without an E(B): ranked by its
+    # throughput) runs 1.2x. Goodput puts trial 2 first although trial 1 is faster in samples/s.
+    trials = [
+        _trial(0, 64, 1000.0, 0.95, baseline=True),
+        _trial(1, 128, 1500.0, 0.95),
+        _trial(2, 32, 1200.0, 0.95),
+    ]
+    trials[1].user_attrs.update(statistical_efficiency=0.6, goodput_sps=900.0)
+
+    _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
+
+    assert finalists == (2, 1)
+    assert [ranking_sps(TrialResult.from_trial(t)) for t in trials[1:]] == [900.0, 1200.0]
 
 
 def test_finalists_stop_at_k() -> None:

@@ -132,6 +132,11 @@ class TrialRecord:
         check_first_divergence: the paired check's relative loss divergence at step 1.
         check_max_divergence: its largest over the checked steps.
         run_s: wall seconds of the trial's runs (its cost; the mock's simulated seconds).
+        gradient_noise_scale: the baseline only: the gradient noise scale B_simple its run
+            measured, in samples (:mod:`autotune.goodput`); None where not resolved.
+        statistical_efficiency: a global-batch change: E(B) against the baseline's batch and
+            noise scale (AdaptDL's; Qiao et al., OSDI '21); None for the baseline's batch.
+        goodput_sps: with it: throughput x E(B), samples/s of the baseline's batch.
     """
 
     study_name: str
@@ -196,6 +201,9 @@ class TrialRecord:
     check_first_divergence: float | None = None
     check_max_divergence: float | None = None
     run_s: float | None = None
+    gradient_noise_scale: float | None = None
+    statistical_efficiency: float | None = None
+    goodput_sps: float | None = None
 
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""
