@@ -25,8 +25,7 @@ import torch
 
 from autotune.config import DataSettings
 from autotune.goodput import NoiseScaleEma, statistical_efficiency
-from autotune.workloads.builtin.data import load_dataset
-from autotune.workloads.builtin.networks import build_model
+from autotune.workloads.builtin import build_model, load_dataset
 
 B0 = 64
 LR0 = 3.0e-3

@@ -249,7 +249,7 @@ def run_real(args: argparse.Namespace, budget: Budget, storage: str) -> RealResu
     import _real
 
     from autotune.hardware import resolve_device
-    from autotune.workloads.builtin.data import load_dataset
+    from autotune.workloads.builtin import load_dataset
 
     device = resolve_device(args.device)
     skipped: list[str] = []

@@ -272,7 +272,7 @@ def feasibility_test(
 #: Configurations whose prior :func:`prior_mean` keeps per study process (a few MB at most).
 _PRIOR_CACHE_SIZE = 1 << 16
 #: Seconds :func:`prior_mean` may spend per study process profiling models for the memory
-#: estimate (``profile_model`` traces each model and precision once: 36 models of
+#: estimate (``workloads.profile_workload`` traces each model and precision once: 36 models of
 #: ``cnn_small`` in 0.4 s, the 288 of examples/char_gpt in 2.3 s on a 2-core CPU).
 PRIOR_PROFILE_BUDGET_S = 10.0
 
@@ -290,8 +290,8 @@ def prior_mean(
     feasibility rules already read), by objective name (``{"peak_memory_bytes": bytes}``).
 
     The sampler asks for hundreds of configurations per proposal, and the estimate of a
-    model not seen before traces it (:func:`autotune.flops.profile_model`, once per model
-    and precision). Tracing stops once this prior has spent ``profile_budget_s`` on it in
+    model not seen before traces it (:func:`autotune.workloads.profile_workload`, cached per
+    process by model and precision). Tracing stops once this prior has spent ``profile_budget_s`` on it in
     the process (a space of large models, or a real-valued model knob, which makes every
     candidate a new model): a configuration whose model it has not traced by then gets no
     prior (``{}``), as do knob values no trial configuration can hold and a workload that
