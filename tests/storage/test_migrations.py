@@ -4,8 +4,6 @@ replaced is refused in one line, untouched."""
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,31 +26,14 @@ from autotune.storage._migrate import is_our_table
 from autotune.storage.models import Base
 from tests.studies.mock import sqlite_url
 
-POSTGRES_URL = os.environ.get(
-    "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of an empty database: SQLite in tmp_path, or a schema of its own on the
-    PostgreSQL server (its search path set in the URL; dropped afterwards)."""
+    PostgreSQL server (tests/conftest.py's ``postgres_url``: dropped afterwards)."""
     if request.param == "sqlite":
-        yield sqlite_url(tmp_path)
-        return
-    schema = f"migration_{uuid.uuid4().hex[:8]}"
-    try:
-        admin = sa.create_engine(POSTGRES_URL)
-        with admin.begin() as conn:
-            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
-    except Exception as e:  # any driver or connection failure means: no server here
-        pytest.skip(f"no PostgreSQL server answers at {POSTGRES_URL}: {type(e).__name__}")
-    try:
-        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as conn:
-            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+        return sqlite_url(tmp_path)
+    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture
