@@ -4,7 +4,8 @@ mock studies that tests only read (built once per session; tests/studies/)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,31 @@ def tta_study(tmp_path_factory: pytest.TempPathFactory) -> TtaStudy:
     """A finished time-to-accuracy study on the mock device (tests/studies/tta.py); tests only
     read it."""
     return build_tta_study(tmp_path_factory)
+
+
+#: The PostgreSQL server of the storage tests (the machine's, trust auth).
+POSTGRES_URL = os.environ.get(
+    "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A schema of its own on the PostgreSQL server (its search path set in the URL; dropped
+    afterwards), so that no other run's tables, at another schema revision, are in the test's
+    way; the test is skipped without a server."""
+    import sqlalchemy as sa
+
+    schema = f"test_{uuid.uuid4().hex[:8]}"
+    try:
+        admin = sa.create_engine(POSTGRES_URL)
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    except Exception as e:  # any driver or connection failure means: no server here
+        pytest.skip(f"no PostgreSQL server answers at {POSTGRES_URL}: {type(e).__name__}")
+    try:
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()

@@ -79,13 +79,23 @@ def upgrade_schema(engine: Engine) -> str:
         The revision the tables are at afterwards.
 
     Raises:
-        StorageError: a migration failed.
+        StorageError: a migration failed, or the tables are at a revision these migrations do
+            not know (written by an unreleased autotune).
     """
     config = _config()
     head = head_revision()
     logging.getLogger("alembic").setLevel(logging.WARNING)
-    if schema_revision(engine) == head:
+    current = schema_revision(engine)
+    if current == head:
         return head
+    known = {s.revision for s in ScriptDirectory.from_config(config).walk_revisions()}
+    if current is not None and current not in known:
+        raise StorageError(
+            f"results tables: revision {current} was written by an unreleased autotune, whose "
+            "migrations were folded into one; use a new database (storage=URL), or drop the "
+            f"{TABLE_PREFIX}* tables (the next run rebuilds the trials' rows from Optuna's "
+            "record; stored verifications are lost)"
+        )
     try:
         with engine.begin() as connection:
             config.attributes["connection"] = connection

@@ -18,15 +18,10 @@ from pathlib import Path
 
 import optuna
 import pytest
-import sqlalchemy
 from optuna.trial import TrialState
 
 from autotune.api import run_study
 from autotune.config import load_run_config
-
-POSTGRES_URL = os.environ.get(
-    "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 
 
 def _sqlite(tmp_path: Path) -> str:
@@ -142,22 +137,14 @@ def test_rerun_with_the_same_target_runs_nothing(tmp_path: Path) -> None:
     assert (again.finished, again.ran) == (5, 0)
 
 
-def _postgres_or_skip() -> str:
-    try:
-        engine = sqlalchemy.create_engine(POSTGRES_URL)
-        with engine.connect():
-            pass
-        engine.dispose()
-    except Exception as e:  # any driver or connection failure means: no server here
-        pytest.skip(f"no PostgreSQL server answers at {POSTGRES_URL}: {type(e).__name__}")
-    return POSTGRES_URL
-
-
 @pytest.mark.parametrize(
     "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
-def test_four_workers_share_one_study_exactly(tmp_path: Path, backend: str) -> None:
-    storage = _sqlite(tmp_path) if backend == "sqlite" else _postgres_or_skip()
+def test_four_workers_share_one_study_exactly(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    # PostgreSQL: a schema of its own (tests/conftest.py's postgres_url), dropped afterwards.
+    storage = _sqlite(tmp_path) if backend == "sqlite" else request.getfixturevalue("postgres_url")
     study_name = f"workers-{uuid.uuid4().hex[:8]}"
     config = load_run_config(
         [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from pathlib import Path
@@ -16,24 +15,12 @@ from autotune.config import VerifySettings
 from autotune.storage import ResultsStore, create_results_engine, head_revision, schema_revision
 from tests.studies.mock import fail_some, run_mock_study
 
-POSTGRES_URL = os.environ.get(
-    "AUTOTUNE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
 README = Path(__file__).resolve().parents[2] / "storage" / "README.md"
 
 
-def _postgres_or_skip() -> str:
-    try:
-        with sa.create_engine(POSTGRES_URL).connect() as conn:
-            conn.execute(sa.text("SELECT 1"))
-    except Exception as e:  # any driver or connection failure means: no server here
-        pytest.skip(f"no PostgreSQL server answers at {POSTGRES_URL}: {type(e).__name__}")
-    return POSTGRES_URL
-
-
 @pytest.mark.postgres
-def test_results_tables_on_postgres() -> None:
-    url = _postgres_or_skip()
+def test_results_tables_on_postgres(postgres_url: str) -> None:
+    url = postgres_url  # a schema of its own (tests/conftest.py), dropped afterwards
     name = f"results-{uuid.uuid4().hex[:8]}"
     engine = create_results_engine(url)
     try:
@@ -58,15 +45,4 @@ def test_results_tables_on_postgres() -> None:
             stored = store.latest_verification(name, complete=True)
         assert stored is not None and len(stored.rows) == summary.runs_done == summary.runs_planned
     finally:
-        with engine.begin() as conn:
-            ids = "SELECT id FROM autotune_studies WHERE optuna_study_name = :n"
-            conn.execute(
-                sa.text(f"DELETE FROM autotune_trial_results WHERE study_id IN ({ids})"),
-                {"n": name},
-            )
-            conn.execute(
-                sa.text("DELETE FROM autotune_studies WHERE optuna_study_name = :n"), {"n": name}
-            )
-        if name in optuna.get_all_study_names(url):
-            optuna.delete_study(study_name=name, storage=url)
-        engine.dispose()
+        engine.dispose()  # the schema, the study's rows and Optuna's with it, goes after the test

@@ -18,15 +18,15 @@ is no ``alembic.ini``; this is ``alembic revision --autogenerate``)::
     upgrade_schema(engine)  # the shipped migrations, up to head
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.set_main_option("file_template", "%%(rev)s")  # versions/0004_what_changed.py
+    config.set_main_option("file_template", "%%(rev)s")  # versions/0002_what_changed.py
     with engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.revision(config, "what changed", autogenerate=True, rev_id="0004_what_changed")
+        command.revision(config, "what changed", autogenerate=True, rev_id="0002_what_changed")
     PY
 
 then ``ruff format`` the new file in ``versions/`` and read it (a renamed column reads as a
-drop and an add: write the rename and carry the rows over by hand, as ``0003_workloads``
-does), and run ``pytest tests/storage``. Autogenerate compares autotune's tables only
+drop and an add: write the rename and carry the rows over by hand, with ``op.execute``),
+and run ``pytest tests/storage``. Autogenerate compares autotune's tables only
 (:func:`autotune.storage._migrate.is_our_table`), never Optuna's beside them.
 """
 
