@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.config import display_url
 from autotune.exceptions import StorageError
+from autotune.storage._session import SQLITE_BUSY_TIMEOUT_S
 from autotune.storage._url import error_reason, validate_storage_url
 
 _T = TypeVar("_T")
@@ -157,13 +158,19 @@ def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
     """
     validate_storage_url(url)
     parsed = make_url(url)
+    # SQLite: wait as long as the results tables do for another writer's lock
+    # (pysqlite's default is 5 s; a study's heartbeat thread, its results callback and its
+    # workers all write to the one file).
+    sqlite = parsed.get_backend_name() == "sqlite"
+    engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if sqlite else None
     try:
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if sqlite and parsed.database not in (None, "", ":memory:"):
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         with warnings.catch_warnings():  # heartbeats are "experimental" since Optuna 2.9
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return RDBStorage(
                 url,
+                engine_kwargs=engine_kwargs,
                 heartbeat_interval=heartbeat_s,
                 grace_period=3 * heartbeat_s,
                 heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),

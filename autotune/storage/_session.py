@@ -15,10 +15,11 @@ from autotune.config import display_url
 from autotune.exceptions import StorageError
 from autotune.storage._url import error_reason
 
-__all__ = ["create_results_engine", "session_scope", "sqlite_path"]
+__all__ = ["SQLITE_BUSY_TIMEOUT_S", "create_results_engine", "session_scope", "sqlite_path"]
 
-#: Seconds a SQLite connection waits for another writer (several workers share one file).
-_SQLITE_BUSY_TIMEOUT_S = 30.0
+#: Seconds a SQLite connection waits for another writer's lock (Optuna's storage and the
+#: results tables alike; pysqlite's default is 5 s).
+SQLITE_BUSY_TIMEOUT_S = 30.0
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -37,7 +38,7 @@ def create_results_engine(url: str) -> Engine:
     """
     try:
         if make_url(url).get_backend_name() == "sqlite":
-            return create_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
+            return create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
         return create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ImportError, ValueError) as e:
         reason = error_reason(e, url)
