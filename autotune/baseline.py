@@ -40,22 +40,22 @@ __all__ = [
     "COMMON_BATCH_SIZE",
     "PYTORCH_DEFAULTS",
     "RUN_FAILURES",
-    "SAME_MATH_ATTR",
     "SAME_MODEL_AFTER_TRIALS",
     "SAME_MODEL_ATTR",
+    "SAME_MODEL_BATCH_ATTR",
     "SAME_MODEL_SHARE",
     "baseline_global_batch",
     "baseline_params",
     "baseline_trial",
     "check_baseline_runs",
     "enqueue_baseline",
-    "enqueue_same_math",
     "enqueue_same_model",
+    "enqueue_same_model_batch",
     "failed_baseline",
-    "same_math_configurations",
-    "same_math_params",
+    "same_model_batch_configurations",
+    "same_model_batch_params",
     "trial_train_settings",
-    "untried_same_math",
+    "untried_same_model_batch",
 ]
 
 #: The trial user attribute of a trial queued to keep the baseline's model
@@ -296,18 +296,21 @@ def enqueue_same_model(
     return True
 
 
-#: The trial user attribute of a trial queued by the cost cap to keep the baseline's math
-#: (:func:`enqueue_same_math`).
-SAME_MATH_ATTR = "same_math"
+#: The trial user attribute of a trial queued by the cost cap to keep the baseline's model and
+#: global batch (:func:`enqueue_same_model_batch`).
+SAME_MODEL_BATCH_ATTR = "same_model_batch"
 
 
-def same_math_params(space: SearchSpace) -> dict[str, Any]:
-    """The baseline's knobs that fix what a trial learns (inside
-    :func:`autotune.config.math_key`): its model knobs, ``precision``, its global batch
+def same_model_batch_params(space: SearchSpace) -> dict[str, Any]:
+    """The baseline's knobs that a trial keeps once the cost cap stops the exploration
+    (:func:`autotune.cost.budget_stage`'s ``keep_model``): its model knobs, its global batch
     (``batch_size`` and ``gpu_count``, unless ``train.global_batch_size`` fixes it) and
-    ``activation_checkpointing``; only those the space searches."""
+    ``activation_checkpointing``; only those the space searches. Precision is left free: a
+    numerics change of the baseline's model trains its evidence once (the budget, or its
+    short share), and each other configuration of that precision reuses it by its math key
+    (:func:`autotune.config.math_key`)."""
     params, _ = baseline_params(space)
-    names = [*space.model.knobs, "precision", "activation_checkpointing"]
+    names = [*space.model.knobs, "activation_checkpointing"]
     if space.train.global_batch_size is None:
         names += ["batch_size", "gpu_count"]
     searched = space.knobs()
@@ -319,12 +322,15 @@ def _knob_key(knobs: Mapping[str, Any], without: str = "") -> tuple[tuple[str, s
     return tuple(sorted((k, repr(v)) for k, v in knobs.items() if k != without))
 
 
-def same_math_configurations(space: SearchSpace, limit: int = 4096) -> list[dict[str, Any]] | None:
-    """Every configuration that keeps the baseline's math (:func:`same_math_params`), every
-    knob fixed: the knobs outside the math (memory format, compile mode, workers, the guide's
-    knobs the space searches) over their values. None when they cannot be enumerated: a
-    real-valued knob, or more than ``limit`` combinations (then the sampler chooses them)."""
-    fixed = same_math_params(space)
+def same_model_batch_configurations(
+    space: SearchSpace, limit: int = 4096
+) -> list[dict[str, Any]] | None:
+    """Every configuration that keeps the baseline's model and global batch
+    (:func:`same_model_batch_params`), every knob fixed: precision, memory format, compile
+    mode, workers and the guide's knobs the space searches over their values. None when they
+    cannot be enumerated: a real-valued knob, or more than ``limit`` combinations (then the
+    sampler chooses them)."""
+    fixed = same_model_batch_params(space)
     free = {
         name: knob.values()
         for name, knob in space.knobs().items()
@@ -340,31 +346,37 @@ def same_math_configurations(space: SearchSpace, limit: int = 4096) -> list[dict
     ]
 
 
-def untried_same_math(
+def untried_same_model_batch(
     space: SearchSpace,
     tried: Sequence[Mapping[str, Any]],
     limit: int = 4096,
     throughputs: Sequence[tuple[Mapping[str, Any], float]] = (),
     configurations: Sequence[dict[str, Any]] | None = None,
+    slow_precisions: Sequence[str] = (),
 ) -> dict[str, Any] | None:
-    """The next configuration that keeps the baseline's math and that no trial has tried;
-    None when each one was tried, or when they cannot be enumerated
-    (:func:`same_math_configurations`).
+    """The next configuration that keeps the baseline's model and global batch and that no
+    trial has tried; None when each one was tried, or when they cannot be enumerated
+    (:func:`same_model_batch_configurations`).
 
-    The cheapest evidence first: eager before compiled (compiling costs seconds to minutes),
-    then the fewest knobs changed from the baseline's; among compiled ones, those whose eager
-    twin (the same knobs, compile mode ``none``) measured the highest throughput first
-    (compile speeds up what it is given).
+    The cheapest evidence first: eager before compiled (compiling costs seconds to minutes);
+    among eager ones the baseline's precision before another (its configurations are timed
+    and inherit the baseline's metric; another precision trains its evidence once, then its
+    other configurations reuse it), then the fewest knobs changed from the baseline's; among
+    compiled ones, whatever their precision, those whose eager twin (the same knobs, compile mode ``none``) measured the
+    highest throughput first (compile speeds up what it is given). A precision in
+    ``slow_precisions`` (every trial of it at this model and batch stopped below the
+    throughput floor) is not tried again.
 
     Args:
         space: the study's space, restricted to what the device can run.
         tried: the knobs of the study's trials (any state).
         limit: the most combinations enumerated.
         throughputs: ``(knobs, samples/s)`` of the measured trials.
-        configurations: :func:`same_math_configurations`'s, when the caller has them.
+        configurations: :func:`same_model_batch_configurations`'s, when the caller has them.
+        slow_precisions: precisions to leave out (see above).
     """
     if configurations is None:
-        configurations = same_math_configurations(space, limit)
+        configurations = same_model_batch_configurations(space, limit)
     if configurations is None:
         return None
     params, _ = baseline_params(space)
@@ -375,27 +387,51 @@ def untried_same_math(
         if knobs.get("compile_mode") == "none"
     }
 
-    def cost_order(candidate: dict[str, Any]) -> tuple[bool, float, int]:
+    def cost_order(candidate: dict[str, Any]) -> tuple[bool, bool, float, int]:
         compiled = candidate.get("compile_mode", "none") != "none"
+        numerics = candidate.get("precision", params.get("precision")) != params.get("precision")
         twin = _knob_key(candidate, without="compile_mode")
         promise = -eager_sps.get(twin, 0.0) if compiled else 0.0
-        return compiled, promise, sum(v != params.get(k) for k, v in candidate.items())
+        changed = sum(v != params.get(k) for k, v in candidate.items())
+        # A compiled candidate's eager twin ran by then: its precision's evidence is paid.
+        return compiled, numerics and not compiled, promise, changed
 
     return next(
-        (c for c in sorted(configurations, key=cost_order) if _knob_key(c) not in seen), None
+        (
+            c
+            for c in sorted(configurations, key=cost_order)
+            if _knob_key(c) not in seen and c.get("precision") not in slow_precisions
+        ),
+        None,
     )
 
 
-def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool | None:
-    """Queue a trial that keeps the baseline's math: the next untried such configuration
-    (:func:`untried_same_math`, every knob fixed), or where the space cannot be enumerated the
-    baseline's math knobs alone (:func:`same_math_params`, the sampler choosing the rest).
-    Such a trial runs seconds of timed steps and the paired check, not the budget. Called once
-    the search has spent half its share of ``budget.full_runs``.
+def _slow_precisions(trials: Sequence[FrozenTrial], fixed: Mapping[str, Any]) -> list[str]:
+    """The precisions whose every finished trial at the baseline's model and global batch
+    (``fixed``) stopped below the throughput floor (``too_slow``)."""
+    outcomes: dict[str, list[bool]] = {}
+    for t in trials:
+        if t.state == TrialState.RUNNING or t.state == TrialState.WAITING:
+            continue
+        if "precision" not in t.params or any(t.params.get(k) != v for k, v in fixed.items()):
+            continue
+        too_slow = TrialResult.from_trial(t).failure_kind == "too_slow"
+        outcomes.setdefault(str(t.params["precision"]), []).append(too_slow)
+    return [p for p, slow in outcomes.items() if all(slow)]
+
+
+def enqueue_same_model_batch(study: optuna.Study, space: SearchSpace) -> bool | None:
+    """Queue a trial that keeps the baseline's model and global batch: the next untried such
+    configuration (:func:`untried_same_model_batch`, every knob fixed), or where the space
+    cannot be enumerated those knobs alone (:func:`same_model_batch_params`, the sampler
+    choosing the rest). A configuration at the baseline's precision runs seconds of timed
+    steps and the paired check, not the budget; one at another precision trains its evidence
+    once, and that precision's other configurations reuse it. Called once the search has
+    spent half its share of ``budget.full_runs``.
 
     Returns:
         True when a trial was queued now; False when a trial already waits; None when every
-        configuration that keeps the math has been tried.
+        such configuration has been tried.
     """
     trials = study.get_trials(deepcopy=False)
     if any(t.state == TrialState.WAITING for t in trials):
@@ -405,15 +441,19 @@ def enqueue_same_math(study: optuna.Study, space: SearchSpace) -> bool | None:
         for t in trials
         if (r := TrialResult.from_trial(t)).measured and r.throughput_sps
     ]
-    configurations = same_math_configurations(space)
-    if configurations is None:  # the sampler chooses the knobs outside the math
-        params = same_math_params(space)
+    configurations = same_model_batch_configurations(space)
+    if configurations is None:  # the sampler chooses the other knobs
+        params = same_model_batch_params(space)
     else:
-        untried = untried_same_math(
-            space, [t.params for t in trials], throughputs=measured, configurations=configurations
+        untried = untried_same_model_batch(
+            space,
+            [t.params for t in trials],
+            throughputs=measured,
+            configurations=configurations,
+            slow_precisions=_slow_precisions(trials, same_model_batch_params(space)),
         )
         if untried is None:
             return None  # every one was tried
         params = untried
-    study.enqueue_trial(params, user_attrs={SAME_MATH_ATTR: True})
+    study.enqueue_trial(params, user_attrs={SAME_MODEL_BATCH_ATTR: True})
     return True

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from autotune.baseline import baseline_params
 from autotune.config import SearchSpace, display_url, format_knob_value
-from autotune.cost import KEEP_MATH_SHARE
+from autotune.cost import KEEP_MODEL_SHARE
 from autotune.flops import flops_text
 from autotune.measure import spread_warning
 from autotune.objectives import Objective
@@ -212,8 +212,9 @@ def budget_line(space: SearchSpace, n_trials: int) -> str:
         search = budget.search_share * budget.full_runs
         return (
             f"cost cap: budget.full_runs={budget.full_runs:g} full runs of the baseline; the "
-            f"search may spend {search:g} (past {KEEP_MATH_SHARE * search:g}, every trial keeps "
-            "the baseline's math and is timed, seconds); the verification gets what is left"
+            f"search may spend {search:g} (past {KEEP_MODEL_SHARE * search:g}, every trial keeps "
+            "the baseline's model and global batch: its changes of how it runs are timed, "
+            "seconds, and each other precision trains once); the verification gets what is left"
             + (
                 f"; short evidence (the cap is below advanced.budget.trained_evidence_full_runs="
                 f"{budget.trained_evidence_full_runs:g}): no run trains the budget, the baseline "

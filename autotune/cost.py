@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPPED_FLOOR_VS_BASELINE",
-    "KEEP_MATH_SHARE",
+    "KEEP_MODEL_SHARE",
     "BudgetStage",
     "SearchCost",
     "budget_stage",
@@ -34,9 +34,10 @@ __all__ = [
 ]
 
 #: The share of the search's budget (``budget.full_runs`` x ``advanced.budget.search_share``) after
-#: which every trial keeps the baseline's math (it is timed, seconds, not trained): the rest
-#: of the search's budget goes to the changes that keep the computation.
-KEEP_MATH_SHARE = 0.5
+#: which every trial keeps the baseline's model and global batch: the rest of the search's
+#: budget goes to the changes that keep the computation (timed, seconds) and to the baseline
+#: model's numerics (each precision trains its evidence once; its other configurations reuse it).
+KEEP_MODEL_SHARE = 0.5
 #: Under a cost cap, a search trial whose first timed window runs below this share of the
 #: baseline's throughput stops there (``too_slow``), whatever
 #: ``advanced.trial.min_throughput_vs_baseline`` says: it cannot be a faster answer, and
@@ -45,8 +46,8 @@ KEEP_MATH_SHARE = 0.5
 #: configuration as fast as the baseline.
 CAPPED_FLOOR_VS_BASELINE = 0.9
 #: What the cost cap lets the search do next: explore the whole space, keep the baseline's
-#: math, or stop.
-BudgetStage = Literal["explore", "keep_math", "stop"]
+#: model and global batch, or stop.
+BudgetStage = Literal["explore", "keep_model", "stop"]
 
 
 def projected_full_run_s(run_s: float, steps: int, budget_steps: int, step_time_s: float) -> float:
@@ -147,9 +148,9 @@ def search_cost(trials: Sequence[FrozenTrial]) -> SearchCost:
 
 def budget_stage(spent_full_runs: float | None, budget: BudgetSettings) -> BudgetStage:
     """What the search may do next under ``budget.full_runs``: ``explore`` until it has spent
-    :data:`KEEP_MATH_SHARE` of its share (``advanced.budget.search_share`` of the cap), then
-    ``keep_math`` (every trial keeps the baseline's model, global batch and precision, and is
-    timed), then ``stop`` once its share is spent. Without a cap, or before the baseline
+    :data:`KEEP_MODEL_SHARE` of its share (``advanced.budget.search_share`` of the cap), then
+    ``keep_model`` (every trial keeps the baseline's model and global batch: a change of how it
+    runs is timed, a change of precision trains its evidence once), then ``stop`` once its share is spent. Without a cap, or before the baseline
     ran (``spent_full_runs`` None), ``explore``.
 
     Args:
@@ -161,8 +162,8 @@ def budget_stage(spent_full_runs: float | None, budget: BudgetSettings) -> Budge
     share = budget.search_share * budget.full_runs
     if spent_full_runs >= share:
         return "stop"
-    if spent_full_runs >= KEEP_MATH_SHARE * share:
-        return "keep_math"
+    if spent_full_runs >= KEEP_MODEL_SHARE * share:
+        return "keep_model"
     return "explore"
 
 

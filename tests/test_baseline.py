@@ -178,30 +178,54 @@ def test_no_same_model_trial_is_queued_early_enough_or_without_model_knobs() -> 
     assert not enqueue_same_model(fixed, space)
 
 
-def test_the_same_math_configurations_come_cheapest_first_and_each_once() -> None:
-    from autotune.baseline import baseline_params, same_math_params, untried_same_math
+def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once() -> None:
+    from autotune.baseline import (
+        baseline_params,
+        same_model_batch_params,
+        untried_same_model_batch,
+    )
     from autotune.config import load_space
 
     space = load_space(
         "cnn_small", ["compile_mode=[none,default]", "num_workers=[0,2]", "precision=[fp32,bf16]"]
     )
     base, _ = baseline_params(space)
-    fixed = same_math_params(space)
-    assert fixed == {k: base[k] for k in ("depth", "width", "precision", "batch_size", "gpu_count")}
+    fixed = same_model_batch_params(space)
+    assert fixed == {k: base[k] for k in ("depth", "width", "batch_size", "gpu_count")}
     tried: list[dict[str, object]] = [base]
     measured = [(base, 1000.0)]
     order = []
-    while (nxt := untried_same_math(space, tried, throughputs=measured)) is not None:
-        assert {k: nxt[k] for k in fixed} == fixed  # the math is the baseline's
+    while (nxt := untried_same_model_batch(space, tried, throughputs=measured)) is not None:
+        assert {k: nxt[k] for k in fixed} == fixed  # the model and batch are the baseline's
         tried.append(nxt)
         fast = nxt["memory_format"] == "channels_last" and nxt["num_workers"] == 0
-        measured.append((nxt, 1500.0 if fast else 900.0))
-        order.append((nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"]))
-    # Eager first (one knob changed, then two), then compiled, the fastest eager twin first.
+        bf16 = 1.5 if nxt["precision"] == "bf16" else 1.0
+        measured.append((nxt, bf16 * (1500.0 if fast else 900.0)))
+        order.append((nxt["precision"], nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"]))
+    # Eager at the baseline's precision first (one knob changed, then two); then eager at
+    # another precision (it trains once; the rest reuse it), the precision alone first; then
+    # compiled, the fastest eager twin first (bf16 + channels_last here).
     assert order[:3] == [
-        ("contiguous", "none", 2),
-        ("channels_last", "none", 0),
-        ("channels_last", "none", 2),
+        ("fp32", "contiguous", "none", 2),
+        ("fp32", "channels_last", "none", 0),
+        ("fp32", "channels_last", "none", 2),
     ]
-    assert order[3] == ("channels_last", "default", 0)
-    assert len(order) == len(set(order)) == 2 * 2 * 2 - 1  # every one but the baseline, once
+    assert order[3] == ("bf16", "contiguous", "none", 0)
+    assert {o[0] for o in order[3:7]} == {"bf16"} and {o[2] for o in order[:7]} == {"none"}
+    assert order[7] == ("bf16", "channels_last", "default", 0)
+    assert len(order) == len(set(order)) == 2 * 2 * 2 * 2 - 1  # every one but the baseline, once
+
+
+def test_a_precision_too_slow_at_the_baseline_model_is_not_tried_again() -> None:
+    from autotune.baseline import baseline_params, untried_same_model_batch
+    from autotune.config import load_space
+
+    space = load_space("cnn_small", ["compile_mode=[none]", "precision=[fp32,fp16]"])
+    base, _ = baseline_params(space)
+    tried: list[dict[str, object]] = [base]
+    while (nxt := untried_same_model_batch(space, tried, slow_precisions=["fp16"])) is not None:
+        assert nxt["precision"] == "fp32"
+        tried.append(nxt)
+    assert len(tried) == len(space.knobs()["memory_format"].values()) * len(  # type: ignore[attr-defined]
+        space.knobs()["num_workers"].values()  # type: ignore[attr-defined]
+    )

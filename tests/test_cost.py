@@ -9,7 +9,7 @@ import pytest
 from optuna.trial import TrialState
 
 from autotune.config import BudgetSettings
-from autotune.cost import KEEP_MATH_SHARE, budget_stage, full_run_seconds, search_cost
+from autotune.cost import KEEP_MODEL_SHARE, budget_stage, full_run_seconds, search_cost
 
 
 def _trial(number: int, **attrs: Any) -> optuna.trial.FrozenTrial:
@@ -43,11 +43,11 @@ def test_before_the_baseline_ran_the_cost_is_in_seconds() -> None:
 
 @pytest.mark.parametrize(
     ("spent", "stage"),
-    [(None, "explore"), (0.0, "explore"), (2.9, "explore"), (3.0, "keep_math"), (6.0, "stop")],
+    [(None, "explore"), (0.0, "explore"), (2.9, "explore"), (3.0, "keep_model"), (6.0, "stop")],
 )
 def test_the_cap_explores_then_keeps_the_math_then_stops(spent: float | None, stage: str) -> None:
     budget = BudgetSettings(full_runs=10.0, search_share=0.6)  # the search's share: 6
-    assert KEEP_MATH_SHARE == 0.5
+    assert KEEP_MODEL_SHARE == 0.5
     assert budget_stage(spent, budget) == stage
 
 

@@ -19,7 +19,7 @@ from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_open_study
 from autotune.baseline import (
     enqueue_baseline,
-    enqueue_same_math,
+    enqueue_same_model_batch,
     enqueue_same_model,
     failed_baseline,
 )
@@ -58,7 +58,7 @@ class StudyProgress:
             min memory), absent before the first feasible trial.
         last: the trial that just finished.
         cost: the search's cost so far, in full runs of the baseline (:mod:`autotune.cost`).
-        note: a line to show once, e.g. that the cost cap now keeps the baseline's math.
+        note: a line to show once, e.g. that the cost cap now keeps the baseline's model.
     """
 
     finished: int
@@ -177,14 +177,16 @@ def budget_note(
     if stage == "tried_all":
         return (
             f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; every configuration "
-            f"that keeps the baseline's math has been timed, so the search stops at {finished} "
+            f"that keeps the baseline's model and global batch has been tried, so the search "
+            f"stops at {finished} "
             f"of {n_trials} trials (raise budget.full_runs to explore the model and batch further)"
         )
-    if stage == "keep_math":
+    if stage == "keep_model":
         return (
             f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; from now on every "
-            "trial keeps the baseline's model, global batch and precision, and is timed with "
-            "the paired check (seconds) instead of trained"
+            "trial keeps the baseline's model and global batch: a change of how it runs is "
+            "timed with the paired check (seconds) instead of trained, and each other "
+            "precision trains its evidence once"
         )
     return (
         f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; the search stops at "
@@ -268,11 +270,11 @@ def run_study(
 
     def follow_budget(study: optuna.Study, _: FrozenTrial | None) -> None:
         """Under ``budget.full_runs``: past half the search's share every later trial keeps
-        the baseline's math (timed, seconds); past its share the search stops."""
+        the baseline's model and global batch; past its share the search stops."""
         if budget.full_runs is None or count_finished(study) >= n_trials:
             return
         cap["stage"] = budget_stage(search_cost(study.get_trials(deepcopy=False)).full_runs, budget)
-        if cap["stage"] == "keep_math" and enqueue_same_math(study, space) is None:
+        if cap["stage"] == "keep_model" and enqueue_same_model_batch(study, space) is None:
             cap["stage"] = "tried_all"  # every configuration that keeps the math was timed
         if cap["stage"] in ("stop", "tried_all"):
             study.stop()

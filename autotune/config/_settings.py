@@ -359,8 +359,9 @@ class BudgetOptions(Strict):
         full_runs: the cap on the study's cost: every trial's and verification run's wall
             seconds, over the baseline's measured run. The search may spend
             ``advanced.budget.search_share`` of it: past half of that, every later trial keeps
-            the baseline's math (its model, global batch and precision) and is timed with the
-            paired check (seconds, not the budget); at all of it, the search stops before
+            the baseline's model and global batch: a change of how it runs is timed with the
+            paired check (seconds, not the budget), and each other precision trains its
+            evidence once (its other configurations reuse it); at all of it, the search stops before
             ``--trials`` and says so (:func:`autotune.cost.budget_stage`); and a search trial
             slower than 0.9x the baseline in its first window stops there. The verification
             gets what is left: the dearest finalists left out first, then fewer confirmation

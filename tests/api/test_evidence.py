@@ -155,7 +155,7 @@ def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> N
     assert any("every trial keeps the baseline's model" in n for n in notes)
     assert any(f"the search stops at {result.finished} of 40 trials" in n for n in notes)
     study = load_study(config)
-    queued = [t for t in study.trials if t.user_attrs.get("same_math")]
+    queued = [t for t in study.trials if t.user_attrs.get("same_model_batch")]
     base = study.trials[0].params
     assert queued and all(
         t.params["depth"] == base["depth"] and t.params["batch_size"] == base["batch_size"]
