@@ -201,7 +201,9 @@ def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once()
         fast = nxt["memory_format"] == "channels_last" and nxt["num_workers"] == 0
         bf16 = 1.5 if nxt["precision"] == "bf16" else 1.0
         measured.append((nxt, bf16 * (1500.0 if fast else 900.0)))
-        order.append((nxt["precision"], nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"]))
+        order.append(
+            (nxt["precision"], nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"])
+        )
     # Eager at the baseline's precision first (one knob changed, then two); then eager at
     # another precision (it trains once; the rest reuse it), the precision alone first; then
     # compiled, the fastest eager twin first (bf16 + channels_last here).

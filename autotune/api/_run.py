@@ -19,8 +19,8 @@ from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_open_study
 from autotune.baseline import (
     enqueue_baseline,
-    enqueue_same_model_batch,
     enqueue_same_model,
+    enqueue_same_model_batch,
     failed_baseline,
 )
 from autotune.config import BudgetSettings, RunConfig
