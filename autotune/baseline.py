@@ -361,9 +361,11 @@ def untried_same_model_batch(
     The cheapest evidence first: eager before compiled (compiling costs seconds to minutes);
     among eager ones the baseline's precision before another (its configurations are timed
     and inherit the baseline's metric; another precision trains its evidence once, then its
-    other configurations reuse it), then the fewest knobs changed from the baseline's; among
-    compiled ones, whatever their precision, those whose eager twin (the same knobs, compile mode ``none``) measured the
-    highest throughput first (compile speeds up what it is given). A precision in
+    other configurations reuse it); within each, the one whose cheaper twin measured the
+    highest throughput first (a compiled one's eager twin, the same knobs at compile mode
+    ``none``: compile speeds up what it is given; an eager one at another precision, its twin
+    at the baseline's precision: the precision speeds up what the other knobs give), then the
+    fewest knobs changed from the baseline's. A precision in
     ``slow_precisions`` (every trial of it at this model and batch stopped below the
     throughput floor) is not tried again.
 
@@ -381,20 +383,24 @@ def untried_same_model_batch(
         return None
     params, _ = baseline_params(space)
     seen = {_knob_key(t) for t in tried}
-    eager_sps = {
-        _knob_key(knobs, without="compile_mode"): sps
-        for knobs, sps in throughputs
-        if knobs.get("compile_mode") == "none"
-    }
+    measured_sps = {_knob_key(knobs): sps for knobs, sps in throughputs}
+    base_precision = params.get("precision")
+
+    def cheaper_twin_sps(candidate: dict[str, Any]) -> float:
+        """The measured throughput of the twin a candidate builds on: a compiled one's eager
+        twin; an eager one at another precision, its twin at the baseline's precision."""
+        if candidate.get("compile_mode", "none") != "none":
+            return measured_sps.get(_knob_key({**candidate, "compile_mode": "none"}), 0.0)
+        if candidate.get("precision", base_precision) != base_precision:
+            return measured_sps.get(_knob_key({**candidate, "precision": base_precision}), 0.0)
+        return 0.0
 
     def cost_order(candidate: dict[str, Any]) -> tuple[bool, bool, float, int]:
         compiled = candidate.get("compile_mode", "none") != "none"
-        numerics = candidate.get("precision", params.get("precision")) != params.get("precision")
-        twin = _knob_key(candidate, without="compile_mode")
-        promise = -eager_sps.get(twin, 0.0) if compiled else 0.0
+        numerics = candidate.get("precision", base_precision) != base_precision
         changed = sum(v != params.get(k) for k, v in candidate.items())
         # A compiled candidate's eager twin ran by then: its precision's evidence is paid.
-        return compiled, numerics and not compiled, promise, changed
+        return compiled, numerics and not compiled, -cheaper_twin_sps(candidate), changed
 
     return next(
         (

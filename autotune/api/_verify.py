@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 import optuna
@@ -159,19 +159,30 @@ def _rounds_for(
     return asked
 
 
-def _run_costs(trials: list[FrozenTrial], baseline: int) -> dict[int, float]:
+def _run_costs(
+    trials: list[FrozenTrial], baseline: int, trained: Collection[int] = ()
+) -> dict[int, float]:
     """Each trial's cost of one verification run, in full runs of the baseline: what it
     cost in the search (``run_s`` over the baseline's ``full_run_s``; 1 where unknown); the
     baseline's is one full run (:func:`autotune.verification.fit_budget` prices a timed
     baseline as its timed finalists), or under short evidence (a projected full run) what its
-    trial cost, as every trained run stops at the same share."""
+    trial cost, as every trained run stops at the same share. A finalist in ``trained`` (it
+    trains in the verification) whose search trial was timed and reused another trial's
+    metric (the same math key) costs at least what that trial cost: it trains as that one
+    did."""
     full_run_s = full_run_seconds(trials)
     costs: dict[int, float] = {}
+    sources: dict[int, int] = {}
     projected = False
     for trial in trials:
         result = TrialResult.from_trial(trial)
         costs[trial.number] = result.run_s / full_run_s if result.run_s and full_run_s else 1.0
         projected = projected or (result.baseline and bool(result.full_run_projected))
+        if result.metric_from_trial is not None:
+            sources[trial.number] = result.metric_from_trial
+    for number in trained:
+        if number in sources and sources[number] in costs:
+            costs[number] = max(costs[number], costs[sources[number]])
     if not projected:  # under short evidence the baseline's runs stop at a share, as its trial
         costs[baseline] = 1.0
     return costs
@@ -447,7 +458,7 @@ def verify_open_study(
         answers = (len(finalists) - len(model_changes), len(model_changes))
         race_rounds = settings.race_rounds if max(answers) > 1 else 0
         inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
-        costs = _run_costs(trials, baseline)
+        costs = _run_costs(trials, baseline, set(finalists) - set(inherited))
         fitted = fit_budget(
             costs,
             baseline,
@@ -457,6 +468,7 @@ def verify_open_study(
             _rounds_for(finalists, inherited, settings),
             race_rounds,
             budget_left_full_runs,
+            fastest=finalists[0] if finalists else None,
         )
         finalists, race_rounds = fitted.finalists, fitted.race_rounds
         model_changes = tuple(n for n in model_changes if n in finalists)

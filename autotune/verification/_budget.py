@@ -2,12 +2,12 @@
 
 Every run of a verification costs about what its trial cost in the search: a finalist that
 inherits its accuracy is timed (seconds), any other trains the budget (about one full run).
-:func:`fit_budget` keeps the plan within the full runs left: fewer confirmation rounds first
-It leaves out the dearest finalists first (those that train the budget, the model-change
-answer's first, then the costliest timed ones: a compiled configuration pays its compile in
-every fresh process), while more than one is left, so that the rest keep the rounds that make
-a claim; then it confirms over fewer rounds (down to ``min_rounds``); and it says which and
-why.
+:func:`fit_budget` keeps the plan within the full runs left. It leaves out the dearest
+finalists first (those that train the budget, the model-change answer's first, then the
+costliest timed ones: a compiled configuration pays its compile in every fresh process), the
+screen's fastest last where it alone fits, while more than one is left, so that the rest
+keep the rounds that make a claim; then it confirms over fewer rounds (down to
+``min_rounds``); and it says which and why.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def fit_budget(
     race_rounds: int,
     left_full_runs: float | None,
     min_rounds: int = MIN_ROUNDS,
+    fastest: int | None = None,
 ) -> BudgetedPlan:
     """Fit a verification within ``left_full_runs`` full runs.
 
@@ -93,6 +94,9 @@ def fit_budget(
         race_rounds: the race rounds asked for (used while an answer has several finalists).
         left_full_runs: what the cap leaves; None: no cap.
         min_rounds: the fewest confirmation rounds to keep before leaving finalists out.
+        fastest: the finalist the screen ranks first (the answer the user most wants
+            verified): left out last, where it alone fits at ``min_rounds``; a dearer answer
+            confirmed over fewer rounds beats a cheaper, slower one confirmed over more.
 
     Returns:
         The plan (:class:`BudgetedPlan`).
@@ -124,8 +128,13 @@ def fit_budget(
     # First leave out the dearest finalists, those that train the budget and the model
     # change's first, while more than one is left: fewer finalists keep the rounds that
     # make a claim; then fewer rounds, down to min_rounds.
+    protect = (
+        fastest if fastest in kept and cost((fastest,), min_rounds) <= left_full_runs else None
+    )
     by_price = sorted(
-        kept, key=lambda n: (n in trained, n in model_changes, costs[n]), reverse=True
+        kept,
+        key=lambda n: (n != protect, n in trained, n in model_changes, costs[n]),
+        reverse=True,
     )
     for number in by_price:
         if len(kept) == 1 or cost(kept, rounds) <= left_full_runs:

@@ -31,6 +31,19 @@ def test_the_dearest_finalists_go_first_then_the_rounds() -> None:
     assert plan.projected_full_runs <= 12.0
 
 
+def test_the_screens_fastest_is_left_out_last_where_it_alone_fits() -> None:
+    # A trained same-model finalist (bf16, say) that the screen ranks first, and a timed one:
+    # the timed one goes, and the fastest is confirmed over fewer rounds.
+    costs = {0: 1.0, 4: 1.1, 5: 0.1}
+    plan = fit_budget(costs, 0, (4, 5), (), frozenset({4}), 10, 2, 8.0, fastest=4)
+    assert plan.finalists == (4,)
+    assert MIN_ROUNDS <= plan.rounds < 10 and plan.projected_full_runs <= 8.0
+    assert "not verified: trial 5 (the same model, timed" in plan.notes[0]
+    # Where it alone cannot fit at the fewest rounds, the dearest goes first, as without it.
+    tight = fit_budget(costs, 0, (4, 5), (), frozenset({4}), 10, 2, 3.0, fastest=4)
+    assert tight.finalists == (5,)
+
+
 def test_a_lone_finalist_keeps_fewer_rounds() -> None:
     plan = fit_budget(COSTS, 0, (9,), (9,), frozenset({9}), 8, 2, 12.0)
     assert plan.finalists == (9,)
