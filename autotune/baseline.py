@@ -38,6 +38,7 @@ from autotune.trial_result import BASELINE_ATTR, TrialResult
 __all__ = [
     "BASELINE_ATTR",
     "COMMON_BATCH_SIZE",
+    "EAGER_EXPLORATION_ATTR",
     "PYTORCH_DEFAULTS",
     "RUN_FAILURES",
     "SAME_MODEL_AFTER_TRIALS",
@@ -48,7 +49,9 @@ __all__ = [
     "baseline_params",
     "baseline_trial",
     "check_baseline_runs",
+    "eager_exploration_params",
     "enqueue_baseline",
+    "enqueue_eager_exploration",
     "enqueue_same_model",
     "enqueue_same_model_batch",
     "failed_baseline",
@@ -261,6 +264,7 @@ def enqueue_same_model(
     space: SearchSpace,
     share: float = SAME_MODEL_SHARE,
     after_trials: int = SAME_MODEL_AFTER_TRIALS,
+    also: Mapping[str, Any] | None = None,
 ) -> bool:
     """Queue a trial that keeps the baseline's model when too few of the study's trials did.
 
@@ -276,6 +280,7 @@ def enqueue_same_model(
         space: its search space, restricted to what the device can run (as the baseline).
         share: the share of trials to keep the baseline's model, in [0, 1].
         after_trials: trials (run, running or failed) before the first is queued.
+        also: other knobs to fix in the queued trial (:func:`eager_exploration_params`).
 
     Returns:
         True when a trial was queued now.
@@ -292,7 +297,44 @@ def enqueue_same_model(
     same = sum(all(t.params.get(k) == v for k, v in model.items()) for t in trials)
     if same >= share * (len(trials) + 1):
         return False
-    study.enqueue_trial(model, user_attrs={SAME_MODEL_ATTR: True})
+    study.enqueue_trial({**model, **(also or {})}, user_attrs={SAME_MODEL_ATTR: True})
+    return True
+
+
+#: The trial user attribute of an exploring trial that the cost cap keeps eager
+#: (:func:`enqueue_eager_exploration`).
+EAGER_EXPLORATION_ATTR = "eager_exploration"
+
+
+def eager_exploration_params(space: SearchSpace) -> dict[str, Any]:
+    """The knobs an exploring trial fixes under a cost cap: ``compile_mode: none`` where the
+    space searches compile modes (with ``none`` among them), else nothing.
+
+    Compilation is a change of how a model runs, not of what it computes: it is tried on the
+    baseline's model once the exploration ends (:func:`untried_same_model_batch`, on the
+    eager configurations that measured fastest). While exploring, one compiled trial of a
+    larger model costs minutes of compilation (8 full runs of cnn_small's baseline on a
+    2-core CPU) before its first timed window can say it is slow.
+    """
+    knob = space.knobs().get("compile_mode")
+    if knob is None or "none" not in getattr(knob, "values", lambda: ())():
+        return {}
+    return {"compile_mode": "none"}
+
+
+def enqueue_eager_exploration(study: optuna.Study, space: SearchSpace) -> bool:
+    """Queue an exploring trial that runs eager (:func:`eager_exploration_params`), the
+    sampler choosing every other knob; nothing while a trial waits or where the space fixes
+    no such knob.
+
+    Returns:
+        True when a trial was queued now.
+    """
+    params = eager_exploration_params(space)
+    trials = study.get_trials(deepcopy=False)
+    if not params or any(t.state == TrialState.WAITING for t in trials):
+        return False
+    study.enqueue_trial(params, user_attrs={EAGER_EXPLORATION_ATTR: True})
     return True
 
 

@@ -178,6 +178,27 @@ def test_no_same_model_trial_is_queued_early_enough_or_without_model_knobs() -> 
     assert not enqueue_same_model(fixed, space)
 
 
+def test_under_a_cap_an_exploring_trial_is_queued_eager_and_the_rest_sampled() -> None:
+    from autotune.baseline import (
+        EAGER_EXPLORATION_ATTR,
+        eager_exploration_params,
+        enqueue_eager_exploration,
+    )
+
+    study, space = _study_with(["compile_mode=[none,default]"], [{}])
+    assert eager_exploration_params(space) == {"compile_mode": "none"}
+    assert enqueue_eager_exploration(study, space)
+    assert not enqueue_eager_exploration(study, space)  # one waits already
+    trial = study.ask()
+    assert trial.params == {} and trial.user_attrs[EAGER_EXPLORATION_ATTR]
+    dist = CategoricalDistribution(["none", "default"])
+    assert trial.suggest_categorical("compile_mode", dist.choices) == "none"  # fixed
+    # A space that does not search compile modes (or has no eager one) fixes nothing.
+    fixed, space = _study_with(["compile_mode=[default]"], [{}])
+    assert eager_exploration_params(space) == {}
+    assert not enqueue_eager_exploration(fixed, space)
+
+
 def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once() -> None:
     from autotune.baseline import (
         baseline_params,

@@ -18,7 +18,9 @@ from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_open_study
 from autotune.baseline import (
+    eager_exploration_params,
     enqueue_baseline,
+    enqueue_eager_exploration,
     enqueue_same_model,
     enqueue_same_model_batch,
     failed_baseline,
@@ -267,6 +269,7 @@ def run_study(
     # The cost cap's stage (autotune.cost.budget_stage), and the stages already said.
     cap: dict[str, Any] = {"stage": "explore", "said": set()}
     budget = space.budget_settings
+    capped = budget.full_runs is not None
 
     def follow_budget(study: optuna.Study, _: FrozenTrial | None) -> None:
         """Under ``budget.full_runs``: past half the search's share every later trial keeps
@@ -307,11 +310,15 @@ def run_study(
         with sigint_allowed():
             return objective(trial)
 
-    def same_model(study: optuna.Study, _: FrozenTrial) -> None:
-        """Some trials keep the baseline's model (the same-model answer); none is queued
-        past the study's target."""
-        if count_finished(study) < n_trials:
-            enqueue_same_model(study, space)
+    def queue_next(study: optuna.Study, _: FrozenTrial) -> None:
+        """Some trials keep the baseline's model (the same-model answer); under a cost cap an
+        exploring trial runs eager (compile is tried on the baseline's model later); none is
+        queued past the study's target."""
+        if count_finished(study) >= n_trials:
+            return
+        eager = eager_exploration_params(space) if cap["stage"] == "explore" and capped else {}
+        if not enqueue_same_model(study, space, also=eager) and eager:
+            enqueue_eager_exploration(study, space)
 
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
@@ -348,7 +355,7 @@ def run_study(
                             results,
                             follow_budget,
                             report,
-                            same_model,
+                            queue_next,
                             stop_at_failed_baseline,
                         ],
                         catch=(SurplusTrial,),

@@ -358,7 +358,9 @@ class BudgetOptions(Strict):
     Attributes:
         full_runs: the cap on the study's cost: every trial's and verification run's wall
             seconds, over the baseline's measured run. The search may spend
-            ``advanced.budget.search_share`` of it: past half of that, every later trial keeps
+            ``advanced.budget.search_share`` of it: its exploring trials run eager (compile
+            modes are tried on the baseline's model later); past half of that, every later
+            trial keeps
             the baseline's model and global batch: a change of how it runs is timed with the
             paired check (seconds, not the budget), and each other precision trains its
             evidence once (its other configurations reuse it); at all of it, the search stops before
