@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -45,6 +46,7 @@ __all__ = [
     "SAME_MODEL_ATTR",
     "SAME_MODEL_BATCH_ATTR",
     "SAME_MODEL_SHARE",
+    "SameModelBatchQueue",
     "baseline_global_batch",
     "baseline_params",
     "baseline_trial",
@@ -57,6 +59,7 @@ __all__ = [
     "failed_baseline",
     "same_model_batch_configurations",
     "same_model_batch_params",
+    "search_price",
     "trial_train_settings",
     "untried_same_model_batch",
 ]
@@ -395,6 +398,7 @@ def untried_same_model_batch(
     throughputs: Sequence[tuple[Mapping[str, Any], float]] = (),
     configurations: Sequence[dict[str, Any]] | None = None,
     slow_precisions: Sequence[str] = (),
+    fits: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> dict[str, Any] | None:
     """The next configuration that keeps the baseline's model and global batch and that no
     trial has tried; None when each one was tried, or when they cannot be enumerated
@@ -418,6 +422,8 @@ def untried_same_model_batch(
         throughputs: ``(knobs, samples/s)`` of the measured trials.
         configurations: :func:`same_model_batch_configurations`'s, when the caller has them.
         slow_precisions: precisions to leave out (see above).
+        fits: whether a configuration's projected cost fits what the search has left
+            (:func:`search_price`); one that does not is passed over for the next.
     """
     if configurations is None:
         configurations = same_model_batch_configurations(space, limit)
@@ -448,7 +454,9 @@ def untried_same_model_batch(
         (
             c
             for c in sorted(configurations, key=cost_order)
-            if _knob_key(c) not in seen and c.get("precision") not in slow_precisions
+            if _knob_key(c) not in seen
+            and c.get("precision") not in slow_precisions
+            and (fits is None or fits(c))
         ),
         None,
     )
@@ -468,22 +476,78 @@ def _slow_precisions(trials: Sequence[FrozenTrial], fixed: Mapping[str, Any]) ->
     return [p for p, slow in outcomes.items() if all(slow)]
 
 
-def enqueue_same_model_batch(study: optuna.Study, space: SearchSpace) -> bool | None:
+#: What :func:`enqueue_same_model_batch` did: queued a trial; found one waiting already;
+#: found every configuration tried; found none left whose projected cost fits.
+SameModelBatchQueue = Literal["queued", "waiting", "tried_all", "over_budget"]
+
+
+def search_price(
+    trials: Sequence[FrozenTrial], space: SearchSpace
+) -> Callable[[Mapping[str, Any]], float] | None:
+    """The projected cost of one more search trial of the baseline's model and global batch,
+    in full runs of the baseline, from what the study's trials cost (``run_s`` over the
+    baseline's ``full_run_s``): a compiled one, the dearest compiled trial so far (twice the
+    baseline trial's cost before any compiled); one at a precision no trial of this model
+    and batch trained yet, the baseline trial's cost (it trains as the baseline did); any
+    other, the median of the timed trials' (half the baseline trial's before any). None
+    before the baseline measured its full run.
+    """
+    results = [TrialResult.from_trial(t) for t in trials]
+    base = next((r for r in results if r.baseline and r.full_run_s and r.run_s), None)
+    if base is None or not base.full_run_s or not base.run_s:
+        return None
+    full_run_s = base.full_run_s
+    base_cost = base.run_s / full_run_s
+    fixed = same_model_batch_params(space)
+    compiled, timed = [], []
+    trained_precisions = {base.params.get("precision")}  # the baseline trained its own
+    for r in results:
+        if not r.run_s:
+            continue
+        cost = r.run_s / full_run_s
+        if r.params.get("compile_mode", "none") != "none":
+            compiled.append(cost)
+        elif r.inherits_accuracy:
+            timed.append(cost)
+        if r.accuracy_source == "measured" and all(r.params.get(k) == v for k, v in fixed.items()):
+            trained_precisions.add(r.params.get("precision"))
+    compiled_price = max(compiled, default=2.0 * base_cost)
+    timed_price = statistics.median(timed) if timed else 0.5 * base_cost
+
+    def price(candidate: Mapping[str, Any]) -> float:
+        if candidate.get("compile_mode", "none") != "none":
+            return compiled_price
+        if candidate.get("precision") not in trained_precisions:
+            return base_cost
+        return timed_price
+
+    return price
+
+
+def enqueue_same_model_batch(
+    study: optuna.Study, space: SearchSpace, left_full_runs: float | None = None
+) -> SameModelBatchQueue:
     """Queue a trial that keeps the baseline's model and global batch: the next untried such
-    configuration (:func:`untried_same_model_batch`, every knob fixed), or where the space
-    cannot be enumerated those knobs alone (:func:`same_model_batch_params`, the sampler
-    choosing the rest). A configuration at the baseline's precision runs seconds of timed
-    steps and the paired check, not the budget; one at another precision trains its evidence
-    once, and that precision's other configurations reuse it. Called once the search has
-    spent half its share of ``budget.full_runs``.
+    configuration (:func:`untried_same_model_batch`, every knob fixed) whose projected cost
+    (:func:`search_price`) fits ``left_full_runs``, or where the space cannot be enumerated
+    those knobs alone (:func:`same_model_batch_params`, the sampler choosing the rest). A
+    configuration at the baseline's precision runs seconds of timed steps and the paired
+    check, not the budget; one at another precision trains its evidence once, and that
+    precision's other configurations reuse it. Called once the search has spent half its
+    share of ``budget.full_runs``.
+
+    Args:
+        study: the study.
+        space: its search space, restricted to what the device can run.
+        left_full_runs: what the search's share of the cap leaves, in full runs; None: no
+            limit.
 
     Returns:
-        True when a trial was queued now; False when a trial already waits; None when every
-        such configuration has been tried.
+        What it did (:data:`SameModelBatchQueue`).
     """
     trials = study.get_trials(deepcopy=False)
     if any(t.state == TrialState.WAITING for t in trials):
-        return False
+        return "waiting"
     measured = [
         (t.params, r.throughput_sps)
         for t in trials
@@ -493,15 +557,26 @@ def enqueue_same_model_batch(study: optuna.Study, space: SearchSpace) -> bool | 
     if configurations is None:  # the sampler chooses the other knobs
         params = same_model_batch_params(space)
     else:
-        untried = untried_same_model_batch(
-            space,
-            [t.params for t in trials],
-            throughputs=measured,
-            configurations=configurations,
-            slow_precisions=_slow_precisions(trials, same_model_batch_params(space)),
-        )
+        price = search_price(trials, space) if left_full_runs is not None else None
+        slow = _slow_precisions(trials, same_model_batch_params(space))
+        tried = [t.params for t in trials]
+
+        def next_untried(
+            fits: Callable[[Mapping[str, Any]], bool] | None,
+        ) -> dict[str, Any] | None:
+            return untried_same_model_batch(
+                space,
+                tried,
+                throughputs=measured,
+                configurations=configurations,
+                slow_precisions=slow,
+                fits=fits,
+            )
+
+        left = left_full_runs or 0.0
+        untried = next_untried(None if price is None else (lambda c: price(c) <= left))
         if untried is None:
-            return None  # every one was tried
+            return "tried_all" if next_untried(None) is None else "over_budget"
         params = untried
     study.enqueue_trial(params, user_attrs={SAME_MODEL_BATCH_ATTR: True})
-    return True
+    return "queued"

@@ -252,3 +252,39 @@ def test_a_precision_too_slow_at_the_baseline_model_is_not_tried_again() -> None
     assert len(tried) == len(space.knobs()["memory_format"].values()) * len(  # type: ignore[attr-defined]
         space.knobs()["num_workers"].values()  # type: ignore[attr-defined]
     )
+
+
+def test_the_search_price_follows_what_the_trials_cost() -> None:
+    from autotune.baseline import search_price
+    from autotune.trial_result import BASELINE_ATTR
+
+    space = restrict_space(
+        load_space("cnn_small", ["compile_mode=[none,default]", "precision=[fp32,bf16]"]),
+        make_capabilities("mock"),
+    )[0]
+    base, _ = baseline_params(space)
+    dists = {
+        name: CategoricalDistribution(knob.values())  # type: ignore[union-attr]
+        for name, knob in space.knobs().items()
+    }
+
+    def trial(params: dict[str, object], **attrs: object) -> optuna.trial.FrozenTrial:
+        return optuna.trial.create_trial(
+            params={**base, **params}, distributions=dists, values=[1.0, 0.9, 1.0], user_attrs=attrs
+        )
+
+    baseline = trial({}, **{BASELINE_ATTR: True, "full_run_s": 10.0, "run_s": 20.0})
+    assert search_price([], space) is None  # no full run measured yet
+    price = search_price([baseline], space)
+    assert price is not None
+    # Before any compiled or timed trial: twice, once and half the baseline trial's 2.0.
+    assert price({**base, "compile_mode": "default"}) == 4.0
+    assert price({**base, "precision": "bf16"}) == 2.0
+    assert price({**base, "memory_format": "channels_last"}) == 1.0
+    compiled = trial({"compile_mode": "default"}, run_s=55.0, accuracy_source="inherited")
+    timed = trial({"memory_format": "channels_last"}, run_s=3.0, accuracy_source="inherited")
+    bf16 = trial({"precision": "bf16"}, run_s=12.0, accuracy_source="measured")
+    price = search_price([baseline, compiled, timed, bf16], space)
+    assert price is not None
+    assert price({**base, "compile_mode": "default"}) == 5.5  # the dearest compiled
+    assert price({**base, "precision": "bf16", "memory_format": "channels_last"}) == 0.3

@@ -167,7 +167,7 @@ def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
 
 
 def budget_note(
-    stage: BudgetStage | Literal["tried_all"],
+    stage: BudgetStage | Literal["tried_all", "over_budget"],
     cost: SearchCost,
     budget: BudgetSettings,
     finished: int,
@@ -182,6 +182,14 @@ def budget_note(
             f"that keeps the baseline's model and global batch has been tried, so the search "
             f"stops at {finished} "
             f"of {n_trials} trials (raise budget.full_runs to explore the model and batch further)"
+        )
+    if stage == "over_budget":
+        return (
+            f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; no configuration "
+            "left that keeps the baseline's model and global batch fits the rest (a compiled "
+            "one costs what the dearest compiled trial did; another precision, a trained "
+            f"run), so the search stops at {finished} of {n_trials} trials (raise "
+            "budget.full_runs to search further)"
         )
     if stage == "keep_model":
         return (
@@ -276,10 +284,14 @@ def run_study(
         the baseline's model and global batch; past its share the search stops."""
         if budget.full_runs is None or count_finished(study) >= n_trials:
             return
-        cap["stage"] = budget_stage(search_cost(study.get_trials(deepcopy=False)).full_runs, budget)
-        if cap["stage"] == "keep_model" and enqueue_same_model_batch(study, space) is None:
-            cap["stage"] = "tried_all"  # every configuration that keeps the math was timed
-        if cap["stage"] in ("stop", "tried_all"):
+        spent = search_cost(study.get_trials(deepcopy=False)).full_runs
+        cap["stage"] = budget_stage(spent, budget)
+        if cap["stage"] == "keep_model":
+            left = budget.search_share * budget.full_runs - (spent or 0.0)
+            queued = enqueue_same_model_batch(study, space, left)
+            if queued in ("tried_all", "over_budget"):
+                cap["stage"] = queued
+        if cap["stage"] in ("stop", "tried_all", "over_budget"):
             study.stop()
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -344,7 +356,7 @@ def run_study(
             ):
                 while (
                     count_finished(study) < n_trials
-                    and cap["stage"] not in ("stop", "tried_all")
+                    and cap["stage"] not in ("stop", "tried_all", "over_budget")
                     and failed_baseline(study.get_trials(deepcopy=False)) is None
                 ):
                     study.optimize(

@@ -151,7 +151,10 @@ def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> N
     )
 
     assert result.finished < 40
-    assert result.search_cost is not None and (result.search_cost.full_runs or 0) >= 4
+    # Past half its share (2 of 4) it keeps the model; it stops at its share, or before it
+    # where no configuration left fits what remains.
+    assert result.search_cost is not None and (result.search_cost.full_runs or 0) >= 2
+    assert any("the search has spent" in n for n in notes)
     assert any("every trial keeps the baseline's model" in n for n in notes)
     assert any(f"the search stops at {result.finished} of 40 trials" in n for n in notes)
     study = load_study(config)
