@@ -40,6 +40,7 @@ __all__ = [
     "MATH_KEY_ATTR",
     "METRIC_FROM_TRIAL_ATTR",
     "STUDY_RECORD_ATTR",
+    "TRIAL_CONFIG_ATTR",
     "WARM_START_ATTR",
     "FigureColumn",
     "StudyAttributes",
@@ -55,6 +56,12 @@ FAILURE_ATTR = "failure"
 MATH_KEY_ATTR = "math_key"
 #: The trial user attribute naming the trial whose metric a trial reused (its number).
 METRIC_FROM_TRIAL_ATTR = "metric_from_trial"
+#: The trial user attribute holding the configuration it ran, as JSON
+#: (``TrialConfig.model_dump(mode="json")``), set by the objective before the run: the
+#: knobs, the study's settings and the evaluation cadence it took from the baseline, without
+#: the search's own stops (the throughput floor, a time-to-accuracy time limit, a reused
+#: metric), which no verification run has. The results tables store it as it is.
+TRIAL_CONFIG_ATTR = "trial_config"
 #: The user attribute of a trial queued from another study's Pareto front (``warm_start=``).
 WARM_START_ATTR = "warm_start_from"
 #: The study user attribute holding autotune's record of the study (its space, device,
@@ -114,6 +121,11 @@ def _shares(value: object) -> tuple[float, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(share for share in map(_float, value) if share is not None)
+
+
+def _config(value: object) -> dict[str, Any] | None:
+    """A stored configuration (a JSON object), or None for anything else."""
+    return dict(value) if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True)
@@ -210,6 +222,8 @@ class TrialResult:
             baseline's batch (:func:`autotune.goodput.goodput_sps`).
         check_losses: its first K steps' training losses (the paired check's record).
         twin_check_losses: the baseline trial only: its float64 twin's losses.
+        trial_config: the configuration it ran, as JSON (:data:`TRIAL_CONFIG_ATTR`); None for
+            a trial that never reached the objective (or one written without it).
     """
 
     number: int
@@ -276,6 +290,7 @@ class TrialResult:
     goodput_sps: float | None = None
     check_losses: tuple[float, ...] = ()
     twin_check_losses: tuple[float, ...] = ()
+    trial_config: Mapping[str, Any] | None = None
 
     @classmethod
     def from_trial(cls, trial: FrozenTrial) -> TrialResult:
@@ -304,6 +319,7 @@ class TrialResult:
             busy_run_shares=_shares(shares),
             check_losses=_shares(attrs.get("check_losses")),
             twin_check_losses=_shares(attrs.get("twin_check_losses")),
+            trial_config=_config(attrs.get(TRIAL_CONFIG_ATTR)),
         )
 
     @property

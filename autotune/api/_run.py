@@ -270,7 +270,7 @@ def run_study(
     )
     # Our results tables (autotune_*, beside Optuna's): one row per finished trial, written by
     # this callback in this process; the trial processes never touch the database.
-    results = open_results_for_run(config, caps, study, objective.trial_config)
+    results = open_results_for_run(config, caps, study)
 
     started = time.monotonic()
     before = len(study.trials)

@@ -86,7 +86,11 @@ def _trial_configs(
     numbers: set[int],
     objective: ObjectiveMode = "throughput",
 ) -> dict[int, TrialConfig]:
-    """The full configuration each trial ran, from its results row.
+    """The configuration each trial ran, from its results row: as the trial stored it
+    (:data:`~autotune.trial_result.TRIAL_CONFIG_ATTR`: the knobs, the study's settings and
+    the evaluation cadence taken from the baseline; never the search's own stops), so a
+    verification run changes only its seed (and, for a finalist that inherits its accuracy,
+    times without training: :func:`_timing_only`).
 
     Raises:
         VerificationError: a trial has no row, or its row holds only its knobs (a study
@@ -113,25 +117,6 @@ def _trial_configs(
             )
         configs[number] = config
     return configs
-
-
-def _with_study_cadence(
-    configs: dict[int, TrialConfig], study: optuna.Study, baseline: int
-) -> dict[int, TrialConfig]:
-    """Time-to-accuracy configurations without an evaluation cadence of their own evaluate
-    as the search's trials did after the baseline: every ``eval_every_s`` the baseline trial
-    derived (its user attribute; :meth:`autotune.study.TrialObjective._warm_baseline`).
-    The results rows rebuild a trial's configuration from its knobs, without it."""
-    trial = next((t for t in study.get_trials(deepcopy=False) if t.number == baseline), None)
-    every_s = TrialResult.from_trial(trial).eval_every_s if trial is not None else None
-    if not every_s:
-        return configs
-    return {
-        number: config.model_copy(
-            update={"train": config.train.with_default_cadence(float(every_s))}
-        )
-        for number, config in configs.items()
-    }
 
 
 def _budget_steps(trials: list[FrozenTrial], baseline: int) -> int | None:
@@ -518,7 +503,6 @@ def verify_open_study(
         run = results.start_verification(study_name, plan)
     params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
     plan, metric = run.plan, study_metric(study)
-    configs = _with_study_cadence(configs, study, plan.baseline_trial)
     configs = _timing_only(configs, plan, study)
     # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
     # its search compiled the same graphs.

@@ -6,11 +6,8 @@ never touches the database.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 import optuna
-from optuna.trial import FixedTrial, FrozenTrial
+from optuna.trial import FrozenTrial
 
 from autotune.config import RunConfig
 from autotune.hardware import DeviceCapabilities
@@ -24,23 +21,20 @@ from autotune.storage.records import (
     TrialRecord,
     trial_record,
 )
-from autotune.trial_result import StudyAttributes
+from autotune.trial_result import StudyAttributes, TrialResult
 
 __all__ = ["ResultsCallback", "open_results_for_run"]
 
-#: Builds the full trial configuration of a finished trial from its parameters (or None).
-ConfigOf = Callable[[FrozenTrial], Mapping[str, Any] | None]
-
 
 class ResultsCallback:
-    """Optuna callback: writes the results row of each trial that finishes.
+    """Optuna callback: writes the results row of each trial that finishes, with the
+    configuration the trial stored as it ran (:data:`~autotune.trial_result.TRIAL_CONFIG_ATTR`;
+    a trial without one keeps its knobs only).
 
     Args:
         store: the results store (open with ``create=True``).
         study_name: the Optuna study name (already recorded with ``record_study``).
         hardware: the machine the trials run on.
-        config_of: the full trial configuration of a finished trial, or None to store only
-            its knobs.
     """
 
     def __init__(
@@ -48,17 +42,14 @@ class ResultsCallback:
         store: ResultsStore,
         study_name: str,
         hardware: HardwareFingerprint | None,
-        config_of: ConfigOf | None = None,
     ) -> None:
         self.store = store
         self.study_name = study_name
         self.hardware = hardware
-        self._config_of = config_of
 
     def record(self, trial: FrozenTrial) -> TrialRecord:
-        """The results row of ``trial`` (pure apart from ``config_of``)."""
-        config = self._config_of(trial) if self._config_of is not None else None
-        return trial_record(self.study_name, trial, config)
+        """The results row of ``trial`` (pure)."""
+        return trial_record(self.study_name, trial, TrialResult.from_trial(trial).trial_config)
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         if trial.state in FINISHED_STATES:
@@ -87,7 +78,6 @@ def open_results_for_run(
     config: RunConfig,
     caps: DeviceCapabilities,
     study: optuna.Study,
-    trial_config: Callable[[Any], Any] | None = None,
 ) -> ResultsCallback:
     """Create or upgrade the results tables, record the study and this machine, write the rows
     of finished trials that lack one, and return the callback for the coming trials.
@@ -97,8 +87,6 @@ def open_results_for_run(
         caps: the device the trials run on; its ``fingerprint`` is the machine stored with
             the rows when the study recorded none (neither: the rows have no hardware).
         study: the opened Optuna study.
-        trial_config: ``TrialObjective.trial_config``; asked with a ``FixedTrial`` holding a
-            finished trial's parameters, it rebuilds the full configuration the trial ran.
 
     Raises:
         StorageError: the database failed.
@@ -128,14 +116,6 @@ def open_results_for_run(
         )
     )
 
-    def config_of(trial: FrozenTrial) -> Mapping[str, Any] | None:
-        if trial_config is None:
-            return None
-        try:
-            return trial_config(FixedTrial(trial.params, trial.number)).model_dump(mode="json")
-        except ValueError:  # parameters missing or outside the space: keep the knobs only
-            return None
-
-    callback = ResultsCallback(store, study.study_name, hardware, config_of)
+    callback = ResultsCallback(store, study.study_name, hardware)
     callback.sync(study)
     return callback

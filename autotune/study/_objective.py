@@ -57,7 +57,12 @@ from autotune.objectives import (
 )
 from autotune.study._opening import knob_trial_config
 from autotune.study._samplers import OneThreadSampler
-from autotune.trial_result import MATH_KEY_ATTR, METRIC_FROM_TRIAL_ATTR, TrialResult
+from autotune.trial_result import (
+    MATH_KEY_ATTR,
+    METRIC_FROM_TRIAL_ATTR,
+    TRIAL_CONFIG_ATTR,
+    TrialResult,
+)
 
 __all__ = [
     "EVAL_EVERY_SHARE",
@@ -179,8 +184,9 @@ def reuse_source(
     """The trial whose metric trial ``trial_number`` reuses: among ``completed`` with the
     same math key (``key``) that were measured in full, completed without failure (in a
     time-to-accuracy study, one that reached the target) and did not themselves reuse a
-    metric, the one whose knobs differ from ``params`` (the trial's) in the fewest places,
-    the earliest among equals; None when there is none. The nearest source keeps the paired
+    metric, the one whose knobs differ from ``params`` (the trial's) in the fewest places
+    that can reorder the arithmetic (outside :data:`ARITHMETIC_NEUTRAL_KNOBS`), then in the
+    fewest places, the earliest among equals; None when there is none. The nearest source keeps the paired
     check sharp: two bf16 trials that differ only in DataLoader workers are identical, while
     a compiled bf16 source differs from an eager one by bf16's rounding of another fusion,
     beyond the float32 floor."""
@@ -201,11 +207,19 @@ def reuse_source(
     if not candidates or params is None:
         return candidates[0] if candidates else None
 
-    def differences(source: TrialResult) -> int:
+    def differences(source: TrialResult) -> tuple[int, int]:
         names = set(params) | set(source.params)
-        return sum(params.get(n) != source.params.get(n) for n in names)
+        differ = {n for n in names if params.get(n) != source.params.get(n)}
+        return len(differ - ARITHMETIC_NEUTRAL_KNOBS), len(differ)
 
     return min(candidates, key=lambda source: (differences(source), source.number))
+
+
+#: Knobs that never touch the arithmetic (the same losses bit for bit: DataLoader workers
+#: load the same batches; the allocator's segments place the same tensors): a reuse source
+#: that differs from a trial only in these is nearer than one that differs in a knob that
+#: reorders the arithmetic (memory format, compile mode), where bf16's rounding can part.
+ARITHMETIC_NEUTRAL_KNOBS = frozenset({"num_workers", "cuda_expandable_segments"})
 
 
 def has_check(config: TrialConfig) -> bool:
@@ -408,29 +422,42 @@ class TrialObjective:
             self._config, self._space, self._caps, knobs, self._mock_fault(trial.number)
         )
 
-    def _with_baseline_settings(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:
-        """What later trials take from the baseline trial. In a throughput study: the floor
-        of :meth:`_with_throughput_floor`. In a time-to-accuracy study: the
-        evaluation cadence it derived (user attribute ``eval_every_s``, see
-        :meth:`_warm_baseline`) where the space sets none, and a stop at
-        ``advanced.train.max_time_vs_baseline`` times its time to accuracy (or ``train.max_time_s``,
-        the smaller), recorded as the user attribute ``time_limit_s``. Without a baseline
-        that reached the target (the baseline itself, or a baseline that missed it), the
-        limit is ``train.max_time_s`` alone."""
-        train = config.train
+    def _with_study_cadence(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:
+        """In a time-to-accuracy study whose space sets no evaluation cadence, the cadence
+        the baseline trial derived (user attribute ``eval_every_s``, see
+        :meth:`_warm_baseline`); else the configuration as it is. Part of the configuration
+        a trial stores (:data:`~autotune.trial_result.TRIAL_CONFIG_ATTR`): a verification run
+        of it evaluates as the trial did."""
+        if not self._tta:
+            return config
+        base = baseline_trial(trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        if base is None or base.number == trial.number:
+            return config
+        every_s = TrialResult.from_trial(base).eval_every_s
+        if not every_s:
+            return config
+        return config.model_copy(update={"train": config.train.with_default_cadence(every_s)})
+
+    def _with_search_stops(self, trial: optuna.Trial, config: TrialConfig) -> TrialConfig:
+        """What a search trial takes from the baseline trial to stop early, never stored with
+        its configuration (no verification run has it). In a throughput study: the floor of
+        :meth:`_with_throughput_floor`. In a time-to-accuracy study: a stop at
+        ``advanced.train.max_time_vs_baseline`` times its time to accuracy (or
+        ``train.max_time_s``, the smaller), recorded as the user attribute ``time_limit_s``.
+        Without a baseline that reached the target (the baseline itself, or a baseline that
+        missed it), the limit is ``train.max_time_s`` alone."""
         base = baseline_trial(trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
         if base is None or base.number == trial.number:
             return config
         if not self._tta:
             return self._with_throughput_floor(trial, config, base)
-        every_s = TrialResult.from_trial(base).eval_every_s
-        if every_s:
-            train = train.with_default_cadence(every_s)
-        limit_s = time_limit_s(train, base)
-        if limit_s is not None:
-            trial.set_user_attr("time_limit_s", limit_s)
-            train = train.model_copy(update={"max_time_s": limit_s})
-        return config.model_copy(update={"train": train})
+        limit_s = time_limit_s(config.train, base)
+        if limit_s is None:
+            return config
+        trial.set_user_attr("time_limit_s", limit_s)
+        return config.model_copy(
+            update={"train": config.train.model_copy(update={"max_time_s": limit_s})}
+        )
 
     def _with_throughput_floor(
         self, trial: optuna.Trial, config: TrialConfig, base: FrozenTrial
@@ -823,7 +850,8 @@ class TrialObjective:
             trial.set_user_attr("failure", "surplus")
             trial.study.stop()
             raise SurplusTrial(f"trial {trial.number}: the study already has its trials")
-        config = self._with_baseline_settings(trial, self.trial_config(trial))
+        config = self._with_study_cadence(trial, self.trial_config(trial))
+        trial.set_user_attr(TRIAL_CONFIG_ATTR, config.model_dump(mode="json"))
         trial.set_user_attr("simulated", self._caps.simulated)
         self._record_sampler_time(trial)
         reason = trial_infeasibility_reason(config, self._caps)
@@ -834,7 +862,10 @@ class TrialObjective:
         config = self._with_reuse(trial, config, key)
         self._run_s = 0.0
         try:
-            config = self._warm_baseline(trial, config)
+            if trial.user_attrs.get(BASELINE_ATTR):
+                config = self._warm_baseline(trial, config)  # it may derive the cadence
+                trial.set_user_attr(TRIAL_CONFIG_ATTR, config.model_dump(mode="json"))
+            config = self._with_search_stops(trial, config)
             before_s = self._run_s
             measurement = self._run_with_retry(trial, config)
             if trial.user_attrs.get(BASELINE_ATTR):  # one full run: the unit of the cost

@@ -159,6 +159,12 @@ def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> N
     assert any(f"the search stops at {result.finished} of 40 trials" in n for n in notes)
     study = load_study(config)
     queued = [t for t in study.trials if t.user_attrs.get("same_model_batch")]
+    # Each trial stored the configuration it ran, without the search's floor or reuse.
+    floored = [t for t in study.trials if t.user_attrs.get("min_throughput_sps")]
+    assert floored and all(
+        t.user_attrs["trial_config"]["min_throughput_sps"] is None for t in floored
+    )
+    assert all(t.user_attrs["trial_config"]["reuse"] is None for t in study.trials)
     base = study.trials[0].params
     assert queued and all(
         t.params["depth"] == base["depth"] and t.params["batch_size"] == base["batch_size"]

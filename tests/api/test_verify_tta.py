@@ -147,6 +147,9 @@ def test_a_time_to_accuracy_study_stores_its_objective_target_and_trial_times(
         stored = json.loads(config_json)  # what a verification re-runs
         assert stored["objective"] == "time_to_accuracy"
         assert stored["train"]["target_accuracy"] == TARGET
+        # As the trial ran: the baseline's evaluation cadence in it, the search's stops not.
+        assert stored["train"]["eval_every_s"] is not None
+        assert stored["reuse"] is None and stored["min_throughput_sps"] is None
 
 
 def _scripted(candidate_s: float | None, baseline_s: float = 30.0):

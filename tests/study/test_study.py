@@ -1039,6 +1039,11 @@ def test_a_trial_reuses_the_nearest_measured_trial_of_its_math_key() -> None:
     first = reuse_source(completed, 11, "k", False)
     assert first is not None and first.number == 3  # without the trial's knobs: the earliest
     assert reuse_source(completed, 11, "other", False, eager) is None
+    # One knob apart either way: the one apart in DataLoader workers (the same arithmetic)
+    # is nearer than the one apart in compile mode (another order of it).
+    two = [measured(4, "none", 0), measured(5, "default", 1)]
+    nearest = reuse_source(two, 11, "k", False, {"compile_mode": "default", "num_workers": 0})
+    assert nearest is not None and nearest.number == 5  # not the earlier trial 4
 
 
 def test_a_batch_change_records_e_of_b_and_goodput_against_the_baseline_noise_scale() -> None:
