@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -267,7 +268,6 @@ def enqueue_same_model(
     space: SearchSpace,
     share: float = SAME_MODEL_SHARE,
     after_trials: int = SAME_MODEL_AFTER_TRIALS,
-    also: Mapping[str, Any] | None = None,
 ) -> bool:
     """Queue a trial that keeps the baseline's model when too few of the study's trials did.
 
@@ -283,7 +283,6 @@ def enqueue_same_model(
         space: its search space, restricted to what the device can run (as the baseline).
         share: the share of trials to keep the baseline's model, in [0, 1].
         after_trials: trials (run, running or failed) before the first is queued.
-        also: other knobs to fix in the queued trial (:func:`eager_exploration_params`).
 
     Returns:
         True when a trial was queued now.
@@ -300,7 +299,7 @@ def enqueue_same_model(
     same = sum(all(t.params.get(k) == v for k, v in model.items()) for t in trials)
     if same >= share * (len(trials) + 1):
         return False
-    study.enqueue_trial({**model, **(also or {})}, user_attrs={SAME_MODEL_ATTR: True})
+    study.enqueue_trial(model, user_attrs={SAME_MODEL_ATTR: True})
     return True
 
 
@@ -309,33 +308,68 @@ def enqueue_same_model(
 EAGER_EXPLORATION_ATTR = "eager_exploration"
 
 
-def eager_exploration_params(space: SearchSpace) -> dict[str, Any]:
-    """The knobs an exploring trial fixes under a cost cap: ``compile_mode: none`` where the
-    space searches compile modes (with ``none`` among them), else nothing.
+def eager_exploration_params(
+    space: SearchSpace, tried: Sequence[Mapping[str, Any]] = (), seed: int = 0, draws: int = 64
+) -> dict[str, Any]:
+    """An exploring configuration under a cost cap: every knob drawn at random from its values
+    (a real-valued one uniformly over its range, or its logarithm's), ``compile_mode: none``
+    where the space searches compile modes with ``none`` among them, and none that a trial in
+    ``tried`` ran where ``draws`` draws find another; empty where the space searches no such
+    compile mode.
 
     Compilation is a change of how a model runs, not of what it computes: it is tried on the
     baseline's model once the exploration ends (:func:`untried_same_model_batch`, on the
     eager configurations that measured fastest). While exploring, one compiled trial of a
     larger model costs minutes of compilation (8 full runs of cnn_small's baseline on a
-    2-core CPU) before its first timed window can say it is slow.
+    2-core CPU) before its first timed window can say it is slow. Every knob is fixed, not
+    only the compile mode: a model-based sampler (GP, TPE) whose proposal loses one knob to
+    a fixed value never learns what it proposed, and proposes it again (the long run's GP
+    queued one configuration 23 times). The exploration under a cap lasts a few trials, the
+    span of such a sampler's own random start-up.
+
+    Args:
+        space: the study's space, restricted to what the device can run.
+        tried: the knobs of the study's trials (any state).
+        seed: the draw's seed (the study's seed and trial count: a rerun draws the same).
+        draws: how many draws may look for an untried configuration.
     """
     knob = space.knobs().get("compile_mode")
     if knob is None or "none" not in getattr(knob, "values", lambda: ())():
         return {}
-    return {"compile_mode": "none"}
+    rng = random.Random(seed)
+    seen = {_knob_key(t) for t in tried}
+    params: dict[str, Any] = {}
+    for _ in range(draws):
+        params = {}
+        for name, param in space.knobs().items():
+            if name == "compile_mode":
+                params[name] = "none"
+            elif hasattr(param, "values"):
+                params[name] = rng.choice(list(param.values()))
+            else:  # a real-valued model knob (FloatParam)
+                low, high = float(param.low), float(param.high)  # type: ignore[union-attr, arg-type]
+                if getattr(param, "log", False):
+                    params[name] = math.exp(rng.uniform(math.log(low), math.log(high)))
+                else:
+                    params[name] = rng.uniform(low, high)
+        if _knob_key(params) not in seen:
+            break
+    return params
 
 
-def enqueue_eager_exploration(study: optuna.Study, space: SearchSpace) -> bool:
-    """Queue an exploring trial that runs eager (:func:`eager_exploration_params`), the
-    sampler choosing every other knob; nothing while a trial waits or where the space fixes
-    no such knob.
+def enqueue_eager_exploration(study: optuna.Study, space: SearchSpace, seed: int = 0) -> bool:
+    """Queue an exploring trial that runs eager, every knob fixed
+    (:func:`eager_exploration_params`, drawn with ``seed`` plus the study's trial count);
+    nothing while a trial waits or where the space searches no eager compile mode.
 
     Returns:
         True when a trial was queued now.
     """
-    params = eager_exploration_params(space)
     trials = study.get_trials(deepcopy=False)
-    if not params or any(t.state == TrialState.WAITING for t in trials):
+    if any(t.state == TrialState.WAITING for t in trials):
+        return False
+    params = eager_exploration_params(space, [t.params for t in trials], seed + len(trials))
+    if not params:
         return False
     study.enqueue_trial(params, user_attrs={EAGER_EXPLORATION_ATTR: True})
     return True

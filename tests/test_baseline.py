@@ -178,7 +178,7 @@ def test_no_same_model_trial_is_queued_early_enough_or_without_model_knobs() -> 
     assert not enqueue_same_model(fixed, space)
 
 
-def test_under_a_cap_an_exploring_trial_is_queued_eager_and_the_rest_sampled() -> None:
+def test_under_a_cap_an_exploring_trial_is_queued_eager_every_knob_fixed() -> None:
     from autotune.baseline import (
         EAGER_EXPLORATION_ATTR,
         eager_exploration_params,
@@ -186,17 +186,21 @@ def test_under_a_cap_an_exploring_trial_is_queued_eager_and_the_rest_sampled() -
     )
 
     study, space = _study_with(["compile_mode=[none,default]"], [{}])
-    assert eager_exploration_params(space) == {"compile_mode": "none"}
+    params = eager_exploration_params(space, seed=3)
+    assert set(params) == set(space.knobs()) and params["compile_mode"] == "none"
+    assert params == eager_exploration_params(space, seed=3)  # the same seed, the same draw
+    assert eager_exploration_params(space, [params], seed=3) != params  # an untried one
     assert enqueue_eager_exploration(study, space)
     assert not enqueue_eager_exploration(study, space)  # one waits already
     trial = study.ask()
-    assert trial.params == {} and trial.user_attrs[EAGER_EXPLORATION_ATTR]
-    dist = CategoricalDistribution(["none", "default"])
-    assert trial.suggest_categorical("compile_mode", dist.choices) == "none"  # fixed
-    # A space that does not search compile modes (or has no eager one) fixes nothing.
-    fixed, space = _study_with(["compile_mode=[default]"], [{}])
+    assert trial.user_attrs[EAGER_EXPLORATION_ATTR]
+    queued = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))[0]
+    fixed = queued.system_attrs["fixed_params"]  # every knob is the queued one, none sampled
+    assert set(fixed) == set(space.knobs()) and fixed["compile_mode"] == "none"
+    # A space that does not search compile modes (or has no eager one) queues nothing.
+    other, space = _study_with(["compile_mode=[default]"], [{}])
     assert eager_exploration_params(space) == {}
-    assert not enqueue_eager_exploration(fixed, space)
+    assert not enqueue_eager_exploration(other, space)
 
 
 def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once() -> None:

@@ -18,7 +18,6 @@ from autotune.api._mfu import with_mfu
 from autotune.api._prepare import PreparedRun, prepare_run
 from autotune.api._verify import VerificationProgress, verify_open_study
 from autotune.baseline import (
-    eager_exploration_params,
     enqueue_baseline,
     enqueue_eager_exploration,
     enqueue_same_model,
@@ -328,9 +327,10 @@ def run_study(
         queued past the study's target."""
         if count_finished(study) >= n_trials:
             return
-        eager = eager_exploration_params(space) if cap["stage"] == "explore" and capped else {}
-        if not enqueue_same_model(study, space, also=eager) and eager:
-            enqueue_eager_exploration(study, space)
+        if enqueue_same_model(study, space):
+            return
+        if cap["stage"] == "explore" and capped:
+            enqueue_eager_exploration(study, space, config.seed)
 
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
