@@ -309,13 +309,19 @@ EAGER_EXPLORATION_ATTR = "eager_exploration"
 
 
 def eager_exploration_params(
-    space: SearchSpace, tried: Sequence[Mapping[str, Any]] = (), seed: int = 0, draws: int = 64
+    space: SearchSpace,
+    tried: Sequence[Mapping[str, Any]] = (),
+    seed: int = 0,
+    draws: int = 64,
+    limit: int = 4096,
 ) -> dict[str, Any]:
-    """An exploring configuration under a cost cap: every knob drawn at random from its values
-    (a real-valued one uniformly over its range, or its logarithm's), ``compile_mode: none``
-    where the space searches compile modes with ``none`` among them, and none that a trial in
-    ``tried`` ran where ``draws`` draws find another; empty where the space searches no such
-    compile mode.
+    """An untried exploring configuration under a cost cap: ``compile_mode: none`` and every
+    other knob drawn at random (a space of at most ``limit`` eager configurations: one of
+    those no trial in ``tried`` ran, chosen at random; a larger one or one with a real-valued
+    knob: each knob drawn from its values, or uniformly over its range or its logarithm's,
+    up to ``draws`` times until untried). Empty where the space searches no such compile
+    mode, or where every eager configuration was tried (or no draw found one): then the
+    sampler chooses.
 
     Compilation is a change of how a model runs, not of what it computes: it is tried on the
     baseline's model once the exploration ends (:func:`untried_same_model_batch`, on the
@@ -338,14 +344,24 @@ def eager_exploration_params(
         return {}
     rng = random.Random(seed)
     seen = {_knob_key(t) for t in tried}
+    values = {
+        name: param.values() for name, param in space.knobs().items() if hasattr(param, "values")
+    }
+    values["compile_mode"] = ["none"]
+    if len(values) == len(space.knobs()) and math.prod(len(v) for v in values.values()) <= limit:
+        # A small space: one of the untried eager configurations, none when all were tried.
+        untried = [
+            config
+            for combo in itertools.product(*values.values())
+            if _knob_key(config := dict(zip(values, combo, strict=True))) not in seen
+        ]
+        return rng.choice(untried) if untried else {}
     params: dict[str, Any] = {}
     for _ in range(draws):
         params = {}
         for name, param in space.knobs().items():
-            if name == "compile_mode":
-                params[name] = "none"
-            elif hasattr(param, "values"):
-                params[name] = rng.choice(list(param.values()))
+            if name in values:
+                params[name] = rng.choice(list(values[name]))
             else:  # a real-valued model knob (FloatParam)
                 low, high = float(param.low), float(param.high)  # type: ignore[union-attr, arg-type]
                 if getattr(param, "log", False):
@@ -353,8 +369,8 @@ def eager_exploration_params(
                 else:
                     params[name] = rng.uniform(low, high)
         if _knob_key(params) not in seen:
-            break
-    return params
+            return params
+    return {}
 
 
 def enqueue_eager_exploration(study: optuna.Study, space: SearchSpace, seed: int = 0) -> bool:

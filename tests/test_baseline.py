@@ -5,6 +5,7 @@ is one line before anything is written."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,18 @@ def test_under_a_cap_an_exploring_trial_is_queued_eager_every_knob_fixed() -> No
     queued = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))[0]
     fixed = queued.system_attrs["fixed_params"]  # every knob is the queued one, none sampled
     assert set(fixed) == set(space.knobs()) and fixed["compile_mode"] == "none"
+    # Once every eager configuration was tried, none is queued: the sampler chooses.
+    small = [
+        *("compile_mode=[none,default]", "precision=[fp32,bf16]", "memory_format=[contiguous]"),
+        *("num_workers=[0]", "batch_size=[64]", "model.depth=3", "model.width=16"),
+    ]
+    _, space = _study_with(small, [{}])
+    tried: list[dict[str, Any]] = []
+    while drawn := eager_exploration_params(space, tried, seed=len(tried)):
+        assert drawn not in tried and drawn["compile_mode"] == "none"
+        tried.append(drawn)
+    eager = [k.values() for n, k in space.knobs().items() if n != "compile_mode"]  # type: ignore[union-attr]
+    assert len(tried) == math.prod(len(v) for v in eager) > 1
     # A space that does not search compile modes (or has no eager one) queues nothing.
     other, space = _study_with(["compile_mode=[default]"], [{}])
     assert eager_exploration_params(space) == {}
