@@ -344,24 +344,19 @@ def eager_exploration_params(
         return {}
     rng = random.Random(seed)
     seen = {_knob_key(t) for t in tried}
-    values = {
-        name: param.values() for name, param in space.knobs().items() if hasattr(param, "values")
-    }
-    values["compile_mode"] = ["none"]
-    if len(values) == len(space.knobs()) and math.prod(len(v) for v in values.values()) <= limit:
+    eager = _configurations(space, {"compile_mode": "none"}, limit)
+    if eager is not None:
         # A small space: one of the untried eager configurations, none when all were tried.
-        untried = [
-            config
-            for combo in itertools.product(*values.values())
-            if _knob_key(config := dict(zip(values, combo, strict=True))) not in seen
-        ]
+        untried = [config for config in eager if _knob_key(config) not in seen]
         return rng.choice(untried) if untried else {}
     params: dict[str, Any] = {}
     for _ in range(draws):
         params = {}
         for name, param in space.knobs().items():
-            if name in values:
-                params[name] = rng.choice(list(values[name]))
+            if name == "compile_mode":
+                params[name] = "none"
+            elif hasattr(param, "values"):
+                params[name] = rng.choice(list(param.values()))
             else:  # a real-valued model knob (FloatParam)
                 low, high = float(param.low), float(param.high)  # type: ignore[union-attr, arg-type]
                 if getattr(param, "log", False):
@@ -417,15 +412,12 @@ def _knob_key(knobs: Mapping[str, Any], without: str = "") -> tuple[tuple[str, s
     return tuple(sorted((k, repr(v)) for k, v in knobs.items() if k != without))
 
 
-def same_model_batch_configurations(
-    space: SearchSpace, limit: int = 4096
+def _configurations(
+    space: SearchSpace, fixed: Mapping[str, Any], limit: int
 ) -> list[dict[str, Any]] | None:
-    """Every configuration that keeps the baseline's model and global batch
-    (:func:`same_model_batch_params`), every knob fixed: precision, memory format, compile
-    mode, workers and the guide's knobs the space searches over their values. None when they
-    cannot be enumerated: a real-valued knob, or more than ``limit`` combinations (then the
-    sampler chooses them)."""
-    fixed = same_model_batch_params(space)
+    """Every configuration of ``space`` with the knobs in ``fixed`` at their values and every
+    other knob over its values; None when they cannot be enumerated: a real-valued knob
+    outside ``fixed``, or more than ``limit`` combinations."""
     free = {
         name: knob.values()
         for name, knob in space.knobs().items()
@@ -439,6 +431,17 @@ def same_model_batch_configurations(
         {**fixed, **dict(zip(free, values, strict=True))}
         for values in itertools.product(*free.values())
     ]
+
+
+def same_model_batch_configurations(
+    space: SearchSpace, limit: int = 4096
+) -> list[dict[str, Any]] | None:
+    """Every configuration that keeps the baseline's model and global batch
+    (:func:`same_model_batch_params`), every knob fixed: precision, memory format, compile
+    mode, workers and the guide's knobs the space searches over their values. None when they
+    cannot be enumerated: a real-valued knob, or more than ``limit`` combinations (then the
+    sampler chooses them)."""
+    return _configurations(space, same_model_batch_params(space), limit)
 
 
 def untried_same_model_batch(
