@@ -21,7 +21,7 @@ from autotune.storage.records import (
     TrialRecord,
     trial_record,
 )
-from autotune.trial_result import StudyAttributes, TrialResult
+from autotune.trial_result import StudyAttributes
 
 __all__ = ["ResultsCallback", "open_results_for_run"]
 
@@ -49,7 +49,7 @@ class ResultsCallback:
 
     def record(self, trial: FrozenTrial) -> TrialRecord:
         """The results row of ``trial`` (pure)."""
-        return trial_record(self.study_name, trial, TrialResult.from_trial(trial).trial_config)
+        return trial_record(self.study_name, trial)  # with the configuration it stored
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         if trial.state in FINISHED_STATES:

@@ -67,13 +67,15 @@ def trial_record(
         study_name: the Optuna study name.
         trial: the finished trial (COMPLETE or PRUNED).
         config: the full trial configuration (``TrialConfig.model_dump(mode="json")``); when
-            None, only the knobs (``trial.params``) are stored in ``config_json``.
+            None, the one the trial stored as it ran (``TrialResult.trial_config``), or where
+            it stored none only the knobs (``trial.params``), go in ``config_json``.
 
     Returns:
         The row, with None for every figure the trial does not carry.
     """
     result = TrialResult.from_trial(trial)
     params = trial.params
+    config = config if config is not None else result.trial_config
     full = dict(config) if config is not None else {"knobs": dict(params)}
     model_knobs = {k: v for k, v in params.items() if k not in KNOB_COLUMNS}
     started, completed = trial.datetime_start, trial.datetime_complete
