@@ -20,16 +20,7 @@ from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 if _TYPE_CHECKING:
-    from autotune.api import (
-        PreparedRun,
-        StudyProgress,
-        StudyResult,
-        VerificationProgress,
-        prepare_run,
-        run_study,
-        verify_study,
-    )
-    from autotune.config import (
+    from autotune.core.config import (
         RunConfig,
         SearchSpace,
         TrialConfig,
@@ -38,7 +29,7 @@ if _TYPE_CHECKING:
         load_run_config,
         load_space,
     )
-    from autotune.exceptions import (
+    from autotune.core.exceptions import (
         AutotuneError,
         ConfigError,
         DataError,
@@ -50,10 +41,19 @@ if _TYPE_CHECKING:
         VerificationError,
         WorkloadError,
     )
-    from autotune.measure import Measurement
-    from autotune.training import HFTrial, LightningTrial, LoopTrial
-    from autotune.verification import CandidateVerdict, VerificationSummary
-    from autotune.workloads import Workload
+    from autotune.study.api import (
+        PreparedRun,
+        StudyProgress,
+        StudyResult,
+        VerificationProgress,
+        prepare_run,
+        run_study,
+        verify_study,
+    )
+    from autotune.study.verification import CandidateVerdict, VerificationSummary
+    from autotune.trial.measure import Measurement
+    from autotune.trial.training import HFTrial, LightningTrial, LoopTrial
+    from autotune.trial.workloads import Workload
 
     __version__: str
 
@@ -94,37 +94,37 @@ __all__ = [
 
 #: Where each public name lives (the module is imported when the name is first read).
 _SOURCES = {
-    "AutotuneError": "autotune.exceptions",
-    "CandidateVerdict": "autotune.verification",
-    "ConfigError": "autotune.exceptions",
-    "DataError": "autotune.exceptions",
-    "DeviceUnavailableError": "autotune.exceptions",
-    "DoorUsageError": "autotune.exceptions",
-    "HFTrial": "autotune.training",
-    "LightningTrial": "autotune.training",
-    "LoopTrial": "autotune.training",
-    "Measurement": "autotune.measure",
-    "PreparedRun": "autotune.api",
-    "RunConfig": "autotune.config",
-    "SearchSpace": "autotune.config",
-    "StorageError": "autotune.exceptions",
-    "StudyNotFoundError": "autotune.exceptions",
-    "StudyProgress": "autotune.api",
-    "StudyResult": "autotune.api",
-    "TrialConfig": "autotune.config",
-    "TrialError": "autotune.exceptions",
-    "VerificationError": "autotune.exceptions",
-    "VerificationProgress": "autotune.api",
-    "VerificationSummary": "autotune.verification",
-    "VerifySettings": "autotune.config",
-    "Workload": "autotune.workloads",
-    "WorkloadError": "autotune.exceptions",
-    "WorkloadSpec": "autotune.config",
-    "load_run_config": "autotune.config",
-    "load_space": "autotune.config",
-    "prepare_run": "autotune.api",
-    "run_study": "autotune.api",
-    "verify_study": "autotune.api",
+    "AutotuneError": "autotune.core.exceptions",
+    "CandidateVerdict": "autotune.study.verification",
+    "ConfigError": "autotune.core.exceptions",
+    "DataError": "autotune.core.exceptions",
+    "DeviceUnavailableError": "autotune.core.exceptions",
+    "DoorUsageError": "autotune.core.exceptions",
+    "HFTrial": "autotune.trial.training",
+    "LightningTrial": "autotune.trial.training",
+    "LoopTrial": "autotune.trial.training",
+    "Measurement": "autotune.trial.measure",
+    "PreparedRun": "autotune.study.api",
+    "RunConfig": "autotune.core.config",
+    "SearchSpace": "autotune.core.config",
+    "StorageError": "autotune.core.exceptions",
+    "StudyNotFoundError": "autotune.core.exceptions",
+    "StudyProgress": "autotune.study.api",
+    "StudyResult": "autotune.study.api",
+    "TrialConfig": "autotune.core.config",
+    "TrialError": "autotune.core.exceptions",
+    "VerificationError": "autotune.core.exceptions",
+    "VerificationProgress": "autotune.study.api",
+    "VerificationSummary": "autotune.study.verification",
+    "VerifySettings": "autotune.core.config",
+    "Workload": "autotune.trial.workloads",
+    "WorkloadError": "autotune.core.exceptions",
+    "WorkloadSpec": "autotune.core.config",
+    "load_run_config": "autotune.core.config",
+    "load_space": "autotune.core.config",
+    "prepare_run": "autotune.study.api",
+    "run_study": "autotune.study.api",
+    "verify_study": "autotune.study.api",
 }
 
 #: The version when the package metadata cannot be read (a source tree that was never

@@ -21,10 +21,10 @@ import yaml
 from rich.console import Console
 from rich.text import Text  # the user's text, never read as markup or emoji codes
 
-from autotune.exceptions import AutotuneError
+from autotune.core.exceptions import AutotuneError
 
 if TYPE_CHECKING:  # annotations only: `autotune --help` imports no more than it needs
-    from autotune.config import RunConfig
+    from autotune.core.config import RunConfig
 
 __all__ = ["app", "main"]
 
@@ -98,13 +98,13 @@ _HARDWARE_CHANGE_HELP = (
 def _run_args(
     overrides: list[str] | None, trials: int | None, allow_hardware_change: bool
 ) -> RunConfig:
-    """The :class:`~autotune.config.RunConfig` of ``run``'s (and ``config``'s) arguments.
+    """The :class:`~autotune.core.config.RunConfig` of ``run``'s (and ``config``'s) arguments.
 
     Raises:
         ConfigError: ``--trials`` below 1, or a key or value the configuration refuses.
     """
-    from autotune.config import load_run_config
-    from autotune.exceptions import ConfigError
+    from autotune.core.config import load_run_config
+    from autotune.core.exceptions import ConfigError
 
     if trials is not None and trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
@@ -122,8 +122,8 @@ def run(
     ),
 ) -> None:
     """Run (or resume) a study: every trial trains for real on the device and is measured."""
-    from autotune.api import prepare_run, run_study
-    from autotune.console import (
+    from autotune.study.api import prepare_run, run_study
+    from autotune.study.console import (
         ProgressDisplay,
         describe_peaks,
         print_header,
@@ -191,8 +191,8 @@ def show_config(
     fields, each at the path where `key=value` sets it, the storage password masked. The keys,
     the values and the storage URL are checked as `run` checks them; the device, the workload,
     its data and the database are checked when `run` starts. Nothing is opened or written."""
-    from autotune.config import run_config_document
-    from autotune.storage import validate_storage_url
+    from autotune.core.config import run_config_document
+    from autotune.study.storage import validate_storage_url
 
     config = _run_args(overrides, trials, allow_hardware_change)
     validate_storage_url(config.storage)  # parses it and finds its driver; connects to nothing
@@ -214,10 +214,7 @@ def show_config(
 #: ``storage=URL`` in help texts.
 _STORAGE_HELP = "storage=URL: the study database (default sqlite:///storage/autotune.db)."
 #: ``study=NAME [storage=URL]`` in help texts.
-_STUDY_HELP = (
-    f"study=NAME: the study (`autotune ls` lists them). {_STORAGE_HELP} "
-    "(A bare STUDY first still works for this release; it is deprecated.)"
-)
+_STUDY_HELP = f"study=NAME: the study (`autotune ls` lists them). {_STORAGE_HELP}"
 
 
 def _deprecated(old: str, new: str) -> None:
@@ -232,9 +229,9 @@ def _deprecated(old: str, new: str) -> None:
 @contextlib.contextmanager
 def _noting_moved_keys() -> Iterator[None]:
     """Print each key written with the name it had before ``advanced.*``, and each removed key
-    that is ignored (a :class:`~autotune.config.DeprecatedKeyWarning`), as the other deprecated
+    that is ignored (a :class:`~autotune.core.config.DeprecatedKeyWarning`), as the other deprecated
     spellings are printed, also when the arguments are then refused; other warnings pass on as they were."""
-    from autotune.config import DeprecatedKeyWarning
+    from autotune.core.config import DeprecatedKeyWarning
 
     caught: list[warnings.WarningMessage] = []
     try:
@@ -258,7 +255,7 @@ def _required_study(study: str | None, command: str) -> str:
     Raises:
         ConfigError: none was given.
     """
-    from autotune.exceptions import ConfigError
+    from autotune.core.exceptions import ConfigError
 
     if study is None:
         raise ConfigError(
@@ -277,8 +274,8 @@ def _storage_args(args: list[str] | None, *, study: bool) -> tuple[str | None, s
     Raises:
         ConfigError: any other argument (a URL in it masked).
     """
-    from autotune.config import DEFAULT_STORAGE_URL, display_url
-    from autotune.exceptions import ConfigError
+    from autotune.core.config import DEFAULT_STORAGE_URL, display_url
+    from autotune.core.exceptions import ConfigError
 
     expected = "study=NAME or storage=URL" if study else "storage=URL"
     name: str | None = None
@@ -317,18 +314,17 @@ def verify(
         help="study=NAME (required) storage=URL verify.rounds=R (confirmation rounds, default "
         "8, >= 3) verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S; research "
         "knobs: advanced.verify.race_rounds=A (default 2) advanced.verify.candidates=K "
-        "(finalists per answer, default 3) advanced.verify.screen_z=Z (default 1.645). (A bare "
-        "STUDY first still works for this release; it is deprecated.)",
+        "(finalists per answer, default 3) advanced.verify.screen_z=Z (default 1.645).",
     ),
 ) -> None:
     """Re-run the baseline and the finalists in interleaved rounds of fresh processes, each
     round with its own seed, and print the verified recommendation (resumes an interrupted
     verification; repeats a finished one with new seeds)."""
-    from autotune.api import verify_study
-    from autotune.config import load_verify_request
-    from autotune.console import print_verdict, verification_line
-    from autotune.storage import load_existing_study
-    from autotune.verification import study_metric
+    from autotune.core.config import load_verify_request
+    from autotune.study.api import verify_study
+    from autotune.study.console import print_verdict, verification_line
+    from autotune.study.storage import load_existing_study
+    from autotune.study.verification import study_metric
 
     with _noting_moved_keys():
         request = load_verify_request(args or [])
@@ -362,7 +358,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML report of a study (Plotly inlined; opens offline); print
     the verified verdict it shows."""
-    from autotune.report import SIMULATED_TEXT, report_study
+    from autotune.study.report import SIMULATED_TEXT, report_study
 
     study, storage = _study_and_storage(args, "report")
     data, path = report_study(study, storage, out)
@@ -393,7 +389,7 @@ def dashboard(
     port: int = typer.Option(8080, "--port", help="TCP port (0: any free port)."),
 ) -> None:
     """Serve a live, read-only dashboard of the studies in a database."""
-    from autotune.report import DashboardApp, DashboardServer
+    from autotune.study.report import DashboardApp, DashboardServer
 
     _, storage = _storage_args(args, study=False)
     server = DashboardServer(DashboardApp(storage), host, port)
@@ -437,7 +433,7 @@ def best(
         help="Print only what changes from the baseline trial to the verified recommendation, "
         "as lines to paste (refused when there is none; see --trial).",
     ),
-    # Literal: the choices typer offers and checks (autotune.export.DIFF_STYLES).
+    # Literal: the choices typer offers and checks (autotune.study.export.DIFF_STYLES).
     style: Literal["torch", "lightning", "hf", "loop"] | None = typer.Option(
         None,
         "--style",
@@ -454,10 +450,15 @@ def best(
 ) -> None:
     """Print the verified verdict and the Pareto-optimal configurations (single trials);
     optionally export the verified recommendation, or print only what it changes."""
-    from autotune.console import best_table, print_verdict_block
-    from autotune.exceptions import ConfigError
-    from autotune.export import best_configurations, export_best_yaml, export_choice, export_diff
-    from autotune.report import SIMULATED_TEXT
+    from autotune.core.exceptions import ConfigError
+    from autotune.study.console import best_table, print_verdict_block
+    from autotune.study.export import (
+        best_configurations,
+        export_best_yaml,
+        export_choice,
+        export_diff,
+    )
+    from autotune.study.report import SIMULATED_TEXT
 
     study, storage = _study_and_storage(args, "best")
     if diff and export is not None:
@@ -502,9 +503,9 @@ def ls_studies(
     args: list[str] = typer.Argument(None, metavar="[storage=URL]", help=_STORAGE_HELP),
 ) -> None:
     """List the studies in a database with trial counts and hardware."""
-    from autotune.console import studies_table
-    from autotune.export import list_studies
-    from autotune.storage import storage_location
+    from autotune.study.console import studies_table
+    from autotune.study.export import list_studies
+    from autotune.study.storage import storage_location
 
     _, storage = _storage_args(args, study=False)
     studies = list_studies(storage)
@@ -518,7 +519,7 @@ _CSV_HELP = "CSV file to write: one row per finished trial."
 
 
 def _write_trials_csv(study: str, storage: str, csv: Path) -> None:
-    from autotune.export import export_csv
+    from autotune.study.export import export_csv
 
     rows = export_csv(study, storage, csv)
     _out_console().print(Text(f"wrote {csv}: {rows} trials"))
@@ -552,7 +553,7 @@ def hardware(
 
     from rich.table import Table
 
-    from autotune.hardware import detect_fingerprint
+    from autotune.core.hardware import detect_fingerprint
 
     kind = "mock" if mock_profile is not None else "auto"
     fp = detect_fingerprint(kind, mock_profile=mock_profile or "default")
@@ -577,7 +578,7 @@ def _print_error(message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``autotune`` console script.
 
-    Bad input (a :class:`~autotune.exceptions.AutotuneError` or a usage error) prints one line
+    Bad input (a :class:`~autotune.core.exceptions.AutotuneError` or a usage error) prints one line
     on stderr and exits with code 2; Ctrl-C exits with 130 after the running trial is stopped.
     """
 

@@ -9,7 +9,7 @@ from typing import Any
 
 def main_job_trial(epochs: int) -> dict[str, Any]:
     """The baseline's fields over ``epochs`` passes (the main job: 3)."""
-    from autotune.config import BUILTIN_WORKLOAD_REF, DataSettings
+    from autotune.core.config import BUILTIN_WORKLOAD_REF, DataSettings
 
     return {
         "device": "cpu",

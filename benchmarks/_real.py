@@ -1,6 +1,6 @@
-"""Tables 1, 3 and 4: real CPU (or CUDA) measurements through ``autotune.study.run_trial``.
+"""Tables 1, 3 and 4: real CPU (or CUDA) measurements through ``autotune.study.search.run_trial``.
 
-- Table 1 runs (or reuses) a real ``space=cnn_small`` study through ``autotune.api.run_study``
+- Table 1 runs (or reuses) a real ``space=cnn_small`` study through ``autotune.study.api.run_study``
   (search and verification), takes the study's verified recommendation as the tuned
   configuration, and measures the PyTorch defaults, an expert recipe and the tuned
   configuration interleaved (A B C A B C ...).
@@ -25,20 +25,16 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.api import run_study
-from autotune.baseline import baseline_params, baseline_trial, trial_train_settings
-from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config, load_space
-from autotune.exceptions import TrialError
-from autotune.hardware import (
-    DeviceCapabilities,
-    detect_capabilities,
-    restrict_space,
-    trial_infeasibility_reason,
-)
-from autotune.measure import Measurement
-from autotune.storage import ResultsStore
-from autotune.study import run_trial
-from autotune.verification import VerificationSummary, load_verification
+from autotune.core.config import RunConfig, SearchSpace, TrialConfig, load_run_config, load_space
+from autotune.core.exceptions import TrialError
+from autotune.core.hardware import DeviceCapabilities, detect_capabilities
+from autotune.study.api import run_study
+from autotune.study.baseline import baseline_params, baseline_trial, trial_train_settings
+from autotune.study.feasibility import restrict_space, trial_infeasibility_reason
+from autotune.study.search import run_trial
+from autotune.study.storage import ResultsStore
+from autotune.study.verification import VerificationSummary, load_verification
+from autotune.trial.measure import Measurement
 
 __all__ = [
     "ACCURACY_TOLERANCE",
@@ -84,7 +80,7 @@ def trial_config(
 
 
 def defaults_knobs(space: SearchSpace) -> dict[str, Any]:
-    """PyTorch's defaults: :func:`autotune.baseline.baseline_params`, the very configuration
+    """PyTorch's defaults: :func:`autotune.study.baseline.baseline_params`, the very configuration
     every study measures as its baseline trial (fp32, contiguous, eager, ``num_workers=0``,
     one device, the space's middle model, batch 64 as in PyTorch's MNIST example)."""
     return baseline_params(space)[0]
@@ -206,7 +202,7 @@ def select_tuned(
     timeout_s: float,
     storage: str | None = None,
 ) -> Selection:
-    """The study's verified recommendation (:mod:`autotune.verification`), read from
+    """The study's verified recommendation (:mod:`autotune.study.verification`), read from
     ``storage``; where the study has none, the highest-throughput Pareto-optimal trial whose
     accuracy is within :data:`ACCURACY_TOLERANCE` of the defaults' (measured as the study's
     baseline trial, or now if the study has none), which the table then calls unverified.

@@ -6,9 +6,9 @@ A *recording* is a real main-job study exported to a small JSON file under
 objective values, failure kind, ``compile_s`` and ``train_s``, and the study's directions,
 space file, device and the precisions the device screened out.
 
-A *replay* runs the real study objective (:class:`autotune.study.TrialObjective`) in-process
+A *replay* runs the real study objective (:class:`autotune.study.search.TrialObjective`) in-process
 on an in-memory Optuna storage, with the sampler a study of that space and device gets
-(:func:`autotune.study.study_sampler`, or a variant of :data:`FEATURES`) and the PyTorch-defaults
+(:func:`autotune.study.search.study_sampler`, or a variant of :data:`FEATURES`) and the PyTorch-defaults
 baseline enqueued first, as ``run_study`` does and as Table 2 drives the mock
 (``_search_efficiency.sampler_run``). Its ``run_trial`` answers every configuration with the
 recorded figures of that configuration (its earliest trial), or, when the study never measured
@@ -26,7 +26,7 @@ measurement, the same table the replay reads, so a score lies in [0, 1]), in Tab
 normalized space (``_search_efficiency``: ``(-log throughput, -accuracy, log memory)``, the
 reference front's ideal 0 and nadir 1, reference point 1.1).
 
-Features switched off (benchmark-only: arguments of :func:`autotune.study.make_sampler` and,
+Features switched off (benchmark-only: arguments of :func:`autotune.study.search.make_sampler` and,
 for the torch-function switch, a patch of the sampler class inside the harness; no
 production flag): see :data:`FEATURES`.
 
@@ -53,16 +53,17 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from scipy.stats import qmc
 
-from autotune.baseline import enqueue_baseline, enqueue_same_model
-from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config
-from autotune.exceptions import TrialError
-from autotune.hardware import DeviceCapabilities, restrict_space
-from autotune.measure import Measurement
-from autotune.objectives import OBJECTIVES
-from autotune.study import TrialObjective, make_sampler, study_sampler
-from autotune.study._opening import feasibility_test, prior_mean, startup_design
-from autotune.study._samplers import LeanGPSampler, OneThreadSampler
-from autotune.trial_result import TrialResult
+from autotune.core.config import RunConfig, SearchSpace, TrialConfig, load_run_config
+from autotune.core.exceptions import TrialError
+from autotune.core.hardware import DeviceCapabilities
+from autotune.study.baseline import enqueue_baseline, enqueue_same_model
+from autotune.study.feasibility import restrict_space
+from autotune.study.objectives import OBJECTIVES
+from autotune.study.search import TrialObjective, make_sampler, study_sampler
+from autotune.study.search._opening import feasibility_test, prior_mean, startup_design
+from autotune.study.search._samplers import LeanGPSampler, OneThreadSampler
+from autotune.study.trial_result import TrialResult
+from autotune.trial.measure import Measurement
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "data"

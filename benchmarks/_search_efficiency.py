@@ -2,12 +2,12 @@
 
 The ``cnn_small`` space is already discrete (depth 1..3 and categorical knobs), so the
 "discretized space" is the space itself: every configuration the mock device's feasibility
-rules allow is simulated once (:func:`autotune.devices.mock.simulate`, milliseconds each)
+rules allow is simulated once (:func:`autotune.trial.devices.mock.simulate`, milliseconds each)
 and the Pareto front of the feasible ones is the ground truth. Configurations pruned by the
 feasibility rules or out of (simulated) memory are infeasible and never part of a front.
 
-Each sampler then runs the real study objective (:class:`autotune.study.TrialObjective`, with
-the sampler ``open_study`` gives a study, :func:`autotune.study.study_sampler`, and the
+Each sampler then runs the real study objective (:class:`autotune.study.search.TrialObjective`, with
+the sampler ``open_study`` gives a study, :func:`autotune.study.search.study_sampler`, and the
 PyTorch-defaults baseline enqueued first, as ``run_study`` does) **in-process** on an in-memory Optuna storage: a mock
 trial costs milliseconds, so forking a process per trial (``run_study device=mock``) would only
 add time, not fidelity. As in a real study, every trial of a run simulates with the run's seed
@@ -50,19 +50,15 @@ import optuna
 import scipy.stats
 from optuna.trial import FrozenTrial
 
-from autotune.baseline import enqueue_baseline, enqueue_same_model, trial_train_settings
-from autotune.config import RunConfig, SearchSpace, TrialConfig, load_run_config
-from autotune.devices.mock import simulate
-from autotune.exceptions import TrialError
-from autotune.hardware import (
-    DeviceCapabilities,
-    detect_capabilities,
-    restrict_space,
-    trial_infeasibility_reason,
-)
-from autotune.measure import Measurement
-from autotune.objectives import OBJECTIVES
-from autotune.study import TrialObjective, study_sampler
+from autotune.core.config import RunConfig, SearchSpace, TrialConfig, load_run_config
+from autotune.core.exceptions import TrialError
+from autotune.core.hardware import DeviceCapabilities, detect_capabilities
+from autotune.study.baseline import enqueue_baseline, enqueue_same_model, trial_train_settings
+from autotune.study.feasibility import restrict_space, trial_infeasibility_reason
+from autotune.study.objectives import OBJECTIVES
+from autotune.study.search import TrialObjective, study_sampler
+from autotune.trial.devices.mock import simulate
+from autotune.trial.measure import Measurement
 
 __all__ = [
     "MEDIAN_CONFIDENCE",
@@ -377,7 +373,7 @@ def sampler_run(
     simulated seconds and whether it reused a metric (:class:`SearchRun`).
 
     ``factory(name, seed)`` builds the sampler; by default, the one ``open_study`` gives a
-    study (:func:`autotune.study.study_sampler`: the start-up design, the metric's knobs and
+    study (:func:`autotune.study.search.study_sampler`: the start-up design, the metric's knobs and
     proposals checked against the feasibility rules); experiments pass their own.
     """
     space, caps = _mock_run(config)

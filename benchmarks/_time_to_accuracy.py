@@ -1,13 +1,13 @@
 """Table 5: time to accuracy, as MLPerf Training and DAWNBench score training.
 
 A real ``space=cnn_small objective=time_to_accuracy`` study (search and verification through
-``autotune.api.run_study``) gives the tuned configuration: its verified recommendation, or
+``autotune.study.api.run_study``) gives the tuned configuration: its verified recommendation, or
 (marked UNVERIFIED) its fastest trial that reached the target. The PyTorch defaults, the
 expert recipe of Table 1 and the tuned configuration then train to the target in interleaved
 rounds (defaults, expert, tuned, defaults, ...), round ``r`` with seed ``r``, each in fresh
 trial processes exactly as a study runs them. Each arm's figure is MLPerf's: with 5 rounds or
 more the mean after dropping the fastest and the slowest run, else the median
-(:func:`autotune.verification.mlperf_time_to_accuracy_s`, as the verification reports it).
+(:func:`autotune.study.verification.mlperf_time_to_accuracy_s`, as the verification reports it).
 """
 
 from __future__ import annotations
@@ -22,19 +22,19 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.api import run_study
-from autotune.baseline import trial_train_settings
-from autotune.config import SearchSpace, TrialConfig, load_run_config
-from autotune.exceptions import TrialError
-from autotune.hardware import DeviceCapabilities
-from autotune.measure import Measurement
-from autotune.storage import ResultsStore
-from autotune.study import run_trial
-from autotune.verification import (
+from autotune.core.config import SearchSpace, TrialConfig, load_run_config
+from autotune.core.exceptions import TrialError
+from autotune.core.hardware import DeviceCapabilities
+from autotune.study.api import run_study
+from autotune.study.baseline import trial_train_settings
+from autotune.study.search import run_trial
+from autotune.study.storage import ResultsStore
+from autotune.study.verification import (
     VerificationSummary,
     load_verification,
     mlperf_time_to_accuracy_s,
 )
+from autotune.trial.measure import Measurement
 
 __all__ = [
     "TtaArmRuns",

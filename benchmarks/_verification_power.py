@@ -2,10 +2,10 @@
 
 How often does the verification recommend a configuration that is truly faster, and how often
 one that is not? Real runs cannot answer it (the truth is unknown), so this drives the real
-verification code, :func:`autotune.api.verify_study` (the screen, the race, the confirmation,
+verification code, :func:`autotune.study.api.verify_study` (the screen, the race, the confirmation,
 the results tables and the verdict), many times against a scripted device whose truth is set:
 
-- A mock ``cnn_small`` study (:mod:`autotune.devices.mock`) is searched once; its screen picks
+- A mock ``cnn_small`` study (:mod:`autotune.trial.devices.mock`) is searched once; its screen picks
   the baseline and the finalists, as in a real run.
 - Every verification run then comes from :func:`scripted_run`, not from the mock's cost model:
   each configuration has a true throughput (the baseline 1,000 samples/s; in the *power*
@@ -41,12 +41,12 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from autotune.api import run_study, verify_study
-from autotune.config import TrialConfig, VerifySettings, load_run_config
-from autotune.measure import Measurement
-from autotune.storage import FINISHED_STATES
+from autotune.core.config import TrialConfig, VerifySettings, load_run_config
+from autotune.study.api import run_study, verify_study
+from autotune.study.storage import FINISHED_STATES
+from autotune.study.verification import select_finalists
 from autotune.testing import make_measurement, simulate_trial
-from autotune.verification import select_finalists
+from autotune.trial.measure import Measurement
 
 #: Run-to-run throughput spread of one configuration in fresh processes (log-normal sigma).
 PROCESS_SIGMA = 0.09

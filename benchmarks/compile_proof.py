@@ -171,12 +171,12 @@ def standalone_ratio(mode: str, steps: int = 10) -> dict[str, float]:
 
 def run_door(door: str, compile_mode: str, epochs: int) -> Any:
     """One trial of ``door`` in this process (rank 0 of 1, the CPU); its Measurement."""
-    from autotune.config import MetricSpec, WorkloadSpec
-    from autotune.devices.cpu import CpuBackend
+    from autotune.core.config import MetricSpec, WorkloadSpec
     from autotune.testing import make_trial_config
-    from autotune.training._hf import run_hf_trainer
-    from autotune.training._lightning import run_lightning
-    from autotune.training._loop import run_loop
+    from autotune.trial.devices.cpu import CpuBackend
+    from autotune.trial.training._hf import run_hf_trainer
+    from autotune.trial.training._lightning import run_lightning
+    from autotune.trial.training._loop import run_loop
 
     ref, metric, runner = {
         "loop": ("loop_door", ("accuracy", "maximize"), run_loop),

@@ -3,9 +3,9 @@ model written as a loop-door example (examples/loop_cnn), on the same knobs, int
 paired rounds of fresh processes, as the verification runs its rounds.
 
 Each round runs both doors (the order alternating round by round) with that round's seed, in
-fresh trial processes (:func:`autotune.study.run_trial`, the launcher every study and
+fresh trial processes (:func:`autotune.study.search.run_trial`, the launcher every study and
 verification uses), and takes the loop's throughput over the workload's: the ratio's 95 %
-interval is Student's t on the log ratios (:func:`autotune.verification.speedup_ci95`). The
+interval is Student's t on the log ratios (:func:`autotune.study.verification.speedup_ci95`). The
 hooks cost nothing measurable when that interval holds 1.0 or lies within +-5 %.
 
 Usage::
@@ -43,15 +43,15 @@ def main() -> None:
     if args.rounds < 2:
         parser.error("--rounds: at least 2 for an interval")
 
-    from autotune.config import (
+    from autotune.core.config import (
         DataSettings,
         MetricSpec,
         TrialConfig,
         WorkloadSpec,
     )
-    from autotune.config._space import BUILTIN_WORKLOAD_REF
-    from autotune.study import run_trial
-    from autotune.verification import speedup_ci95
+    from autotune.core.config._space import BUILTIN_WORKLOAD_REF
+    from autotune.study.search import run_trial
+    from autotune.study.verification import speedup_ci95
 
     knobs = {
         "batch_size": args.batch_size,

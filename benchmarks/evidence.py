@@ -1,11 +1,11 @@
-"""Planted controls for the paired K-step check (autotune/evidence.py), judged against full
+"""Planted controls for the paired K-step check (autotune/study/evidence.py), judged against full
 runs: the main job's baseline (the built-in CNN, depth 3, width 16, batch 64, fp32, AdamW at
 3e-3, on the shipped MNIST test set, 3 epochs) and a set of changes, each run as a real trial
-in fresh processes (:func:`autotune.study.run_trial`), seed by seed.
+in fresh processes (:func:`autotune.study.search.run_trial`), seed by seed.
 
 For every seed, the baseline, its float64 twin and each control run with that seed; a
 control's check compares its first K losses with the same seed's baseline, against the twin's
-floor (:func:`autotune.evidence.check_equivalence`). Its full run's validation accuracy is
+floor (:func:`autotune.study.evidence.check_equivalence`). Its full run's validation accuracy is
 compared with the same seed's baseline: the ground truth of "the same accuracy" is the mean
 paired difference within the 0.5 pt tolerance. Positive controls keep the math (their check
 should pass); negative controls change it or break it (their check should fail).
@@ -47,7 +47,7 @@ CONTROLS: tuple[tuple[str, dict[str, Any], bool], ...] = (
 
 
 def _config(base: dict[str, Any], change: dict[str, Any], seed: int) -> Any:
-    from autotune.config import TrialConfig
+    from autotune.core.config import TrialConfig
 
     fields = {**base, **{k: v for k, v in change.items() if k not in ("train", "seed_offset")}}
     fields["train"] = {**base["train"], **change.get("train", {})}
@@ -63,9 +63,9 @@ def main() -> None:
     parser.add_argument("--tolerance-pt", type=float, default=0.5)
     args = parser.parse_args()
 
-    from autotune.evidence import check_equivalence, check_floor
-    from autotune.study import run_trial
-    from autotune.verification import mean_difference_ci95
+    from autotune.study.evidence import check_equivalence, check_floor
+    from autotune.study.search import run_trial
+    from autotune.study.verification import mean_difference_ci95
 
     base = main_job_trial(args.epochs)
     controls = [c for c in CONTROLS if not args.controls or c[0] in args.controls]

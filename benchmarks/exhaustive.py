@@ -8,8 +8,8 @@ it (``prepare_run``: the precision screen and the device's rules included), with
 knob at the baseline's value and every other knob over its values (batch size, precision,
 memory format, compile mode, DataLoader workers, GPU count, the guide's knobs the space
 searches). Each configuration runs timing only (its warm-up, compile included, and
-``advanced.measure.timing_steps`` timed steps: :func:`autotune.measure.plan_reused_windows`),
-in a fresh trial process (:func:`autotune.study.run_trial`), ``--rounds`` times in rotating
+``advanced.measure.timing_steps`` timed steps: :func:`autotune.trial.measure.plan_reused_windows`),
+in a fresh trial process (:func:`autotune.study.search.run_trial`), ``--rounds`` times in rotating
 order; its throughput is the median over the rounds. The answer is named with ``--answer``
 (the knobs the main job's verdict changed, ``key=value`` each) and is one of the configurations
 timed; the ratio it reports is the answer's median over the best median.
@@ -65,7 +65,7 @@ def same_model_configurations(
     Raises:
         SystemExit: ``only`` names a knob the space does not search.
     """
-    from autotune.baseline import baseline_params
+    from autotune.study.baseline import baseline_params
 
     base, _ = baseline_params(space)
     knobs = space.knobs()
@@ -106,12 +106,12 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from autotune.api import prepare_run
-    from autotune.baseline import baseline_params
-    from autotune.config import ReusedMetric, load_run_config
-    from autotune.exceptions import TrialError
-    from autotune.study import run_trial
-    from autotune.study._opening import knob_trial_config
+    from autotune.core.config import ReusedMetric, load_run_config
+    from autotune.core.exceptions import TrialError
+    from autotune.study.api import prepare_run
+    from autotune.study.baseline import baseline_params
+    from autotune.study.search import run_trial
+    from autotune.study.search._opening import knob_trial_config
 
     config = load_run_config([f"space={args.space}", "device=cpu", "storage=sqlite:///:memory:"])
     prepared = prepare_run(config)

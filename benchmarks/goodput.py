@@ -2,7 +2,7 @@
 (depth 3, width 16) on the shipped MNIST test set (8,000 train / 2,000 validation), AdamW at
 3e-3 for the baseline batch B0 = 64 and the repo's default square-root scaling for the others.
 
-For every seed: the B0 run measures the gradient noise scale B_simple (autotune.goodput: two
+For every seed: the B0 run measures the gradient noise scale B_simple (autotune.core.goodput: two
 half-batch gradients of the step's own batch, every 8th step, off the step's math), and every
 batch size B trains until the validation loss (2,000 images, evaluated every 256 samples
 seen) reaches the target. E(B) = (B_noise + B0)/(B_noise + B) predicts samples to target at B0
@@ -23,9 +23,9 @@ import statistics
 
 import torch
 
-from autotune.config import DataSettings
-from autotune.goodput import NoiseScaleEma, statistical_efficiency
-from autotune.workloads.builtin import build_model, load_dataset
+from autotune.core.config import DataSettings
+from autotune.core.goodput import NoiseScaleEma, statistical_efficiency
+from autotune.trial.workloads.builtin import build_model, load_dataset
 
 B0 = 64
 LR0 = 3.0e-3

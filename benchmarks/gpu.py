@@ -6,7 +6,7 @@ verifies the trials it ran):
 
 1. the GPU tests (``pytest -m gpu``);
 2. every precision x memory format x compile mode the device runs, one trial each, on the
-   defaults' model and batch (``autotune.baseline``), with throughput, step time, compile
+   defaults' model and batch (``autotune.study.baseline``), with throughput, step time, compile
    seconds, peak memory, accuracy, MFU and energy per sample;
 3. a 20-trial ``cnn_small`` study with its verification (the README's main job);
 4. a time-to-accuracy ``cnn_small`` study with its verification;
@@ -135,7 +135,7 @@ def machine_lines(device: str, caps: Any) -> list[str]:
     import torch
     from run import _git_describe  # benchmarks/run.py, beside this script (stdlib only)
 
-    from autotune.hardware import cpu_model_name
+    from autotune.core.hardware import cpu_model_name
 
     peaks = ", ".join(
         f"{p} {v / 1e12:,.1f} TFLOP/s" for p, v in sorted(caps.peak_flops_per_s.items())
@@ -180,12 +180,12 @@ def _trial_row(
     """One trial of ``knobs``: its figures, or why it did not run. With ``measure_refused``, a
     combination the feasibility rules refuse "until measured" runs anyway, to measure it (its
     row says so)."""
-    from autotune.baseline import trial_train_settings
-    from autotune.config import TrialConfig
-    from autotune.exceptions import TrialError
-    from autotune.flops import mfu_figures
-    from autotune.hardware import trial_infeasibility_reason
-    from autotune.study import run_trial
+    from autotune.core.config import TrialConfig
+    from autotune.core.exceptions import TrialError
+    from autotune.core.flops import mfu_figures
+    from autotune.study.baseline import trial_train_settings
+    from autotune.study.feasibility import trial_infeasibility_reason
+    from autotune.study.search import run_trial
 
     config = TrialConfig.from_knobs(
         knobs, space, device=caps.kind, seed=0, train=trial_train_settings(space)
@@ -230,7 +230,7 @@ def knob_matrix(
 ) -> None:
     """Every precision x memory format x compile mode of the space, one trial each, on the
     defaults' model and batch; rows past the part's budget are listed as not run."""
-    from autotune.baseline import baseline_params
+    from autotune.study.baseline import baseline_params
 
     defaults = {**baseline_params(space)[0], "gpu_count": gpu_count}
     header = ["precision", "memory format", "compile", *FIGURE_COLUMNS]
@@ -298,8 +298,8 @@ def study_part(
     trials that ran."""
     import optuna
 
-    from autotune.api import run_study
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import run_study
 
     arguments = [
         "space=cnn_small",
@@ -350,7 +350,7 @@ def multi_gpu(part: Part, space: Any, caps: Any, timeout_s: float) -> None:
     """``gpu_count=2`` trials, eager and ``reduce-overhead``, on the defaults' model. Studies
     refuse CUDA graphs under DDP until measured (pytorch/pytorch#140395: re-recording every
     step); this part measures them anyway."""
-    from autotune.baseline import baseline_params
+    from autotune.study.baseline import baseline_params
 
     if caps.count < 2 or not space.gpu_count.contains(2):
         part.lines.append(f"Not run: this machine has {caps.count} GPU(s); it takes 2.")
@@ -392,8 +392,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
-    from autotune.config import load_space
-    from autotune.hardware import detect_capabilities, restrict_space
+    from autotune.core.config import load_space
+    from autotune.core.hardware import detect_capabilities
+    from autotune.study.feasibility import restrict_space
 
     started = time.perf_counter()
     caps = detect_capabilities(

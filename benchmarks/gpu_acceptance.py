@@ -93,7 +93,7 @@ def compile_probe(steps_after: int) -> dict[str, Any]:
     Dynamo's frame alone)."""
     import torch
 
-    from autotune.flops import StepFlopCounter
+    from autotune.core.flops import StepFlopCounter
 
     calls = [0]
 
@@ -141,7 +141,7 @@ def pytest_gpu(timeout_s: float) -> dict[str, Any]:
 
 def workload_trial(knobs: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """One workload-door trial on CUDA of the defaults' model with ``knobs``: its figures."""
-    from autotune.study import run_trial
+    from autotune.study.search import run_trial
     from autotune.testing import make_trial_config
 
     config = make_trial_config(device="cuda", **knobs)

@@ -1,10 +1,10 @@
 """Ground truth for a verified answer: the baseline and the recommendation trained over the
 full budget, seed by seed, interleaved, each a fresh trial process
-(:func:`autotune.study.run_trial`), evaluation and data loading included.
+(:func:`autotune.study.search.run_trial`), evaluation and data loading included.
 
 It reports the realised end-to-end speedup of whole runs (the baseline's wall seconds over the
 candidate's, the geometric mean over seeds with Student's t 95 % interval on the log ratios:
-:func:`autotune.verification.speedup_ci95`), beside the speedup a verification predicted from
+:func:`autotune.study.verification.speedup_ci95`), beside the speedup a verification predicted from
 timed windows, and the paired full-run accuracy difference against the tolerance. The main
 job's baseline is the built-in CNN (depth 3, width 16, batch 64, fp32, AdamW at 3e-3) on the
 shipped MNIST, 3 epochs.
@@ -58,9 +58,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from autotune.config import TrialConfig
-    from autotune.study import run_trial
-    from autotune.verification import mean_difference_ci95, speedup_ci95
+    from autotune.core.config import TrialConfig
+    from autotune.study.search import run_trial
+    from autotune.study.verification import mean_difference_ci95, speedup_ci95
 
     base = main_job_trial(args.epochs)
     change = _knobs(args.change)

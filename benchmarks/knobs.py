@@ -3,9 +3,9 @@ default, on the built-in CNN (cnn_small's baseline) and on examples/char_gpt, in
 interleaved rounds of fresh processes.
 
 Every round runs the default and each variant once (the order rotating round by round), with
-that round's seed, in fresh trial processes (:func:`autotune.study.run_trial`), and takes each
+that round's seed, in fresh trial processes (:func:`autotune.study.search.run_trial`), and takes each
 variant's throughput and peak memory over the default's of the same round; the 95 % interval
-of each ratio is Student's t on the log ratios (:func:`autotune.verification.speedup_ci95`).
+of each ratio is Student's t on the log ratios (:func:`autotune.study.verification.speedup_ci95`).
 FSDP is compared with DDP at two ranks. CUDA-only knobs (cuDNN's autotuning, the allocator's
 expandable segments) are not run on a CPU.
 
@@ -40,7 +40,7 @@ COMPARISONS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
 
 
 def _workloads(epochs: int) -> dict[str, dict[str, Any]]:
-    from autotune.config import BUILTIN_WORKLOAD_REF, DataSettings
+    from autotune.core.config import BUILTIN_WORKLOAD_REF, DataSettings
 
     return {
         "cnn": {
@@ -69,9 +69,9 @@ def main() -> None:
     parser.add_argument("--workloads", nargs="+", default=["cnn", "char_gpt"])
     args = parser.parse_args()
 
-    from autotune.config import TrialConfig
-    from autotune.study import run_trial
-    from autotune.verification import speedup_ci95
+    from autotune.core.config import TrialConfig
+    from autotune.study.search import run_trial
+    from autotune.study.verification import speedup_ci95
 
     workloads = _workloads(args.epochs)
     print(

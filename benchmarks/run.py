@@ -55,11 +55,12 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[1]
 #: The real MNIST test set (10,000 digits in IDX form) that ships with the package
-#: (``autotune.workloads.builtin.data.SHIPPED_MNIST_DIR``, named by path: this file's top level
+#: (``autotune.trial.workloads.builtin.data.SHIPPED_MNIST_DIR``, named by path: this file's top level
 #: imports the standard library only), unless AUTOTUNE_TEST_MNIST names another directory.
 DEFAULT_MNIST = Path(
     os.environ.get(
-        "AUTOTUNE_TEST_MNIST", REPO / "autotune" / "workloads" / "builtin" / "datasets" / "mnist"
+        "AUTOTUNE_TEST_MNIST",
+        REPO / "autotune" / "trial" / "workloads" / "builtin" / "datasets" / "mnist",
     )
 )
 MNIST_FILE = "t10k-images-idx3-ubyte.gz"
@@ -202,7 +203,7 @@ def machine_lines(
     import optuna
     import torch
 
-    from autotune.hardware import cpu_model_name, physical_cpu_cores
+    from autotune.core.hardware import cpu_model_name, physical_cpu_cores
 
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
@@ -248,8 +249,8 @@ def dataset_overrides(dataset: str, mnist_root: Path) -> list[str]:
 def run_real(args: argparse.Namespace, budget: Budget, storage: str) -> RealResults:
     import _real
 
-    from autotune.hardware import resolve_device
-    from autotune.workloads.builtin import load_dataset
+    from autotune.core.hardware import resolve_device
+    from autotune.trial.workloads.builtin import load_dataset
 
     device = resolve_device(args.device)
     skipped: list[str] = []
@@ -344,7 +345,7 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
         f"Three configurations of the `cnn_small` model family, measured in one run, "
         f"interleaved (defaults, expert, tuned, defaults, expert, tuned, ...), "
         f"{budget.repeats} round(s); round *r* trains all three with seed *r*. Each "
-        "measurement is a full trial through `autotune.study.run_trial` (the space's "
+        "measurement is a full trial through `autotune.study.search.run_trial` (the space's "
         f"{real.study_config.space.train.epochs} epochs"
         + (
             f", at most {real.study_config.space.train.max_steps} steps"
@@ -359,7 +360,7 @@ def section_tuned(report: Report, real: RealResults, budget: Budget) -> None:
         "steps: read the accuracies beside the speedups.",
         "",
         "- **defaults**: what an untuned PyTorch script runs, i.e. the study's own baseline trial "
-        "(`autotune.baseline`): fp32, contiguous, eager, `num_workers=0`, one device, the "
+        "(`autotune.study.baseline`): fp32, contiguous, eager, `num_workers=0`, one device, the "
         "space's middle model, batch 64 (the default of PyTorch's MNIST example, "
         "https://github.com/pytorch/examples/blob/main/mnist/main.py).",
         "- **expert**: the recipe of PyTorch's Performance Tuning Guide "
@@ -526,9 +527,9 @@ def section_search(
 ) -> None:
     import _search_efficiency as search
 
-    from autotune.config import RunConfig
-    from autotune.hardware import detect_capabilities
-    from autotune.study import GP_STARTUP_TRIALS
+    from autotune.core.config import RunConfig
+    from autotune.core.hardware import detect_capabilities
+    from autotune.study.search import GP_STARTUP_TRIALS
 
     default_sampler = str(RunConfig.model_fields["sampler"].default)  # targets apply to it
     budgets = budget.budgets
@@ -564,7 +565,7 @@ def section_search(
         f"the true Pareto front has {len(truth.front)} configurations. Infeasible "
         "configurations never count towards a front.",
         "",
-        "Each sampler (as a study builds it: `autotune.study.study_sampler`) drives the study's own "
+        "Each sampler (as a study builds it: `autotune.study.search.study_sampler`) drives the study's own "
         "objective (`TrialObjective`, baseline trial first, as `run_study` does) in-process on "
         "an in-memory storage, calling the mock's `simulate` directly (a forked process per "
         "trial would add time, not fidelity). Every trial of a run simulates with the run's "
@@ -582,7 +583,7 @@ def section_search(
         "ranks, and asks again (up to 5 times) when the feasibility rules refuse its proposal; "
         "`tpe` is multivariate TPE; `nsga2` has a population of 10. The two "
         f"model-based samplers start with a feasible covering design of {GP_STARTUP_TRIALS} "
-        "trials (the baseline counts; `autotune.study.startup_design`).",
+        "trials (the baseline counts; `autotune.study.search.startup_design`).",
         "",
         "Hypervolume (moocore's exact `hypervolume`) in a normalized space: (-log throughput, -accuracy, "
         "log peak memory), scaled so that the true front's ideal point is 0 and its nadir "
@@ -886,7 +887,7 @@ def run_time_to_accuracy(args: argparse.Namespace, budget: Budget, storage: str)
     import _real
     import _time_to_accuracy as _tta
 
-    from autotune.hardware import resolve_device
+    from autotune.core.hardware import resolve_device
 
     device = resolve_device(args.device)
     skipped: list[str] = []

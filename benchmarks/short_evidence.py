@@ -1,13 +1,13 @@
 """Planted controls for short evidence (learning evidence over the first share of the
-budget's steps, :attr:`autotune.config.BudgetSettings.short_evidence`), judged against full
+budget's steps, :attr:`autotune.core.config.BudgetSettings.short_evidence`), judged against full
 runs.
 
 For every seed, the main job's baseline (benchmarks/_main_job.py) and each control that
-changes the math run twice in fresh trial processes (:func:`autotune.study.run_trial`): once
+changes the math run twice in fresh trial processes (:func:`autotune.study.search.run_trial`): once
 stopped at ``--share`` of the budget's steps and evaluated there (short evidence: the budget's
 schedule, equal samples seen across batch sizes), once over the whole budget. The short
 verdict is the verification's non-inferiority test on the paired accuracy differences over
-the seeds (:func:`autotune.verification.is_non_inferior`: the 95 % interval's lower end within
+the seeds (:func:`autotune.study.verification.is_non_inferior`: the 95 % interval's lower end within
 ``--tolerance-pt``); the truth is the full runs' mean paired difference within it. A control
 whose full runs lose accuracy and whose short verdict says non-inferior is a miss.
 
@@ -42,9 +42,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from autotune.objectives import METRIC_INDEX, OBJECTIVES
-    from autotune.study import run_trial
-    from autotune.verification import is_non_inferior, mean_difference_ci95
+    from autotune.study.objectives import METRIC_INDEX, OBJECTIVES
+    from autotune.study.search import run_trial
+    from autotune.study.verification import is_non_inferior, mean_difference_ci95
 
     accuracy = OBJECTIVES[METRIC_INDEX]
     base = main_job_trial(args.epochs)

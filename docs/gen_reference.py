@@ -5,12 +5,12 @@ It is an MkDocs hook (``hooks:`` in mkdocs.yml): each page under ``docs/referenc
 block that opens with ``<!-- autotune:options -->`` and closes with ``<!-- /autotune:options -->``,
 which :func:`on_page_markdown` writes afresh from
 
-- the pydantic models :class:`autotune.config.RunConfig` and :class:`autotune.config.SearchSpace`
+- the pydantic models :class:`autotune.core.config.RunConfig` and :class:`autotune.core.config.SearchSpace`
   (every field, recursively: its key path, type, default and rules, and its description from
   ``Field(description=...)``, the class docstring's ``Attributes:`` or the comments written
   beside the field);
 - the Typer app :data:`autotune.cli.app` (every command, argument and option);
-- the SQLAlchemy models of :mod:`autotune.storage.models` (every table and column), with the
+- the SQLAlchemy models of :mod:`autotune.study.storage.models` (every table and column), with the
   meaning of each column read from ``storage/README.md``.
 
 ``tests/test_docs.py`` checks that every key :class:`RunConfig` accepts, every command and
@@ -239,7 +239,7 @@ def _is_model(tp: Any) -> bool:
 
 
 def _knob_classes() -> tuple[type[BaseModel], ...]:
-    from autotune.config import CategoricalParam, FloatParam, IntParam
+    from autotune.core.config import CategoricalParam, FloatParam, IntParam
 
     return (IntParam, FloatParam, CategoricalParam)
 
@@ -281,7 +281,7 @@ def _type_words(tp: Any) -> str:
     if tp is ByteSize:
         return "bytes: an integer or a size (`8GiB`, `512MB`)"
     if _is_knob(tp):
-        from autotune.config import FloatParam, IntParam
+        from autotune.core.config import FloatParam, IntParam
 
         if issubclass(tp, IntParam):
             return "knob of integers"
@@ -437,9 +437,9 @@ MORE: dict[str, str] = {
 }
 
 
-#: Keys :func:`autotune.config.load_run_config` fills in itself, and what it fills in.
+#: Keys :func:`autotune.core.config.load_run_config` fills in itself, and what it fills in.
 def _loader_defaults() -> dict[str, str]:
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
 
     space = inspect.signature(load_run_config).parameters["default_space"].default
     return {
@@ -483,9 +483,9 @@ def _constant_words(value: Any) -> str:
 def _expand_constants(text: str) -> str:
     """A constant's name in a comment (``DEFAULT_DOOR_METRICS``, ``GUIDE_KNOBS``) replaced by
     its value: a reader of the page cannot look the name up."""
-    import autotune.config as config_package
-    import autotune.config._settings as settings_module
-    import autotune.config._space as space_module
+    import autotune.core.config as config_package
+    import autotune.core.config._settings as settings_module
+    import autotune.core.config._space as space_module
 
     def value_of(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -537,7 +537,7 @@ def _groups_of(
     """The option tables of ``model``: its own keys first, then one table per settings group
     (recursively). ``inline`` names fields whose model's keys sit at this level instead
     (RunConfig's ``space``: the space's keys are written without a prefix)."""
-    from autotune.config import ModelSpace
+    from autotune.core.config import ModelSpace
 
     inline = inline or {}
     text = _class_text(model)
@@ -604,7 +604,7 @@ def _anchor(path: str) -> str:
 def option_groups() -> list[Group]:
     """Every option of ``autotune run``, grouped: the run's keys (RunConfig), then the
     space's (SearchSpace), each settings group in a table of its own."""
-    from autotune.config import RunConfig, SearchSpace
+    from autotune.core.config import RunConfig, SearchSpace
 
     groups = _groups_of(RunConfig, "", "The run's keys", "run-keys", inline={"space": SearchSpace})
     return [g for g in groups if g.options]
@@ -633,7 +633,7 @@ def is_advanced(path: str) -> bool:
 def main_option_paths() -> list[str]:
     """The main options: every key the reference lists but the settings groups, the knobs a
     space searches (its system knobs and ``model.<knob>``) and the ``advanced.*`` keys."""
-    from autotune.config import SYSTEM_KNOBS
+    from autotune.core.config import SYSTEM_KNOBS
 
     return [
         o.path
@@ -693,13 +693,13 @@ def options_markdown() -> str:
 
 
 def _moved_keys() -> dict[str, str]:
-    from autotune.config._renamed import MOVED_KEYS
+    from autotune.core.config._renamed import MOVED_KEYS
 
     return MOVED_KEYS
 
 
 def _removed_keys() -> dict[str, str]:
-    from autotune.config._renamed import REMOVED_KEYS
+    from autotune.core.config._renamed import REMOVED_KEYS
 
     return REMOVED_KEYS
 
@@ -710,7 +710,7 @@ def _removed_keys() -> dict[str, str]:
 
 def space_markdown() -> str:
     """The space page's tables: every top-level key of a space file, and each knob form."""
-    from autotune.config import (
+    from autotune.core.config import (
         ChoiceParam,
         CompileModeParam,
         FloatParam,
@@ -872,7 +872,7 @@ def _readme_meanings() -> dict[str, dict[str, str]]:
         if table is not None and row:
             for column in re.findall(r"`(\w+)`", row.group(1)):
                 meanings[table][column] = row.group(2)
-    from autotune.storage.models import Base
+    from autotune.study.storage.models import Base
 
     for mapper in Base.registry.mappers:
         table_name = mapper.class_.__tablename__
@@ -891,7 +891,7 @@ def _readme_intros() -> dict[str, str]:
 
 def storage_tables() -> dict[str, list[str]]:
     """Every table of autotune's results schema and its columns, from the models."""
-    from autotune.storage.models import Base
+    from autotune.study.storage.models import Base
 
     return {name: [c.name for c in table.columns] for name, table in Base.metadata.tables.items()}
 
@@ -911,7 +911,7 @@ def storage_markdown() -> str:
     """One table per results table: every column with its SQL type, NULL, keys and meaning."""
     from sqlalchemy import UniqueConstraint
 
-    from autotune.storage.models import Base
+    from autotune.study.storage.models import Base
 
     meanings = _readme_meanings()
     intros = _readme_intros()

@@ -13,8 +13,8 @@ from typing import Any
 
 import griffe
 
-#: A Sphinx cross-reference role: ``:func:`autotune.api.run_study``` or, with ``~``, shown by
-#: its last component (``:class:`~autotune.config.RunConfig``` reads ``RunConfig``).
+#: A Sphinx cross-reference role: ``:func:`autotune.study.api.run_study``` or, with ``~``, shown by
+#: its last component (``:class:`~autotune.core.config.RunConfig``` reads ``RunConfig``).
 ROLE = re.compile(r":(?:func|class|meth|mod|data|attr|exc|obj):`(~?)([^`]+)`")
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from autotune.config import DEFAULT_STORAGE_URL
-from autotune.report import DashboardApp, DashboardServer, report_study
+from autotune.core.config import DEFAULT_STORAGE_URL
+from autotune.study.report import DashboardApp, DashboardServer, report_study
 
 ARGS = [
     "--headless",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.workloads.builtin.data import SHIPPED_MNIST_DIR
+from autotune.trial.workloads.builtin.data import SHIPPED_MNIST_DIR
 from tests.studies.mock import DemoStudy, shared_demo_study
 from tests.studies.tta import TtaStudy, build_tta_study
 

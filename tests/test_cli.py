@@ -24,7 +24,7 @@ import yaml
 
 import autotune
 from autotune.cli import main
-from autotune.config._loading import available_spaces
+from autotune.core.config._loading import available_spaces
 from tests.studies.mock import DemoStudy
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
@@ -176,7 +176,7 @@ def test_hardware_with_a_gpu_nvml_cannot_read_is_one_line_and_exit_2(
 ) -> None:
     import pynvml
 
-    from autotune import nvml
+    from autotune.core import nvml
     from autotune.testing.machines import simulated_machine
 
     lost = simulated_machine("h100x8", failing={"nvmlDeviceGetUUID": pynvml.NVML_ERROR_GPU_IS_LOST})
@@ -209,8 +209,8 @@ def test_mysql_url_without_its_driver_names_the_package_to_install(
 def test_warm_start_from_a_study_the_database_lacks_changes_nothing(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from autotune.api import run_study
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import run_study
     from autotune.testing import simulate_trial
 
     run_study(
@@ -722,8 +722,8 @@ def test_no_output_of_a_study_on_postgresql_shows_the_password(
     exported YAML), ls and the dashboard, on a PostgreSQL URL that holds a password."""
     from sqlalchemy.engine import make_url
 
-    from autotune.report import DashboardApp
-    from autotune.storage import StudyNotFoundError
+    from autotune.study.report import DashboardApp
+    from autotune.study.storage import StudyNotFoundError
 
     url, secret = postgres_with_password
     shown = make_url(url).render_as_string(hide_password=True)
@@ -853,14 +853,16 @@ def test_a_failed_baseline_ends_the_run_with_exit_1_and_says_what_to_do(
 ) -> None:
     import functools
 
-    import autotune.api
-    from autotune.exceptions import TrialError
+    import autotune.study.api
+    from autotune.core.exceptions import TrialError
 
     def broken(config: object, timeout_s: float) -> object:
         raise TrialError("error", "Traceback ...\nNameError: name 'ImageSampler' is not defined")
 
-    real = autotune.api.run_study
-    monkeypatch.setattr(autotune.api, "run_study", functools.partial(real, run_trial_fn=broken))
+    real = autotune.study.api.run_study
+    monkeypatch.setattr(
+        autotune.study.api, "run_study", functools.partial(real, run_trial_fn=broken)
+    )
 
     code = main(["run", "device=mock", "--trials", "4"])
 

@@ -58,7 +58,7 @@ def gen() -> ModuleType:
 def _leaf_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
     """Every key path a model accepts: its fields, and the fields of the settings groups it
     holds, recursively (a knob, a mapping or a list is one key)."""
-    from autotune.config import CategoricalParam, FloatParam, IntParam, ModelSpace
+    from autotune.core.config import CategoricalParam, FloatParam, IntParam, ModelSpace
 
     paths: list[str] = []
     for name, info in model.model_fields.items():
@@ -86,7 +86,7 @@ def _leaf_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
 def _run_option_paths() -> list[str]:
     """What ``autotune run`` accepts: RunConfig's keys (``space_source`` is the loader's, no
     key), with the space's keys at the top level, as ``key=value`` writes them."""
-    from autotune.config import RunConfig, SearchSpace
+    from autotune.core.config import RunConfig, SearchSpace
 
     run = [p for p in _leaf_paths(RunConfig) if not p.startswith(("space.", "space_source"))]
     return ["space", *run, *_leaf_paths(SearchSpace)]
@@ -113,7 +113,7 @@ def test_every_option_runconfig_accepts_is_in_the_generated_reference(gen: Modul
 def test_every_key_autotune_config_prints_is_in_the_reference(gen: ModuleType) -> None:
     """The keys of ``autotune config`` (the resolved document of a run) are keys of the
     reference, model knobs aside (the reference writes them model.<knob>)."""
-    from autotune.config import load_run_config, run_config_document
+    from autotune.core.config import load_run_config, run_config_document
 
     document = run_config_document(load_run_config(["device=mock"]))
     keep_whole = ("model", "baseline", "workload_args")  # mappings whose keys are the user's
@@ -177,7 +177,7 @@ def test_the_reference_gives_types_defaults_and_rules(gen: ModuleType) -> None:
 
 
 def test_the_space_page_lists_every_top_level_key_and_knob_form(gen: ModuleType) -> None:
-    from autotune.config import SearchSpace
+    from autotune.core.config import SearchSpace
 
     page = gen.space_markdown()
 
@@ -223,7 +223,7 @@ def test_a_choice_options_values_are_in_the_cli_reference(gen: ModuleType) -> No
 
 
 def test_every_storage_column_is_in_the_reference_with_a_meaning(gen: ModuleType) -> None:
-    from autotune.storage.models import Base
+    from autotune.study.storage.models import Base
 
     page = gen.storage_markdown()
 
@@ -245,7 +245,7 @@ def test_the_python_api_page_documents_the_entry_points_and_the_doors_handles() 
     import autotune
 
     page = (DOCS / "reference" / "python.md").read_text(encoding="utf-8")
-    documented = set(re.findall(r"^::: autotune\.\w+\.(\w+)$", page, re.MULTILINE))
+    documented = set(re.findall(r"^::: autotune(?:\.\w+)+\.(\w+)$", page, re.MULTILINE))
 
     entry_points = {"prepare_run", "run_study", "verify_study"}
     assert entry_points | {"LoopTrial", "HFTrial", "LightningTrial"} <= documented
@@ -258,8 +258,8 @@ def test_the_api_pages_docstrings_show_sphinx_roles_as_code() -> None:
     roles = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(roles)
 
-    text = "see :func:`autotune.api.run_study` and :class:`~autotune.config.RunConfig`"
-    assert roles.roles_as_code(text) == "see `autotune.api.run_study` and `RunConfig`"
+    text = "see :func:`autotune.study.api.run_study` and :class:`~autotune.core.config.RunConfig`"
+    assert roles.roles_as_code(text) == "see `autotune.study.api.run_study` and `RunConfig`"
 
 
 # --------------------------------------------------------------------------------------------
@@ -487,8 +487,8 @@ def test_each_example_readme_passes_every_pre_run_check_as_pasted(
     (the space, the door's code, its data, the storage), run from the repository's root as a
     fresh clone has it; its ``autotune best`` names that study and its ``python`` the file.
     The studies themselves run in tests/test_examples.py."""
-    from autotune.api import prepare_run
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import prepare_run
 
     extra = {"hf_gpt2": "transformers", "lightning_mnist": "lightning"}.get(readme.parent.name)
     if extra:

@@ -208,7 +208,7 @@ def test_val_fraction_outside_0_1_is_refused(resnet: ModuleType, val_fraction: f
 def test_the_space_reads_the_shipped_mnist_test_set_by_default(resnet: ModuleType) -> None:
     """space.yaml names no directory of its own (``root: null``): the workload reads the MNIST
     test set that ships with autotune, the files ``data=mnist`` reads."""
-    from autotune.workloads.builtin.data import SHIPPED_MNIST_DIR
+    from autotune.trial.workloads.builtin.data import SHIPPED_MNIST_DIR
 
     workload = resnet.ResNetWorkload(**_space(RESNET_DIR)["workload_args"])
     train, val = workload.datasets()
@@ -234,8 +234,8 @@ def test_the_readme_command_runs_as_pasted_from_the_repository_root(
     """Everything `autotune run` checks before its first trial (the space, the workload, its
     data, the storage URL) passes for the README's command, run where a fresh clone puts the
     user: nothing there but the repository. prepare_run writes nothing."""
-    from autotune.api import prepare_run
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import prepare_run
 
     commands = _readme_commands(directory)
     assert commands
@@ -501,8 +501,8 @@ def _study(storage: str, name: str) -> optuna.Study:
 
 @pytest.mark.slow
 def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
-    from autotune.api import run_study
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import run_study
 
     storage = f"sqlite:///{tmp_path}/s.db"
     config = load_run_config(
@@ -521,7 +521,7 @@ def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
             "advanced.train.warmup_steps=2",
             "advanced.measure.windows=3",
             # Every trial trains to the end: this checks the workload, and a precision this
-            # CPU emulates would otherwise stop as too_slow (tested in tests/study/test_study.py).
+            # CPU emulates would otherwise stop as too_slow (tested in tests/study/search/test_study.py).
             "advanced.trial.min_throughput_vs_baseline=0",
         ]
     )
@@ -544,8 +544,8 @@ def test_resnet_study_on_cpu(idx_dir: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
-    from autotune.api import run_study
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import run_study
 
     storage = f"sqlite:///{tmp_path}/s.db"
     config = load_run_config(
@@ -566,7 +566,7 @@ def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
             "advanced.train.warmup_steps=2",
             "advanced.measure.windows=3",
             # Every trial trains to the end: this checks the workload, and a precision this
-            # CPU emulates would otherwise stop as too_slow (tested in tests/study/test_study.py).
+            # CPU emulates would otherwise stop as too_slow (tested in tests/study/search/test_study.py).
             "advanced.trial.min_throughput_vs_baseline=0",
         ]
     )
@@ -592,8 +592,8 @@ def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
 
 
 def _door_study(space: Path, tmp_path: Path, *overrides: str) -> Any:
-    from autotune.api import run_study
-    from autotune.config import load_run_config
+    from autotune.core.config import load_run_config
+    from autotune.study.api import run_study
 
     storage = f"sqlite:///{tmp_path}/s.db"
     config = load_run_config(

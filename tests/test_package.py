@@ -8,7 +8,7 @@ import types
 from pathlib import Path
 
 import autotune
-import autotune.exceptions
+import autotune.core.exceptions
 
 #: The directory that holds the ``autotune`` package: a child started there imports this
 #: checkout (or this installation), whatever the editable install's finder maps.
@@ -16,7 +16,7 @@ _PACKAGE_ROOT = Path(autotune.__file__).resolve().parent.parent
 
 
 def _public_names() -> set[str]:
-    """Public attributes of the package, submodules left out (``autotune.api`` and friends)."""
+    """Public attributes of the package, submodules left out (``autotune.study.api`` and friends)."""
     return {
         name
         for name in dir(autotune)
@@ -32,12 +32,12 @@ def test_all_is_sorted_and_lists_every_public_name() -> None:
 def test_every_name_resolves_to_the_object_of_its_module() -> None:
     for name in autotune.__all__:
         assert getattr(autotune, name) is not None, name
-    assert autotune.run_study is __import__("autotune.api").api.run_study
-    assert autotune.StorageError is autotune.exceptions.StorageError
+    assert autotune.run_study is __import__("autotune.study.api").study.api.run_study
+    assert autotune.StorageError is autotune.core.exceptions.StorageError
 
 
 def test_every_exception_is_exported() -> None:
-    assert set(autotune.exceptions.__all__) <= set(autotune.__all__)
+    assert set(autotune.core.exceptions.__all__) <= set(autotune.__all__)
 
 
 def test_version_is_a_string() -> None:
@@ -89,14 +89,14 @@ def test_every_package_is_listed_for_the_wheel() -> None:
 
 
 def test_shipped_data_is_listed_for_the_wheel() -> None:
-    """Every file under autotune/workloads/builtin/datasets (the MNIST test set and its
+    """Every file under autotune/trial/workloads/builtin/datasets (the MNIST test set and its
     license) matches a package-data pattern; one that does not works in an editable install
     and is absent from a wheel."""
     import tomllib
 
     pyproject = tomllib.loads((_PACKAGE_ROOT / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["autotune.workloads.builtin"]
-    package = _PACKAGE_ROOT / "autotune" / "workloads" / "builtin"
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["autotune.trial.workloads.builtin"]
+    package = _PACKAGE_ROOT / "autotune" / "trial" / "workloads" / "builtin"
     shipped = [p for p in (package / "datasets").rglob("*") if p.is_file()]
     assert shipped
     for path in shipped:

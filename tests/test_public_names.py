@@ -112,7 +112,7 @@ def _undocumented(module: types.ModuleType, name: str) -> str | None:
 
 def test_every_package_is_found() -> None:
     assert PACKAGES[0] == "autotune"
-    for name in ("autotune.config", "autotune.storage.records", "autotune.testing"):
+    for name in ("autotune.core.config", "autotune.study.storage.records", "autotune.testing"):
         assert name in PACKAGES
 
 

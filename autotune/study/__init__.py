@@ -1,65 +1,14 @@
-"""The study process: the Optuna study and its objective, the samplers, the trial processes
-it starts, and where Ctrl-C may land.
+"""The study process: search, storage, verification and reports.
 
-- :mod:`._opening`: opening the study (resume, warm start, the study record) and the sampler
-  it runs (:func:`study_sampler`: the start-up design's feasible rows, :func:`startup_design`;
-  what is known of a configuration before it runs, :func:`prior_mean`).
-- :mod:`._objective`: the Optuna objective (:class:`TrialObjective`: retries, constraints,
-  surplus, reuse, re-timing on a busy machine), its policies as small functions.
-- :mod:`._samplers`: :func:`make_sampler` and the samplers it builds, one module per job
-  (wrappers, the warped view, the start-up design, the lean GP, the factory).
-- :mod:`._launcher`: :func:`run_trial`, one trial in child processes (forkserver, one per DDP
-  rank), its timeout and failure kinds; the ranks' environment and compile caches.
-- :mod:`._interrupts`: :func:`sigint_deferred`, :func:`sigint_allowed`.
+- `api`: the one entry the CLI and Python users share (`run_study`, `verify_study`);
+- `search`: the Optuna study, its objective, samplers and the launcher of trial processes;
+- `verification`: the verdict on stored results;
+- `storage`: the results tables beside Optuna's;
+- `report`, `export`, `console`: the HTML report and dashboard, `best`/CSV, the terminal;
+- `baseline`, `objectives`, `evidence`, `cost`, `trial_result`: the user's baseline, the
+  objectives, the classes of change, a study's cost in full runs, one trial's figures typed.
 
-This face holds what the other layers, the benchmarks and the docs use; tests import the
-private modules for the rest.
+It imports `autotune.trial` (to launch and measure trials) and `autotune.core`.
 """
 
-from __future__ import annotations
-
-from autotune.study._interrupts import sigint_allowed, sigint_deferred
-from autotune.study._launcher import (
-    run_trial,
-    study_compile_cache,
-    study_processes,
-    trial_devices,
-    trial_environment,
-)
-from autotune.study._machine import check_study_hardware
-from autotune.study._objective import RunTrialFn, SurplusTrial, TrialObjective
-from autotune.study._opening import (
-    STUDY_RECORD_ATTR,
-    check_warm_start,
-    count_finished,
-    open_study,
-    prior_mean,
-    startup_design,
-    study_sampler,
-)
-from autotune.study._samplers import GP_STARTUP_TRIALS, LeanGPSampler, WarpedSampler, make_sampler
-
-__all__ = [
-    "GP_STARTUP_TRIALS",
-    "STUDY_RECORD_ATTR",
-    "LeanGPSampler",
-    "RunTrialFn",
-    "SurplusTrial",
-    "TrialObjective",
-    "WarpedSampler",
-    "check_study_hardware",
-    "check_warm_start",
-    "count_finished",
-    "make_sampler",
-    "open_study",
-    "prior_mean",
-    "run_trial",
-    "sigint_allowed",
-    "sigint_deferred",
-    "startup_design",
-    "study_compile_cache",
-    "study_processes",
-    "study_sampler",
-    "trial_devices",
-    "trial_environment",
-]
+__all__: list[str] = []  # a floor, not a face: its rooms are the faces

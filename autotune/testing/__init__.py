@@ -2,11 +2,11 @@
 
 Nothing here trains or measures. The fakes are injected, never patched in:
 
-- :class:`FakeRunTrial` stands in for :func:`autotune.study.run_trial` (pass it as
-  ``run_trial_fn=`` of :func:`autotune.api.run_study`): canned measurements or failures first,
+- :class:`FakeRunTrial` stands in for :func:`autotune.study.search.run_trial` (pass it as
+  ``run_trial_fn=`` of :func:`autotune.study.api.run_study`): canned measurements or failures first,
   then the mock device's cost model, in this process.
 - :class:`FakeClock` is a scripted clock and counted device sync for
-  :class:`autotune.measure.WindowClock`.
+  :class:`autotune.trial.measure.WindowClock`.
 - :func:`make_trial_config`, :func:`make_measurement` and :func:`make_capabilities` build valid
   value objects with small defaults, overriding only what a test cares about.
 """

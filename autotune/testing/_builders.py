@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from autotune.config import TrialConfig
-from autotune.hardware import DeviceCapabilities, detect_capabilities
-from autotune.measure import Measurement
-from autotune.units import MIB
+from autotune.core.config import TrialConfig
+from autotune.core.hardware import DeviceCapabilities, detect_capabilities
+from autotune.core.units import MIB
+from autotune.trial.measure import Measurement
 
 __all__ = ["make_capabilities", "make_measurement", "make_trial_config"]
 

@@ -10,7 +10,7 @@ __all__ = ["FakeClock"]
 class FakeClock:
     """A clock whose time advances by scripted costs, and a device sync that is only counted.
 
-    Pass ``sync=fake.sync, clock=fake.clock`` to :class:`autotune.measure.WindowClock`. Each
+    Pass ``sync=fake.sync, clock=fake.clock`` to :class:`autotune.trial.measure.WindowClock`. Each
     read returns the current time and then advances it by the next cost, so the intervals
     after the first read are exactly ``costs_s`` in order (0 once the script runs out); a test
     may also advance ``now_s`` itself (a step's cost between two reads).

@@ -1,21 +1,21 @@
-"""Stand-ins for :func:`autotune.study.run_trial` that run in this process, in milliseconds."""
+"""Stand-ins for :func:`autotune.study.search.run_trial` that run in this process, in milliseconds."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
 
-from autotune.config import TrialConfig
-from autotune.devices.mock import simulate
-from autotune.exceptions import TrialError
-from autotune.measure import Measurement
-from autotune.study import RunTrialFn
+from autotune.core.config import TrialConfig
+from autotune.core.exceptions import TrialError
+from autotune.study.search import RunTrialFn
+from autotune.trial.devices.mock import simulate
+from autotune.trial.measure import Measurement
 
 __all__ = ["FakeRunTrial", "simulate_trial"]
 
 
 def simulate_trial(config: TrialConfig, timeout_s: float) -> Measurement:
-    """What :func:`autotune.study.run_trial` returns for a ``mock`` trial, without a child
+    """What :func:`autotune.study.search.run_trial` returns for a ``mock`` trial, without a child
     process: the mock cost model, with its ``MemoryError`` reported as ``TrialError("oom")``.
 
     Args:
@@ -35,7 +35,7 @@ class FakeRunTrial:
     """A ``run_trial`` that plays scripted outcomes, then falls back to another function.
 
     Use it as ``run_study(config, n, run_trial_fn=FakeRunTrial([...]))`` or as the
-    ``run_trial`` of :class:`autotune.study.TrialObjective`.
+    ``run_trial`` of :class:`autotune.study.search.TrialObjective`.
 
     Args:
         outcomes: what the first calls do, in order: a :class:`Measurement` is returned, an

@@ -1,13 +1,13 @@
 """The simulated machines tests name: the GPUs of the ``mock`` device's profiles
-(:data:`autotune.hardware.simulated.PROFILES`, where the datasheet sources are), so tests and
+(:data:`autotune.core.hardware.simulated.PROFILES`, where the datasheet sources are), so tests and
 the simulation see the same hardware, each read through a
-:class:`~autotune.hardware.simulated.SimulatedNvml`.
+:class:`~autotune.core.hardware.simulated.SimulatedNvml`.
 
-:class:`~autotune.hardware.simulated.SimulatedNvml` answers the calls autotune makes of
+:class:`~autotune.core.hardware.simulated.SimulatedNvml` answers the calls autotune makes of
 ``pynvml`` (nvidia-ml-py), with the same names, arguments, units and errors (memory in bytes,
 power in milliwatts, energy in millijoules since the driver loaded, utilization in percent). A
 test passes it where autotune would import ``pynvml``. Its load is set by the test
-(:meth:`~autotune.hardware.simulated.SimulatedNvml.set_load`); its energy counter integrates
+(:meth:`~autotune.core.hardware.simulated.SimulatedNvml.set_load`); its energy counter integrates
 power over an injectable clock.
 
 Machines (:data:`SIMULATED_MACHINES`):
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autotune.hardware.simulated import PROFILES, SimulatedGpu, SimulatedNvml
+from autotune.core.hardware.simulated import PROFILES, SimulatedGpu, SimulatedNvml
 
 __all__ = ["SIMULATED_MACHINES", "simulated_machine"]
 

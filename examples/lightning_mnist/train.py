@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 import autotune
-from autotune.config import DataSettings
-from autotune.workloads.builtin import build_model, load_dataset
+from autotune.core.config import DataSettings
+from autotune.trial.workloads.builtin import build_model, load_dataset
 
 
 class MNISTData(pl.LightningDataModule):

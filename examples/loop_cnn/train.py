@@ -24,8 +24,8 @@ from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
 from torch.utils.data import DataLoader, TensorDataset
 
 import autotune
-from autotune.config import DataSettings
-from autotune.workloads.builtin import build_model, load_dataset
+from autotune.core.config import DataSettings
+from autotune.trial.workloads.builtin import build_model, load_dataset
 
 LR = 3.0e-3  # AdamW's rate at the baseline's batch (autotune scales it with the batch)
 WARMUP_FRACTION = 0.05  # linear warm-up over this share of the steps, then cosine to 0

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
 import autotune
-from autotune.config import DataSettings
-from autotune.workloads.builtin import load_dataset
+from autotune.core.config import DataSettings
+from autotune.trial.workloads.builtin import load_dataset
 
 
 class Net(nn.Module):

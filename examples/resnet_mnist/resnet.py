@@ -114,7 +114,7 @@ def shipped_mnist_dir() -> Path:
     """The directory of the MNIST test set that ships with autotune (the two ``t10k-*.gz``
     files autotune's own ``data=mnist`` reads), found without importing autotune: in the
     installed package, else beside this file in a clone of the repository."""
-    inside = Path("workloads", "builtin", "datasets", "mnist")
+    inside = Path("trial", "workloads", "builtin", "datasets", "mnist")
     spec = importlib.util.find_spec("autotune")  # locates the package; runs none of it
     if spec is not None and spec.origin is not None:
         return Path(spec.origin).parent / inside

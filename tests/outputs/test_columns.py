@@ -1,4 +1,4 @@
-"""One column model per table (autotune/report/_columns.py): the terminal and the HTML report
+"""One column model per table (autotune/study/report/_columns.py): the terminal and the HTML report
 render the Pareto table and the verification table with the same headers and the same cells,
 in each objective mode."""
 
@@ -10,13 +10,13 @@ import re
 import pytest
 from rich.table import Table
 
-from autotune.console import verification_table
-from autotune.objectives import study_objectives
-from autotune.report import ReportData, pareto_table, render_report
-from autotune.report._data import gather_from_trials
-from autotune.report._html import fragments
-from autotune.report._text import MISSING
-from autotune.units import MIB
+from autotune.core.units import MIB
+from autotune.study.console import verification_table
+from autotune.study.objectives import study_objectives
+from autotune.study.report import ReportData, pareto_table, render_report
+from autotune.study.report._data import gather_from_trials
+from autotune.study.report._html import fragments
+from autotune.study.report._text import MISSING
 from tests.rendered import rendered_text
 from tests.studies.mock import make_trial
 from tests.studies.summaries import verification_summary

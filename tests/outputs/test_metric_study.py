@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from autotune.cli import main
-from autotune.console import verification_table
-from autotune.export import best_configurations, export_best_yaml
-from autotune.report import (
+from autotune.study.console import verification_table
+from autotune.study.export import best_configurations, export_best_yaml
+from autotune.study.report import (
     DashboardApp,
     build_figures,
     gather_report,
@@ -23,7 +23,7 @@ from autotune.report import (
     pareto_table,
     render_report,
 )
-from autotune.storage import ResultsStore
+from autotune.study.storage import ResultsStore
 from tests.rendered import rendered_text
 from tests.studies.loss import LossStudy, scripted_loss, shared_loss_study
 

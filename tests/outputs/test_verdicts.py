@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from autotune.cli import main
-from autotune.report import DashboardApp, report_study
+from autotune.study.report import DashboardApp, report_study
 from tests.studies.verdicts import VerdictStudies, shared_verdict_studies
 
 

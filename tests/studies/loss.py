@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autotune.api import StudyResult, run_study
-from autotune.config import RunConfig, TrialConfig, load_run_config
-from autotune.measure import Measurement
+from autotune.core.config import RunConfig, TrialConfig, load_run_config
+from autotune.study.api import StudyResult, run_study
 from autotune.testing import make_measurement
+from autotune.trial.measure import Measurement
 
 #: Finished trials of the study.
 N_TRIALS = 12

@@ -12,12 +12,12 @@ import pytest
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from autotune.api import StudyResult, run_study
-from autotune.baseline import COMMON_BATCH_SIZE, PYTORCH_DEFAULTS
-from autotune.config import TrialConfig, load_run_config
-from autotune.exceptions import TrialError
-from autotune.measure import Measurement
+from autotune.core.config import TrialConfig, load_run_config
+from autotune.core.exceptions import TrialError
+from autotune.study.api import StudyResult, run_study
+from autotune.study.baseline import COMMON_BATCH_SIZE, PYTORCH_DEFAULTS
 from autotune.testing import simulate_trial
+from autotune.trial.measure import Measurement
 
 #: A memory limit that a few cnn_small configurations break (so some trials are infeasible).
 MAX_MEMORY_BYTES = 10 * (1 << 20)

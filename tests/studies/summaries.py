@@ -8,8 +8,8 @@ slowest 3.5-4.5 s) and a slower trial 2 with neither a speedup nor a peak memory
 
 from __future__ import annotations
 
-from autotune.units import MIB
-from autotune.verification import CandidateVerdict, VerificationSummary
+from autotune.core.units import MIB
+from autotune.study.verification import CandidateVerdict, VerificationSummary
 from tests.studies.tta import TARGET
 
 

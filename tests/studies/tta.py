@@ -10,8 +10,8 @@ import optuna
 import pytest
 from optuna.trial import FrozenTrial
 
-from autotune.api import StudyResult
-from autotune.units import MIB
+from autotune.core.units import MIB
+from autotune.study.api import StudyResult
 from tests.studies.mock import make_trial, run_mock_study, sqlite_url
 
 #: The target of the hand-built trials and of the mock study (top-1 accuracy).

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import optuna
 import pytest
 
-from autotune.api import verify_study
-from autotune.config import TrialConfig
-from autotune.measure import Measurement
-from autotune.storage import ResultsStore
+from autotune.core.config import TrialConfig
+from autotune.study.api import verify_study
+from autotune.study.storage import ResultsStore
+from autotune.study.verification import VerificationSummary, load_verification
 from autotune.testing import make_measurement
-from autotune.verification import VerificationSummary, load_verification
+from autotune.trial.measure import Measurement
 from tests.studies.mock import run_mock_study, sqlite_url
 
 #: Finished trials of each study.

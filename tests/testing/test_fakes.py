@@ -8,9 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 import autotune.testing
-from autotune.devices.mock import simulate
-from autotune.exceptions import TrialError
-from autotune.hardware import detect_capabilities
+from autotune.core.exceptions import TrialError
+from autotune.core.hardware import detect_capabilities
 from autotune.testing import (
     FakeClock,
     FakeRunTrial,
@@ -19,6 +18,7 @@ from autotune.testing import (
     make_trial_config,
     simulate_trial,
 )
+from autotune.trial.devices.mock import simulate
 
 
 def test_all_is_the_sorted_public_names() -> None:

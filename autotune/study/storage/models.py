@@ -1,0 +1,376 @@
+"""SQLAlchemy 2.0 models of autotune's results tables.
+
+They live in the same database as Optuna's tables and beside them: every table name starts
+with ``autotune_``, they have their own metadata and their own Alembic version table
+(``autotune_alembic_version``), and nothing here references or alters an Optuna table. Studies
+are linked to Optuna's by the study name.
+
+These models are the one source of the schema. It is created and upgraded by the migrations
+in ``autotune/study/storage/migrations`` (:func:`autotune.study.storage.upgrade_schema`), which at head
+match the models exactly (``tests/study/storage/test_migrations.py``: Alembic's autogenerate finds no
+difference), so a change here gets its migration from Alembic's autogenerate (how:
+``migrations/env.py``). The frozen records name their fields as these columns; their one
+mapping is :mod:`autotune.study.storage._rows`.
+
+Finders are classmethods that take the session explicitly, as in Optuna's ``_rdb/models.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    select,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+
+__all__ = [
+    "TABLE_PREFIX",
+    "Base",
+    "HardwareModel",
+    "StudyModel",
+    "TrialResultModel",
+    "VerificationModel",
+    "VerificationRunModel",
+]
+
+#: Prefix of every autotune table, so none can collide with Optuna's.
+TABLE_PREFIX = "autotune_"
+
+_NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Optuna's study names are at most 512 characters.
+_NAME_LEN = 512
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with its own metadata (never Optuna's)."""
+
+    metadata = MetaData(naming_convention=_NAMING)
+
+
+class HardwareModel(Base):
+    """A hardware fingerprint; one row per distinct machine and software stack."""
+
+    __tablename__ = f"{TABLE_PREFIX}hardware"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    device_kind: Mapped[str] = mapped_column(String(16))
+    device_name: Mapped[str] = mapped_column(String(256))
+    device_count: Mapped[int] = mapped_column(Integer)
+    device_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    compute_capability: Mapped[str | None] = mapped_column(String(16))
+    driver_version: Mapped[str | None] = mapped_column(String(64))
+    cuda_version: Mapped[str | None] = mapped_column(String(32))
+    cudnn_version: Mapped[str | None] = mapped_column(String(32))
+    torch_version: Mapped[str] = mapped_column(String(64))
+    cpu_model: Mapped[str] = mapped_column(String(256))
+    cpu_cores: Mapped[int] = mapped_column(Integer)
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    @classmethod
+    def find_by_fingerprint(cls, session: Session, fingerprint_sha256: str) -> HardwareModel | None:
+        """The row with this fingerprint hash, or None."""
+        return session.scalars(
+            select(cls).where(cls.fingerprint_sha256 == fingerprint_sha256)
+        ).one_or_none()
+
+
+class StudyModel(Base):
+    """autotune's record of an Optuna study, linked by ``optuna_study_name``."""
+
+    __tablename__ = f"{TABLE_PREFIX}studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    optuna_study_name: Mapped[str] = mapped_column(String(_NAME_LEN), unique=True)
+    space_name: Mapped[str] = mapped_column(String(256))
+    space_source: Mapped[str] = mapped_column(String(1024))
+    device_kind: Mapped[str] = mapped_column(String(16))
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    sampler: Mapped[str] = mapped_column(String(32))
+    seed: Mapped[int] = mapped_column(Integer)
+    metric_name: Mapped[str] = mapped_column(String(64), server_default="accuracy")
+    metric_direction: Mapped[str] = mapped_column(String(8), server_default="maximize")
+    # ``throughput`` or ``time_to_accuracy`` (autotune.study.objectives); the target's value in the
+    # second mode (the metric is ``metric_name``), None in the first.
+    objective: Mapped[str] = mapped_column(String(32), server_default="throughput")
+    target: Mapped[float | None] = mapped_column(Float)
+    hardware_id: Mapped[int | None] = mapped_column(ForeignKey(f"{TABLE_PREFIX}hardware.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    hardware: Mapped[HardwareModel | None] = relationship(lazy="joined")
+
+    @classmethod
+    def find_by_name(cls, session: Session, study_name: str) -> StudyModel | None:
+        """The record of the Optuna study ``study_name``, or None."""
+        return session.scalars(select(cls).where(cls.optuna_study_name == study_name)).one_or_none()
+
+    @classmethod
+    def find_all(cls, session: Session) -> list[StudyModel]:
+        """Every study record, oldest first."""
+        return list(session.scalars(select(cls).order_by(cls.id)))
+
+
+class TrialResultModel(Base):
+    """One finished trial: every figure (unit in the column name) and the configuration."""
+
+    __tablename__ = f"{TABLE_PREFIX}trial_results"
+    __table_args__ = (UniqueConstraint("study_id", "trial_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey(f"{TABLE_PREFIX}studies.id", ondelete="CASCADE"), index=True
+    )
+    trial_number: Mapped[int] = mapped_column(Integer)
+    hardware_id: Mapped[int | None] = mapped_column(ForeignKey(f"{TABLE_PREFIX}hardware.id"))
+    state: Mapped[str] = mapped_column(String(16))
+    is_baseline: Mapped[bool] = mapped_column(Boolean)
+    is_feasible: Mapped[bool] = mapped_column(Boolean)
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    failure: Mapped[str | None] = mapped_column(String(32))
+    failure_detail: Mapped[str | None] = mapped_column(Text)
+    throughput_sps: Mapped[float | None] = mapped_column(Float)
+    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
+    step_time_s: Mapped[float | None] = mapped_column(Float)
+    step_time_p90_s: Mapped[float | None] = mapped_column(Float)
+    compile_s: Mapped[float | None] = mapped_column(Float)
+    # Whether torch.compile found the trial's graphs in its cache: cold, warm, partly warm;
+    # NULL when not compiled or not known (advanced.measure.compile_cache says whose cache).
+    compile_cache: Mapped[str | None] = mapped_column(String(16))
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    memory_kind: Mapped[str | None] = mapped_column(String(32))
+    # CUDA: NVML's memory of the trial's processes on their GPUs, summed over ranks (the
+    # CUDA contexts and NCCL buffers included); NULL on the CPU or without NVML's figure.
+    process_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # CUDA: the allocator's peak over the warm-up (its one-off workspaces; the peak above counts
+    # the steps after it); NULL on the CPU and the mock device.
+    warmup_peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    val_metric: Mapped[float | None] = mapped_column(Float)
+    train_loss: Mapped[float | None] = mapped_column(Float)
+    train_s: Mapped[float | None] = mapped_column(Float)
+    # Time-to-accuracy studies only (None in throughput studies): seconds to the target (None
+    # when missed), whether it was reached, seconds spent evaluating, and the metric curve as
+    # a JSON list of [wall_s, step, metric] per evaluation.
+    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
+    target_reached: Mapped[bool | None] = mapped_column(Boolean)
+    eval_s: Mapped[float | None] = mapped_column(Float)
+    metric_curve_json: Mapped[str | None] = mapped_column(Text)
+    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
+    # The machine around the timed windows: the share of the trial's CPUs other processes
+    # used (0-1), the 1-minute load average at their end, and whether that share passed
+    # advanced.measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
+    other_cpu_share: Mapped[float | None] = mapped_column(Float)
+    load_avg_1m: Mapped[float | None] = mapped_column(Float)
+    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
+    # The trial whose validation metric (and steps to the target) this one reused: the same
+    # math key (advanced.search.reuse_metric); NULL when it trained in full.
+    metric_from_trial: Mapped[int | None] = mapped_column(Integer)
+    # What the trial changes against the baseline, by measured evidence (baseline, identical,
+    # same_computation, numerics, dynamics, model), where its accuracy comes from (measured,
+    # inherited with a passed paired check, inherited_unchecked), the check's line and its
+    # relative loss divergences (step 1, the largest over its steps); NULL before classes.
+    evidence_class: Mapped[str | None] = mapped_column(String(32))
+    accuracy_source: Mapped[str | None] = mapped_column(String(32))
+    evidence_detail: Mapped[str | None] = mapped_column(Text)
+    check_first_divergence: Mapped[float | None] = mapped_column(Float)
+    check_max_divergence: Mapped[float | None] = mapped_column(Float)
+    # Wall seconds of the trial's runs, its cost (a full run is the baseline's measured run).
+    run_s: Mapped[float | None] = mapped_column(Float)
+    # Goodput (autotune.core.goodput): the baseline's gradient noise scale in samples, and a
+    # global-batch change's E(B) and throughput x E(B); NULL elsewhere and before goodput.
+    gradient_noise_scale: Mapped[float | None] = mapped_column(Float)
+    statistical_efficiency: Mapped[float | None] = mapped_column(Float)
+    goodput_sps: Mapped[float | None] = mapped_column(Float)
+    flops_per_sample: Mapped[float | None] = mapped_column(Float)
+    mfu: Mapped[float | None] = mapped_column(Float)
+    energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
+    parameters: Mapped[int | None] = mapped_column(BigInteger)
+    samples_per_step: Mapped[int | None] = mapped_column(Integer)
+    steps: Mapped[int | None] = mapped_column(Integer)
+    timed_steps: Mapped[int | None] = mapped_column(Integer)
+    workload: Mapped[str | None] = mapped_column(String(255))
+    model_knobs_json: Mapped[str | None] = mapped_column(Text)
+    batch_size: Mapped[int | None] = mapped_column(Integer)
+    precision: Mapped[str | None] = mapped_column(String(8))
+    memory_format: Mapped[str | None] = mapped_column(String(16))
+    compile_mode: Mapped[str | None] = mapped_column(String(32))
+    num_workers: Mapped[int | None] = mapped_column(Integer)
+    gpu_count: Mapped[int | None] = mapped_column(Integer)
+    optimizer_impl: Mapped[str | None] = mapped_column(String(16))
+    activation_checkpointing: Mapped[bool | None] = mapped_column(Boolean)
+    cpu_threads: Mapped[int | None] = mapped_column(Integer)
+    cudnn_benchmark: Mapped[bool | None] = mapped_column(Boolean)
+    cuda_expandable_segments: Mapped[bool | None] = mapped_column(Boolean)
+    data_parallel: Mapped[str | None] = mapped_column(String(8))
+    seed: Mapped[int | None] = mapped_column(Integer)
+    config_json: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    study: Mapped[StudyModel] = relationship()
+
+    @classmethod
+    def find(cls, session: Session, study_id: int, trial_number: int) -> TrialResultModel | None:
+        """The row of trial ``trial_number`` of study ``study_id``, or None."""
+        return session.scalars(
+            select(cls).where(cls.study_id == study_id, cls.trial_number == trial_number)
+        ).one_or_none()
+
+    @classmethod
+    def find_by_study(cls, session: Session, study_id: int) -> list[TrialResultModel]:
+        """Every row of study ``study_id``, by trial number."""
+        return list(
+            session.scalars(select(cls).where(cls.study_id == study_id).order_by(cls.trial_number))
+        )
+
+    @classmethod
+    def trial_numbers(cls, session: Session, study_id: int) -> set[int]:
+        """Trial numbers of study ``study_id`` that already have a row."""
+        return set(session.scalars(select(cls.trial_number).where(cls.study_id == study_id)))
+
+
+class VerificationRunModel(Base):
+    """One verification of a study: its plan (baseline, finalists, rounds, seeds) and state.
+
+    A verification re-runs the baseline and the finalists in ``rounds`` interleaved rounds of
+    fresh processes; its measurements are :class:`VerificationModel` rows. ``completed_at`` is
+    None while rounds are missing (an interrupted verification resumes from its rows).
+    """
+
+    __tablename__ = f"{TABLE_PREFIX}verification_runs"
+    __table_args__ = (UniqueConstraint("study_id", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey(f"{TABLE_PREFIX}studies.id", ondelete="CASCADE"), index=True
+    )
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... per study
+    baseline_trial: Mapped[int] = mapped_column(Integer)
+    candidates_json: Mapped[str] = mapped_column(Text)  # candidate trial numbers, in order
+    rounds: Mapped[int] = mapped_column(Integer)
+    seeds_json: Mapped[str] = mapped_column(Text)  # the training seed of each round
+    accuracy_tolerance_pt: Mapped[float] = mapped_column(Float)
+    # Stage A (the race) before the confirmation rounds above: its seeds (empty for the
+    # verifications before it), the screen's z, and the run's limits the verified figures
+    # are checked against.
+    race_seeds_json: Mapped[str] = mapped_column(Text, server_default="[]")
+    screen_z: Mapped[float | None] = mapped_column(Float)
+    max_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    min_accuracy: Mapped[float | None] = mapped_column(Float)
+    # The finalists of the model-change answer (the others keep the baseline's model); empty
+    # for the verifications before the two answers.
+    model_changes_json: Mapped[str] = mapped_column(Text, server_default="[]")
+    # The finalists verified by timing and the paired check (their accuracy inherited), and
+    # the check's floor and margin as JSON ({"first", "trajectory", "source", "margin"}).
+    inherited_json: Mapped[str] = mapped_column(Text, server_default="[]")
+    check_floor_json: Mapped[str | None] = mapped_column(Text)
+    # Optimizer steps of one full run (the baseline trial's): a timed run's end-to-end
+    # seconds are projected over them.
+    budget_steps: Mapped[int | None] = mapped_column(Integer)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+    completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+
+    @classmethod
+    def find_by_number(
+        cls, session: Session, study_id: int, number: int
+    ) -> VerificationRunModel | None:
+        """Verification ``number`` of study ``study_id``, or None."""
+        return session.scalars(
+            select(cls).where(cls.study_id == study_id, cls.number == number)
+        ).one_or_none()
+
+    @classmethod
+    def find_latest(
+        cls, session: Session, study_id: int, *, complete: bool = False
+    ) -> VerificationRunModel | None:
+        """The newest verification of study ``study_id`` (the newest finished one when
+        ``complete``), or None."""
+        query = select(cls).where(cls.study_id == study_id)
+        if complete:
+            query = query.where(cls.completed_at.is_not(None))
+        return session.scalars(query.order_by(cls.number.desc()).limit(1)).one_or_none()
+
+
+class VerificationModel(Base):
+    """One configuration measured in one verification round (fresh processes, own seed)."""
+
+    __tablename__ = f"{TABLE_PREFIX}verifications"
+    # Named: the naming convention's name would pass PostgreSQL's 63 characters.
+    __table_args__ = (
+        UniqueConstraint(
+            "run_id",
+            "round_index",
+            "trial_number",
+            "attempt",
+            name="uq_autotune_verifications_run_round_trial_attempt",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(
+        ForeignKey(f"{TABLE_PREFIX}verification_runs.id", ondelete="CASCADE"), index=True
+    )
+    round_index: Mapped[int] = mapped_column(Integer)  # 0-based
+    seed: Mapped[int] = mapped_column(Integer)
+    trial_number: Mapped[int] = mapped_column(Integer)  # the study trial re-measured
+    # 0; 1, 2, ... for the runs of the same round and trial measured again because the one
+    # before was measured on a busy machine (the last attempt is the one that counts).
+    attempt: Mapped[int] = mapped_column(Integer, server_default="0")
+    is_baseline: Mapped[bool] = mapped_column(Boolean)
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    failure: Mapped[str | None] = mapped_column(String(32))
+    failure_detail: Mapped[str | None] = mapped_column(Text)
+    throughput_sps: Mapped[float | None] = mapped_column(Float)
+    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
+    step_time_s: Mapped[float | None] = mapped_column(Float)
+    val_metric: Mapped[float | None] = mapped_column(Float)
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    train_s: Mapped[float | None] = mapped_column(Float)
+    # Time-to-accuracy studies only, as in autotune_trial_results.
+    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
+    target_reached: Mapped[bool | None] = mapped_column(Boolean)
+    metric_curve_json: Mapped[str | None] = mapped_column(Text)
+    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
+    # As in autotune_trial_results: the other processes' CPU share, the load average, busy.
+    other_cpu_share: Mapped[float | None] = mapped_column(Float)
+    load_avg_1m: Mapped[float | None] = mapped_column(Float)
+    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
+    # The run's first K training losses as a JSON list (the paired check), and its wall seconds.
+    check_losses_json: Mapped[str | None] = mapped_column(Text)
+    run_s: Mapped[float | None] = mapped_column(Float)
+    compile_s: Mapped[float | None] = mapped_column(Float)  # before the first timed step
+    config_json: Mapped[str] = mapped_column(Text)
+    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+    @classmethod
+    def find_by_run(cls, session: Session, run_id: int) -> list[VerificationModel]:
+        """Every row of verification ``run_id`` (every attempt), by round and then in run
+        order."""
+        return list(
+            session.scalars(
+                select(cls).where(cls.run_id == run_id).order_by(cls.round_index, cls.id)
+            )
+        )

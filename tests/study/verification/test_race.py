@@ -1,0 +1,350 @@
+"""The race and the confirmation (autotune/study/verification/_summary.py, the plan's schedules in
+autotune/study/storage/records/_verification.py): rotated rounds, the survivor, the run's limits on
+verified figures, invalid figures, and the accuracy as measured, on hand-built rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
+
+import pytest
+
+from autotune.core.units import MIB
+from autotune.study.storage import VerificationPlan, VerificationRecord, VerificationRun
+from autotune.study.storage.records import rotated
+from autotune.study.verification import race_survivors, summarize_verification
+
+#: Two race rounds (seeds 10, 11), then three confirmation rounds (seeds 20, 21, 22).
+PLAN = VerificationPlan(0, (1, 2, 3), (20, 21, 22), 0.5, race_seeds=(10, 11), screen_z=1.645)
+PARAMS = {n: {"batch_size": 2**n * 64} for n in range(4)}
+
+
+def _row(
+    round_index: int,
+    trial_number: int,
+    throughput_sps: float | None,
+    val_metric: float = 0.985,
+    *,
+    val_samples: int | None = 2000,
+    peak_memory_bytes: int = 8 * MIB,
+    failure: str | None = None,
+) -> VerificationRecord:
+    return VerificationRecord(
+        round_index=round_index,
+        seed=PLAN.seed(round_index),
+        trial_number=trial_number,
+        is_baseline=trial_number == 0,
+        simulated=False,
+        failure=failure,
+        failure_detail=None,
+        throughput_sps=throughput_sps,
+        throughput_iqr_sps=1.0,
+        step_time_s=0.01,
+        val_metric=val_metric,
+        peak_memory_bytes=peak_memory_bytes,
+        train_s=1.0,
+        config_json="{}",
+        val_samples=val_samples,
+    )
+
+
+def _race(speedups: dict[int, float], **per_trial: dict[str, object]) -> list[VerificationRecord]:
+    """Both race rounds: the baseline at 1,000 samples/s, trial n at ``speedups[n]`` x that
+    (a finalist of the plan not in ``speedups``: 0.9x, slower than the baseline)."""
+    speedups = {n: speedups.get(n, 0.9) for n in PLAN.candidates}
+    rows = []
+    for r in range(PLAN.race_rounds):
+        rows.append(_row(r, 0, 1000.0 + r))
+        for n, speedup in speedups.items():
+            rows.append(_row(r, n, speedup * (1000.0 + r), **per_trial.get(str(n), {})))  # type: ignore[arg-type]
+    return rows
+
+
+def _confirm(
+    survivor: int, ratios: Sequence[float], metrics: Sequence[tuple[float, float]] | None = None
+) -> list[VerificationRecord]:
+    """The confirmation rounds: the baseline and ``survivor`` at ``ratios`` x the baseline;
+    ``metrics``: ``(baseline's, survivor's)`` accuracy per round."""
+    rows = []
+    for i, ratio in enumerate(ratios):
+        r = PLAN.race_rounds + i
+        base_acc, acc = metrics[i] if metrics else (0.985, 0.985)
+        rows += [_row(r, 0, 1000.0 + i, base_acc), _row(r, survivor, ratio * (1000.0 + i), acc)]
+    return rows
+
+
+def _run(rows: Sequence[VerificationRecord], plan: VerificationPlan = PLAN) -> VerificationRun:
+    return VerificationRun(
+        study_name="s",
+        number=1,
+        plan=plan,
+        rows=tuple(rows),
+        started_at=dt.datetime(2026, 11, 24),
+        completed_at=dt.datetime(2026, 11, 24),
+    )
+
+
+def _one_survivor(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """:func:`race_survivors` of a plan with one answer: its verdicts and the same-model
+    survivor (None without one)."""
+    verdicts, survivors = race_survivors(*args, **kwargs)
+    assert set(survivors) <= {"same_model"}
+    return verdicts, survivors.get("same_model")
+
+
+# --------------------------------------------------------------------------------------------
+# schedules
+
+
+def test_each_round_starts_one_position_later() -> None:
+    assert rotated((0, 1, 2, 3), 0) == (0, 1, 2, 3)
+    assert rotated((0, 1, 2, 3), 1) == (1, 2, 3, 0)
+    assert rotated((0, 1, 2, 3), 5) == (1, 2, 3, 0)
+    assert PLAN.race_schedule() == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3), (1, 0)]
+    assert PLAN.confirm_schedule({"same_model": 2}) == [
+        (2, 0),
+        (2, 2),
+        (3, 2),
+        (3, 0),
+        (4, 0),
+        (4, 2),
+    ]
+    assert PLAN.confirm_schedule({}) == []
+    assert [PLAN.seed(r) for r in range(5)] == [10, 11, 20, 21, 22]
+
+
+def test_a_plan_without_a_race_confirms_every_candidate() -> None:
+    plan = VerificationPlan(0, (1, 2), (20, 21, 22), 0.5)
+    assert plan.race_schedule() == [] and plan.confirmed({}) == (1, 2)
+    assert [n for _, n in plan.schedule()][:3] == [0, 1, 2]
+
+
+# --------------------------------------------------------------------------------------------
+# the race
+
+
+def test_the_survivor_is_the_fastest_finalist_that_passes_the_race() -> None:
+    verdicts, survivor = _one_survivor(PLAN, _race({1: 1.2, 2: 1.5, 3: 0.9}), PARAMS)
+
+    assert survivor == 2
+    by_trial = {v.trial_number: v for v in verdicts}
+    assert by_trial[2].verdict == "survivor (same model): the fastest in the race"
+    assert by_trial[1].verdict == "passed, slower than trial 2 (same model) in the race"
+    assert by_trial[3].verdict.startswith("not faster than the baseline in the race (0.90x)")
+    assert all(v.stage == "race" for v in verdicts)
+
+
+def test_a_faster_finalist_whose_pooled_accuracy_fails_the_screen_does_not_survive() -> None:
+    # 2 pt lower over 4,000 pooled images: far past 0.5 pt + 1.645 standard errors.
+    rows = _race({1: 1.2, 2: 1.5}, **{"2": {"val_metric": 0.965}})
+
+    verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
+
+    assert survivor == 1
+    (two,) = [v for v in verdicts if v.trial_number == 2]
+    assert two.verdict == "pooled accuracy failed the screen (96.50 % vs 98.50 %)"
+
+
+def test_a_finalist_over_the_memory_limit_in_one_race_round_does_not_survive() -> None:
+    plan = dataclasses.replace(PLAN, max_memory_bytes=10 * MIB)
+    rows = _race({1: 1.2, 2: 1.5})
+    rows = [dataclasses.replace(r, peak_memory_bytes=12 * MIB) if r == rows[2] else r for r in rows]
+
+    verdicts, survivor = _one_survivor(plan, rows, PARAMS)
+
+    assert survivor == 1
+    (two,) = [v for v in verdicts if v.trial_number == 2]
+    assert two.verdict == ("over constraints.max_memory_bytes: 12.0 MiB > 10.0 MiB in round 1")
+
+
+def test_the_survivor_is_the_fastest_within_the_tolerance_when_there_is_one() -> None:
+    """The issue's main-command run on digits: a 1.54x finalist at -1.25 pt passed the screen
+    (n=718 pooled) and failed its confirmation; a 1.24x one at +0.00 pt was left behind."""
+    rows = _race({1: 1.54, 2: 1.24}, **{"1": {"val_metric": 0.9725, "val_samples": 359}})
+    rows = [dataclasses.replace(r, val_samples=359) for r in rows]
+
+    verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
+
+    assert survivor == 2
+    by_trial = {v.trial_number: v for v in verdicts}
+    assert by_trial[1].qualifies  # through the screen: 0.5 pt + 1.645 SE at n=718
+    assert by_trial[1].verdict == (
+        "passed the screen; not the survivor: its accuracy is outside the 0.5 pt tolerance "
+        "(mean difference -1.25 pt)"
+    )
+    assert (
+        by_trial[2].verdict
+        == "survivor (same model): the fastest in the race within the 0.5 pt tolerance"
+    )
+
+
+def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_survives() -> None:
+    rows = _race({1: 1.54, 2: 1.24}, **{"1": {"val_metric": 0.9775}, "2": {"val_metric": 0.979}})
+
+    verdicts, survivor = _one_survivor(PLAN, rows, PARAMS)
+
+    assert survivor == 1
+    assert {v.trial_number: v.verdict for v in verdicts}[
+        1
+    ] == "survivor (same model): the fastest in the race"
+
+
+def test_an_incomplete_race_has_no_survivor_yet() -> None:
+    rows = _race({1: 1.2, 2: 1.5, 3: 1.1})[:-1]
+
+    _, survivor = _one_survivor(PLAN, rows, PARAMS)
+
+    assert survivor is None
+
+
+# --------------------------------------------------------------------------------------------
+# the confirmation
+
+
+def test_only_the_confirmation_makes_the_claim() -> None:
+    rows = _race({1: 1.2, 2: 3.0, 3: 1.1}) + _confirm(2, (1.31, 1.28, 1.33))
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    rec = summary.recommended
+    assert rec is not None and rec.trial_number == 2 and rec.stage == "confirm"
+    # The confirmation's 1.3x, not the race's lucky 3.0x.
+    assert rec.speedup == pytest.approx((1.31 * 1.28 * 1.33) ** (1 / 3), rel=1e-3)
+    assert summary.ending == "recommended" and summary.runs_done == summary.runs_planned == 14
+    assert summary.headline().startswith(
+        f"{rec.speedup:.2f}x faster than PyTorch's defaults (95 % CI "
+    )
+    assert "confirmed over 3 rounds after a 2-round race of 3 finalists) at the same accuracy" in (
+        summary.headline()
+    )
+
+
+def test_a_survivor_that_fails_its_confirmation_is_reported_as_such() -> None:
+    rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.02, 0.97, 1.05))
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    assert summary.recommended is None and summary.ending == "not_faster"
+    assert summary.headline().startswith(
+        "verified: not faster than PyTorch's defaults at the same accuracy (race survivor trial 2 "
+        "(same model) confirmed over 3 rounds after a 2-round race of 3 finalists: "
+    )
+    assert summary.headline().endswith("not verifiably faster (95 % CI reaches 1.0x))")
+
+
+def test_a_memory_limit_broken_only_in_verification_is_not_recommended() -> None:
+    plan = dataclasses.replace(PLAN, max_memory_bytes=10 * MIB)
+    rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.5, 1.5))
+    rows = [
+        dataclasses.replace(r, peak_memory_bytes=11 * MIB)
+        if (r.round_index, r.trial_number) == (3, 2)
+        else r
+        for r in rows
+    ]
+
+    summary = summarize_verification(_run(rows, plan), PARAMS, simulated=False)
+
+    assert summary.recommended is None
+    assert summary.candidates[0].verdict == (
+        "over constraints.max_memory_bytes: 11.0 MiB > 10.0 MiB in round 4"
+    )
+
+
+def test_a_mean_accuracy_under_the_minimum_is_not_recommended() -> None:
+    plan = dataclasses.replace(PLAN, min_accuracy=0.99)
+    # 99.5 % in the race (it survives), 98.5 % in the confirmation.
+    rows = _race({1: 1.2, 2: 1.5}, **{"2": {"val_metric": 0.995}}) + _confirm(2, (1.5,) * 3)
+
+    summary = summarize_verification(_run(rows, plan), PARAMS, simulated=False)
+
+    assert summary.recommended is None
+    assert summary.candidates[0].verdict == ("under constraints.min_accuracy: mean 0.9850 < 0.9900")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 0.0, float("inf"), -5.0])
+def test_a_nan_or_zero_throughput_never_qualifies_and_never_crashes(bad: float) -> None:
+    rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.5, 1.5))
+    rows = [
+        dataclasses.replace(r, throughput_sps=bad)
+        if (r.round_index, r.trial_number) == (3, 2)
+        else r
+        for r in rows
+    ]
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    (candidate,) = summary.candidates
+    assert summary.recommended is None and not candidate.qualifies
+    assert candidate.verdict.startswith("failed (round 4: invalid throughput (")
+    assert candidate.speedup is not None  # from the valid rounds only, finite
+    assert summary.headline()  # every output's line renders
+
+
+def test_a_baseline_with_a_nan_throughput_in_a_round_leaves_it_unpaired() -> None:
+    rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.5, 1.5))
+    rows = [
+        dataclasses.replace(r, throughput_sps=float("nan"))
+        if (r.round_index, r.trial_number) == (2, 0)
+        else r
+        for r in rows
+    ]
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    assert summary.recommended is None
+    assert summary.candidates[0].verdict == "the baseline failed in round 3"
+
+
+def test_a_mean_within_the_tolerance_is_not_enough_it_is_a_trade_off() -> None:
+    # Paired differences of -0.3, +0.6 and -0.9 pt: mean -0.2 pt (within 0.5 pt), but the
+    # 95 % interval reaches well past -0.5 pt: not shown non-inferior, so a trade-off.
+    metrics = [(0.985, 0.982), (0.980, 0.986), (0.990, 0.981)]
+    rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.52, 1.49), metrics)
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    assert summary.recommended is None and summary.ending == "not_faster"
+    (candidate,) = summary.candidates
+    assert candidate.non_inferior is False and candidate.trade_off and not candidate.qualifies
+    assert candidate.metric_diff_mean == pytest.approx(-0.002)
+    assert candidate.metric_diff_ci95 is not None and candidate.metric_diff_ci95[0] < -0.005
+    assert candidate.verdict.startswith(
+        "a trade-off: verified faster, accuracy not shown non-inferior (the difference's 95 % "
+        "CI reaches -"
+    )
+    assert summary.trade_offs == (candidate,)
+    line = summary.headline()
+    assert "the same accuracy (non-inferior" not in line
+    assert "; trade-off, not recommended: a system change (batch_size 64->256): 1.50x (" in line
+
+
+def test_a_non_inferior_accuracy_says_the_same_accuracy_with_its_interval() -> None:
+    metrics = [(0.985, 0.984), (0.980, 0.980), (0.990, 0.989)]
+    rows = _race({1: 1.2, 2: 1.5}) + _confirm(2, (1.5, 1.52, 1.49), metrics)
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    rec = summary.recommended
+    assert rec is not None and rec.non_inferior is True and not rec.trade_off
+    assert rec.verdict == "verified faster at the same accuracy (non-inferior)"
+    assert (
+        " at the same accuracy (non-inferior within 0.5 pt): 98.43 % vs 98.50 % (difference "
+        "-0.07 pt, 95 % CI "
+    ) in summary.headline()
+    assert ", n=2,000)" in summary.headline()
+    assert summary.accuracy_text().startswith("same accuracy (non-inferior): -0.07 pt (")
+
+
+def test_no_finalist_surviving_the_race_says_so_with_its_fastest() -> None:
+    rows = _race({1: 0.97, 2: 0.99, 3: 0.95})
+
+    summary = summarize_verification(_run(rows), PARAMS, simulated=False)
+
+    assert not summary.survivors and summary.candidates == ()
+    assert summary.ending == "not_faster" and summary.complete
+    assert summary.headline() == (
+        "verified: not faster than PyTorch's defaults at the same accuracy (no finalist of 3 "
+        "survived a 2-round race; fastest: trial 2 at 0.99x, not faster than the baseline in "
+        "the race (0.99x))"
+    )
