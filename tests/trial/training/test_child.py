@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 import autotune.trial.training
+import autotune.trial.training._rank
 from autotune.testing import make_trial_config
 from autotune.trial.devices.cpu import CpuBackend
 from autotune.trial.training._child import failure_kind, run_and_report
@@ -90,12 +91,12 @@ def fake_group(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(dist, "is_initialized", lambda: up["group"])
     monkeypatch.setattr(dist, "destroy_process_group", destroy)
     monkeypatch.setattr(dist, "all_gather_object", lambda out, obj, *a, **k: out.__setitem__(0, 1))
-    monkeypatch.setattr(autotune.trial.training, "_make_backend", lambda kind: _NoSetupCpu())
+    monkeypatch.setattr(autotune.trial.training._rank, "make_backend", lambda kind: _NoSetupCpu())
 
     def oom(*args: object) -> None:
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(autotune.trial.training, "_train", oom)
+    monkeypatch.setattr(autotune.trial.training._rank, "_train", oom)
     return events
 
 

@@ -1,6 +1,6 @@
 """torch.compile's caches: a study's own directory (``advanced.measure.compile_cache``,
 autotune/study/search/_launcher.py) reaches the trial process, and each compiled trial records whether it
-compiled cold or warm (autotune/trial/training/__init__.py)."""
+compiled cold or warm (autotune/trial/training/_rank.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A trial on the fake CUDA path (autotune/trial/training/__init__.py with the CUDA backend's memory
+"""A trial on the fake CUDA path (autotune/trial/training/_rank.py with the CUDA backend's memory
 readings faked, the model trained on the CPU): the peak-memory objective counts the memory
 NVML sees outside the allocator, and the trial records NVML's figures or why they are
 missing."""
@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import autotune.trial.training
+import autotune.trial.training._rank
 from autotune.core.hardware.simulated import SimulatedNvml
 from autotune.core.units import MIB
 from autotune.study.objectives import objective_values
@@ -56,7 +57,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, nvml: SimulatedNvml) -> Measurement:
     monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: _RESERVED_BYTES)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     backend = _CpuTrainedCudaBackend(nvml=nvml)
-    monkeypatch.setattr(autotune.trial.training, "_make_backend", lambda kind: backend)
+    monkeypatch.setattr(autotune.trial.training._rank, "make_backend", lambda kind: backend)
     m = autotune.trial.training.run_rank(make_trial_config(family="mlp", width=16))
     assert m is not None
     return m
