@@ -9,10 +9,7 @@ command that reads a study takes ``study=NAME``, every command that opens a data
 
 from __future__ import annotations
 
-import contextlib
 import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -109,8 +106,7 @@ def _run_args(
     if trials is not None and trials < 1:
         raise ConfigError(f"--trials: must be >= 1, but got {trials}")
     hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
-    with _noting_moved_keys():
-        return load_run_config([*(overrides or []), *hardware_args])
+    return load_run_config([*(overrides or []), *hardware_args])
 
 
 @app.command(context_settings={"allow_extra_args": False}, epilog=f"{_REFERENCE} {_GRAMMAR}")
@@ -217,38 +213,6 @@ _STORAGE_HELP = "storage=URL: the study database (default sqlite:///storage/auto
 _STUDY_HELP = f"study=NAME: the study (`autotune ls` lists them). {_STORAGE_HELP}"
 
 
-def _deprecated(old: str, new: str) -> None:
-    """The one line on stderr that a deprecated spelling prints (it works for one release)."""
-    print(
-        f"autotune: note: {old} is deprecated and goes in the next release; write {new}",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-@contextlib.contextmanager
-def _noting_moved_keys() -> Iterator[None]:
-    """Print each key written with the name it had before ``advanced.*``, and each removed key
-    that is ignored (a :class:`~autotune.core.config.DeprecatedKeyWarning`), as the other deprecated
-    spellings are printed, also when the arguments are then refused; other warnings pass on as they were."""
-    from autotune.core.config import DeprecatedKeyWarning
-
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as recorded:
-            warnings.simplefilter("always", DeprecatedKeyWarning)
-            caught = recorded
-            yield
-    finally:
-        for w in caught:
-            if not isinstance(w.message, DeprecatedKeyWarning):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            elif w.message.new is None:  # a removed key: its note says why and what to do
-                print(f"autotune: note: {w.message}", file=sys.stderr, flush=True)
-            else:
-                _deprecated(f"{w.message.where}: {w.message.old}", w.message.new)
-
-
 def _required_study(study: str | None, command: str) -> str:
     """The study a command reads (``study=NAME``).
 
@@ -326,8 +290,7 @@ def verify(
     from autotune.study.storage import load_existing_study
     from autotune.study.verification import study_metric
 
-    with _noting_moved_keys():
-        request = load_verify_request(args or [])
+    request = load_verify_request(args or [])
     study = _required_study(request.study, "verify")
     # The study's metric, for the lines of each run (verify_study reads the same study).
     metric = study_metric(load_existing_study(study, request.storage))

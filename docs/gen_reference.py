@@ -678,30 +678,10 @@ def options_markdown() -> str:
     out.append(f"## Advanced {{#{advanced.anchor}}}\n")
     if advanced.intro:
         out.append(advanced.intro + "\n")
-    out.append(
-        "An old key (before this release, without `advanced.`) still works for one release, "
-        "with a note naming its new key: "
-        + ", ".join(f"`{old}` is `{new}`" for old, new in _moved_keys().items())
-        + ". A removed key is ignored for one release, with a note saying why: "
-        + "; ".join(f"`{key}` ({why})" for key, why in _removed_keys().items())
-        + ".\n"
-    )
     for group in groups:
         if is_advanced(group.prefix) and group is not advanced:
             out.extend(_group_markdown(group, "###"))
     return "\n".join(out)
-
-
-def _moved_keys() -> dict[str, str]:
-    from autotune.core.config._renamed import MOVED_KEYS
-
-    return MOVED_KEYS
-
-
-def _removed_keys() -> dict[str, str]:
-    from autotune.core.config._renamed import REMOVED_KEYS
-
-    return REMOVED_KEYS
 
 
 # --------------------------------------------------------------------------------------------

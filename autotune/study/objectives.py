@@ -49,8 +49,6 @@ __all__ = [
 Direction = Literal["maximize", "minimize"]
 #: The position of the validation metric among a throughput study's objectives.
 METRIC_INDEX = 1
-#: The name studies written before workloads gave the metric objective.
-_OLD_METRIC_NAME = "val_accuracy"
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,7 @@ OBJECTIVES: tuple[Objective, ...] = study_objectives()
 
 def objectives_of_study(study: Any) -> tuple[Objective, ...]:
     """The objectives an Optuna study was created with: names from ``study.metric_names``
-    (``val_accuracy`` in studies written before workloads reads as ``accuracy``), directions
+    (``accuracy`` where the study has none), directions
     from ``study.directions``; a two-objective study whose first is ``time_to_accuracy_s`` is
     a time-to-accuracy study."""
     names: Sequence[str | None] = study.metric_names or [None] * len(study.directions)
@@ -138,10 +136,7 @@ def objectives_of_study(study: Any) -> tuple[Objective, ...]:
         return study_objectives(mode="time_to_accuracy")
     if len(directions) != len(OBJECTIVES):
         return OBJECTIVES
-    name = names[METRIC_INDEX] or "accuracy"
-    return study_objectives(
-        "accuracy" if name == _OLD_METRIC_NAME else name, directions[METRIC_INDEX]
-    )
+    return study_objectives(names[METRIC_INDEX] or "accuracy", directions[METRIC_INDEX])
 
 
 def study_metric(study: Any) -> Objective:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.trial import TrialState
 
-from autotune.core.config import upgrade_space_record
 from autotune.trial.measure import BUSY_ATTR
 
 if TYPE_CHECKING:
@@ -299,8 +298,6 @@ class TrialResult:
         figures: dict[str, Any] = {
             name: read(attrs.get(attr)) for name, attr, read in _FIGURE_READERS
         }
-        if figures["val_metric"] is None:  # studies written before workloads
-            figures["val_metric"] = _float(attrs.get("val_accuracy"))
         failure, detail = attrs.get(FAILURE_ATTR), attrs.get("failure_detail")
         # Any failure a trial recorded counts, whatever its type.
         figures["failure_kind"] = None if failure is None else str(failure)
@@ -427,8 +424,8 @@ class StudyAttributes:
 
     Attributes:
         record: autotune's record as stored (empty for a study autotune did not make).
-        space: the recorded search space, in this release's shape
-            (:func:`autotune.core.config.upgrade_space_record`; empty without a record).
+        space: the recorded search space (``model_dump(mode="json", exclude_defaults=True)``;
+            empty without a record).
         device_kind: ``cpu``, ``cuda`` or ``mock``; None without a record.
         device_name: the device's name as detected; None without a record.
         simulated: the mock device ran it; None without a record.
@@ -463,7 +460,7 @@ class StudyAttributes:
         changes = attrs.get("hardware_changes")
         return cls(
             record=dict(record),
-            space=upgrade_space_record(_mapping(record.get("space"))) if record else {},
+            space=dict(_mapping(record.get("space"))) if record else {},
             device_kind=_str(record.get("device_kind")),
             device_name=_str(record.get("device_name")),
             simulated=_bool(record.get("simulated")),

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from autotune.core.config import TrialConfig
+from autotune.core.config import BUILTIN_WORKLOAD_REF, DataSettings, TrialConfig
 from autotune.core.hardware import DeviceCapabilities, detect_capabilities
 from autotune.core.units import MIB
 from autotune.trial.measure import Measurement
@@ -43,7 +43,7 @@ def make_trial_config(**overrides: Any) -> TrialConfig:
         **overrides: any ``TrialConfig`` field. ``train``, ``data`` and ``measure`` may be
             mappings; they are merged onto the defaults (``train={"lr": 0.01}`` keeps
             ``epochs=1``). The built-in model is set with ``family``, ``depth``, ``width``
-            and ``data`` (converted as :meth:`TrialConfig.from_stored` does); ``workload``
+            and ``data`` (the built-in workload's arguments and model knobs); ``workload``
             and ``model`` set another workload instead.
 
     Raises:
@@ -55,10 +55,15 @@ def make_trial_config(**overrides: Any) -> TrialConfig:
             fields[key] = {**fields[key], **value}
         else:
             fields[key] = value
-    if "workload" in overrides:
-        for key in ("family", "depth", "width", "data"):
-            fields.pop(key, None)
-    return TrialConfig.from_stored(fields)
+    family, data = fields.pop("family"), fields.pop("data", {})
+    depth, width = fields.pop("depth"), fields.pop("width")
+    if "workload" not in overrides:  # the built-in workload, its model knobs by name
+        fields["model"] = {"depth": depth, "width": width}
+        fields["workload"] = {
+            "ref": BUILTIN_WORKLOAD_REF,
+            "args": {"family": family, "data": DataSettings.model_validate(data).model_dump()},
+        }
+    return TrialConfig.model_validate(fields)
 
 
 def make_measurement(**overrides: Any) -> Measurement:

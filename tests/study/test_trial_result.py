@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import optuna
 import pytest
 from optuna.trial import TrialState
 
@@ -100,17 +99,6 @@ def test_a_pruned_trial_is_not_measured_and_a_broken_constraint_is_not_feasible(
 
     assert not pruned.measured and not pruned.failed and pruned.values is None
     assert over.measured and not over.feasible and over.constraints == {"failed": 0.5}
-
-
-def test_a_study_written_before_workloads_reads_its_val_accuracy_as_the_metric() -> None:
-    trial = make_trial(1, (100.0, 0.5, 1 << 20))
-    attrs = dict(trial.user_attrs)
-    attrs["val_accuracy"] = attrs.pop("val_metric")
-    old = optuna.trial.create_trial(
-        values=list(trial.values), params={}, distributions={}, user_attrs=attrs
-    )
-
-    assert TrialResult.from_trial(old).val_metric == 0.5
 
 
 def test_a_time_to_accuracy_trial_reads_its_curve_and_its_seconds_to_beat() -> None:

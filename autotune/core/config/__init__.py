@@ -16,8 +16,8 @@ One private module per job, each importing only those above it in this list:
 suggestions), ``_settings`` (fixed training, data, timing, mock, hardware and verification
 settings), ``_space`` (the model's knobs, the workload reference, the search space), ``_run``
 (what a run and each trial are given), ``_url`` (storage URLs as shown, password masked),
-``_overrides`` (``key=value`` parsing), ``_renamed`` (the keys that moved under ``advanced.*``,
-and studies stored before) and ``_loading`` (YAML files, overrides and error locations).
+``_overrides`` (``key=value`` parsing) and ``_loading`` (YAML files, overrides and error
+locations; an unknown key's message names the key it may have meant).
 
 This package exports what users and autotune's other layers use; the rest (the knob
 parameter types' helpers, each settings group's class, tuning constants) is the private
@@ -49,7 +49,6 @@ from autotune.core.config._loading import (
     load_verify_request,
     run_config_document,
 )
-from autotune.core.config._renamed import DeprecatedKeyWarning, upgrade_space_record
 from autotune.core.config._run import (
     DEFAULT_STORAGE_URL,
     ReusedMetric,
@@ -106,7 +105,6 @@ __all__ = [
     "CompileModeParam",
     "Constraints",
     "DataSettings",
-    "DeprecatedKeyWarning",
     "FloatParam",
     "IntParam",
     "MemoryFormatParam",
@@ -134,5 +132,4 @@ __all__ = [
     "math_key",
     "run_config_document",
     "scaled_lr",
-    "upgrade_space_record",
 ]

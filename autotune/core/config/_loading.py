@@ -5,18 +5,20 @@ a refusal names the file or override, the key and the rule (``file: key: rule``)
 from __future__ import annotations
 
 import copy
+import difflib
+import functools
 import importlib.resources
 import re
-from collections.abc import Sequence
+import typing
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from autotune.core.config._knobs import SYSTEM_KNOBS
 from autotune.core.config._overrides import parse_overrides, set_path
-from autotune.core.config._renamed import upgrade_keys, upgrade_override
 from autotune.core.config._run import RunConfig, VerifyRequest
 from autotune.core.config._space import DOORS, SearchSpace
 from autotune.core.config._url import display_url
@@ -82,9 +84,39 @@ def _read_space_file(space: str) -> tuple[dict[str, Any], str]:
         raise ConfigError(f"{source}:{where}: malformed YAML: {problem}") from e
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of keys to values")
-    raw = upgrade_keys(raw, source)  # the keys that moved under advanced.*
     raw.setdefault("name", Path(source).stem)
     return raw, source
+
+
+def _field_keys(model: type[BaseModel], prefix: str = "") -> Iterator[str]:
+    """Every dotted key of ``model``'s fields, its nested settings' keys included."""
+    for name, field in model.model_fields.items():
+        key = prefix + (field.alias or name)
+        yield key
+        for annotation in (field.annotation, *typing.get_args(field.annotation)):
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                yield from _field_keys(annotation, key + ".")
+
+
+@functools.cache
+def _known_keys() -> tuple[str, ...]:
+    """The keys a space file or a ``key=value`` argument can set (a run's, a space's and
+    ``autotune verify``'s; the model's knobs, which each space names, left out)."""
+    run = (k for k in _field_keys(RunConfig) if k.split(".")[0] not in ("space", "space_source"))
+    keys = {*run, *_field_keys(SearchSpace), *_field_keys(VerifyRequest)}
+    return tuple(sorted(keys))
+
+
+def _key_hint(key: str) -> str:
+    """What an unknown ``key`` may have meant: its place under ``advanced.*`` (where the
+    research knobs live), or the nearest key of its group (:func:`difflib.get_close_matches`)."""
+    known = _known_keys()
+    if f"advanced.{key}" in known:
+        return f" (did you mean advanced.{key}? the research knobs live under advanced.*)"
+    parent = key.rpartition(".")[0]
+    siblings = [k for k in known if k.rpartition(".")[0] == parent]  # its group's keys
+    close = difflib.get_close_matches(key, siblings, n=1, cutoff=0.8)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _format_validation_error(
@@ -97,7 +129,7 @@ def _format_validation_error(
         loc = ["model", *loc[2:]]
     rule = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
-        rule = "unknown key"
+        rule = "unknown key" + _key_hint(prefix + ".".join(loc))
     # A rule of a whole model that names the key it is about ("model.family: ...") moves the
     # key into the location.
     named = re.match(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", rule)
@@ -125,7 +157,7 @@ def load_space(space: str, overrides: Sequence[str] = ()) -> SearchSpace:
         ConfigError: unknown name, missing file, malformed YAML, unknown key, wrong type or a
             broken rule; the message names the file or override and the key.
     """
-    return _load_space_with_source(space, _upgraded_overrides(overrides))[0]
+    return _load_space_with_source(space, parse_overrides(overrides))[0]
 
 
 def _space_directory(source: str) -> Path:
@@ -149,19 +181,10 @@ def _absolute_workload(raw: dict[str, Any], source: str) -> None:
             raw[key] = f"{Path(path).expanduser()}:{name}"
 
 
-def _upgraded_overrides(overrides: Sequence[str]) -> list[tuple[str, Any, str]]:
-    """The parsed ``key=value`` overrides, each old key at its new place (with a note)."""
-    return [
-        upgraded
-        for key, value, text in parse_overrides(overrides)
-        for upgraded in upgrade_override(key, value, text)
-    ]
-
-
 def _load_space_with_source(
     space: str, overrides: Sequence[tuple[str, Any, str]]
 ) -> tuple[SearchSpace, str]:
-    """The space and its source label, with parsed (and upgraded) overrides applied."""
+    """The space and its source label, with parsed overrides applied."""
     raw, source = _read_space_file(space)
     overridden: dict[str, str] = {}
     for key, value, text in overrides:
@@ -180,8 +203,7 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
     Run keys (``space``, ``device``, ``study``, ``storage``, ``sampler``, ``objective``, ``seed``,
     ``trial.*``, ``verify.*``, ...: :data:`_RUN_KEYS`) configure the run; every other key
     overrides a field of the space, ``advanced.*`` included (the research knobs, the run's
-    among them). An old key that moved under ``advanced.*`` works with a
-    :class:`~autotune.core.config.DeprecatedKeyWarning` naming the new one.
+    among them).
 
     Args:
         args: ``key=value`` strings, e.g. ``["space=cnn_small", "device=cpu", "train.epochs=2"]``.
@@ -193,7 +215,7 @@ def load_run_config(args: Sequence[str], *, default_space: str = "cnn_small") ->
     run_raw: dict[str, Any] = {}
     run_texts: dict[str, str] = {}
     space_overrides: list[tuple[str, Any, str]] = []
-    for key, value, text in _upgraded_overrides(args):
+    for key, value, text in parse_overrides(args):
         if key.split(".")[0] in _RUN_KEYS:
             set_path(run_raw, key, _verbatim(key, value, text), text)
             run_texts[key] = text
@@ -225,7 +247,7 @@ def load_verify_request(args: Sequence[str]) -> VerifyRequest:
     """
     raw: dict[str, Any] = {}
     texts: dict[str, str] = {}
-    for key, value, text in _upgraded_overrides(args):
+    for key, value, text in parse_overrides(args):
         set_path(raw, key, _verbatim(key, value, text), text)
         texts[key] = text
     try:

@@ -24,7 +24,6 @@ from autotune.core.config._knobs import (
 from autotune.core.config._settings import (
     AdvancedSettings,
     AdvancedVerifySettings,
-    DataSettings,
     MeasureSettings,
     MockFault,
     MockOptions,
@@ -35,7 +34,7 @@ from autotune.core.config._settings import (
     VerifyOptions,
     VerifySettings,
 )
-from autotune.core.config._space import BUILTIN_WORKLOAD_REF, SearchSpace, WorkloadSpec
+from autotune.core.config._space import SearchSpace, WorkloadSpec
 
 DeviceName = Literal["auto", "cpu", "cuda", "mock"]
 SamplerName = Literal["nsga2", "tpe", "gp", "random"]
@@ -172,21 +171,12 @@ class TrialConfig(Strict):
 
     @classmethod
     def from_stored(cls, stored: dict[str, Any]) -> TrialConfig:
-        """A configuration as the results tables store it (``model_dump(mode="json")``),
-        also in the form written before workloads (``family``, ``depth``, ``width`` and
-        ``data`` at the top level), which it converts.
+        """A configuration as the results tables and a trial's ``trial_config`` attribute
+        store it (``model_dump(mode="json")``).
 
         Raises:
             pydantic.ValidationError: the stored configuration is not valid.
         """
-        if "family" in stored and "workload" not in stored:
-            stored = dict(stored)
-            family, data = stored.pop("family"), stored.pop("data", {})
-            stored["model"] = {"depth": stored.pop("depth"), "width": stored.pop("width")}
-            stored["workload"] = {
-                "ref": BUILTIN_WORKLOAD_REF,
-                "args": {"family": family, "data": DataSettings.model_validate(data).model_dump()},
-            }
         return cls.model_validate(stored)
 
     @classmethod

@@ -93,17 +93,16 @@ def _trial_configs(
     times without training: :func:`_timing_only`).
 
     Raises:
-        VerificationError: a trial has no row, or its row holds only its knobs (a study
-            written before full configurations were stored), or its configuration trains
-            in another mode than the study's ``objective`` (a re-run would not measure what
-            the verdict compares).
+        VerificationError: a trial has no row with its configuration, or its configuration
+            trains in another mode than the study's ``objective`` (a re-run would not measure
+            what the verdict compares).
     """
     configs: dict[int, TrialConfig] = {}
     rows = {r.trial_number: r for r in results.trials(study_name)}
     for number in sorted(numbers):
         row = rows.get(number)
         stored = json.loads(row.config_json) if row is not None else {}
-        if "train" not in stored:
+        if not stored:
             raise VerificationError(
                 f"study={study_name}: trial {number} has no stored configuration in the "
                 "results tables; it cannot be re-run"

@@ -8,7 +8,6 @@ single-trial figures.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
@@ -17,19 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
-from pydantic import ValidationError
 
-from autotune.core.config import (
-    BUILTIN_WORKLOAD_REF,
-    SYSTEM_KNOBS,
-    DataSettings,
-    TrialConfig,
-)
 from autotune.core.exceptions import ConfigError
 from autotune.study.objectives import Objective, ObjectiveMode
-from autotune.study.report import Baseline, ParetoRow, gather_report, model_knobs
+from autotune.study.report import Baseline, ParetoRow, gather_report
 from autotune.study.storage import ResultsStore, TrialRecord, load_existing_study
-from autotune.study.trial_result import StudyAttributes, TrialResult
+from autotune.study.trial_result import TrialResult
 from autotune.study.verification import ACCURACY, VerificationSummary
 
 __all__ = [
@@ -158,53 +150,20 @@ def sort_pareto(
     return sorted(rows, key=key)
 
 
-def _current_form(config: dict[str, Any]) -> dict[str, Any]:
-    """A stored configuration in the current form (``workload`` and ``model`` knobs by name);
-    one written before workloads (``family``, ``depth``, ``width``, ``data``) is converted by
-    :meth:`TrialConfig.from_stored`, and kept as it is if it cannot be."""
-    if "family" not in config or "workload" in config:
-        return config
-    try:
-        return TrialConfig.from_stored(config).model_dump(mode="json")
-    except (ValidationError, KeyError):
-        return config
-
-
-def _space_workload(space: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The workload reference of a study's recorded space (``workload:``, or a built-in
-    ``model.family`` on ``data:``), None when the record names neither."""
-    if isinstance(space.get("workload"), str):
-        return {"ref": space["workload"], "args": dict(space.get("workload_args") or {})}
-    family = (space.get("model") or {}).get("family")
-    if family is None:
-        return None
-    data: dict[str, Any] = dict(space.get("data") or {})
-    with contextlib.suppress(ValidationError):  # kept as recorded if it no longer validates
-        data = DataSettings.model_validate(data).model_dump(mode="json")
-    return {"ref": BUILTIN_WORKLOAD_REF, "args": {"family": family, "data": data}}
-
-
 def _full_configs(
     study: optuna.Study, records: Sequence[TrialRecord], numbers: set[int]
 ) -> dict[int, dict[str, Any]]:
-    """Full configurations from the results rows, in the current form (old rows converted);
-    rebuilt from the study's recorded space where no row exists."""
+    """Full configurations from the results rows; where a trial has no row (its study's
+    callback did not write one), the configuration it stored as it ran
+    (:data:`~autotune.study.trial_result.TRIAL_CONFIG_ATTR`)."""
     configs = {
-        r.trial_number: _current_form(json.loads(r.config_json))
-        for r in records
-        if r.trial_number in numbers
+        r.trial_number: json.loads(r.config_json) for r in records if r.trial_number in numbers
     }
-    space = dict(StudyAttributes.from_study(study).space)
-    advanced = space.get("advanced") or {}
     for trial in study.get_trials(deepcopy=False):
-        if trial.number in numbers and "train" not in configs.get(trial.number, {}):
-            configs[trial.number] = {
-                "workload": _space_workload(space),
-                "model": model_knobs(trial.params),
-                **{name: trial.params[name] for name in SYSTEM_KNOBS if name in trial.params},
-                "train": {**(space.get("train") or {}), **(advanced.get("train") or {})},
-                "measure": advanced.get("measure"),
-            }
+        if trial.number in numbers and trial.number not in configs:
+            stored = TrialResult.from_trial(trial).trial_config  # the trial's own record
+            if stored is not None:
+                configs[trial.number] = dict(stored)
     return configs
 
 

@@ -184,8 +184,7 @@ def open_study(
                     f"study={config.study}: it was created with objective={mode}; choose a new "
                     "study name (study=NAME) or the original objective"
                 )
-            # A study stored before advanced.* compares in this release's shape.
-            existing = {**stored.record, "space": dict(stored.space)}
+            existing = stored.record
             for key, what in (("space", "search space"), ("device_kind", "device")):
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
                     record[key], sort_keys=True

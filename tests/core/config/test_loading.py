@@ -243,7 +243,31 @@ def test_unknown_key_in_file(write_space: Callable[..., Path]) -> None:
     with pytest.raises(ConfigError) as err:
         load_space(str(path))
 
-    assert one_line(err) == f"{path}: batchsize: unknown key"
+    assert one_line(err) == f"{path}: batchsize: unknown key (did you mean batch_size?)"
+
+
+def test_a_research_knob_outside_advanced_is_unknown_and_named_at_its_place(
+    write_space: Callable[..., Path],
+) -> None:
+    """The research knobs live under ``advanced.*``; written without it, the key is refused
+    with the one it means (the store was never released: no old spelling is kept)."""
+    path = write_space(MINIMAL_SPACE + "search: {reuse_metric: false}\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+    assert one_line(err) == (
+        f"{path}: search: unknown key (did you mean advanced.search? the research knobs "
+        "live under advanced.*)"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_run_config(["space=cnn_small", "trial.heartbeat_s=5"])
+    assert one_line(err) == (
+        "override trial.heartbeat_s=5: trial.heartbeat_s: unknown key (did you mean "
+        "advanced.trial.heartbeat_s? the research knobs live under advanced.*)"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_verify_request(["study=s", "verify.rounds=5", "verify.candidate=2"])
+    assert one_line(err) == "override verify.candidate=2: verify.candidate: unknown key"
 
 
 def test_unknown_nested_key_in_file(write_space: Callable[..., Path]) -> None:

@@ -59,21 +59,6 @@ def test_trial_config_from_knobs_of_a_workload_space(write_space: Callable[..., 
     assert TrialConfig.from_stored(config.model_dump(mode="json")) == config
 
 
-def test_trial_config_from_stored_converts_the_form_before_workloads() -> None:
-    old = make_trial_config().model_dump(mode="json")
-    old.pop("workload")
-    old.pop("model")
-    old.update(family="mlp", depth=2, width=16, data={"name": "synthetic"})
-
-    config = TrialConfig.from_stored(old)
-
-    assert config.model == {"depth": 2, "width": 16}
-    assert config.workload.is_builtin
-    assert config.workload.args["family"] == "mlp"
-    assert config.workload.args["data"]["name"] == "synthetic"
-    assert config.knobs()["depth"] == 2
-
-
 # --------------------------------------------------------------------------------------------
 # The math key (what a trial learns)
 

@@ -185,7 +185,10 @@ def test_an_unknown_search_setting_is_refused(write_space: Callable[..., Path]) 
     path = write_space(MINIMAL_SPACE + "search:\n  metric_knob: [width]\n")
     with pytest.raises(ConfigError) as err:
         load_space(str(path))
-    assert "search.metric_knob" in one_line(err)
+    assert one_line(err) == (
+        f"{path}: search: unknown key (did you mean advanced.search? the research knobs live "
+        "under advanced.*)"
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""`autotune best`: the Pareto front ranked by each objective, bad input, and configurations
-stored before workloads. (tests/outputs/test_verdicts.py checks that `best` and `best --export`
+"""`autotune best`: the Pareto front ranked by each objective, and bad input.
+(tests/outputs/test_verdicts.py checks that `best` and `best --export`
 agree with the report and the dashboard.)"""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from autotune.cli import main
 from autotune.core.exceptions import ConfigError
 from autotune.study.export import best_configurations, sort_pareto
 from tests.studies.mock import DemoStudy
-from tests.study.export.knobs import PARAMS
 
 
 def test_best_ranks_the_pareto_front_by_each_objective(demo_study: DemoStudy) -> None:
@@ -61,29 +60,3 @@ def test_best_with_bad_input_exits_2_and_writes_nothing(
     assert main([*args, *storage, "--export", str(out)]) == 2
     assert not out.exists()
     assert capsys.readouterr().err.startswith("autotune: error: ")
-
-
-def test_configurations_stored_before_workloads_are_exported_in_the_current_form() -> None:
-    from autotune.study.export._best import _current_form
-
-    legacy = {
-        "device": "mock",
-        "family": "cnn",
-        "depth": 2,
-        "width": 16,
-        "data": {"name": "digits"},
-        **{k: v for k, v in PARAMS.items() if k not in ("depth", "width")},
-        "train": {"epochs": 1},
-    }
-
-    current = _current_form(legacy)
-
-    assert current["model"] == {"depth": 2, "width": 16}
-    assert current["workload"]["ref"] == "autotune.trial.workloads.builtin:ImageClassifier"
-    assert current["workload"]["args"]["family"] == "cnn"
-    assert current["workload"]["args"]["data"]["name"] == "digits"
-    assert "family" not in current and "depth" not in current
-    assert _current_form({"not": "a configuration", "family": "cnn"}) == {
-        "not": "a configuration",
-        "family": "cnn",
-    }

@@ -958,43 +958,6 @@ def test_under_a_global_batch_a_change_of_batch_size_reuses_the_metric() -> None
     assert study.trials[1].user_attrs["lr_peak"] == study.trials[0].user_attrs["lr_peak"]
 
 
-def test_a_study_stored_before_advanced_resumes_and_still_refuses_a_change(
-    sqlite_url: str,
-) -> None:
-    """A study written before ``advanced.*`` kept ``search``, ``measure`` and four ``train``
-    keys at the top of its stored space: it resumes with the same settings, written the new
-    way, and refuses other ones as before."""
-    moved = (
-        "advanced.search.reuse_metric=false",
-        "advanced.measure.windows=3",
-        "advanced.train.warmup_steps=2",
-        "advanced.data.synthetic_samples=64",
-    )
-    config = _run_config(f"storage={sqlite_url}", "study=old", *moved)
-    caps = make_capabilities("mock")
-    study = open_study(config, config.space, caps, open_storage(sqlite_url))
-    record = dict(study.user_attrs["autotune"])
-    space = dict(record["space"])
-    advanced = space.pop("advanced")
-    assert advanced == {
-        "search": {"reuse_metric": False},
-        "measure": {"windows": 3},
-        "train": {"warmup_steps": 2},
-        "data": {"synthetic_samples": 64},
-    }
-    # The shape of the release before: search and measure at the top, the train and data
-    # keys in their groups.
-    for group in ("train", "data"):
-        space[group] = {**space.get(group, {}), **advanced.pop(group)}
-    space.update(advanced)
-    study.set_user_attr("autotune", {**record, "space": space})
-
-    open_study(config, config.space, caps, open_storage(sqlite_url))  # resumes
-    other = _run_config(f"storage={sqlite_url}", "study=old", *moved[:1])
-    with pytest.raises(ConfigError, match=r"^study=old: it was created with another search space"):
-        open_study(other, other.space, caps, open_storage(sqlite_url))
-
-
 def test_the_runs_advanced_settings_may_change_when_a_study_resumes(sqlite_url: str) -> None:
     config = _run_config(f"storage={sqlite_url}", "study=s2")
     caps = make_capabilities("mock")

@@ -138,15 +138,6 @@ def test_finalists_of_a_minimized_metric_are_within_the_tolerance_above_it() -> 
     assert select_finalists(trials, set(), 4, 0.5) == (0, (2, 5, 1))
 
 
-def test_finalists_of_studies_written_before_workloads_read_val_accuracy() -> None:
-    old = [_trial(0, 64, 1000.0, None, baseline=True), _trial(1, 128, 1500.0, None)]
-    for trial, value in zip(old, (0.950, 0.948), strict=True):
-        del trial.user_attrs["val_metric"]
-        trial.user_attrs["val_accuracy"] = value
-
-    assert select_finalists(old, set(), 4, 0.5) == (0, (1,))
-
-
 @pytest.mark.parametrize(
     ("trials", "why"),
     [

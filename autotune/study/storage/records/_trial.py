@@ -43,7 +43,7 @@ def is_feasible(trial: FrozenTrial) -> bool:
 
 def _workload_label(config: Mapping[str, Any]) -> str | None:
     """The short name of a trial configuration's workload (``cnn``, ``gpt.py:CharGPT``);
-    ``family`` for configurations written before workloads."""
+    None where it names none."""
     workload = config.get("workload")
     if isinstance(workload, Mapping) and isinstance(workload.get("ref"), str):
         ref = str(workload["ref"])
@@ -52,8 +52,7 @@ def _workload_label(config: Mapping[str, Any]) -> str | None:
             return str(args.get("family", "builtin"))
         path, _, name = ref.rpartition(":")
         return f"{path.rsplit('/', 1)[-1]}:{name}"
-    family = config.get("family")
-    return str(family) if family is not None else None
+    return None
 
 
 def trial_record(

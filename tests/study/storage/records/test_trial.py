@@ -38,7 +38,6 @@ def test_trial_record_of_a_measured_trial_copies_every_figure_with_its_unit() ->
 @pytest.mark.parametrize(
     ("config", "workload"),
     [
-        ({"family": "mlp", "depth": 2, "width": 16}, "mlp"),  # written before workloads
         ({"workload": {"ref": "/home/me/gpt.py:CharGPT", "args": {}}}, "gpt.py:CharGPT"),
         ({"workload": {"ref": "my_models.gpt:CharGPT"}}, "my_models.gpt:CharGPT"),
         (None, None),
@@ -66,14 +65,6 @@ def test_trial_record_names_the_workload_and_keeps_any_model_knobs(
     assert json.loads(record.model_knobs_json or "") == {"n_layer": 4, "dropout": 0.1}
     assert (record.batch_size, record.precision, record.gpu_count) == (32, "bf16", None)
     assert record.val_metric == 1.25
-
-
-def test_trial_record_reads_val_accuracy_of_studies_before_workloads() -> None:
-    trial = make_trial(1, (100.0, 0.5, 1024.0))
-    trial.user_attrs.pop("val_metric")
-    trial.user_attrs["val_accuracy"] = 0.93
-
-    assert trial_record("s", trial).val_metric == 0.93
 
 
 def test_trial_record_of_failed_and_pruned_trials_has_no_figures() -> None:
