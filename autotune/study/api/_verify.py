@@ -15,6 +15,7 @@ from autotune.core.config import (
     DEFAULT_STORAGE_URL,
     Constraints,
     ReusedMetric,
+    RunConfig,
     TrialConfig,
     VerifySettings,
 )
@@ -44,6 +45,12 @@ from autotune.study.verification import (
     select_finalists,
     study_metric,
     summarize_for_study,
+)
+
+#: A verification run's wall-clock limit when the caller gives none: a trial's
+#: (``trial.timeout_s``'s default, read from its declaration).
+DEFAULT_TRIAL_TIMEOUT_S: float = (
+    RunConfig.model_fields["trial"].get_default(call_default_factory=True).timeout_s
 )
 
 
@@ -304,7 +311,7 @@ def verify_study(
     *,
     settings: VerifySettings | None = None,
     run_trial_fn: RunTrialFn = run_trial,
-    timeout_s: float = 600.0,
+    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     on_run: Callable[[VerificationProgress], None] | None = None,
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,
@@ -385,7 +392,7 @@ def verify_open_study(
     *,
     settings: VerifySettings,
     run_trial_fn: RunTrialFn = run_trial,
-    timeout_s: float = 600.0,
+    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
     on_run: Callable[[VerificationProgress], None] | None = None,
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,

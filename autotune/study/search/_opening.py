@@ -392,22 +392,14 @@ def _warm_start_trials(
     ``(params, "study#trial")``; a value ``space`` does not allow (e.g. bf16 on a Volta GPU)
     is left out, for the sampler to choose. A new study enqueues them before sampling.
 
-    Raises:
-        ConfigError: the study does not exist, or is the study being run.
+    ``config.warm_start`` was checked once, before the run (:func:`check_warm_start`, called
+    by :func:`autotune.study.api.prepare_run`).
     """
-    name = config.warm_start
-    if name == config.study:
-        raise ConfigError(f"warm_start={name}: must name another study than study={config.study}")
-    try:
-        other = optuna.load_study(study_name=name, storage=storage)
-    except KeyError:
-        raise ConfigError(
-            f"warm_start={name}: no such study in storage={storage_location(config.storage)}"
-        ) from None
+    other = optuna.load_study(study_name=config.warm_start, storage=storage)
     knobs = space.knobs()
     trials: list[tuple[dict[str, Any], str]] = []
     for t in sorted(other.best_trials, key=lambda t: t.number):
         params = {k: v for k, v in t.params.items() if k in knobs and knobs[k].contains(v)}
         if params and all(params != p for p, _ in trials):
-            trials.append((params, f"{name}#{t.number}"))
+            trials.append((params, f"{config.warm_start}#{t.number}"))
     return trials

@@ -8,6 +8,7 @@ import math
 
 import optuna
 
+from autotune.core.config import VerifySettings
 from autotune.study.objectives import METRIC_INDEX, OBJECTIVES, Objective
 from autotune.study.objectives import study_metric as objectives_study_metric
 
@@ -96,8 +97,9 @@ def is_non_inferior(
     return high <= allowance
 
 
-#: The screen's default z: a one-sided 95 % bound (``advanced.verify.screen_z``).
-DEFAULT_SCREEN_Z = 1.645
+#: The screen's default z: a one-sided 95 % bound (``advanced.verify.screen_z``'s default,
+#: read from its declaration).
+DEFAULT_SCREEN_Z: float = VerifySettings().screen_z
 #: For a metric that is not a proportion (a loss, a perplexity), whose standard error autotune
 #: cannot compute from one value, the screen allows this many times the tolerance.
 NON_PROPORTION_SCREEN_FACTOR = 3.0
