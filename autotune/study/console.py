@@ -392,7 +392,7 @@ def verification_table(summary: VerificationSummary, stage: str = "confirm") -> 
     verdicts = summary.race if race else (summary.baseline, *summary.candidates)
     seeds = summary.race_seeds if race else summary.seeds
     what = (
-        "race (stage A: picks one survivor per answer, claims nothing)"
+        "race (stage A: picks one survivor per answer and evidence, claims nothing)"
         if race
         else ("confirmation (stage B: the claim)" if summary.race_seeds else "rounds")
     )

@@ -502,8 +502,8 @@ class VerifyOptions(Strict):
     plus ``advanced.verify.screen_z`` standard errors of the difference; the *race* re-runs
     the baseline and up to ``advanced.verify.candidates`` of them for each answer (same
     model, model change) over ``advanced.verify.race_rounds`` rounds of fresh processes and
-    keeps one survivor per answer; the *confirmation* re-runs the baseline and the survivors
-    over ``rounds`` rounds with fresh seeds, and only it makes the claims. ``rounds=0`` turns
+    keeps one survivor per answer and evidence (trained, or inherited with the paired
+    check); the *confirmation* re-runs the baseline and the survivors over ``rounds`` rounds with fresh seeds, and only it makes the claims. ``rounds=0`` turns
     verification off.
 
     ``rounds`` is at least 3: with 2 rounds the 95 % interval's t(0.975, 1) = 12.7 makes any

@@ -28,7 +28,7 @@ from autotune.study.search import RunTrialFn, check_study_hardware, run_trial, s
 from autotune.study.storage import (
     ANSWERS,
     FINISHED_STATES,
-    Answer,
+    Lane,
     ResultsStore,
     VerificationPlan,
     VerificationRecord,
@@ -321,9 +321,9 @@ def verify_study(
 
     The screen picks the finalists of each answer, same model and model change
     (:func:`autotune.study.verification.select_finalists`); the race re-runs the baseline and every
-    finalist over ``settings.race_rounds`` rounds and keeps one survivor per answer
-    (:func:`autotune.study.verification.race_survivors`; no race when no answer has more than one
-    finalist); the confirmation re-runs the baseline and the survivors over
+    finalist over ``settings.race_rounds`` rounds and keeps one survivor per lane
+    (an answer, trained or inherited: :func:`autotune.study.verification.race_survivors`; no race
+    when no lane has more than one finalist); the confirmation re-runs the baseline and the survivors over
     ``settings.rounds`` rounds of fresh seeds, and only it makes the claims. Within a round
     the order rotates (round r starts at position r mod (K + 1)).
 
@@ -445,10 +445,10 @@ def verify_open_study(
         number = (latest.number if latest is not None else 0) + 1
         params_now = {t.number: t.params for t in trials}
         model_changes = model_change_finalists(finalists, params_now, baseline)
-        # A race only where an answer has several finalists; a lone one is its own survivor.
-        answers = (len(finalists) - len(model_changes), len(model_changes))
-        race_rounds = settings.race_rounds if max(answers) > 1 else 0
         inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
+        # A race only where a lane (an answer, trained or inherited) has several finalists;
+        # a lone one is its own survivor (fit_budget says the same of what it keeps).
+        race_rounds = settings.race_rounds
         costs = _run_costs(trials, baseline, set(finalists) - set(inherited))
         fitted = fit_budget(
             costs,
@@ -534,7 +534,7 @@ def _run_verification(
     run_trial_fn: RunTrialFn,
     timeout_s: float,
     on_run: Callable[[VerificationProgress], None] | None,
-    survivors_of: Callable[[list[VerificationRecord]], Mapping[Answer, int]],
+    survivors_of: Callable[[list[VerificationRecord]], Mapping[Lane, int]],
     busy_reruns: int = 0,
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up

@@ -113,7 +113,7 @@ def _summary(data: ReportData) -> str:
         race = (
             f"the baseline (trial {summary.baseline.trial_number}) and "
             f"{len(summary.finalists)} finalists raced over {len(summary.race_seeds)} rounds "
-            f"(seeds {', '.join(map(str, summary.race_seeds))}) to pick one survivor per answer; then "
+            f"(seeds {', '.join(map(str, summary.race_seeds))}) to pick one survivor per answer and evidence (trained, or inherited with its check); then "
             if summary.race_seeds
             else ""
         )
@@ -169,7 +169,9 @@ def _verification_table(data: ReportData) -> str:
         return f'<p class="notes">{esc(data.verdict_line())}.</p>'
     tables = []
     if summary.race:
-        tables.append("<h3>Race (stage A: picks one survivor per answer, claims nothing)</h3>")
+        tables.append(
+            "<h3>Race (stage A: picks one survivor per answer and evidence, claims nothing)</h3>"
+        )
         tables.append(_stage_table(summary, summary.race, "race-table-rows"))
     if summary.race_seeds:
         tables.append("<h3>Confirmation (stage B: the claim)</h3>")

@@ -16,7 +16,8 @@ reaches its trials, three steps decide:
    workers, batch size with its learning rate, GPU count); the *model-change* answer also
    changes the model's knobs. Up to K finalists each.
 2. The *race* (:func:`race_survivors`): the baseline and every finalist over
-   ``advanced.verify.race_rounds`` rounds of fresh processes; each answer's survivor is its fastest
+   ``advanced.verify.race_rounds`` rounds of fresh processes; each lane's survivor (an answer,
+   its accuracy trained or inherited with the paired check) is its fastest
    finalist that measured in every round, kept the run's limits, beat the baseline, and
    passed the screen on its pooled validation counts. The race only picks.
 3. The *confirmation*: the baseline and the survivors over ``verify.rounds`` rounds with

@@ -29,7 +29,7 @@ class BudgetedPlan:
     Attributes:
         finalists: the finalists kept, in their order.
         rounds: confirmation rounds.
-        race_rounds: race rounds (0 when no answer keeps more than one finalist).
+        race_rounds: race rounds (0 when no lane keeps more than one finalist).
         projected_full_runs: its projected cost, in full runs of the baseline.
         notes: what the cap changed, one line each.
     """
@@ -48,10 +48,12 @@ def projected_full_runs(
     model_changes: Sequence[int],
     rounds: int,
     race_rounds: int,
+    trained: frozenset[int] | None = None,
 ) -> float:
     """The projected cost of a plan, in full runs: one discarded warm-up run, the race
     (the baseline and every finalist each round) and the confirmation (the baseline and the
-    dearest finalist of each answer each round).
+    dearest finalist of each lane each round: a lane is an answer, trained or timed;
+    :data:`~autotune.study.storage.records.Lane`).
 
     Args:
         costs: each trial's cost of one run, in full runs (the baseline's included).
@@ -60,13 +62,16 @@ def projected_full_runs(
         model_changes: those of the model-change answer.
         rounds: confirmation rounds.
         race_rounds: race rounds.
+        trained: the finalists that train (the others are timed); None: every one trains.
     """
-    same = [costs[n] for n in finalists if n not in model_changes]
-    change = [costs[n] for n in finalists if n in model_changes]
+    lanes: dict[tuple[bool, bool], list[float]] = {}
+    for n in finalists:
+        lane = (n in model_changes, trained is None or n in trained)
+        lanes.setdefault(lane, []).append(costs[n])
     base = costs[baseline]
-    warmup = max([base, *same, *change])
-    race = race_rounds * (base + sum(same) + sum(change))
-    confirm = rounds * (base + max(same, default=0.0) + max(change, default=0.0))
+    warmup = max([base, *(costs[n] for n in finalists)])
+    race = race_rounds * (base + sum(costs[n] for n in finalists))
+    confirm = rounds * (base + sum(max(lane) for lane in lanes.values()))
     return warmup + race + confirm
 
 
@@ -91,7 +96,7 @@ def fit_budget(
         model_changes: those of the model-change answer.
         trained: those that train the budget (not timed only).
         rounds: the confirmation rounds asked for.
-        race_rounds: the race rounds asked for (used while an answer has several finalists).
+        race_rounds: the race rounds asked for (used while a lane has several finalists).
         left_full_runs: what the cap leaves; None: no cap.
         min_rounds: the fewest confirmation rounds to keep before leaving finalists out.
         fastest: the finalist the screen ranks first (the answer the user most wants
@@ -108,18 +113,18 @@ def fit_budget(
         raise ValueError(f"fit_budget: min_rounds >= 2 must hold, but got {min_rounds}")
 
     def race_of(kept: tuple[int, ...]) -> int:
-        sizes = (
-            sum(n not in model_changes for n in kept),
-            sum(n in model_changes for n in kept),
-        )
-        return race_rounds if max(sizes, default=0) > 1 else 0
+        """A race only where a lane keeps several finalists."""
+        lanes = [(n in model_changes, n in trained) for n in kept]
+        return race_rounds if len(set(lanes)) < len(lanes) else 0
 
     def cost(kept: tuple[int, ...], r: int) -> float:
         # With no finalist that trains, the baseline is timed too: as cheap as theirs.
         timed_only = bool(kept) and not set(kept) & trained
         base = min(costs[n] for n in kept) if timed_only else costs[baseline]
         plan_costs = {**costs, baseline: base}
-        return projected_full_runs(plan_costs, baseline, kept, model_changes, r, race_of(kept))
+        return projected_full_runs(
+            plan_costs, baseline, kept, model_changes, r, race_of(kept), trained
+        )
 
     kept = finalists
     if left_full_runs is None or cost(kept, rounds) <= left_full_runs:

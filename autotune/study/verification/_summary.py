@@ -42,7 +42,9 @@ from autotune.core.units import MIB
 from autotune.study.objectives import Objective, ObjectiveMode
 from autotune.study.storage.records import (
     ANSWERS,
+    LANES,
     Answer,
+    Lane,
     VerificationPlan,
     VerificationRecord,
     VerificationRun,
@@ -109,7 +111,7 @@ class VerificationSummary:
         simulated: the figures come from the mock device (SIMULATED).
         baseline: the baseline's confirmed figures (stage B; in a plan without a race, its
             only stage).
-        candidates: the confirmed configurations' verdicts (each answer's survivor; every
+        candidates: the confirmed configurations' verdicts (each lane's survivor; every
             finalist in a plan without a race), each with its ``answer``.
         recommended: the headline: the faster of the two answers' confirmed candidates that
             qualify (verifiably faster and shown non-inferior; in a time-to-accuracy
@@ -124,7 +126,7 @@ class VerificationSummary:
         finalists: the trial numbers that passed the screen and entered the race.
         race_seeds: the seed of each race round (empty: no race).
         race: the race's verdicts, the baseline's first (stage A; empty without a race).
-        survivors: each answer's race survivor (answers without one left out).
+        survivors: each lane's race survivor (lanes without one left out).
         baseline_words: what the outputs call the baseline: ``your baseline`` when the space
             named one (``baseline:``), else ``PyTorch's defaults``.
         screen_z: the screen's z (None: a verification stored before the screen).
@@ -164,7 +166,7 @@ class VerificationSummary:
     finalists: tuple[int, ...] = ()
     race_seeds: tuple[int, ...] = ()
     race: tuple[CandidateVerdict, ...] = ()
-    survivors: Mapping[Answer, int] = field(default_factory=dict)
+    survivors: Mapping[Lane, int] = field(default_factory=dict)
     baseline_words: str = DEFAULTS_WORDS
     screen_z: float | None = None
     closest: str | None = None
@@ -532,16 +534,20 @@ def race_survivors(
     params_by_trial: Mapping[int, Mapping[str, Any]] | None = None,
     metric: Objective = ACCURACY,
     objective: ObjectiveMode = "throughput",
-) -> tuple[tuple[CandidateVerdict, ...], dict[Answer, int]]:
-    """The race's verdicts and each answer's survivor (stage A).
+) -> tuple[tuple[CandidateVerdict, ...], dict[Lane, int]]:
+    """The race's verdicts and each lane's survivor (stage A).
 
     A finalist passes the race when it measured in every race round, kept the run's limits,
     its metric pooled over the rounds passed the screen against the baseline's pooled metric
     (in a time-to-accuracy race: it reached the target in every round), and it beat the
-    baseline (speedup above 1.0; no interval: the race only ranks). Each answer
-    (:data:`~autotune.study.storage.records.Answer`) keeps its own survivor: the fastest of its
-    finalists that passed (ties: the lower trial number), preferring one whose paired mean
-    accuracy is within the tolerance.
+    baseline (speedup above 1.0; no interval: the race only ranks). Each lane
+    (:data:`~autotune.study.storage.records.Lane`: an answer, and whether its finalists'
+    accuracy is trained or inherited with the paired check) keeps its own survivor: the
+    fastest of its finalists that passed (ties: the lower trial number), preferring one whose
+    paired mean accuracy is within the tolerance. Two lanes of one answer both go on: a
+    trained numerics change may be faster, and a timed same-computation one cheaper to
+    verify (its evidence does not wait on a budget's learning); the confirmation recommends
+    the fastest that qualifies.
 
     Args:
         plan: the verification's plan.
@@ -552,7 +558,7 @@ def race_survivors(
 
     Returns:
         ``(verdicts, survivors)``: the baseline's verdict first, then each finalist's; the
-        survivor's trial number by answer, without the answers that have none (and empty
+        survivor's trial number by lane, without the lanes that have none (and empty
         while the race is incomplete, or without a race).
     """
     if not plan.race_seeds or not plan.candidates:
@@ -584,9 +590,9 @@ def race_survivors(
 
     tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
     labels: dict[int, str] = {}
-    survivors: dict[Answer, int] = {}
-    for answer in ANSWERS:
-        passed = [v for v in verdicts[1:] if v.qualifies and v.answer == answer]
+    survivors: dict[Lane, int] = {}
+    for lane in LANES:
+        passed = [v for v in verdicts[1:] if v.qualifies and plan.lane_of(v.trial_number) == lane]
         # The screen keeps a finalist whose accuracy may be within the tolerance (not to drop
         # it for its luck); the survivor sent to the confirmation is the fastest whose
         # measured accuracy is within it, when there is one, since the confirmation holds it
@@ -596,9 +602,10 @@ def race_survivors(
         best = max(pool, key=lambda v: (v.speedup or 0.0, -v.trial_number), default=None)
         if best is None:
             continue
-        survivors[answer] = best.trial_number
+        survivors[lane] = best.trial_number
         skipped = any(v not in pool for v in passed)
-        words = ANSWER_WORDS[answer]
+        answer, evidence = lane
+        words = ANSWER_WORDS[answer] + (", accuracy inherited" if evidence == "inherited" else "")
         for v in passed:
             if v is best:
                 labels[v.trial_number] = f"survivor ({words}): the fastest in the race" + (

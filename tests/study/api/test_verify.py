@@ -14,7 +14,7 @@ from autotune.cli import main
 from autotune.core.config import RunConfig, TrialConfig, VerifySettings, load_run_config
 from autotune.core.exceptions import ConfigError, TrialError, VerificationError
 from autotune.study.api import VerificationProgress, run_study, verify_study
-from autotune.study.storage import ANSWERS, ResultsStore
+from autotune.study.storage import LANES, ResultsStore
 from autotune.study.verification import changes_model, round_seeds
 from autotune.testing import FakeRunTrial, make_measurement, simulate_trial
 from autotune.trial.measure import Measurement
@@ -94,9 +94,9 @@ def test_run_study_ends_with_an_interleaved_verification(sqlite_url: str) -> Non
     same = [n for n in summary.finalists if not changes_model(params[n], params[base])]
     assert list(summary.finalists[: len(same)]) == same  # the same-model answer's first
     assert 1 <= len(same) <= 2 and len(summary.finalists) - len(same) <= 2
-    survivors = tuple(summary.survivors[a] for a in ANSWERS if a in summary.survivors)
+    survivors = tuple(summary.survivors[lane] for lane in LANES if lane in summary.survivors)
     assert survivors and [c.trial_number for c in summary.candidates] == list(survivors)
-    assert {c.answer for c in summary.candidates} == set(summary.survivors)
+    assert {c.answer for c in summary.candidates} == {answer for answer, _ in summary.survivors}
     order, confirmed = (base, *summary.finalists), (base, *survivors)
     race = [*order, *order[1:], base]  # round 2 starts at position 1 (rotated)
     confirm = [n for r in range(3) for n in (*confirmed[r:], *confirmed[:r])]
@@ -369,9 +369,9 @@ def test_verify_study_follows_a_minimized_metric(tmp_path: Path) -> None:
     racers = {v.trial_number: v for v in summary.race if not v.is_baseline}
     fast = [n for n in racers if study.trials[n].params["batch_size"] == 128]
     assert fast
-    same = summary.survivors["same_model"]
+    same = summary.survivors[("same_model", "trained")]
     assert same in fast and racers[same].verdict == "survivor (same model): the fastest in the race"
-    changed = summary.survivors["model_change"]
+    changed = summary.survivors[("model_change", "trained")]
     assert changed not in fast
     for number in set(fast) - {same}:
         assert racers[number].answer == "model_change"

@@ -178,7 +178,7 @@ RACE = {1: 1.6, 2: 1.7, 3: 2.2, 4: 1.3}
 def test_each_answer_keeps_its_own_survivor_and_both_are_confirmed() -> None:
     verdicts, survivors = race_survivors(PLAN, _rows(RACE, {}), PARAMS)
 
-    assert survivors == {"same_model": 2, "model_change": 3}
+    assert survivors == {("same_model", "trained"): 2, ("model_change", "trained"): 3}
     labels = {v.trial_number: v.verdict for v in verdicts}
     assert labels[2] == "survivor (same model): the fastest in the race"
     assert labels[3] == "survivor (model change): the fastest in the race"
@@ -186,7 +186,10 @@ def test_each_answer_keeps_its_own_survivor_and_both_are_confirmed() -> None:
     assert PLAN.confirmed(survivors) == (2, 3)
     # Each round pairs both survivors with one baseline run.
     assert PLAN.confirm_schedule(survivors)[:3] == [(2, 0), (2, 2), (2, 3)]
-    assert PLAN.provisional_survivors() == {"same_model": 1, "model_change": 3}
+    assert PLAN.provisional_survivors() == {
+        ("same_model", "trained"): 1,
+        ("model_change", "trained"): 3,
+    }
 
 
 def test_a_faster_model_change_that_is_less_accurate_is_a_trade_off_not_the_headline() -> None:
@@ -293,4 +296,4 @@ def test_a_space_without_model_knobs_has_one_answer() -> None:
     assert (base, finalists) == (0, (2, 1))
     assert model_change_finalists(finalists, {t.number: t.params for t in trials}, base) == ()
     plan = VerificationPlan(0, finalists, (20, 21, 22), 0.5, race_seeds=(10, 11))
-    assert plan.provisional_survivors() == {"same_model": 2}
+    assert plan.provisional_survivors() == {("same_model", "trained"): 2}

@@ -16,6 +16,19 @@ def test_the_projection_counts_warm_up_race_and_confirmation() -> None:
     assert projected_full_runs(COSTS, 0, (5, 9), (9,), 8, 2) == pytest.approx(24.2)
 
 
+def test_a_trained_and_a_timed_finalist_of_one_answer_race_in_lanes_of_their_own() -> None:
+    """One lane each (the same model, trained and timed): no race, and the confirmation pays
+    for both, the trained one's full run and the timed one's seconds."""
+    costs = {0: 1.0, 4: 1.1, 5: 0.1}
+    # warm-up 1.1 + confirm 8 x (1 + 1.1 + 0.1)
+    assert projected_full_runs(costs, 0, (4, 5), (), 8, 0, frozenset({4})) == pytest.approx(18.7)
+    plan = fit_budget(costs, 0, (4, 5), (), frozenset({4}), 8, 2, None)
+    assert (plan.finalists, plan.race_rounds) == ((4, 5), 0)
+    # Two timed finalists share a lane: they race.
+    plan = fit_budget({**costs, 6: 0.1}, 0, (4, 5, 6), (), frozenset({4}), 8, 2, None)
+    assert plan.race_rounds == 2
+
+
 def test_without_a_cap_the_plan_stays() -> None:
     plan = fit_budget(COSTS, 0, (5, 6, 9), (9,), frozenset({9}), 8, 2, None)
     assert (plan.finalists, plan.rounds, plan.race_rounds, plan.notes) == ((5, 6, 9), 8, 2, ())

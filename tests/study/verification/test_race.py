@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -85,12 +86,16 @@ def _run(rows: Sequence[VerificationRecord], plan: VerificationPlan = PLAN) -> V
     )
 
 
+#: The lane of the plans here: the same model, trained (none inherits its accuracy).
+SAME_TRAINED = ("same_model", "trained")
+
+
 def _one_survivor(*args, **kwargs):  # type: ignore[no-untyped-def]
     """:func:`race_survivors` of a plan with one answer: its verdicts and the same-model
     survivor (None without one)."""
     verdicts, survivors = race_survivors(*args, **kwargs)
-    assert set(survivors) <= {"same_model"}
-    return verdicts, survivors.get("same_model")
+    assert set(survivors) <= {SAME_TRAINED}
+    return verdicts, survivors.get(SAME_TRAINED)
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,7 +107,7 @@ def test_each_round_starts_one_position_later() -> None:
     assert rotated((0, 1, 2, 3), 1) == (1, 2, 3, 0)
     assert rotated((0, 1, 2, 3), 5) == (1, 2, 3, 0)
     assert PLAN.race_schedule() == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3), (1, 0)]
-    assert PLAN.confirm_schedule({"same_model": 2}) == [
+    assert PLAN.confirm_schedule({SAME_TRAINED: 2}) == [
         (2, 0),
         (2, 2),
         (3, 2),
@@ -133,6 +138,34 @@ def test_the_survivor_is_the_fastest_finalist_that_passes_the_race() -> None:
     assert by_trial[1].verdict == "passed, slower than trial 2 (same model) in the race"
     assert by_trial[3].verdict.startswith("not faster than the baseline in the race (0.90x)")
     assert all(v.stage == "race" for v in verdicts)
+
+
+def test_a_trained_and_a_timed_finalist_of_one_answer_both_survive() -> None:
+    """One survivor per lane: the fastest trained finalist (bf16, say) does not take the place
+    of a timed one whose accuracy is inherited with its paired check (channels_last): the
+    confirmation runs both and recommends the fastest that qualifies. Under a cost cap the
+    trained one's evidence may be too weak to show non-inferiority; the timed one's is not."""
+    floor = {"first": 1e-6, "trajectory": 1e-4, "source": "float64 twin", "margin": 10.0}
+    plan = dataclasses.replace(PLAN, inherited=(1,), check_floor_json=json.dumps(floor))
+    losses = json.dumps([2.30, 2.10, 1.90])  # the same losses: the check passes
+    race = [
+        dataclasses.replace(r, check_losses_json=losses) if r.trial_number in (0, 1) else r
+        for r in _race({1: 1.2, 2: 1.5, 3: 1.3})
+    ]
+
+    verdicts, survivors = race_survivors(plan, race, PARAMS)
+
+    assert survivors == {("same_model", "trained"): 2, ("same_model", "inherited"): 1}
+    by_trial = {v.trial_number: v for v in verdicts}
+    assert by_trial[1].verdict == (
+        "survivor (same model, accuracy inherited): the fastest in the race"
+    )
+    assert by_trial[3].verdict == "passed, slower than trial 2 (same model) in the race"
+    assert plan.confirmed(survivors) == (2, 1)
+    assert plan.provisional_survivors() == {
+        ("same_model", "trained"): 2,
+        ("same_model", "inherited"): 1,
+    }
 
 
 def test_a_faster_finalist_whose_pooled_accuracy_fails_the_screen_does_not_survive() -> None:

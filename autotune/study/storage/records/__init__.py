@@ -19,7 +19,10 @@ from autotune.study.storage.records._trial import (
 )
 from autotune.study.storage.records._verification import (
     ANSWERS,
+    LANES,
     Answer,
+    Evidence,
+    Lane,
     VerificationPlan,
     VerificationRecord,
     VerificationRun,
@@ -31,8 +34,11 @@ __all__ = [
     "ANSWERS",
     "FINISHED_STATES",
     "KNOB_COLUMNS",
+    "LANES",
     "Answer",
+    "Evidence",
     "HardwareFingerprint",
+    "Lane",
     "StudyRecord",
     "TrialRecord",
     "VerificationPlan",

@@ -10,7 +10,10 @@ from typing import Literal
 
 __all__ = [
     "ANSWERS",
+    "LANES",
     "Answer",
+    "Evidence",
+    "Lane",
     "VerificationPlan",
     "VerificationRecord",
     "VerificationRun",
@@ -33,22 +36,39 @@ def rotated(order: tuple[int, ...], round_index: int) -> tuple[int, ...]:
 #: The two answers a verification gives (DESIGN.md, "same-model answer / model-change answer"):
 #: ``same_model``, a change of system knobs only (the model knobs stay at the baseline's), and
 #: ``model_change``, a change that also changes the model. Each has its own finalists, race
-#: survivor and confirmation.
+#: finalists and confirmation.
 Answer = Literal["same_model", "model_change"]
 #: The answers in the order every output shows them.
 ANSWERS: tuple[Answer, ...] = ("same_model", "model_change")
+#: What a finalist's accuracy rests on in the verification: ``trained`` (each run trains the
+#: budget, or its share under short evidence) or ``inherited`` (each run is timed, and the
+#: round's paired check against the baseline stands for the accuracy).
+Evidence = Literal["trained", "inherited"]
+#: A race lane: an answer and its finalists' evidence. The race keeps one survivor per lane,
+#: so a faster numerics change (bf16: trained evidence, which a cost cap may leave too weak
+#: to show non-inferiority) never takes the place of a verifiable same-computation one
+#: (channels_last: timed, with its check) of the same answer.
+Lane = tuple[Answer, Evidence]
+#: The lanes in the order every output shows them.
+LANES: tuple[Lane, ...] = (
+    ("same_model", "trained"),
+    ("same_model", "inherited"),
+    ("model_change", "trained"),
+    ("model_change", "inherited"),
+)
 
 
 @dataclass(frozen=True)
 class VerificationPlan:
     """What one verification re-measures, in two stages.
 
-    Stage A, the *race*: the baseline and every finalist over ``len(race_seeds)`` rounds; its
-    survivor (:func:`autotune.study.verification.race_survivor`) alone goes on. Stage B, the
+    Stage A, the *race*: the baseline and every finalist over ``len(race_seeds)`` rounds; the
+    survivor of each lane (:data:`Lane`; :func:`autotune.study.verification.race_survivors`)
+    alone goes on. Stage B, the
     *confirmation*: the baseline and the survivor over ``len(seeds)`` rounds of fresh seeds;
     only these make the claim. Round indexes run over both stages: ``0 .. A-1`` are the race's,
     ``A .. A+R-1`` the confirmation's. A plan without race seeds (one finalist, or a
-    verification stored before the race existed) confirms every candidate directly.
+    lane of one finalist each) confirms every candidate directly.
 
     Attributes:
         baseline_trial: the study's baseline trial number.
@@ -100,6 +120,15 @@ class VerificationPlan:
         """The finalists of one answer, in their order."""
         return tuple(n for n in self.candidates if self.answer_of(n) == answer)
 
+    def lane_of(self, trial_number: int) -> Lane:
+        """The race lane of a finalist: its answer and its evidence."""
+        evidence: Evidence = "inherited" if trial_number in self.inherited else "trained"
+        return self.answer_of(trial_number), evidence
+
+    def lane_candidates(self, lane: Lane) -> tuple[int, ...]:
+        """The finalists of one lane, in their order."""
+        return tuple(n for n in self.candidates if self.lane_of(n) == lane)
+
     @property
     def rounds(self) -> int:
         """Confirmation rounds (one seed each)."""
@@ -127,15 +156,15 @@ class VerificationPlan:
         order = (self.baseline_trial, *self.candidates)
         return [(r, n) for r in range(self.race_rounds) for n in rotated(order, r)]
 
-    def confirmed(self, survivors: Mapping[Answer, int]) -> tuple[int, ...]:
-        """The candidates the confirmation runs: each answer's race survivor (in
-        :data:`ANSWERS` order; none when the race left none), or every candidate in a plan
+    def confirmed(self, survivors: Mapping[Lane, int]) -> tuple[int, ...]:
+        """The candidates the confirmation runs: each lane's race survivor (in
+        :data:`LANES` order; none when the race left none), or every candidate in a plan
         without a race."""
         if not self.race_seeds:
             return self.candidates
-        return tuple(survivors[a] for a in ANSWERS if a in survivors)
+        return tuple(survivors[lane] for lane in LANES if lane in survivors)
 
-    def confirm_schedule(self, survivors: Mapping[Answer, int]) -> list[tuple[int, int]]:
+    def confirm_schedule(self, survivors: Mapping[Lane, int]) -> list[tuple[int, int]]:
         """The confirmation's ``(round_index, trial_number)`` in run order: the baseline and
         :meth:`confirmed`, each round rotated. Empty when nothing is confirmed."""
         confirmed = self.confirmed(survivors)
@@ -144,18 +173,18 @@ class VerificationPlan:
         order = (self.baseline_trial, *confirmed)
         return [(self.race_rounds + r, n) for r in range(self.rounds) for n in rotated(order, r)]
 
-    def provisional_survivors(self) -> dict[Answer, int]:
-        """Survivors as counted while the race runs: each answer's first finalist."""
-        firsts = {a: self.answer_candidates(a) for a in ANSWERS}
-        return {a: numbers[0] for a, numbers in firsts.items() if numbers}
+    def provisional_survivors(self) -> dict[Lane, int]:
+        """Survivors as counted while the race runs: each lane's first finalist."""
+        firsts = {lane: self.lane_candidates(lane) for lane in LANES}
+        return {lane: numbers[0] for lane, numbers in firsts.items() if numbers}
 
     def provisional_schedule(self) -> list[tuple[int, int]]:
         """What is planned while the race runs: the race, then a confirmation counted as if
-        the race will leave a survivor for each answer that has finalists (progress
+        the race will leave a survivor for each lane that has finalists (progress
         displays; a summary's run count)."""
         return self.schedule(self.provisional_survivors())
 
-    def schedule(self, survivors: Mapping[Answer, int] | None = None) -> list[tuple[int, int]]:
+    def schedule(self, survivors: Mapping[Lane, int] | None = None) -> list[tuple[int, int]]:
         """Every planned ``(round_index, trial_number)`` in run order: the race, then the
         confirmation of ``survivors`` (:meth:`confirm_schedule`)."""
         return self.race_schedule() + self.confirm_schedule(survivors or {})
