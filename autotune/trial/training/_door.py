@@ -38,11 +38,12 @@ from autotune.core.config import (
     scaled_lr,
 )
 from autotune.core.exceptions import DoorUsageError
+from autotune.core.flops import TrainingFlops, step_extras
 from autotune.trial.devices import Backend
 from autotune.trial.lifetime import die_with_rank
 from autotune.trial.measure import CpuShareMeter, Measurement
 from autotune.trial.training._guide import apply_process_knobs
-from autotune.trial.training._meter import StepMeter, budget_plan
+from autotune.trial.training._meter import BudgetTiming, StepMeter, budget_plan
 from autotune.trial.training._metric import checked_metric
 from autotune.trial.training._setup import cpu_meter_roots
 
@@ -503,6 +504,71 @@ class DoorKnobs:
                 "after); raise train.epochs for a steadier figure"
             )
         }
+
+    def measurement(
+        self,
+        meter: StepMeter,
+        timing: BudgetTiming,
+        door: str,
+        *,
+        flops: TrainingFlops | None,
+        flops_samples: int,
+        device: torch.device,
+        lr_scale: float,
+        accumulation: int,
+        val_metric: float,
+        train_loss: float,
+        parameters: int,
+        val_samples: int | None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Measurement:
+        """The closing sequence every door shares, once its metric is known (evaluated, or
+        reused): rank 0's figures (FLOPs per sample and MFU of the counted warm-up step,
+        :func:`~autotune.core.flops.step_extras`; the learning rate's factor; the
+        micro-batches; the meter's common figures and its timing note), then the rank's
+        :class:`~autotune.trial.measure.Measurement` from the meter.
+
+        Args:
+            meter: the door's measuring core (:meth:`meter`).
+            timing: its budget's timing.
+            door: ``loop``, ``hf_trainer`` or ``lightning`` (for the timing note).
+            flops: the counted warm-up step's FLOPs (forward and backward); None when it
+                was not counted.
+            flops_samples: the samples of that step on this rank.
+            device: the rank's device.
+            lr_scale: the learning rate's factor (:func:`lr_factor`).
+            accumulation: micro-batches per optimizer step (1: none).
+            val_metric: the validation metric (the reused one for a timed trial).
+            train_loss: the mean training loss (NaN when unknown).
+            parameters: the model's parameter count.
+            val_samples: validation samples; None when the data set has no length.
+            extra: the door's own figures (rank 0 only), e.g. where its loader lives.
+        """
+        figures: dict[str, Any] = {}
+        if self.rank == 0:
+            figures = step_extras(
+                flops,
+                flops_samples,
+                precision=self.config.precision,
+                device=device,
+                gpu_reading=timing.gpu_reading,
+                metered_samples=meter.plan.timed_steps * meter.samples_per_step,
+            )
+            figures["lr_scale"] = lr_scale
+            figures["timing_extension_steps"] = 0
+            figures.update(extra or {})
+            if accumulation > 1:
+                figures["accumulation_steps"] = accumulation
+            figures.update(meter.common_extra(timing))
+            figures.update(self.timing_note(timing.timed_s, door))
+        return meter.measurement(
+            timing,
+            val_metric=val_metric,
+            train_loss=train_loss,
+            parameters=parameters,
+            val_samples=val_samples,
+            extra=figures,
+        )
 
     def budget_steps(self, steps_per_epoch: int) -> int:
         """Optimizer steps of the budget: ``train.epochs`` passes, capped by

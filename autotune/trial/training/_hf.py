@@ -33,7 +33,7 @@ from torch.utils.data import RandomSampler, Sampler, Subset
 
 from autotune.core.config import TrialConfig
 from autotune.core.exceptions import DoorUsageError
-from autotune.core.flops import StepFlopCounter, count_parameters, step_extras
+from autotune.core.flops import StepFlopCounter, count_parameters
 from autotune.trial.devices import Backend
 from autotune.trial.measure import Measurement
 from autotune.trial.training._door import (
@@ -500,28 +500,17 @@ def _train_and_evaluate(trainer: Any, trial: HFTrial, knobs: DoorKnobs, label: s
         val_samples: int | None = len(eval_dataset)
     except TypeError:
         val_samples = None
-    extra: dict[str, Any] = {}
-    if knobs.rank == 0:
-        flops = callback.flops.flops if callback.flops is not None else None
-        extra = step_extras(
-            flops,
-            callback.flops_samples // knobs.world_size,
-            precision=config.precision,
-            device=trial.device,
-            gpu_reading=timing.gpu_reading,
-            metered_samples=meter.plan.timed_steps * meter.samples_per_step,
-        )
-        extra["lr_scale"] = trial.lr_scale
-        extra["timing_extension_steps"] = 0
-        if trial._accumulation > 1:
-            extra["accumulation_steps"] = trial._accumulation
-        extra.update(meter.common_extra(timing))
-        extra.update(knobs.timing_note(timing.timed_s, "hf_trainer"))
-    return meter.measurement(
+    return knobs.measurement(
+        meter,
         timing,
+        "hf_trainer",
+        flops=callback.flops.flops if callback.flops is not None else None,
+        flops_samples=callback.flops_samples // knobs.world_size,
+        device=trial.device,
+        lr_scale=trial.lr_scale,
+        accumulation=trial._accumulation,
         val_metric=metric,
         train_loss=train_loss,
         parameters=parameters,
         val_samples=val_samples,
-        extra=extra,
     )

@@ -31,7 +31,7 @@ import torch
 
 from autotune.core.config import TrialConfig
 from autotune.core.exceptions import DoorUsageError
-from autotune.core.flops import StepFlopCounter, count_parameters, step_extras
+from autotune.core.flops import StepFlopCounter, count_parameters
 from autotune.trial.devices import Backend
 from autotune.trial.measure import Measurement
 from autotune.trial.training._door import (
@@ -470,32 +470,23 @@ def _fit_and_validate(
         val_samples: int | None = len(val_loader.dataset)
     except (TypeError, AttributeError):
         val_samples = None
-    extra: dict[str, Any] = {}
-    if knobs.rank == 0:
-        flops = callback.flops.flops if callback.flops is not None else None
-        extra = step_extras(
-            flops,
-            config.batch_size * k,
-            precision=config.precision,
-            device=trial.device,
-            gpu_reading=timing.gpu_reading,
-            metered_samples=meter.plan.timed_steps * meter.samples_per_step,
-        )
-        extra["lr_scale"] = trial.lr_scale
-        extra["timing_extension_steps"] = 0
-        # Where the training loader lives, for `best --diff` (autotune.study.export LOADER_HOME_ATTR).
-        extra["train_loader_in"] = (
-            "LightningDataModule" if datamodule is not None else "LightningModule"
-        )
-        if k > 1:
-            extra["accumulation_steps"] = k
-        extra.update(meter.common_extra(timing))
-        extra.update(knobs.timing_note(timing.timed_s, "lightning"))
-    return meter.measurement(
+    return knobs.measurement(
+        meter,
         timing,
+        "lightning",
+        flops=callback.flops.flops if callback.flops is not None else None,
+        flops_samples=config.batch_size * k,
+        device=trial.device,
+        lr_scale=trial.lr_scale,
+        accumulation=k,
         val_metric=metric,
         train_loss=train_loss,
         parameters=parameters,
         val_samples=val_samples,
-        extra=extra,
+        # Where the training loader lives, for `best --diff` (LOADER_HOME_ATTR).
+        extra={
+            "train_loader_in": (
+                "LightningDataModule" if datamodule is not None else "LightningModule"
+            )
+        },
     )

@@ -46,7 +46,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from autotune.core.config import TrialConfig
 from autotune.core.exceptions import DoorUsageError
-from autotune.core.flops import StepFlopCounter, count_parameters, step_extras
+from autotune.core.flops import StepFlopCounter, count_parameters
 from autotune.trial.devices import Backend
 from autotune.trial.measure import Measurement
 from autotune.trial.training._door import (
@@ -713,30 +713,19 @@ class LoopTrial(TrialHandle):
                 if self._epoch_loss is not None
                 else math.nan
             )
-        extra: dict[str, Any] = {}
-        if self._rank == 0:
-            flops = self._flops.flops if self._flops is not None else None
-            extra = step_extras(
-                flops,
-                self._flops_samples,
-                precision=knobs.config.precision,
-                device=self._device,
-                gpu_reading=timing.gpu_reading,
-                metered_samples=meter.plan.timed_steps * meter.samples_per_step,
-            )
-            extra["lr_scale"] = self._lr_scale
-            extra["timing_extension_steps"] = 0
-            if self._accumulation > 1:
-                extra["accumulation_steps"] = self._accumulation
-            extra.update(meter.common_extra(timing))
-            extra.update(knobs.timing_note(timing.timed_s, "loop"))
-        return meter.measurement(
+        return knobs.measurement(
+            meter,
             timing,
+            "loop",
+            flops=self._flops.flops if self._flops is not None else None,
+            flops_samples=self._flops_samples,
+            device=self._device,
+            lr_scale=self._lr_scale,
+            accumulation=self._accumulation,
             val_metric=metric,
             train_loss=train_loss,
             parameters=parameters,
             val_samples=self._val_samples,
-            extra=extra,
         )
 
 
