@@ -866,8 +866,11 @@ def test_a_failed_baseline_ends_the_run_with_exit_1_and_says_what_to_do(
 
     code = main(["run", "device=mock", "--trials", "4"])
 
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert code == 1
+    # Not "verify.rounds=0": the verification was on, and the failed baseline stopped it.
+    assert "not verified: the baseline trial failed, and every figure compares with it" in out
+    assert "verify.rounds=0" not in out
     assert err.splitlines()[-1] == (
         "autotune: the baseline trial failed (trial 0: error (NameError: name 'ImageSampler' "
         "is not defined)): fix it and run the same command again (the rerun retries the "

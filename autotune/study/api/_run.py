@@ -382,6 +382,8 @@ def run_study(
                     proc.terminate()
     verification, note = None, None
     baseline_failure = failed_baseline(study.get_trials(deepcopy=False))
+    if baseline_failure is not None and config.verify.rounds > 0:
+        note = "the baseline trial failed, and every figure compares with it"
     if worker_index == 0 and config.verify.rounds > 0 and baseline_failure is None:
         try:
             with trial_devices(caps.cuda_visible_devices):

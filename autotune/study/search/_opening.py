@@ -185,13 +185,18 @@ def open_study(
                     "study name (study=NAME) or the original objective"
                 )
             existing = stored.record
-            for key, what in (("space", "search space"), ("device_kind", "device")):
+            compared = (
+                ("space", "search space", existing.get("space_source")),
+                ("device_kind", "device", existing.get("device_kind")),
+                # The workload's metric names an objective: another one would mix two metrics.
+                ("objectives", "metric", ", ".join(map(str, existing.get("objectives") or ()))),
+            )
+            for key, what, shown in compared:
                 if json.dumps(existing.get(key), sort_keys=True) != json.dumps(
                     record[key], sort_keys=True
                 ):
                     raise ConfigError(
-                        f"study={config.study}: it was created with another {what} "
-                        f"({existing.get('space_source') if key == 'space' else existing.get(key)}); "
+                        f"study={config.study}: it was created with another {what} ({shown}); "
                         "choose a new study name (study=NAME) or the original settings"
                     )
         warm = sum(

@@ -339,6 +339,24 @@ def test_reopening_on_another_device_kind_is_refused(sqlite_url: str) -> None:
         open_study(config, config.space, make_capabilities("cuda"), open_storage(sqlite_url))
 
 
+def test_reopening_with_another_metric_is_refused(sqlite_url: str) -> None:
+    """The workload's metric names an objective: a workload that now reports another one
+    (same direction, so Optuna's own check of the directions passes) would mix two metrics
+    in one study's values."""
+    config = _run_config(f"storage={sqlite_url}", "study=m1")
+    caps = make_capabilities("mock")
+    f1 = study_objectives("f1", "maximize")
+    open_study(config, config.space, caps, open_storage(sqlite_url), objectives=f1)
+
+    with pytest.raises(ConfigError) as err:
+        open_study(config, config.space, caps, open_storage(sqlite_url))
+
+    assert str(err.value) == (
+        "study=m1: it was created with another metric (throughput_sps, f1, peak_memory_bytes); "
+        "choose a new study name (study=NAME) or the original settings"
+    )
+
+
 def test_a_study_keeps_its_workloads_metric(sqlite_url: str) -> None:
     config = _run_config(f"storage={sqlite_url}", "study=loss")
     objectives = study_objectives("val_loss", "minimize")
