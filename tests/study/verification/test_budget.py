@@ -106,3 +106,28 @@ def test_the_end_to_end_speedup_counts_the_compilation() -> None:
     long_run, _ = end_to_end([(compiled, base), (compiled, base)], 100_000)
     assert long_run is not None and long_run > 1.4
     assert end_to_end([(compiled, base)], None) == (None, None)
+
+
+def test_a_timed_finalist_against_a_short_trained_baseline_is_compared_over_the_budget() -> None:
+    """Short evidence: the baseline trains 600 of the budget's 12,000 steps (its loop 30 s),
+    the same-computation finalist is timed. Both are projected over the budget from their step
+    seconds; the baseline's loop alone read as a run 20 times shorter (the long run's verdict
+    said "0.06x end to end" for a 1.25x channels_last)."""
+    from autotune.study.storage import VerificationRecord
+    from autotune.study.verification._throughput import end_to_end
+
+    def row(step_s: float, val_metric: float | None, train_s: float) -> VerificationRecord:
+        return VerificationRecord(
+            round_index=0, seed=0, trial_number=1, is_baseline=False, simulated=False,
+            failure=None, failure_detail=None, throughput_sps=1.0, throughput_iqr_sps=0.0,
+            step_time_s=step_s, val_metric=val_metric, peak_memory_bytes=1, train_s=train_s,
+            config_json="{}", compile_s=0.0,
+        )  # fmt: skip
+
+    base, timed = row(0.050, 0.95, 30.0), row(0.040, None, 2.0)
+    speedup, _ = end_to_end([(timed, base), (timed, base)], 12_000)
+    assert speedup == pytest.approx(1.25)
+    # Two trained runs of the same share compare their loops as they ran.
+    trained = row(0.040, 0.95, 24.0)
+    speedup, _ = end_to_end([(trained, base), (trained, base)], 12_000)
+    assert speedup == pytest.approx(1.25)
