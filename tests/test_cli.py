@@ -877,3 +877,24 @@ def test_a_failed_baseline_ends_the_run_with_exit_1_and_says_what_to_do(
         "baseline; the failed trial stays, and counts towards --trials), or choose a new "
         "study=NAME"
     )
+
+
+def test_the_verify_help_states_the_defaults_the_settings_declare() -> None:
+    """`autotune verify --help` names the verification's defaults in words (the CLI imports no
+    settings when it starts); this holds the words to the declarations, so a changed default
+    cannot leave the help behind."""
+    import inspect
+
+    from autotune.cli import verify
+    from autotune.core.config import VerifySettings
+
+    help_text = inspect.signature(verify).parameters["args"].default.help
+    defaults = VerifySettings()
+    for key, value in (
+        ("verify.rounds=R (confirmation rounds, default", defaults.rounds),
+        ("verify.accuracy_tolerance_pt=X (default", defaults.accuracy_tolerance_pt),
+        ("advanced.verify.race_rounds=A (default", defaults.race_rounds),
+        ("(finalists per answer, default", defaults.candidates),
+        ("advanced.verify.screen_z=Z (default", defaults.screen_z),
+    ):
+        assert f"{key} {value:g}" in help_text, key
