@@ -31,13 +31,12 @@ from autotune.core.flops._mfu import (
     step_extras,
     trial_extras,
 )
-from autotune.core.flops._peaks import PUBLISHED_PEAKS, PublishedPeak, published_peak
+from autotune.core.flops._peaks import PUBLISHED_PEAKS, published_peak
 from autotune.core.flops._profile import ModelProfile, count_parameters, profile_model
 
 __all__ = [
     "PUBLISHED_PEAKS",
     "ModelProfile",
-    "PublishedPeak",
     "StepFlopCounter",
     "TrainingFlops",
     "blended_peak_flops_per_s",

@@ -42,7 +42,6 @@ from autotune.core.hardware._memory import (
     estimate_memory,
 )
 from autotune.core.hardware._screen import (
-    REFERENCE_PRECISION,
     PrecisionScreen,
     screen_precisions,
     study_precision_screen,
@@ -61,7 +60,6 @@ __all__ = [
     "CUDA_RUNTIME_BYTES",
     "MEMORY_ESTIMATE_TOLERANCE",
     "MOCK_RUNTIME_BYTES",
-    "REFERENCE_PRECISION",
     "STUDY_PID_VARIABLE",
     "STUDY_WORKERS_VARIABLE",
     "DeviceCapabilities",

@@ -25,24 +25,20 @@ Every function checks its input before it writes anything: an unknown study rais
 from __future__ import annotations
 
 from autotune.study.export._best import (
-    OBJECTIVE_CHOICES,
     BestConfigs,
     best_configurations,
     sort_pareto,
 )
 from autotune.study.export._csv import export_csv, trial_records
-from autotune.study.export._diff import DIFF_STYLES, DOOR_STYLES, DiffStyle, diff_lines, export_diff
+from autotune.study.export._diff import DIFF_STYLES, diff_lines, export_diff
 from autotune.study.export._listing import StudySummary, list_studies
 from autotune.study.export._snippet import pytorch_settings, pytorch_snippet
 from autotune.study.export._yaml import EXPORTED_CONFIG_KEYS, export_best_yaml, export_choice
 
 __all__ = [
     "DIFF_STYLES",
-    "DOOR_STYLES",
     "EXPORTED_CONFIG_KEYS",
-    "OBJECTIVE_CHOICES",
     "BestConfigs",
-    "DiffStyle",
     "StudySummary",
     "best_configurations",
     "diff_lines",

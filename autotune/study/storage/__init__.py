@@ -41,7 +41,6 @@ from autotune.study.storage._read import (
 from autotune.study.storage._session import create_results_engine, session_scope, sqlite_path
 from autotune.study.storage._store import ResultsStore
 from autotune.study.storage._url import error_reason, validate_storage_url
-from autotune.study.storage.models import TABLE_PREFIX
 from autotune.study.storage.records import (
     ANSWERS,
     FINISHED_STATES,
@@ -66,7 +65,6 @@ __all__ = [
     "KNOB_COLUMNS",
     "LANES",
     "MIGRATIONS_DIR",
-    "TABLE_PREFIX",
     "VERSION_TABLE",
     "Answer",
     "Evidence",

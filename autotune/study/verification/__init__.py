@@ -68,9 +68,8 @@ recommendation) and :mod:`._load` (the verdict of a stored study).
 
 from __future__ import annotations
 
-from autotune.study.verification._budget import MIN_ROUNDS, BudgetedPlan, fit_budget
+from autotune.study.verification._budget import MIN_ROUNDS, fit_budget
 from autotune.study.verification._finalists import (
-    SEED_STRIDE,
     changes_model,
     closest_trial,
     model_change_finalists,
@@ -81,14 +80,11 @@ from autotune.study.verification._finalists import (
 from autotune.study.verification._load import load_verification, summarize_for_study
 from autotune.study.verification._metric import (
     ACCURACY,
-    DEFAULT_SCREEN_Z,
-    NON_PROPORTION_SCREEN_FACTOR,
     agresti_caffo_se,
     difference_number,
     difference_unit,
     is_non_inferior,
     metric_allowance,
-    passes_screen,
     screen_allowance,
     study_metric,
     tolerance_text,
@@ -96,36 +92,24 @@ from autotune.study.verification._metric import (
 )
 from autotune.study.verification._speedup import (
     MLPERF_DROP_MIN_ROUNDS,
-    is_valid_figure,
     mean_difference_ci95,
     mlperf_time_to_accuracy_s,
     speedup_ci95,
 )
 from autotune.study.verification._summary import (
-    DEFAULTS_WORDS,
     ENDING_WORDS,
-    YOUR_BASELINE_WORDS,
-    Ending,
     VerificationSummary,
     race_survivors,
     summarize_verification,
 )
-from autotune.study.verification._verdict import ANSWER_WORDS, CandidateVerdict, changed_knobs
+from autotune.study.verification._verdict import CandidateVerdict, changed_knobs
 
 __all__ = [
     "ACCURACY",
-    "ANSWER_WORDS",
-    "DEFAULTS_WORDS",
-    "DEFAULT_SCREEN_Z",
     "ENDING_WORDS",
     "MIN_ROUNDS",
     "MLPERF_DROP_MIN_ROUNDS",
-    "NON_PROPORTION_SCREEN_FACTOR",
-    "SEED_STRIDE",
-    "YOUR_BASELINE_WORDS",
-    "BudgetedPlan",
     "CandidateVerdict",
-    "Ending",
     "VerificationSummary",
     "agresti_caffo_se",
     "changed_knobs",
@@ -135,13 +119,11 @@ __all__ = [
     "difference_unit",
     "fit_budget",
     "is_non_inferior",
-    "is_valid_figure",
     "load_verification",
     "mean_difference_ci95",
     "metric_allowance",
     "mlperf_time_to_accuracy_s",
     "model_change_finalists",
-    "passes_screen",
     "race_survivors",
     "ranking_sps",
     "round_seeds",

@@ -19,13 +19,12 @@ data. Parts:
 from autotune.trial.training._hf import HFTrial
 from autotune.trial.training._lightning import LightningTrial
 from autotune.trial.training._loop import LoopTrial
-from autotune.trial.training._rank import compile_cache_figures, release_process_group, run_rank
+from autotune.trial.training._rank import compile_cache_figures, run_rank
 
 __all__ = [
     "HFTrial",
     "LightningTrial",
     "LoopTrial",
     "compile_cache_figures",
-    "release_process_group",
     "run_rank",
 ]

@@ -95,7 +95,7 @@ def run_and_report(
     kind (:func:`failure_kind`) and traceback. The process group of a failed rank is destroyed
     only after the report is sent: destroying an NCCL group while other ranks wait in a
     collective can block, and the trial's out-of-memory would then read as its timeout."""
-    from autotune.trial.training import release_process_group, run_rank
+    from autotune.trial.training._rank import release_process_group, run_rank
 
     outcome: tuple[str, Any]
     try:

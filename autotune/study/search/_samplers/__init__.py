@@ -25,7 +25,7 @@ from autotune.study.search._samplers._design import (
     covering_design,
     design_levels,
 )
-from autotune.study.search._samplers._factory import NSGA2_POPULATION, make_sampler
+from autotune.study.search._samplers._factory import make_sampler
 from autotune.study.search._samplers._gp import (
     LEAN_LOCAL_SEARCHES,
     LEAN_PRELIMINARY_SAMPLES,
@@ -50,7 +50,6 @@ __all__ = [
     "LEAN_QMC_SAMPLES_EHVI",
     "LOG_SCALE_OBJECTIVES",
     "MAX_REFUSED_PROPOSALS",
-    "NSGA2_POPULATION",
     "PRIOR_SLOPE_BOUNDS",
     "REPEAT_LOG_PENALTY",
     "STARTUP_DESIGN_SAMPLERS",
