@@ -398,6 +398,7 @@ def run_study(
                     reuse=True,
                     capabilities=caps,
                     budget_left_full_runs=_budget_left(space.budget.full_runs, study),
+                    hardware_checked=True,  # open_study checked this machine
                 )
         except VerificationError as e:  # the study is fine; it only cannot make a claim
             note = str(e)

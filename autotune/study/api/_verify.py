@@ -397,6 +397,7 @@ def verify_open_study(
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,
     budget_left_full_runs: float | None = None,
+    hardware_checked: bool = False,
 ) -> VerificationSummary:
     """:func:`verify_study` of a study the caller holds open, with its results store open:
     ``run_study`` hands over the study and the store its search wrote to, so a run opens
@@ -408,6 +409,9 @@ def verify_open_study(
         settings: as :func:`verify_study` (``rounds`` at least 1).
         run_trial_fn, timeout_s, on_run, reuse, capabilities, budget_left_full_runs: as
             :func:`verify_study`.
+        hardware_checked: the caller checked this machine against the study's when it
+            opened it (``run_study``, through :func:`autotune.study.search.open_study`): the
+            check is not made twice.
 
     Raises:
         ValueError: ``settings.rounds`` is 0 (the caller checks the user's setting first).
@@ -417,7 +421,8 @@ def verify_open_study(
         raise ValueError("verify_open_study(study, results, settings): settings.rounds is 0")
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study_name = study.study_name
-    _check_verify_hardware(study, capabilities)
+    if not hardware_checked:
+        _check_verify_hardware(study, capabilities)
     objective = objective_mode(objectives_of_study(study))
     latest = results.latest_verification(study_name)
     notes: tuple[str, ...] = ()

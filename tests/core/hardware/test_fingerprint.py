@@ -317,3 +317,33 @@ def test_run_refuses_other_hardware_and_takes_the_flag(
     assert main([*args, "--trials", "2", "--allow-hardware-change"]) == 0
     study = optuna.load_study(study_name="s", storage=sqlite_url)
     assert study.user_attrs["hardware_changes"][0]["hardware"]["mock_profile"] == "a100"
+
+
+def test_the_verification_of_a_run_does_not_check_the_machine_again(sqlite_url: str) -> None:
+    """``run_study`` checked the machine when it opened the study (``open_study``), so the
+    verification it hands the study to does not check it a second time; ``autotune verify``
+    (no such hand-over) does."""
+    from autotune.core.exceptions import VerificationError
+    from autotune.study.api._verify import verify_open_study
+    from autotune.study.search import check_study_hardware
+    from autotune.study.storage import ResultsStore, open_storage
+    from autotune.testing import make_capabilities
+
+    study = optuna.create_study(
+        storage=open_storage(sqlite_url),  # creates the database's directory
+        study_name="hw",
+        directions=["maximize", "maximize", "minimize"],
+    )
+    study.set_user_attr("autotune", {"device_kind": "cuda"})
+    check_study_hardware(study, _cuda("h100x8"), allow_change=False)  # measured on an H100
+    here = dataclasses.replace(make_capabilities("cuda"), fingerprint=_cuda("a100x4"))
+    settings = load_run_config(["device=mock"]).verify_settings
+
+    with ResultsStore.open(sqlite_url) as results:
+        with pytest.raises(ConfigError, match="other hardware"):
+            verify_open_study(study, results, settings=settings, capabilities=here)
+        # Past the machine's check: the study has no trials to verify.
+        with pytest.raises(VerificationError):
+            verify_open_study(
+                study, results, settings=settings, capabilities=here, hardware_checked=True
+            )
