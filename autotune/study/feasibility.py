@@ -7,8 +7,8 @@ memory model (:func:`autotune.core.hardware.estimate_memory`), which knows no wo
 
 Each rule is a small pure function returning the reason a choice cannot run, or None.
 :func:`restrict_space` removes the choices the device can never run before a study starts (and
-the precisions the precision screen, :mod:`._screen`, leaves out);
-:func:`trial_infeasibility_reason` names the rule any remaining configuration breaks, so it
+the precisions the precision screen, :func:`autotune.core.hardware.screen_precisions`, leaves
+out); :func:`trial_infeasibility_reason` names the rule any remaining configuration breaks, so it
 is never launched (the study records it with ``failure=infeasible``).
 """
 
