@@ -41,6 +41,15 @@ class BudgetedPlan:
     notes: tuple[str, ...] = ()
 
 
+def _lane(
+    finalist: int, model_changes: Sequence[int], trained: frozenset[int] | None
+) -> tuple[bool, bool]:
+    """A finalist's race lane before there is a plan, as ``(changes the model, trains)``
+    (:meth:`~autotune.study.storage.VerificationPlan.lane_of` once there is one); ``trained``
+    None: every finalist trains."""
+    return finalist in model_changes, trained is None or finalist in trained
+
+
 def projected_full_runs(
     costs: Mapping[int, float],
     baseline: int,
@@ -66,8 +75,7 @@ def projected_full_runs(
     """
     lanes: dict[tuple[bool, bool], list[float]] = {}
     for n in finalists:
-        lane = (n in model_changes, trained is None or n in trained)
-        lanes.setdefault(lane, []).append(costs[n])
+        lanes.setdefault(_lane(n, model_changes, trained), []).append(costs[n])
     base = costs[baseline]
     warmup = max([base, *(costs[n] for n in finalists)])
     race = race_rounds * (base + sum(costs[n] for n in finalists))
@@ -114,7 +122,7 @@ def fit_budget(
 
     def race_of(kept: tuple[int, ...]) -> int:
         """A race only where a lane keeps several finalists."""
-        lanes = [(n in model_changes, n in trained) for n in kept]
+        lanes = [_lane(n, model_changes, trained) for n in kept]
         return race_rounds if len(set(lanes)) < len(lanes) else 0
 
     def cost(kept: tuple[int, ...], r: int) -> float:
