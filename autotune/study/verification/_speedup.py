@@ -14,6 +14,8 @@ __all__ = [
     "is_valid_figure",
     "mean_difference_ci95",
     "mlperf_time_to_accuracy_s",
+    "projected_half_width",
+    "rounds_to_resolve",
     "speedup_ci95",
 ]
 
@@ -56,6 +58,58 @@ def mean_difference_ci95(
         / math.sqrt(len(differences))
     )
     return mean, (mean - half, mean + half)
+
+
+def projected_half_width(pilot_differences: Sequence[float], rounds: int) -> float | None:
+    """The narrowest half-width the 95 % interval of :func:`mean_difference_ci95` can be
+    expected to have over ``rounds`` paired rounds, judged from a pilot's differences (the
+    race's): ``t(0.975, rounds - 1) * s_low / sqrt(rounds)``, where ``s_low`` is the lower
+    one-sided 95 % confidence bound of the pilot's standard deviation,
+    ``s * sqrt((k - 1) / chi2(0.95, k - 1))`` over its ``k`` differences (the chi-square
+    interval of a normal sample's variance; e.g. NIST/SEMATECH e-Handbook of Statistical
+    Methods, section 7.2.3.1). Taking the low end of the spread makes a futility call (the
+    confirmation could not resolve the difference) conservative: with two pilot rounds
+    ``s_low`` is 0.51 of ``s``.
+
+    Args:
+        pilot_differences: the pilot's paired differences, one per round, in the metric's
+            units.
+        rounds: the rounds of the planned interval.
+
+    Returns:
+        The half-width in the metric's units; None for fewer than two pilot differences or
+        ``rounds`` below 2 (no interval).
+    """
+    k = len(pilot_differences)
+    if k < 2 or rounds < 2:
+        return None
+    s_low = statistics.stdev(pilot_differences) * math.sqrt(
+        (k - 1) / float(stats.chi2.ppf(0.95, k - 1))
+    )
+    return float(stats.t.ppf(0.975, rounds - 1)) * s_low / math.sqrt(rounds)
+
+
+def rounds_to_resolve(
+    pilot_differences: Sequence[float], margin: float, most: int = 10_000
+) -> int | None:
+    """The fewest paired rounds whose :func:`projected_half_width` is at most ``margin``.
+
+    Args:
+        pilot_differences: the pilot's paired differences (at least two).
+        margin: the half-width to reach, in the metric's units (> 0).
+        most: the search's end.
+
+    Returns:
+        The rounds, from 2; None when even ``most`` rounds do not reach it, or the pilot has
+        fewer than two differences.
+    """
+    if len(pilot_differences) < 2 or margin <= 0:
+        return None
+    for n in range(2, most + 1):
+        half = projected_half_width(pilot_differences, n)
+        if half is not None and half <= margin:
+            return n
+    return None
 
 
 def speedup_ci95(ratios: Sequence[float]) -> tuple[float, tuple[float, float] | None]:

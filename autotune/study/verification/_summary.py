@@ -54,9 +54,11 @@ from autotune.study.verification._metric import (
     DEFAULT_SCREEN_Z,
     difference_number,
     difference_unit,
+    metric_allowance,
     tolerance_text,
     within_tolerance,
 )
+from autotune.study.verification._speedup import projected_half_width, rounds_to_resolve
 from autotune.study.verification._throughput import throughput_verdict
 from autotune.study.verification._to_target import to_target_headline, to_target_verdict
 from autotune.study.verification._verdict import (
@@ -397,6 +399,12 @@ class VerificationSummary:
                         f"{ANSWER_WORDS[answer]}: trial {verdict.trial_number} "
                         f"({verdict.changes_text()}): {verdict.verdict}"
                     )
+            lines += [
+                f"not confirmed: trial {v.trial_number} ({v.changes_text()}), "
+                f"{v.speedup or 0.0:.2f}x in the race: {v.verdict}"
+                for v in self.race
+                if v.futile and (self.candidates or v is not self._fastest_racer())
+            ]
         busy = self.busy_text()
         if busy:
             lines.append(f"WARNING: {busy}")
@@ -457,6 +465,11 @@ class VerificationSummary:
             + (f"; {whole}" if "WARNING" in whole else "")
         )
 
+    def _fastest_racer(self) -> CandidateVerdict | None:
+        """The race's fastest finalist (the headline names it when none survived)."""
+        racers = [v for v in self.race if not v.is_baseline]
+        return max(racers, key=lambda v: v.speedup or 0.0, default=None)
+
     def _not_faster_reason(self) -> str:
         """Why a verification that re-measured finalists recommends nothing."""
         if self.candidates:
@@ -482,8 +495,7 @@ class VerificationSummary:
             return f"{self.stages_text()}: " + "; ".join(
                 f"trial {c.trial_number} {c.verdict}" for c in self.candidates
             )
-        racers = [v for v in self.race if not v.is_baseline]
-        best = max(racers, key=lambda v: v.speedup or 0.0, default=None)
+        best = self._fastest_racer()
         figure = (
             f"; fastest: trial {best.trial_number} at {best.speedup:.2f}x, {best.verdict}"
             if best is not None and best.speedup is not None
@@ -547,7 +559,10 @@ def race_survivors(
     paired mean accuracy is within the tolerance. Two lanes of one answer both go on: a
     trained numerics change may be faster, and a timed same-computation one cheaper to
     verify (its evidence does not wait on a budget's learning); the confirmation recommends
-    the fastest that qualifies.
+    the fastest that qualifies. A trained survivor whose race says its confirmation could not
+    show it non-inferior (the interval the confirmation's rounds would give, at the race's
+    spread, is wider than the tolerance: :func:`_futility`) is not confirmed: its lane keeps
+    no survivor, and its verdict says why and how many rounds would resolve it.
 
     Args:
         plan: the verification's plan.
@@ -622,11 +637,69 @@ def race_survivors(
                 labels[v.trial_number] = (
                     f"passed, slower than trial {best.trial_number} ({words}) in the race"
                 )
+    futile: set[int] = set()
+    if complete and objective != "time_to_accuracy" and base_mean is not None:
+        for lane, number in list(survivors.items()):
+            if lane[1] != "trained":
+                continue
+            reason = _futility(number, by_trial, base_rows, base_mean, plan, metric)
+            if reason is not None:
+                del survivors[lane]
+                futile.add(number)
+                labels[number] = f"passed; its confirmation was not run: {reason}"
     labelled = tuple(
-        replace(v, verdict=labels[v.trial_number]) if v.trial_number in labels else v
+        replace(v, verdict=labels[v.trial_number], futile=v.trial_number in futile)
+        if v.trial_number in labels
+        else v
         for v in verdicts
     )
     return labelled, survivors
+
+
+def _futility(
+    number: int,
+    by_trial: Mapping[int, list[VerificationRecord]],
+    base_rows: Sequence[VerificationRecord],
+    base_mean: float,
+    plan: VerificationPlan,
+    metric: Objective,
+) -> str | None:
+    """Why a trained survivor's confirmation would be futile, or None when it could resolve
+    its metric.
+
+    A conditional-power check on the race as the pilot (futility stopping of group-sequential
+    trials; C. Jennison and B. W. Turnbull, *Group Sequential Methods with Applications to
+    Clinical Trials*, CRC Press, 2000, chapter 10): at the low end of the race's spread of the
+    paired difference (:func:`~autotune.study.verification._speedup.projected_half_width`),
+    the confirmation's ``plan.rounds`` rounds give an interval wider than the tolerance even
+    when the race's mean difference (or none, whichever is better) is the true one, so it
+    cannot show non-inferiority and would spend its trained rounds for nothing. A race whose
+    spread is low enough, a race of one round (no spread: ``advanced.verify.race_rounds=1``)
+    or a plan with one confirmation round never calls it futile.
+    """
+    base_by_round = {r.round_index: r for r in base_rows if r.val_metric is not None}
+    diffs = [
+        float(r.val_metric) - float(base_by_round[r.round_index].val_metric or 0.0)
+        for r in by_trial.get(number, [])
+        if r.val_metric is not None and r.round_index in base_by_round
+    ]
+    half = projected_half_width(diffs, plan.rounds)
+    if half is None:
+        return None
+    allowance = metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
+    mean = sum(diffs) / len(diffs)
+    better = max(0.0, mean if metric.direction == "maximize" else -mean)
+    if half <= allowance + better:
+        return None
+    needed = rounds_to_resolve(diffs, allowance + better)
+    width = f"{100 * half:.2f} pt" if metric.is_accuracy else f"{half:.3g}"
+    rounds = f"about {needed} rounds" if needed is not None else "more than 10,000 rounds"
+    return (
+        f"futile: at the race's spread of the {metric.name} difference, {plan.rounds} rounds "
+        f"would give an interval of +/-{width} at best, wider "
+        f"than the {tolerance_text(metric, plan.accuracy_tolerance_pt)} tolerance; "
+        f"{rounds} would resolve it"
+    )
 
 
 def summarize_verification(

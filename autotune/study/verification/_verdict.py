@@ -188,6 +188,10 @@ class CandidateVerdict:
             included (:func:`~autotune.study.verification._throughput.end_to_end`); None for the
             baseline or when unknown. ``speedup`` is the steady state's.
         end_to_end_ci95: its 95 % interval.
+        futile: a race survivor whose confirmation was not run: its race's spread of the
+            paired metric difference says the confirmation's rounds could not show it
+            non-inferior (:func:`~autotune.study.verification.race_survivors`); ``verdict``
+            says by how much.
     """
 
     trial_number: int
@@ -221,6 +225,7 @@ class CandidateVerdict:
     check_text: str | None = None
     end_to_end_speedup: float | None = None
     end_to_end_ci95: tuple[float, float] | None = None
+    futile: bool = False
 
     @property
     def inherits_accuracy(self) -> bool:

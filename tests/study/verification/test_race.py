@@ -381,3 +381,94 @@ def test_no_finalist_surviving_the_race_says_so_with_its_fastest() -> None:
         "survived a 2-round race; fastest: trial 2 at 0.99x, not faster than the baseline in "
         "the race (0.99x))"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# futility: a trained survivor whose confirmation could not resolve its accuracy
+
+
+def _race_accuracies(
+    speedups: dict[int, float], accuracies: dict[int, tuple[float, float]]
+) -> list[VerificationRecord]:
+    """:func:`_race` with each trial's accuracy per race round (the baseline's: 0.95 both)."""
+    rows = _race(speedups)
+    return [
+        dataclasses.replace(r, val_metric=accuracies[r.trial_number][r.round_index])
+        if r.trial_number in accuracies
+        else dataclasses.replace(r, val_metric=0.95)
+        for r in rows
+    ]
+
+
+def test_a_trained_survivor_whose_confirmation_would_be_futile_is_not_confirmed() -> None:
+    """The race's paired differences (-2 and +1 pt) give, at the low end of their spread, a
+    3-round interval of +/-2.69 pt: wider than the 0.5 pt tolerance even with no true loss.
+    The trained lane keeps no survivor; the timed one (its accuracy inherited) is confirmed
+    and recommended, and the verdict says why the other was not run, and what would resolve
+    it."""
+    floor = {"first": 1e-6, "trajectory": 1e-4, "source": "float64 twin", "margin": 10.0}
+    plan = dataclasses.replace(PLAN, inherited=(1,), check_floor_json=json.dumps(floor))
+    losses = json.dumps([2.30, 2.10, 1.90])
+    race = [
+        dataclasses.replace(r, check_losses_json=losses) if r.trial_number in (0, 1) else r
+        for r in _race_accuracies({1: 1.2, 2: 1.5}, {2: (0.93, 0.96), 1: (0.95, 0.95)})
+    ]
+
+    verdicts, survivors = race_survivors(plan, race, PARAMS)
+
+    assert survivors == {("same_model", "inherited"): 1}
+    trial_2 = next(v for v in verdicts if v.trial_number == 2)
+    assert trial_2.futile
+    assert trial_2.verdict == (
+        "passed; its confirmation was not run: futile: at the race's spread of the "
+        "accuracy difference, 3 rounds would give an interval of +/-2.69 pt at best, "
+        "wider than the 0.5 pt tolerance; about 21 rounds would resolve it"
+    )
+
+    confirm = []
+    for i in range(3):
+        r = plan.race_rounds + i
+        confirm += [
+            dataclasses.replace(_row(r, 0, 1000.0 + i), check_losses_json=losses),
+            dataclasses.replace(_row(r, 1, 1.2 * (1000.0 + i)), check_losses_json=losses),
+        ]
+    summary = summarize_verification(_run(race + confirm, plan), PARAMS, simulated=False)
+
+    assert summary.recommended is not None and summary.recommended.trial_number == 1
+    assert plan.confirmed(summary.survivors) == (1,)
+    not_confirmed = [line for line in summary.verdict_block() if line.startswith("not confirmed")]
+    assert not_confirmed == [
+        f"not confirmed: trial 2 (batch_size 64->256), 1.50x in the race: {trial_2.verdict}"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("accuracies", "why"),
+    [
+        ((0.950, 0.951), "a narrow spread: +/-0.06 pt over 3 rounds"),
+        ((0.97, 0.99), "a better mean (+3 pt) outweighs the spread"),
+        ((0.945, 0.945), "no spread (its mean is at the tolerance: the confirmation says more)"),
+    ],
+)
+def test_a_trained_survivor_the_confirmation_can_resolve_is_confirmed(
+    accuracies: tuple[float, float], why: str
+) -> None:
+    race = _race_accuracies({2: 1.5}, {2: accuracies})
+
+    verdicts, survivor = _one_survivor(PLAN, race, PARAMS)
+
+    assert survivor == 2, why
+    assert not any(v.futile for v in verdicts)
+
+
+def test_a_race_of_one_round_has_no_spread_and_calls_nothing_futile() -> None:
+    plan = dataclasses.replace(PLAN, race_seeds=(10,))
+    rows = [
+        dataclasses.replace(r, val_metric=0.945 if r.trial_number == 2 else 0.95)
+        for r in _race({2: 1.5})
+        if r.round_index == 0
+    ]
+
+    _, survivor = _one_survivor(plan, rows, PARAMS)
+
+    assert survivor == 2

@@ -12,6 +12,7 @@ from autotune.study.verification import (
     mlperf_time_to_accuracy_s,
     speedup_ci95,
 )
+from autotune.study.verification._speedup import projected_half_width, rounds_to_resolve
 
 #: Student's t quantile t(0.975, 2), from any table.
 T_975_2 = 4.302652729911275
@@ -78,3 +79,35 @@ def test_mlperf_aggregate_of_six_rounds_drops_one_of_each_end_only() -> None:
 def test_mlperf_aggregate_of_nothing_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one time"):
         mlperf_time_to_accuracy_s([])
+
+
+# --------------------------------------------------------------------------------------------
+# the confirmation's projected interval (the race as its pilot)
+
+
+def test_the_projected_half_width_is_students_t_at_the_low_end_of_the_pilots_spread() -> None:
+    """t(0.975, n - 1) * s * sqrt((k - 1) / chi2(0.95, k - 1)) / sqrt(n): two pilot
+    differences (k = 2, s = 0.02 * sqrt(2)) and 8 planned rounds, against the tables' values
+    (t(0.975, 7) = 2.3646, chi2(0.95, 1) = 3.8415)."""
+    s = math.sqrt(2) * 0.02
+    expected = 2.3646 * s * math.sqrt(1 / 3.8415) / math.sqrt(8)
+
+    assert projected_half_width([-0.01, 0.03], 8) == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize(("pilot", "rounds"), [([0.01], 8), ([0.01, 0.02], 1), ([], 3)])
+def test_without_a_spread_or_an_interval_nothing_is_projected(
+    pilot: list[float], rounds: int
+) -> None:
+    assert projected_half_width(pilot, rounds) is None
+
+
+def test_the_rounds_to_resolve_are_the_fewest_whose_projection_reaches_the_margin() -> None:
+    pilot = [-0.01, 0.03]
+
+    needed = rounds_to_resolve(pilot, 0.005)
+
+    assert needed is not None
+    assert projected_half_width(pilot, needed) <= 0.005 < projected_half_width(pilot, needed - 1)  # type: ignore[operator]
+    assert rounds_to_resolve(pilot, 1e-9, most=50) is None
+    assert rounds_to_resolve([0.01], 0.005) is None
