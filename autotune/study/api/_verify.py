@@ -22,7 +22,6 @@ from autotune.core.config import (
 from autotune.core.exceptions import ConfigError, TrialError, VerificationError
 from autotune.core.hardware import DeviceCapabilities, detect_capabilities
 from autotune.study.cost import full_run_seconds
-from autotune.study.evidence import INHERITING_CLASSES
 from autotune.study.objectives import ObjectiveMode, objective_mode, objectives_of_study
 from autotune.study.search import RunTrialFn, check_study_hardware, run_trial, study_compile_cache
 from autotune.study.storage import (
@@ -39,6 +38,7 @@ from autotune.study.trial_result import StudyAttributes, TrialResult
 from autotune.study.verification import (
     VerificationSummary,
     fit_budget,
+    inherits_accuracy,
     model_change_finalists,
     race_survivors,
     round_seeds,
@@ -197,9 +197,7 @@ def _inherited_finalists(
     inherited = tuple(
         n
         for n in finalists
-        if (result := by_number.get(n)) is not None
-        and result.accuracy_source == "inherited"
-        and result.evidence_class in INHERITING_CLASSES
+        if (result := by_number.get(n)) is not None and inherits_accuracy(result)
     )
     if not inherited:
         return (), None

@@ -38,6 +38,7 @@ __all__ = [
     "TABLE_PREFIX",
     "Base",
     "HardwareModel",
+    "MeasuredRunColumns",
     "StudyModel",
     "TrialResultModel",
     "VerificationModel",
@@ -132,8 +133,45 @@ class StudyModel(Base):
         return list(session.scalars(select(cls).order_by(cls.id)))
 
 
-class TrialResultModel(Base):
-    """One finished trial: every figure (unit in the column name) and the configuration."""
+class MeasuredRunColumns:
+    """The figures of one measured run, declared once for the two tables that store runs:
+    ``autotune_trial_results`` (a study's trial) and ``autotune_verifications`` (a
+    verification's re-run). A declarative mixin (SQLAlchemy 2.0, "Composing Mapped
+    Hierarchies with Mixins"): each model gets its own copy of these columns. Units are in
+    the names."""
+
+    simulated: Mapped[bool] = mapped_column(Boolean)
+    failure: Mapped[str | None] = mapped_column(String(32))
+    failure_detail: Mapped[str | None] = mapped_column(Text)
+    throughput_sps: Mapped[float | None] = mapped_column(Float)
+    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
+    step_time_s: Mapped[float | None] = mapped_column(Float)
+    compile_s: Mapped[float | None] = mapped_column(Float)  # before the first timed step
+    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    val_metric: Mapped[float | None] = mapped_column(Float)
+    train_s: Mapped[float | None] = mapped_column(Float)
+    # Time-to-accuracy studies only (None in throughput studies): seconds to the target (None
+    # when missed), whether it was reached, and the metric curve as a JSON list of
+    # [wall_s, step, metric] per evaluation.
+    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
+    target_reached: Mapped[bool | None] = mapped_column(Boolean)
+    metric_curve_json: Mapped[str | None] = mapped_column(Text)
+    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
+    # The machine around the timed windows: the share of the run's CPUs other processes
+    # used (0-1), the 1-minute load average at their end, and whether that share passed
+    # advanced.measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
+    other_cpu_share: Mapped[float | None] = mapped_column(Float)
+    load_avg_1m: Mapped[float | None] = mapped_column(Float)
+    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
+    # Wall seconds of the run, its cost (a full run is the baseline trial's measured run).
+    run_s: Mapped[float | None] = mapped_column(Float)
+    config_json: Mapped[str] = mapped_column(Text)  # the configuration as it ran
+    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
+
+
+class TrialResultModel(MeasuredRunColumns, Base):
+    """One finished trial: every figure (unit in the column name) and the configuration; the
+    figures every measured run has are :class:`MeasuredRunColumns`'."""
 
     __tablename__ = f"{TABLE_PREFIX}trial_results"
     __table_args__ = (UniqueConstraint("study_id", "trial_number"),)
@@ -147,18 +185,10 @@ class TrialResultModel(Base):
     state: Mapped[str] = mapped_column(String(16))
     is_baseline: Mapped[bool] = mapped_column(Boolean)
     is_feasible: Mapped[bool] = mapped_column(Boolean)
-    simulated: Mapped[bool] = mapped_column(Boolean)
-    failure: Mapped[str | None] = mapped_column(String(32))
-    failure_detail: Mapped[str | None] = mapped_column(Text)
-    throughput_sps: Mapped[float | None] = mapped_column(Float)
-    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
-    step_time_s: Mapped[float | None] = mapped_column(Float)
     step_time_p90_s: Mapped[float | None] = mapped_column(Float)
-    compile_s: Mapped[float | None] = mapped_column(Float)
     # Whether torch.compile found the trial's graphs in its cache: cold, warm, partly warm;
     # NULL when not compiled or not known (advanced.measure.compile_cache says whose cache).
     compile_cache: Mapped[str | None] = mapped_column(String(16))
-    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
     memory_kind: Mapped[str | None] = mapped_column(String(32))
     # CUDA: NVML's memory of the trial's processes on their GPUs, summed over ranks (the
     # CUDA contexts and NCCL buffers included); NULL on the CPU or without NVML's figure.
@@ -166,23 +196,8 @@ class TrialResultModel(Base):
     # CUDA: the allocator's peak over the warm-up (its one-off workspaces; the peak above counts
     # the steps after it); NULL on the CPU and the mock device.
     warmup_peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    val_metric: Mapped[float | None] = mapped_column(Float)
     train_loss: Mapped[float | None] = mapped_column(Float)
-    train_s: Mapped[float | None] = mapped_column(Float)
-    # Time-to-accuracy studies only (None in throughput studies): seconds to the target (None
-    # when missed), whether it was reached, seconds spent evaluating, and the metric curve as
-    # a JSON list of [wall_s, step, metric] per evaluation.
-    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
-    target_reached: Mapped[bool | None] = mapped_column(Boolean)
-    eval_s: Mapped[float | None] = mapped_column(Float)
-    metric_curve_json: Mapped[str | None] = mapped_column(Text)
-    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
-    # The machine around the timed windows: the share of the trial's CPUs other processes
-    # used (0-1), the 1-minute load average at their end, and whether that share passed
-    # advanced.measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
-    other_cpu_share: Mapped[float | None] = mapped_column(Float)
-    load_avg_1m: Mapped[float | None] = mapped_column(Float)
-    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
+    eval_s: Mapped[float | None] = mapped_column(Float)  # seconds spent evaluating
     # The trial whose validation metric (and steps to the target) this one reused: the same
     # math key (advanced.search.reuse_metric); NULL when it trained in full.
     metric_from_trial: Mapped[int | None] = mapped_column(Integer)
@@ -195,8 +210,6 @@ class TrialResultModel(Base):
     evidence_detail: Mapped[str | None] = mapped_column(Text)
     check_first_divergence: Mapped[float | None] = mapped_column(Float)
     check_max_divergence: Mapped[float | None] = mapped_column(Float)
-    # Wall seconds of the trial's runs, its cost (a full run is the baseline's measured run).
-    run_s: Mapped[float | None] = mapped_column(Float)
     # Goodput (autotune.core.goodput): the baseline's gradient noise scale in samples, and a
     # global-batch change's E(B) and throughput x E(B); NULL elsewhere and before goodput.
     gradient_noise_scale: Mapped[float | None] = mapped_column(Float)
@@ -224,11 +237,9 @@ class TrialResultModel(Base):
     cuda_expandable_segments: Mapped[bool | None] = mapped_column(Boolean)
     data_parallel: Mapped[str | None] = mapped_column(String(8))
     seed: Mapped[int | None] = mapped_column(Integer)
-    config_json: Mapped[str] = mapped_column(Text)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     duration_s: Mapped[float | None] = mapped_column(Float)
-    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 
     study: Mapped[StudyModel] = relationship()
 
@@ -314,8 +325,9 @@ class VerificationRunModel(Base):
         return session.scalars(query.order_by(cls.number.desc()).limit(1)).one_or_none()
 
 
-class VerificationModel(Base):
-    """One configuration measured in one verification round (fresh processes, own seed)."""
+class VerificationModel(MeasuredRunColumns, Base):
+    """One configuration measured in one verification round (fresh processes, own seed): the
+    figures of :class:`MeasuredRunColumns` and where the run sits in its verification."""
 
     __tablename__ = f"{TABLE_PREFIX}verifications"
     # Named: the naming convention's name would pass PostgreSQL's 63 characters.
@@ -340,30 +352,8 @@ class VerificationModel(Base):
     # before was measured on a busy machine (the last attempt is the one that counts).
     attempt: Mapped[int] = mapped_column(Integer, server_default="0")
     is_baseline: Mapped[bool] = mapped_column(Boolean)
-    simulated: Mapped[bool] = mapped_column(Boolean)
-    failure: Mapped[str | None] = mapped_column(String(32))
-    failure_detail: Mapped[str | None] = mapped_column(Text)
-    throughput_sps: Mapped[float | None] = mapped_column(Float)
-    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
-    step_time_s: Mapped[float | None] = mapped_column(Float)
-    val_metric: Mapped[float | None] = mapped_column(Float)
-    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    train_s: Mapped[float | None] = mapped_column(Float)
-    # Time-to-accuracy studies only, as in autotune_trial_results.
-    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
-    target_reached: Mapped[bool | None] = mapped_column(Boolean)
-    metric_curve_json: Mapped[str | None] = mapped_column(Text)
-    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
-    # As in autotune_trial_results: the other processes' CPU share, the load average, busy.
-    other_cpu_share: Mapped[float | None] = mapped_column(Float)
-    load_avg_1m: Mapped[float | None] = mapped_column(Float)
-    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
-    # The run's first K training losses as a JSON list (the paired check), and its wall seconds.
+    # The run's first K training losses as a JSON list (the paired check).
     check_losses_json: Mapped[str | None] = mapped_column(Text)
-    run_s: Mapped[float | None] = mapped_column(Float)
-    compile_s: Mapped[float | None] = mapped_column(Float)  # before the first timed step
-    config_json: Mapped[str] = mapped_column(Text)
-    recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 
     @classmethod
     def find_by_run(cls, session: Session, run_id: int) -> list[VerificationModel]:

@@ -72,6 +72,7 @@ from autotune.study.verification._budget import MIN_ROUNDS, fit_budget
 from autotune.study.verification._finalists import (
     changes_model,
     closest_trial,
+    inherits_accuracy,
     model_change_finalists,
     ranking_sps,
     round_seeds,
@@ -118,6 +119,7 @@ __all__ = [
     "difference_number",
     "difference_unit",
     "fit_budget",
+    "inherits_accuracy",
     "is_non_inferior",
     "load_verification",
     "mean_difference_ci95",

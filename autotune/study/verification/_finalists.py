@@ -12,6 +12,7 @@ from optuna.trial import FrozenTrial
 from autotune.core.config import SYSTEM_KNOBS
 from autotune.core.exceptions import VerificationError
 from autotune.study.baseline import baseline_trial
+from autotune.study.evidence import INHERITING_CLASSES
 from autotune.study.objectives import Objective, ObjectiveMode
 from autotune.study.trial_result import TrialResult
 from autotune.study.verification._metric import (
@@ -26,6 +27,7 @@ __all__ = [
     "SEED_STRIDE",
     "changes_model",
     "closest_trial",
+    "inherits_accuracy",
     "model_change_finalists",
     "ranking_sps",
     "round_seeds",
@@ -158,19 +160,43 @@ def _distinct(
     """The first ``candidates`` of ``eligible`` whose knobs differ from the baseline's and
     from every earlier one's (a warm start, a retried trial), for each answer apart: up to
     ``candidates`` that keep the baseline's model (:func:`changes_model`), then up to
-    ``candidates`` that change it."""
+    ``candidates`` that change it. Where an answer's picks all train (numerics, batch or
+    model changes), its fastest eligible trial whose accuracy is inherited with a passed
+    paired check (the same computation as the baseline: :func:`inherits_accuracy`) is
+    added after them: the race keeps a survivor per lane (trained, inherited), and that
+    lane's is verified by timing in seconds, where the faster trained ones may need more
+    learning evidence than a cost cap buys."""
     picked: list[int] = []
     for model_change in (False, True):
         chosen: list[TrialResult] = []
-        for t in eligible:
-            if changes_model(t.params, base.params) != model_change:
-                continue
+        answer = [t for t in eligible if changes_model(t.params, base.params) == model_change]
+        for t in answer:
             if t.params != base.params and all(t.params != c.params for c in chosen):
                 chosen.append(t)
             if len(chosen) == candidates:
                 break
+        if chosen and not any(inherits_accuracy(t) for t in chosen):
+            timed = next(
+                (
+                    t
+                    for t in answer
+                    if inherits_accuracy(t)
+                    and t.params != base.params
+                    and all(t.params != c.params for c in chosen)
+                ),
+                None,
+            )
+            if timed is not None:
+                chosen.append(timed)
         picked.extend(t.number for t in chosen)
     return tuple(picked)
+
+
+def inherits_accuracy(trial: TrialResult) -> bool:
+    """The search inherited the trial's accuracy from the baseline with a passed paired check
+    (``accuracy_source == "inherited"``, identical or the same computation: its verification
+    runs are timed, not trained)."""
+    return trial.accuracy_source == "inherited" and trial.evidence_class in INHERITING_CLASSES
 
 
 def _passes(

@@ -58,7 +58,11 @@ from autotune.study.verification._metric import (
     tolerance_text,
     within_tolerance,
 )
-from autotune.study.verification._speedup import projected_half_width, rounds_to_resolve
+from autotune.study.verification._speedup import (
+    mean_difference_ci95,
+    projected_half_width,
+    rounds_to_resolve,
+)
 from autotune.study.verification._throughput import throughput_verdict
 from autotune.study.verification._to_target import to_target_headline, to_target_verdict
 from autotune.study.verification._verdict import (
@@ -672,8 +676,9 @@ def _futility(
     Clinical Trials*, CRC Press, 2000, chapter 10): at the low end of the race's spread of the
     paired difference (:func:`~autotune.study.verification._speedup.projected_half_width`),
     the confirmation's ``plan.rounds`` rounds give an interval wider than the tolerance even
-    when the race's mean difference (or none, whichever is better) is the true one, so it
-    cannot show non-inferiority and would spend its trained rounds for nothing. A race whose
+    with no true difference (or the better one the race's own 95 % interval shows, where it
+    shows one), so it cannot show non-inferiority and would spend its trained rounds for
+    nothing. A race whose
     spread is low enough, a race of one round (no spread: ``advanced.verify.race_rounds=1``)
     or a plan with one confirmation round never calls it futile.
     """
@@ -687,8 +692,12 @@ def _futility(
     if half is None:
         return None
     allowance = metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
-    mean = sum(diffs) / len(diffs)
-    better = max(0.0, mean if metric.direction == "maximize" else -mean)
+    # A better metric counts only as far as the race itself shows it (the better end of its
+    # 95 % interval nearest to no difference): two seeds' mean is mostly their luck (a
+    # baseline's unlucky seed made a bf16 finalist +5 pt "better" on one Xeon).
+    _, race_ci = mean_difference_ci95(diffs)
+    assert race_ci is not None  # two or more differences
+    better = max(0.0, race_ci[0] if metric.direction == "maximize" else -race_ci[1])
     if half <= allowance + better:
         return None
     needed = rounds_to_resolve(diffs, allowance + better)

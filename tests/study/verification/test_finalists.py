@@ -16,6 +16,7 @@ from autotune.study.trial_result import TrialResult
 from autotune.study.verification import (
     agresti_caffo_se,
     closest_trial,
+    inherits_accuracy,
     ranking_sps,
     round_seeds,
     screen_allowance,
@@ -115,6 +116,47 @@ def test_finalists_stop_at_k() -> None:
     _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
 
     assert finalists == (5, 4)
+
+
+def _inherited(trial: FrozenTrial) -> FrozenTrial:
+    """The trial with its accuracy inherited from the baseline with a passed paired check
+    (the same computation: its verification runs are timed)."""
+    trial.set_user_attr("accuracy_source", "inherited")
+    trial.set_user_attr("evidence_class", "same_computation")
+    return trial
+
+
+def test_a_timed_trial_gets_a_finalist_slot_when_the_faster_picks_all_train() -> None:
+    """Three trained trials (bf16, say) fill the K=2 slots by speed; the fastest trial whose
+    accuracy is inherited (channels_last) is added after them, so the race has a survivor to
+    verify by timing when the trained ones' learning evidence cannot be bought."""
+    trials = [
+        _trial(0, 64, 1000.0, 0.9, baseline=True),
+        _trial(1, 128, 2000.0, 0.9),
+        _trial(2, 256, 1900.0, 0.9),
+        _trial(3, 512, 1800.0, 0.9),
+        _inherited(_trial(4, 16, 1200.0, 0.9)),
+        _inherited(_trial(5, 32, 1100.0, 0.9)),
+    ]
+
+    _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
+
+    assert finalists == (1, 2, 4)
+    assert inherits_accuracy(TrialResult.from_trial(trials[4]))
+    assert not inherits_accuracy(TrialResult.from_trial(trials[1]))
+
+
+def test_no_slot_is_added_when_a_pick_already_inherits_its_accuracy() -> None:
+    trials = [
+        _trial(0, 64, 1000.0, 0.9, baseline=True),
+        _trial(1, 128, 2000.0, 0.9),
+        _inherited(_trial(2, 256, 1900.0, 0.9)),
+        _inherited(_trial(3, 16, 1200.0, 0.9)),
+    ]
+
+    _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
+
+    assert finalists == (1, 2)
 
 
 def test_no_eligible_trial_gives_no_finalist() -> None:

@@ -1,7 +1,7 @@
 """Frozen value objects the results store hands back (never ORM rows), and the pure builder
 that turns one finished Optuna trial into a :class:`TrialRecord`.
 
-By job: :mod:`._hardware` (the fingerprint), :mod:`._results` (a study and its trials),
+By job: :mod:`._hardware` (the fingerprint), :mod:`._results` (a study, its trials and the figures of every measured run),
 :mod:`._verification` (a verification's plan, rows and run) and :mod:`._trial` (the record of
 a finished Optuna trial). How each record maps to its table's row is
 :mod:`autotune.study.storage._rows`.
@@ -10,7 +10,7 @@ a finished Optuna trial). How each record maps to its table's row is
 from __future__ import annotations
 
 from autotune.study.storage.records._hardware import HardwareFingerprint
-from autotune.study.storage.records._results import StudyRecord, TrialRecord
+from autotune.study.storage.records._results import MeasuredRun, StudyRecord, TrialRecord
 from autotune.study.storage.records._trial import (
     FINISHED_STATES,
     KNOB_COLUMNS,
@@ -39,6 +39,7 @@ __all__ = [
     "Evidence",
     "HardwareFingerprint",
     "Lane",
+    "MeasuredRun",
     "StudyRecord",
     "TrialRecord",
     "VerificationPlan",

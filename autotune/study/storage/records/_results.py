@@ -9,7 +9,7 @@ from typing import Any
 
 from autotune.study.storage.records._hardware import HardwareFingerprint
 
-__all__ = ["StudyRecord", "TrialRecord"]
+__all__ = ["MeasuredRun", "StudyRecord", "TrialRecord"]
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,71 @@ class StudyRecord:
     target: float | None = None
 
 
-@dataclass(frozen=True)
-class TrialRecord:
-    """One row per finished trial: every figure with its unit in its name, and the config.
+@dataclass(frozen=True, kw_only=True)
+class MeasuredRun:
+    """The figures of one measured run, declared once for both records of runs: a study's
+    trial (:class:`TrialRecord`) and a verification's re-run
+    (:class:`~autotune.study.storage.records.VerificationRecord`); their tables share these
+    columns (:class:`~autotune.study.storage.models.MeasuredRunColumns`). Keyword-only.
+
+    Attributes:
+        simulated: produced by the mock device (no figure is a measurement).
+        failure: ``oom``, ``error``, ``crash``, ``timeout``, ``infeasible`` (a trial never
+            launched) or None when measured.
+        failure_detail: the end of the error output, or the broken rule.
+        throughput_sps: global training samples/s (median of timed windows).
+        throughput_iqr_sps: interquartile range of the window throughputs (samples/s).
+        step_time_s: median seconds per optimizer step.
+        compile_s: seconds torch.compile added before the first timed step (0 eager); None
+            when unknown.
+        peak_memory_bytes: peak memory (a trial's ``memory_kind`` says which).
+        val_metric: the workload's validation metric (top-1 accuracy in [0, 1] for the
+            built-ins; see the study's ``metric_name``).
+        train_s: wall seconds of the training loop.
+        time_to_accuracy_s: time-to-accuracy studies: wall seconds from the first training step
+            to the end of the first evaluation that met the target (compilation and
+            evaluations included); None when missed and in throughput studies.
+        target_reached: time-to-accuracy studies: whether the target was met; None in
+            throughput studies and for a run that produced no measurement.
+        metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
+            ``[wall_s, step, metric]``.
+        val_samples: validation samples ``val_metric`` was computed on; None when unknown
+            (a split without a length).
+        other_cpu_share: the share of the run's CPUs other processes used over its timed
+            windows, in [0, 1]; None when not measured (the mock device).
+        load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
+        busy_machine: the share passed ``advanced.measure.max_other_cpu_share``: measured on a
+            busy machine; None when not measured.
+        run_s: wall seconds of the run (its cost; the mock's simulated seconds).
+        config_json: the full trial configuration that ran, as JSON (knobs, training, data,
+            timing, seed).
+    """
+
+    simulated: bool
+    failure: str | None
+    failure_detail: str | None
+    throughput_sps: float | None
+    throughput_iqr_sps: float | None
+    step_time_s: float | None
+    compile_s: float | None = None
+    peak_memory_bytes: int | None
+    val_metric: float | None
+    train_s: float | None
+    time_to_accuracy_s: float | None = None
+    target_reached: bool | None = None
+    metric_curve_json: str | None = None
+    val_samples: int | None = None
+    other_cpu_share: float | None = None
+    load_avg_1m: float | None = None
+    busy_machine: bool | None = None
+    run_s: float | None = None
+    config_json: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialRecord(MeasuredRun):
+    """One row per finished trial: every figure with its unit in its name, and the config;
+    the figures every measured run has are :class:`MeasuredRun`'s.
 
     Figures are None where the trial produced none (a failed or never-launched trial) or where
     the measurement did not include them (``flops_per_sample``, ``mfu``,
@@ -64,20 +126,9 @@ class TrialRecord:
             trial of a study written before such trials were reported as COMPLETE.
         is_baseline: the study's baseline trial (PyTorch defaults).
         is_feasible: measured and within every constraint (Optuna's constraints <= 0).
-        simulated: produced by the mock device (no figure is a measurement).
-        failure: ``oom``, ``error``, ``crash``, ``timeout``, ``infeasible`` or None.
-        failure_detail: the end of the error output, or the broken rule.
-        throughput_sps: global training samples/s (median of timed windows).
-        throughput_iqr_sps: interquartile range of the window throughputs (samples/s).
-        step_time_s: median seconds per optimizer step.
         step_time_p90_s: 90th percentile seconds per optimizer step.
-        compile_s: seconds torch.compile added before the first timed step.
-        peak_memory_bytes: peak memory (see ``memory_kind``).
         memory_kind: what ``peak_memory_bytes`` is (``cuda_peak_plus_context``, ...).
-        val_metric: the workload's validation metric (top-1 accuracy in [0, 1] for the
-            built-ins; see the study's ``metric_name``).
         train_loss: mean training loss over the last epoch.
-        train_s: wall seconds of the training loop.
         flops_per_sample: model FLOPs per training sample (forward + backward).
         mfu: model FLOP/s utilization in [0, 1].
         energy_j_per_sample: joules per training sample.
@@ -94,24 +145,9 @@ class TrialRecord:
             defaults where the study did not search them); None in rows written before
             they existed.
         seed: the trial's training seed, None when unknown.
-        config_json: the full trial configuration as JSON (knobs, training, data, timing).
         started_at, completed_at: Optuna's trial start and completion times.
         duration_s: seconds between them.
-        time_to_accuracy_s: time-to-accuracy studies: wall seconds from the first training step
-            to the end of the first evaluation that met the target (compilation and
-            evaluations included); None when missed and in throughput studies.
-        target_reached: time-to-accuracy studies: whether the target was met; None in
-            throughput studies and for a trial that produced no measurement.
         eval_s: time-to-accuracy studies: seconds spent evaluating, within the time above.
-        metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
-            ``[wall_s, step, metric]``.
-        val_samples: validation samples ``val_metric`` was computed on; None when unknown
-            (trials recorded before it was stored, or a split without a length).
-        other_cpu_share: the share of the trial's CPUs other processes used over its timed
-            windows, in [0, 1]; None when not measured (the mock device, older trials).
-        load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
-        busy_machine: the share passed ``advanced.measure.max_other_cpu_share``: measured on a busy
-            machine; None when not measured.
         compile_cache: whether torch.compile found the trial's graphs in its cache
             (``cold``, ``warm``, ``partly warm``); None when not compiled or not known.
         process_memory_bytes: CUDA: NVML's memory of the trial's processes on their GPUs,
@@ -131,7 +167,6 @@ class TrialRecord:
         evidence_detail: the paired check's line, or why the trial fell to another class.
         check_first_divergence: the paired check's relative loss divergence at step 1.
         check_max_divergence: its largest over the checked steps.
-        run_s: wall seconds of the trial's runs (its cost; the mock's simulated seconds).
         gradient_noise_scale: the baseline only: the gradient noise scale B_simple its run
             measured, in samples (:mod:`autotune.core.goodput`); None where not resolved.
         statistical_efficiency: a global-batch change: E(B) against the baseline's batch and
@@ -144,19 +179,9 @@ class TrialRecord:
     state: str
     is_baseline: bool
     is_feasible: bool
-    simulated: bool
-    failure: str | None
-    failure_detail: str | None
-    throughput_sps: float | None
-    throughput_iqr_sps: float | None
-    step_time_s: float | None
     step_time_p90_s: float | None
-    compile_s: float | None
-    peak_memory_bytes: int | None
     memory_kind: str | None
-    val_metric: float | None
     train_loss: float | None
-    train_s: float | None
     flops_per_sample: float | None
     mfu: float | None
     energy_j_per_sample: float | None
@@ -173,18 +198,10 @@ class TrialRecord:
     num_workers: int | None
     gpu_count: int | None
     seed: int | None
-    config_json: str
     started_at: dt.datetime | None
     completed_at: dt.datetime | None
     duration_s: float | None
-    time_to_accuracy_s: float | None = None
-    target_reached: bool | None = None
     eval_s: float | None = None
-    metric_curve_json: str | None = None
-    val_samples: int | None = None
-    other_cpu_share: float | None = None
-    load_avg_1m: float | None = None
-    busy_machine: bool | None = None
     compile_cache: str | None = None
     process_memory_bytes: int | None = None
     metric_from_trial: int | None = None
@@ -200,7 +217,6 @@ class TrialRecord:
     evidence_detail: str | None = None
     check_first_divergence: float | None = None
     check_max_divergence: float | None = None
-    run_s: float | None = None
     gradient_noise_scale: float | None = None
     statistical_efficiency: float | None = None
     goodput_sps: float | None = None

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from autotune.study.storage.records._results import MeasuredRun
+
 __all__ = [
     "ANSWERS",
     "LANES",
@@ -190,70 +192,29 @@ class VerificationPlan:
         return self.race_schedule() + self.confirm_schedule(survivors or {})
 
 
-@dataclass(frozen=True)
-class VerificationRecord:
-    """One configuration measured in one verification round.
+@dataclass(frozen=True, kw_only=True)
+class VerificationRecord(MeasuredRun):
+    """One configuration measured in one verification round: the figures of every measured
+    run (:class:`~autotune.study.storage.records.MeasuredRun`) and where the run sits in its
+    verification.
 
     Attributes:
         round_index: the round (0-based).
         seed: the round's training seed.
         trial_number: the study trial whose configuration was re-run.
         is_baseline: it is the baseline.
-        simulated: the mock device produced it.
-        failure: ``oom``, ``error``, ``crash``, ``timeout`` or None when measured.
-        failure_detail: the end of the error output.
-        throughput_sps: global training samples/s (median of timed windows).
-        throughput_iqr_sps: interquartile range of the window throughputs.
-        step_time_s: median seconds per optimizer step.
-        val_metric: validation metric (top-1 accuracy in [0, 1]).
-        peak_memory_bytes: peak memory in bytes.
-        train_s: wall seconds of the training loop.
-        config_json: the full trial configuration that ran (seed included).
-        time_to_accuracy_s: time-to-accuracy studies: wall seconds to the target (None when
-            missed, and in throughput studies).
-        target_reached: time-to-accuracy studies: whether the target was met; None in
-            throughput studies and for a failed run.
-        metric_curve_json: time-to-accuracy studies: the evaluations as a JSON list of
-            ``[wall_s, step, metric]``.
-        val_samples: validation samples ``val_metric`` was computed on (None when unknown).
-        other_cpu_share: the share of the run's CPUs other processes used over its timed
-            windows, in [0, 1]; None when not measured (the mock device, older rows).
-        load_avg_1m: the machine's 1-minute load average at the end of the timed windows.
-        busy_machine: the share passed ``advanced.measure.max_other_cpu_share`` (the study's): measured
-            on a busy machine; None when not measured.
         attempt: 0, or 1, 2, ... for a run measured again because the attempt before it was
             busy (``advanced.verify.busy_rerun_budget``); the last attempt of a round and trial counts.
         check_losses_json: its first K training losses as a JSON list (the paired check,
             :mod:`autotune.study.evidence`); None when not recorded.
-        run_s: wall seconds of the run (its cost; the mock's simulated seconds).
-        compile_s: seconds torch.compile added before its first timed step (0 eager).
     """
 
     round_index: int
     seed: int
     trial_number: int
     is_baseline: bool
-    simulated: bool
-    failure: str | None
-    failure_detail: str | None
-    throughput_sps: float | None
-    throughput_iqr_sps: float | None
-    step_time_s: float | None
-    val_metric: float | None
-    peak_memory_bytes: int | None
-    train_s: float | None
-    config_json: str
-    time_to_accuracy_s: float | None = None
-    target_reached: bool | None = None
-    metric_curve_json: str | None = None
-    val_samples: int | None = None
-    other_cpu_share: float | None = None
-    load_avg_1m: float | None = None
-    busy_machine: bool | None = None
     attempt: int = 0
     check_losses_json: str | None = None
-    run_s: float | None = None
-    compile_s: float | None = None
 
     @property
     def check_losses(self) -> tuple[float, ...]:
