@@ -212,15 +212,18 @@ def _inherited_finalists(
 
 def _timing_only(
     configs: dict[int, TrialConfig], plan: VerificationPlan, study: optuna.Study
-) -> dict[int, TrialConfig]:
+) -> tuple[dict[int, TrialConfig], TrialConfig]:
     """The configurations that are timed, not trained to the budget: the inherited
     finalists (``plan.inherited``), and the baseline when every finalist is one
     (``plan.timing_only``). Each runs its warm-up and ``advanced.measure.timing_steps``
     timed steps and records its paired check's losses; the metric it carries
-    (``reuse``: the baseline trial's from the search) is never stored with its row."""
-    timed = set(plan.inherited) | ({plan.baseline_trial} if plan.timing_only else set())
-    if not timed:
-        return configs
+    (``reuse``: the baseline trial's from the search) is never stored with its row.
+
+    Returns:
+        ``(configs, timed baseline)``: the configurations to run, and the baseline's timed
+        configuration, which the confirmation runs once every survivor it confirms is timed
+        (the race may leave only those: a trained survivor whose confirmation is futile).
+    """
     base = next(
         (
             TrialResult.from_trial(t)
@@ -235,10 +238,13 @@ def _timing_only(
         train_loss=base.train_loss if base is not None and base.train_loss is not None else 0.0,
         steps=base.steps if base is not None and base.steps else 1,
     )
-    return {
+    timed = set(plan.inherited) | ({plan.baseline_trial} if plan.timing_only else set())
+    timed_configs = {
         number: config.model_copy(update={"reuse": reuse}) if number in timed else config
         for number, config in configs.items()
     }
+    baseline = configs[plan.baseline_trial].model_copy(update={"reuse": reuse})
+    return timed_configs, baseline
 
 
 def _plan_matches(run: VerificationRun, plan: VerificationPlan) -> bool:
@@ -512,7 +518,7 @@ def verify_open_study(
         run = results.start_verification(study_name, plan)
     params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
     plan, metric = run.plan, study_metric(study)
-    configs = _timing_only(configs, plan, study)
+    configs, timed_baseline = _timing_only(configs, plan, study)
     # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
     # its search compiled the same graphs.
     with study_compile_cache(results.url, study_name):
@@ -525,6 +531,7 @@ def verify_open_study(
             on_run,
             lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
             settings.busy_rerun_budget,
+            timed_baseline,
         )
     summary = summarize_for_study(study, run)
     return replace(summary, notes=(*notes, *summary.notes))
@@ -539,6 +546,7 @@ def _run_verification(
     on_run: Callable[[VerificationProgress], None] | None,
     survivors_of: Callable[[list[VerificationRecord]], Mapping[Lane, int]],
     busy_reruns: int = 0,
+    timed_baseline: TrialConfig | None = None,
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up
     run, store each, then finish: the race first, then the confirmation of the race's
@@ -547,7 +555,11 @@ def _run_verification(
     A run measured on a busy machine is measured again at once (attempt 1, 2, ...: the pair
     stays close in time to the round's other runs) while fewer than ``busy_reruns`` re-runs
     were spent in this verification (its stored superseded attempts count): a resumed
-    verification also measures again a busy last attempt it stopped after."""
+    verification also measures again a busy last attempt it stopped after.
+
+    When every survivor the confirmation runs is timed (its accuracy inherited with the
+    paired check), the baseline's confirmation runs are timed too (``timed_baseline``):
+    nothing in them is compared on a trained metric."""
     plan = run.plan
     latest = {(r.round_index, r.trial_number): r for r in run.rows}
     reruns_used = len(run.superseded)
@@ -611,7 +623,10 @@ def _run_verification(
 
     race = plan.race_schedule()
     run_stage(race, len(plan.provisional_schedule()))
-    confirm = plan.confirm_schedule(survivors_of(list(latest.values())))
+    survivors = survivors_of(list(latest.values()))
+    confirm = plan.confirm_schedule(survivors)
+    if timed_baseline is not None and survivors and set(survivors.values()) <= set(plan.inherited):
+        configs = {**configs, plan.baseline_trial: timed_baseline}
     run_stage(confirm, len(race) + len(confirm))
     return results.complete_verification(run.study_name, run.number)
 

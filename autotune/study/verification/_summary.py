@@ -702,12 +702,12 @@ def _futility(
         return None
     needed = rounds_to_resolve(diffs, allowance + better)
     width = f"{100 * half:.2f} pt" if metric.is_accuracy else f"{half:.3g}"
-    rounds = f"about {needed} rounds" if needed is not None else "more than 10,000 rounds"
+    rounds = f"at least {needed} rounds" if needed is not None else "more than 10,000 rounds"
     return (
         f"futile: at the race's spread of the {metric.name} difference, {plan.rounds} rounds "
         f"would give an interval of +/-{width} at best, wider "
         f"than the {tolerance_text(metric, plan.accuracy_tolerance_pt)} tolerance; "
-        f"{rounds} would resolve it"
+        f"it would take {rounds} to resolve it"
     )
 
 

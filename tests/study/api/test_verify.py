@@ -3,6 +3,7 @@ SQLite in tmp_path, with trials and verification runs played in this process (mo
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from pathlib import Path
@@ -11,12 +12,19 @@ import optuna
 import pytest
 
 from autotune.cli import main
-from autotune.core.config import RunConfig, TrialConfig, VerifySettings, load_run_config
+from autotune.core.config import (
+    ReusedMetric,
+    RunConfig,
+    TrialConfig,
+    VerifySettings,
+    load_run_config,
+)
 from autotune.core.exceptions import ConfigError, TrialError, VerificationError
 from autotune.study.api import VerificationProgress, run_study, verify_study
-from autotune.study.storage import LANES, ResultsStore
+from autotune.study.api._verify import _run_verification
+from autotune.study.storage import LANES, ResultsStore, VerificationPlan, VerificationRun
 from autotune.study.verification import changes_model, round_seeds
-from autotune.testing import FakeRunTrial, make_measurement, simulate_trial
+from autotune.testing import FakeRunTrial, make_measurement, make_trial_config, simulate_trial
 from autotune.trial.measure import Measurement
 from tests.studies import loss as loss_study
 from tests.studies.loss import loss_config
@@ -427,3 +435,47 @@ def test_verification_never_reuses_an_unchecked_metric(sqlite_url: str) -> None:
     assert sum(c.reuse is not None for c in search) >= 6
     assert all(c.reuse is None for c in verification)
     assert warmup.reuse is not None  # the discarded warm-up run is timed only: seconds
+
+
+def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> None:
+    """A race whose trained survivor is not confirmed (futile) leaves a timed one alone: the
+    baseline's confirmation runs are then timed too (no trained metric is compared), where
+    its race runs trained beside the trained finalist."""
+    plan = VerificationPlan(0, (1, 2), (30, 31, 32), 0.5, race_seeds=(20, 21), inherited=(2,))
+    reuse = ReusedMetric(from_trial=0, val_metric=0.9, train_loss=0.1, steps=10)
+    baseline = make_trial_config()
+    configs = {
+        0: baseline,
+        1: make_trial_config(batch_size=128),  # trained (a batch change)
+        2: make_trial_config(memory_format="channels_last", reuse=reuse),  # timed
+    }
+    calls: list[tuple[int, bool]] = []  # every baseline run: (seed, timed)
+
+    def run_fn(config: TrialConfig, timeout_s: float) -> Measurement:
+        if config.batch_size == 64 and config.memory_format == "contiguous":
+            calls.append((config.seed, config.reuse is not None))
+        return make_measurement()
+
+    class Store:
+        def record_verification(self, study_name: str, number: int, record: object) -> None:
+            pass
+
+        def complete_verification(self, study_name: str, number: int) -> VerificationRun:
+            return run
+
+    run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
+
+    _run_verification(
+        run,
+        Store(),  # type: ignore[arg-type]
+        configs,
+        run_fn,
+        60.0,
+        None,
+        lambda rows: {("same_model", "inherited"): 2},  # the trained survivor was futile
+        timed_baseline=baseline.model_copy(update={"reuse": reuse}),
+    )
+
+    warmup, *runs = calls  # the discarded warm-up run is timed
+    assert warmup == (20, True)
+    assert runs == [(20, False), (21, False), (30, True), (31, True), (32, True)]

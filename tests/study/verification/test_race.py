@@ -425,7 +425,7 @@ def test_a_trained_survivor_whose_confirmation_would_be_futile_is_not_confirmed(
     assert trial_2.verdict == (
         "passed; its confirmation was not run: futile: at the race's spread of the "
         "accuracy difference, 3 rounds would give an interval of +/-2.69 pt at best, "
-        "wider than the 0.5 pt tolerance; about 21 rounds would resolve it"
+        "wider than the 0.5 pt tolerance; it would take at least 21 rounds to resolve it"
     )
 
     confirm = []
