@@ -22,7 +22,6 @@ from autotune.core.flops._counting import (
     StepFlopCounter,
     TrainingFlops,
     count_training_flops,
-    count_training_flops_by_kind,
 )
 from autotune.core.flops._mfu import (
     blended_peak_flops_per_s,
@@ -42,7 +41,6 @@ __all__ = [
     "blended_peak_flops_per_s",
     "count_parameters",
     "count_training_flops",
-    "count_training_flops_by_kind",
     "flops_text",
     "measure_matmul_peak",
     "mfu_figures",

@@ -21,7 +21,6 @@ from __future__ import annotations
 from autotune.core.hardware._capabilities import (
     CUDA_GRAPH_MODES,
     DeviceCapabilities,
-    capabilities_from_fingerprint,
     detect_capabilities,
     precision_reason,
     resolve_device,
@@ -66,7 +65,6 @@ __all__ = [
     "MachineFingerprint",
     "MemoryEstimate",
     "PrecisionScreen",
-    "capabilities_from_fingerprint",
     "cpu_model_name",
     "detect_capabilities",
     "detect_fingerprint",

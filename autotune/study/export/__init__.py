@@ -27,28 +27,22 @@ from __future__ import annotations
 from autotune.study.export._best import (
     BestConfigs,
     best_configurations,
-    sort_pareto,
 )
-from autotune.study.export._csv import export_csv, trial_records
-from autotune.study.export._diff import DIFF_STYLES, diff_lines, export_diff
+from autotune.study.export._csv import export_csv
+from autotune.study.export._diff import DIFF_STYLES, export_diff
 from autotune.study.export._listing import StudySummary, list_studies
-from autotune.study.export._snippet import pytorch_settings, pytorch_snippet
-from autotune.study.export._yaml import EXPORTED_CONFIG_KEYS, export_best_yaml, export_choice
+from autotune.study.export._snippet import pytorch_snippet
+from autotune.study.export._yaml import export_best_yaml, export_choice
 
 __all__ = [
     "DIFF_STYLES",
-    "EXPORTED_CONFIG_KEYS",
     "BestConfigs",
     "StudySummary",
     "best_configurations",
-    "diff_lines",
     "export_best_yaml",
     "export_choice",
     "export_csv",
     "export_diff",
     "list_studies",
-    "pytorch_settings",
     "pytorch_snippet",
-    "sort_pareto",
-    "trial_records",
 ]

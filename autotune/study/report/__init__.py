@@ -26,12 +26,10 @@ from autotune.study.report._dashboard import DashboardApp, DashboardServer
 from autotune.study.report._data import ReportData, gather_report
 from autotune.study.report._figures import build_figures
 from autotune.study.report._html import render_report
-from autotune.study.report._importances import param_importances
 from autotune.study.report._points import (
     FEASIBLE,
     Baseline,
     ParetoRow,
-    TrialPoint,
     pareto_row,
     trial_mode,
 )
@@ -60,7 +58,6 @@ __all__ = [
     "DashboardServer",
     "ParetoRow",
     "ReportData",
-    "TrialPoint",
     "build_figures",
     "busy_text",
     "cpu_share_text",
@@ -68,7 +65,6 @@ __all__ = [
     "mib_text",
     "model_knobs",
     "model_text",
-    "param_importances",
     "pareto_row",
     "pareto_table",
     "plain",

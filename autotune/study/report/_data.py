@@ -1,7 +1,7 @@
 """Gathering a study's report data: finished trials in, one :class:`ReportData` out.
 
 Everything here is pure (no database, no Plotly) apart from the parameter importances
-(:func:`~autotune.study.report.param_importances`), which run Optuna's evaluator on an in-memory copy
+(:func:`~autotune.study.report._importances.param_importances`), which run Optuna's evaluator on an in-memory copy
 of the trials with a fixed seed. The figures and pages are drawn from a :class:`ReportData` and
 nothing else; tests check the gathered data. The parts live beside it: trial points, rows and
 the Pareto front (``_points``), the hypervolume (``_hypervolume``), importances

@@ -61,7 +61,7 @@ __all__ = [
     "pareto_3d_figure",
 ]
 
-#: The objectives' fields of a :class:`~autotune.study.report.TrialPoint`, in the objectives' order.
+#: The objectives' fields of a :class:`~autotune.study.report._points.TrialPoint`, in the objectives' order.
 _FIELDS = ("throughput_sps", "val_metric", "peak_memory_bytes")
 
 #: The three 2-D projections: (figure id, x objective, y objective).

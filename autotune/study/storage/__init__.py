@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from autotune.core.exceptions import StudyNotFoundError
 from autotune.study.storage._callback import ResultsCallback, open_results_for_run
-from autotune.study.storage._fingerprint import hardware_fingerprint
 from autotune.study.storage._migrate import (
-    MIGRATIONS_DIR,
-    VERSION_TABLE,
     head_revision,
     schema_revision,
     upgrade_schema,
@@ -38,7 +35,7 @@ from autotune.study.storage._read import (
     storage_location,
     study_names,
 )
-from autotune.study.storage._session import create_results_engine, session_scope, sqlite_path
+from autotune.study.storage._session import create_results_engine, sqlite_path
 from autotune.study.storage._store import ResultsStore
 from autotune.study.storage._url import error_reason, validate_storage_url
 from autotune.study.storage.records import (
@@ -64,8 +61,6 @@ __all__ = [
     "FINISHED_STATES",
     "KNOB_COLUMNS",
     "LANES",
-    "MIGRATIONS_DIR",
-    "VERSION_TABLE",
     "Answer",
     "Evidence",
     "HardwareFingerprint",
@@ -81,7 +76,6 @@ __all__ = [
     "check_storage_reachable",
     "create_results_engine",
     "error_reason",
-    "hardware_fingerprint",
     "head_revision",
     "is_feasible",
     "load_existing_study",
@@ -89,7 +83,6 @@ __all__ = [
     "open_results_for_run",
     "open_storage",
     "schema_revision",
-    "session_scope",
     "sqlite_path",
     "storage_location",
     "stored_study_attr",

@@ -68,31 +68,23 @@ recommendation) and :mod:`._load` (the verdict of a stored study).
 
 from __future__ import annotations
 
-from autotune.study.verification._budget import MIN_ROUNDS, fit_budget
+from autotune.study.verification._budget import fit_budget
 from autotune.study.verification._finalists import (
-    changes_model,
-    closest_trial,
     inherits_accuracy,
     model_change_finalists,
-    ranking_sps,
     round_seeds,
     select_finalists,
 )
 from autotune.study.verification._load import load_verification, summarize_for_study
 from autotune.study.verification._metric import (
     ACCURACY,
-    agresti_caffo_se,
     difference_number,
     difference_unit,
     is_non_inferior,
-    metric_allowance,
-    screen_allowance,
     study_metric,
     tolerance_text,
-    within_tolerance,
 )
 from autotune.study.verification._speedup import (
-    MLPERF_DROP_MIN_ROUNDS,
     mean_difference_ci95,
     mlperf_time_to_accuracy_s,
     speedup_ci95,
@@ -103,19 +95,13 @@ from autotune.study.verification._summary import (
     race_survivors,
     summarize_verification,
 )
-from autotune.study.verification._verdict import CandidateVerdict, changed_knobs
+from autotune.study.verification._verdict import CandidateVerdict
 
 __all__ = [
     "ACCURACY",
     "ENDING_WORDS",
-    "MIN_ROUNDS",
-    "MLPERF_DROP_MIN_ROUNDS",
     "CandidateVerdict",
     "VerificationSummary",
-    "agresti_caffo_se",
-    "changed_knobs",
-    "changes_model",
-    "closest_trial",
     "difference_number",
     "difference_unit",
     "fit_budget",
@@ -123,18 +109,14 @@ __all__ = [
     "is_non_inferior",
     "load_verification",
     "mean_difference_ci95",
-    "metric_allowance",
     "mlperf_time_to_accuracy_s",
     "model_change_finalists",
     "race_survivors",
-    "ranking_sps",
     "round_seeds",
-    "screen_allowance",
     "select_finalists",
     "speedup_ci95",
     "study_metric",
     "summarize_for_study",
     "summarize_verification",
     "tolerance_text",
-    "within_tolerance",
 ]

@@ -234,7 +234,7 @@ def select_finalists(
     In a throughput study a trial passes the screen when it is feasible, its throughput is
     above the baseline trial's, and its metric is not below the baseline's by more than the
     tolerance plus ``screen_z`` standard errors of the difference
-    (:func:`~autotune.study.verification.screen_allowance`: for accuracy, Agresti-Caffo on the two
+    (:func:`~autotune.study.verification._metric.screen_allowance`: for accuracy, Agresti-Caffo on the two
     trials' ``val_samples``; for another metric, 3 x the tolerance). One search trial's
     accuracy on a few hundred validation images moves by more than the 0.5 pt tolerance from
     seed to seed alone, so a tolerance without the noise would drop candidates for their luck.

@@ -137,7 +137,7 @@ class VerificationSummary:
             named one (``baseline:``), else ``PyTorch's defaults``.
         screen_z: the screen's z (None: a verification stored before the screen).
         closest: with no finalist, the search trial that came closest to the screen, in
-            words (:func:`~autotune.study.verification.closest_trial`).
+            words (:func:`~autotune.study.verification._finalists.closest_trial`).
         notes: lines about this verification's run (e.g. a resumed plan whose settings differ
             from the ones asked for now).
         busy_runs: runs that count (the last attempt of each round and configuration)

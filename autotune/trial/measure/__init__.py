@@ -16,19 +16,14 @@ from __future__ import annotations
 
 from autotune.trial.measure._load import (
     BUSY_ATTR,
-    CpuReading,
     CpuShareMeter,
     MachineLoad,
-    cpu_busy_s,
     is_busy,
     other_cpu_share,
-    tree_cpu_s,
 )
 from autotune.trial.measure._memory import current_rss_bytes, peak_rss_bytes, reset_peak_rss
 from autotune.trial.measure._record import Measurement
 from autotune.trial.measure._windows import (
-    IQR_GROSS_WARN_RATIO,
-    IQR_WARN_RATIO,
     ThroughputStats,
     WindowClock,
     WindowPlan,
@@ -41,16 +36,12 @@ from autotune.trial.measure._windows import (
 
 __all__ = [
     "BUSY_ATTR",
-    "IQR_GROSS_WARN_RATIO",
-    "IQR_WARN_RATIO",
-    "CpuReading",
     "CpuShareMeter",
     "MachineLoad",
     "Measurement",
     "ThroughputStats",
     "WindowClock",
     "WindowPlan",
-    "cpu_busy_s",
     "current_rss_bytes",
     "is_busy",
     "other_cpu_share",
@@ -61,5 +52,4 @@ __all__ = [
     "reused_timing_steps",
     "spread_warning",
     "summarize_windows",
-    "tree_cpu_s",
 ]

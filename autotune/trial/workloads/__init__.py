@@ -9,9 +9,7 @@ estimate (:func:`profile_workload`).
 from autotune.trial.workloads._loader import (
     LoadedWorkload,
     check_workload,
-    default_evaluate,
     load_workload,
-    smallest_knobs,
 )
 from autotune.trial.workloads._profile import profile_workload
 from autotune.trial.workloads._protocol import MetricDirection, Workload
@@ -21,8 +19,6 @@ __all__ = [
     "MetricDirection",
     "Workload",
     "check_workload",
-    "default_evaluate",
     "load_workload",
     "profile_workload",
-    "smallest_knobs",
 ]

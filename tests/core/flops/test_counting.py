@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 import torch
 
-from autotune.core.flops import count_training_flops, count_training_flops_by_kind
+from autotune.core.flops import (
+    count_training_flops,
+)
+from autotune.core.flops._counting import (
+    count_training_flops_by_kind,
+)
 from autotune.trial.workloads.builtin.networks import build_model
 
 from .hand_count import cnn_flops_per_sample

@@ -11,11 +11,13 @@ import torch
 
 from autotune.core.exceptions import ConfigError, DeviceUnavailableError
 from autotune.core.hardware import (
-    capabilities_from_fingerprint,
     cpu_model_name,
     detect_capabilities,
     detect_fingerprint,
     resolve_device,
+)
+from autotune.core.hardware._capabilities import (
+    capabilities_from_fingerprint,
 )
 from autotune.core.units import MIB
 from autotune.testing.machines import simulated_machine

@@ -11,11 +11,13 @@ from autotune.core.config import load_space
 from autotune.core.exceptions import ConfigError
 from autotune.core.hardware import (
     PrecisionScreen,
-    capabilities_from_fingerprint,
     detect_capabilities,
     detect_fingerprint,
     screen_precisions,
     study_precision_screen,
+)
+from autotune.core.hardware._capabilities import (
+    capabilities_from_fingerprint,
 )
 from autotune.core.hardware.simulated import PROFILE_NAMES, SimulatedGpu, SimulatedNvml
 from autotune.study.feasibility import restrict_space

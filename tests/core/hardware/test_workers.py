@@ -7,9 +7,11 @@ import pytest
 from autotune.core.exceptions import ConfigError
 from autotune.core.hardware import (
     DeviceCapabilities,
-    capabilities_from_fingerprint,
     detect_fingerprint,
     worker_share,
+)
+from autotune.core.hardware._capabilities import (
+    capabilities_from_fingerprint,
 )
 from autotune.testing import make_capabilities
 from autotune.testing.machines import simulated_machine

@@ -23,7 +23,12 @@ from autotune.core.exceptions import ConfigError, TrialError, VerificationError
 from autotune.study.api import VerificationProgress, run_study, verify_study
 from autotune.study.api._verify import _run_verification
 from autotune.study.storage import LANES, ResultsStore, VerificationPlan, VerificationRun
-from autotune.study.verification import changes_model, round_seeds
+from autotune.study.verification import (
+    round_seeds,
+)
+from autotune.study.verification._finalists import (
+    changes_model,
+)
 from autotune.testing import FakeRunTrial, make_measurement, make_trial_config, simulate_trial
 from autotune.trial.measure import Measurement
 from tests.studies import loss as loss_study

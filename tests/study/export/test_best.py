@@ -11,7 +11,12 @@ import pytest
 
 from autotune.cli import main
 from autotune.core.exceptions import ConfigError
-from autotune.study.export import best_configurations, sort_pareto
+from autotune.study.export import (
+    best_configurations,
+)
+from autotune.study.export._best import (
+    sort_pareto,
+)
 from tests.studies.mock import DemoStudy
 
 

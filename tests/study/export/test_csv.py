@@ -10,7 +10,13 @@ import optuna
 import pytest
 
 from autotune.cli import main
-from autotune.study.export import export_csv, list_studies, trial_records
+from autotune.study.export import (
+    export_csv,
+    list_studies,
+)
+from autotune.study.export._csv import (
+    trial_records,
+)
 from autotune.study.storage import StudyNotFoundError, TrialRecord
 from tests.studies.mock import DemoStudy, make_trial, sqlite_url
 

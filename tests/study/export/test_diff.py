@@ -16,7 +16,14 @@ import pytest
 
 from autotune.cli import main
 from autotune.core.exceptions import VerificationError
-from autotune.study.export import DIFF_STYLES, best_configurations, diff_lines, export_diff
+from autotune.study.export import (
+    DIFF_STYLES,
+    best_configurations,
+    export_diff,
+)
+from autotune.study.export._diff import (
+    diff_lines,
+)
 from tests.studies.mock import DemoStudy
 from tests.studies.verdicts import shared_verdict_studies
 

@@ -7,7 +7,12 @@ import torch
 from torch.nn import functional as F
 from torch.utils.data import TensorDataset
 
-from autotune.study.export import pytorch_settings, pytorch_snippet
+from autotune.study.export import (
+    pytorch_snippet,
+)
+from autotune.study.export._snippet import (
+    pytorch_settings,
+)
 from tests.study.export.knobs import PARAMS
 
 

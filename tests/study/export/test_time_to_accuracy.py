@@ -14,7 +14,14 @@ import yaml
 from autotune.cli import main
 from autotune.core.exceptions import ConfigError
 from autotune.study.console import best_table, studies_table
-from autotune.study.export import best_configurations, export_best_yaml, list_studies, sort_pareto
+from autotune.study.export import (
+    best_configurations,
+    export_best_yaml,
+    list_studies,
+)
+from autotune.study.export._best import (
+    sort_pareto,
+)
 from autotune.study.export._yaml import _verification_section
 from tests.rendered import rendered_text
 from tests.studies.mock import DemoStudy

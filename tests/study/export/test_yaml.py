@@ -10,12 +10,18 @@ import yaml
 
 from autotune.core.exceptions import VerificationError
 from autotune.study.export import (
-    EXPORTED_CONFIG_KEYS,
     best_configurations,
     export_best_yaml,
     export_choice,
-    pytorch_settings,
+)
+from autotune.study.export._best import (
     sort_pareto,
+)
+from autotune.study.export._snippet import (
+    pytorch_settings,
+)
+from autotune.study.export._yaml import (
+    EXPORTED_CONFIG_KEYS,
 )
 from tests.studies.mock import DemoStudy
 

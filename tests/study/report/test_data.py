@@ -14,14 +14,21 @@ from autotune.core.units import MIB
 from autotune.study.objectives import study_objectives
 from autotune.study.report import (
     FEASIBLE,
-    TrialPoint,
     gather_report,
-    param_importances,
     verify_command,
 )
 from autotune.study.report._data import gather_from_trials
 from autotune.study.report._hypervolume import hypervolume_history
-from autotune.study.report._points import FAILED, INFEASIBLE, classify, pareto_numbers
+from autotune.study.report._importances import (
+    param_importances,
+)
+from autotune.study.report._points import (
+    FAILED,
+    INFEASIBLE,
+    TrialPoint,
+    classify,
+    pareto_numbers,
+)
 from autotune.study.report._text import not_verified_line
 from autotune.study.storage import ResultsStore
 from autotune.study.verification import load_verification

@@ -14,15 +14,17 @@ from alembic.runtime.migration import MigrationContext
 
 from autotune.core.exceptions import StorageError
 from autotune.study.storage import (
-    MIGRATIONS_DIR,
-    VERSION_TABLE,
     ResultsStore,
     create_results_engine,
     head_revision,
     schema_revision,
     upgrade_schema,
 )
-from autotune.study.storage._migrate import is_our_table
+from autotune.study.storage._migrate import (
+    MIGRATIONS_DIR,
+    VERSION_TABLE,
+    is_our_table,
+)
 from autotune.study.storage.models import Base
 from tests.studies.mock import sqlite_url
 

@@ -12,12 +12,14 @@ from alembic.config import Config
 
 import autotune.study.storage as storage
 from autotune.study.storage import (
-    MIGRATIONS_DIR,
-    VERSION_TABLE,
     create_results_engine,
     head_revision,
     schema_revision,
     upgrade_schema,
+)
+from autotune.study.storage._migrate import (
+    MIGRATIONS_DIR,
+    VERSION_TABLE,
 )
 from autotune.study.storage.models import Base
 from tests.studies.mock import sqlite_url

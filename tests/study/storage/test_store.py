@@ -12,7 +12,12 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from autotune.core.exceptions import StorageError
-from autotune.core.hardware import capabilities_from_fingerprint, detect_fingerprint
+from autotune.core.hardware import (
+    detect_fingerprint,
+)
+from autotune.core.hardware._capabilities import (
+    capabilities_from_fingerprint,
+)
 from autotune.study.storage import (
     HardwareFingerprint,
     ResultsStore,
@@ -22,10 +27,14 @@ from autotune.study.storage import (
     VerificationPlan,
     VerificationRecord,
     create_results_engine,
-    hardware_fingerprint,
     load_existing_study,
-    session_scope,
     trial_record,
+)
+from autotune.study.storage._fingerprint import (
+    hardware_fingerprint,
+)
+from autotune.study.storage._session import (
+    session_scope,
 )
 from autotune.testing import make_capabilities
 from autotune.testing.machines import simulated_machine

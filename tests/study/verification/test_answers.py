@@ -18,12 +18,14 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.study.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.study.verification import (
     ACCURACY,
-    changes_model,
     is_non_inferior,
     model_change_finalists,
     race_survivors,
     select_finalists,
     summarize_verification,
+)
+from autotune.study.verification._finalists import (
+    changes_model,
 )
 from tests.study.verification.metrics import VAL_LOSS
 

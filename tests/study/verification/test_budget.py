@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.study.verification import MIN_ROUNDS, fit_budget
-from autotune.study.verification._budget import projected_full_runs
+from autotune.study.verification import (
+    fit_budget,
+)
+from autotune.study.verification._budget import (
+    MIN_ROUNDS,
+    projected_full_runs,
+)
 
 #: The baseline (trial 0) and a trained finalist cost one full run each; timed ones 0.1.
 COSTS = {0: 1.0, 5: 0.1, 6: 0.1, 9: 1.2}

@@ -14,15 +14,19 @@ from optuna.trial import FrozenTrial, TrialState
 from autotune.core.exceptions import VerificationError
 from autotune.study.trial_result import TrialResult
 from autotune.study.verification import (
-    agresti_caffo_se,
-    closest_trial,
     inherits_accuracy,
-    ranking_sps,
     round_seeds,
-    screen_allowance,
     select_finalists,
 )
-from autotune.study.verification._metric import ACCURACY
+from autotune.study.verification._finalists import (
+    closest_trial,
+    ranking_sps,
+)
+from autotune.study.verification._metric import (
+    ACCURACY,
+    agresti_caffo_se,
+    screen_allowance,
+)
 from tests.study.verification.metrics import VAL_LOSS
 
 

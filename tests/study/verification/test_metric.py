@@ -7,7 +7,10 @@ from typing import Any
 import pytest
 
 from autotune.study.objectives import METRIC_INDEX, study_objectives
-from autotune.study.verification import metric_allowance, within_tolerance
+from autotune.study.verification._metric import (
+    metric_allowance,
+    within_tolerance,
+)
 from tests.study.verification.metrics import F1, VAL_LOSS
 
 

@@ -8,11 +8,14 @@ import math
 import pytest
 
 from autotune.study.verification import (
-    MLPERF_DROP_MIN_ROUNDS,
     mlperf_time_to_accuracy_s,
     speedup_ci95,
 )
-from autotune.study.verification._speedup import projected_half_width, rounds_to_resolve
+from autotune.study.verification._speedup import (
+    MLPERF_DROP_MIN_ROUNDS,
+    projected_half_width,
+    rounds_to_resolve,
+)
 
 #: Student's t quantile t(0.975, 2), from any table.
 T_975_2 = 4.302652729911275

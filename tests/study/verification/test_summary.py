@@ -11,8 +11,10 @@ import pytest
 
 from autotune.study.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.study.verification import (
-    changed_knobs,
     summarize_verification,
+)
+from autotune.study.verification._verdict import (
+    changed_knobs,
 )
 from tests.study.verification.metrics import F1, VAL_LOSS
 

@@ -7,10 +7,12 @@ from collections.abc import Collection
 import pytest
 
 from autotune.trial.measure import (
-    CpuReading,
     CpuShareMeter,
-    cpu_busy_s,
     other_cpu_share,
+)
+from autotune.trial.measure._load import (
+    CpuReading,
+    cpu_busy_s,
     tree_cpu_s,
 )
 

@@ -6,13 +6,15 @@ import pytest
 
 from autotune.testing import FakeClock
 from autotune.trial.measure import (
-    IQR_GROSS_WARN_RATIO,
-    IQR_WARN_RATIO,
     WindowClock,
     plan_reused_windows,
     plan_windows,
     spread_warning,
     summarize_windows,
+)
+from autotune.trial.measure._windows import (
+    IQR_GROSS_WARN_RATIO,
+    IQR_WARN_RATIO,
 )
 
 # --------------------------------------------------------------------------------------------

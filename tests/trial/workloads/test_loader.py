@@ -19,8 +19,10 @@ from autotune.trial.workloads import (
     LoadedWorkload,
     Workload,
     check_workload,
-    default_evaluate,
     load_workload,
+)
+from autotune.trial.workloads._loader import (
+    default_evaluate,
     smallest_knobs,
 )
 
