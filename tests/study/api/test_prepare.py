@@ -307,7 +307,8 @@ def test_a_space_of_the_slow_precision_alone_keeps_it_and_says_so(sqlite_url: st
 
 
 def _a100x4(monkeypatch: pytest.MonkeyPatch) -> DeviceCapabilities:
-    from autotune.core.hardware import capabilities_from_fingerprint, detect_fingerprint
+    from autotune.core.hardware import detect_fingerprint
+    from autotune.core.hardware._capabilities import capabilities_from_fingerprint
     from autotune.testing.machines import simulated_machine
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
