@@ -171,25 +171,23 @@ def _distinct(
         chosen: list[TrialResult] = []
         answer = [t for t in eligible if changes_model(t.params, base.params) == model_change]
         for t in answer:
-            if t.params != base.params and all(t.params != c.params for c in chosen):
+            if _new_knobs(t, base, chosen):
                 chosen.append(t)
             if len(chosen) == candidates:
                 break
         if chosen and not any(inherits_accuracy(t) for t in chosen):
             timed = next(
-                (
-                    t
-                    for t in answer
-                    if inherits_accuracy(t)
-                    and t.params != base.params
-                    and all(t.params != c.params for c in chosen)
-                ),
-                None,
+                (t for t in answer if inherits_accuracy(t) and _new_knobs(t, base, chosen)), None
             )
             if timed is not None:
                 chosen.append(timed)
         picked.extend(t.number for t in chosen)
     return tuple(picked)
+
+
+def _new_knobs(trial: TrialResult, base: TrialResult, chosen: Sequence[TrialResult]) -> bool:
+    """The trial's knobs are neither the baseline's nor any chosen finalist's."""
+    return trial.params != base.params and all(trial.params != c.params for c in chosen)
 
 
 def inherits_accuracy(trial: TrialResult) -> bool:

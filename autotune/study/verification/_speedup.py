@@ -80,19 +80,35 @@ def projected_half_width(pilot_differences: Sequence[float], rounds: int) -> flo
         The half-width in the metric's units; None for fewer than two pilot differences or
         ``rounds`` below 2 (no interval).
     """
-    k = len(pilot_differences)
-    if k < 2 or rounds < 2:
+    s_low = _low_sd(pilot_differences)
+    if s_low is None or rounds < 2:
         return None
-    s_low = statistics.stdev(pilot_differences) * math.sqrt(
+    return _half_width(s_low, rounds)
+
+
+def _low_sd(pilot_differences: Sequence[float]) -> float | None:
+    """The lower one-sided 95 % confidence bound of the pilot's standard deviation (None for
+    fewer than two differences)."""
+    k = len(pilot_differences)
+    if k < 2:
+        return None
+    return statistics.stdev(pilot_differences) * math.sqrt(
         (k - 1) / float(stats.chi2.ppf(0.95, k - 1))
     )
-    return float(stats.t.ppf(0.975, rounds - 1)) * s_low / math.sqrt(rounds)
+
+
+def _half_width(sd: float, rounds: int) -> float:
+    """Student's t 95 % half-width of a mean over ``rounds`` (>= 2) rounds at spread ``sd``."""
+    return float(stats.t.ppf(0.975, rounds - 1)) * sd / math.sqrt(rounds)
 
 
 def rounds_to_resolve(
     pilot_differences: Sequence[float], margin: float, most: int = 10_000
 ) -> int | None:
     """The fewest paired rounds whose :func:`projected_half_width` is at most ``margin``.
+
+    The half-width falls strictly as the rounds grow (``t(0.975, n - 1) / sqrt(n)`` does), so
+    the fewest is found by bisection.
 
     Args:
         pilot_differences: the pilot's paired differences (at least two).
@@ -103,13 +119,17 @@ def rounds_to_resolve(
         The rounds, from 2; None when even ``most`` rounds do not reach it, or the pilot has
         fewer than two differences.
     """
-    if len(pilot_differences) < 2 or margin <= 0:
+    s_low = _low_sd(pilot_differences)
+    if s_low is None or margin <= 0 or _half_width(s_low, most) > margin:
         return None
-    for n in range(2, most + 1):
-        half = projected_half_width(pilot_differences, n)
-        if half is not None and half <= margin:
-            return n
-    return None
+    low, high = 2, most  # the answer lies in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        if _half_width(s_low, middle) <= margin:
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def speedup_ci95(ratios: Sequence[float]) -> tuple[float, tuple[float, float] | None]:

@@ -58,11 +58,7 @@ from autotune.study.verification._metric import (
     tolerance_text,
     within_tolerance,
 )
-from autotune.study.verification._speedup import (
-    mean_difference_ci95,
-    projected_half_width,
-    rounds_to_resolve,
-)
+from autotune.study.verification._speedup import projected_half_width, rounds_to_resolve
 from autotune.study.verification._throughput import throughput_verdict
 from autotune.study.verification._to_target import to_target_headline, to_target_verdict
 from autotune.study.verification._verdict import (
@@ -646,7 +642,8 @@ def race_survivors(
         for lane, number in list(survivors.items()):
             if lane[1] != "trained":
                 continue
-            reason = _futility(number, by_trial, base_rows, base_mean, plan, metric)
+            race_verdict = next(v for v in verdicts if v.trial_number == number)
+            reason = _futility(race_verdict, by_trial, base_rows, base_mean, plan, metric)
             if reason is not None:
                 del survivors[lane]
                 futile.add(number)
@@ -661,15 +658,15 @@ def race_survivors(
 
 
 def _futility(
-    number: int,
+    race_verdict: CandidateVerdict,
     by_trial: Mapping[int, list[VerificationRecord]],
     base_rows: Sequence[VerificationRecord],
     base_mean: float,
     plan: VerificationPlan,
     metric: Objective,
 ) -> str | None:
-    """Why a trained survivor's confirmation would be futile, or None when it could resolve
-    its metric.
+    """Why a trained survivor's confirmation would be futile (``race_verdict``: its race
+    verdict), or None when it could resolve its metric.
 
     A conditional-power check on the race as the pilot (futility stopping of group-sequential
     trials; C. Jennison and B. W. Turnbull, *Group Sequential Methods with Applications to
@@ -685,19 +682,22 @@ def _futility(
     base_by_round = {r.round_index: r for r in base_rows if r.val_metric is not None}
     diffs = [
         float(r.val_metric) - float(base_by_round[r.round_index].val_metric or 0.0)
-        for r in by_trial.get(number, [])
+        for r in by_trial.get(race_verdict.trial_number, [])
         if r.val_metric is not None and r.round_index in base_by_round
     ]
     half = projected_half_width(diffs, plan.rounds)
     if half is None:
         return None
     allowance = metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
-    # A better metric counts only as far as the race itself shows it (the better end of its
-    # 95 % interval nearest to no difference): two seeds' mean is mostly their luck (a
-    # baseline's unlucky seed made a bf16 finalist +5 pt "better" on one Xeon).
-    _, race_ci = mean_difference_ci95(diffs)
-    assert race_ci is not None  # two or more differences
-    better = max(0.0, race_ci[0] if metric.direction == "maximize" else -race_ci[1])
+    # A better metric counts only as far as the race itself shows it (the better end of the
+    # race verdict's 95 % interval nearest to no difference): two seeds' mean is mostly their
+    # luck (a baseline's unlucky seed made a bf16 finalist +5 pt "better" on one Xeon).
+    race_ci = race_verdict.metric_diff_ci95
+    better = (
+        max(0.0, race_ci[0] if metric.direction == "maximize" else -race_ci[1])
+        if race_ci is not None
+        else 0.0
+    )
     if half <= allowance + better:
         return None
     needed = rounds_to_resolve(diffs, allowance + better)
