@@ -327,7 +327,9 @@ def verify_study(
     (:func:`autotune.study.verification.select_finalists`); the race re-runs the baseline and every
     finalist over ``settings.race_rounds`` rounds and keeps one survivor per lane
     (an answer, trained or inherited: :func:`autotune.study.verification.race_survivors`; no race
-    when no lane has more than one finalist); the confirmation re-runs the baseline and the survivors over
+    when no lane has more than one finalist, except under short evidence where a finalist
+    trains: the race is then its futility pilot, :func:`autotune.study.verification.fit_budget`);
+    the confirmation re-runs the baseline and the survivors over
     ``settings.rounds`` rounds of fresh seeds, and only it makes the claims. Within a round
     the order rotates (round r starts at position r mod (K + 1)).
 
@@ -455,8 +457,9 @@ def verify_open_study(
         params_now = {t.number: t.params for t in trials}
         model_changes = model_change_finalists(finalists, params_now, baseline)
         inherited, floor_json = _inherited_finalists(trials, baseline, finalists, configs)
-        # A race only where a lane (an answer, trained or inherited) has several finalists;
-        # a lone one is its own survivor (fit_budget says the same of what it keeps).
+        # A race where a lane (an answer, trained or inherited) has several finalists; a
+        # lone one is its own survivor, except a trained one under short evidence, whose
+        # race is its futility pilot (fit_budget says the same of what it keeps).
         race_rounds = settings.race_rounds
         costs = _run_costs(trials, baseline, set(finalists) - set(inherited))
         fitted = fit_budget(
@@ -469,6 +472,7 @@ def verify_open_study(
             race_rounds,
             budget_left_full_runs,
             fastest=finalists[0] if finalists else None,
+            pilot=configs[baseline].train.evidence_share is not None,
         )
         finalists, race_rounds = fitted.finalists, fitted.race_rounds
         model_changes = tuple(n for n in model_changes if n in finalists)

@@ -8,6 +8,14 @@ costliest timed ones: a compiled configuration pays its compile in every fresh p
 screen's fastest last where it alone fits, while more than one is left, so that the rest
 keep the rounds that make a claim; then it confirms over fewer rounds (down to
 ``min_rounds``); and it says which and why.
+
+Under short evidence (``pilot``) a plan with a finalist that trains races even where every
+lane has one finalist: the race is that finalist's *pilot* for futility. At a few % of the
+budget the seeds' spread of the metric is wide (on the long run's ResNet, the baseline alone
+spans 79-98 % over seeds after 600 of 12,000 steps), so the confirmation of a trained
+finalist is often futile; two pilot rounds tell which before its eight are spent
+(:func:`autotune.study.verification.race_survivors`). The pilot is priced in the plan: where
+the finalist's confirmation goes ahead, the pilot's rounds are spent on top of it.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ class BudgetedPlan:
     Attributes:
         finalists: the finalists kept, in their order.
         rounds: confirmation rounds.
-        race_rounds: race rounds (0 when no lane keeps more than one finalist).
+        race_rounds: race rounds (0 when no lane keeps more than one finalist and no
+            trained finalist is piloted).
         projected_full_runs: its projected cost, in full runs of the baseline.
         notes: what the cap changed, one line each.
     """
@@ -94,6 +103,7 @@ def fit_budget(
     left_full_runs: float | None,
     min_rounds: int = MIN_ROUNDS,
     fastest: int | None = None,
+    pilot: bool = False,
 ) -> BudgetedPlan:
     """Fit a verification within ``left_full_runs`` full runs.
 
@@ -104,12 +114,15 @@ def fit_budget(
         model_changes: those of the model-change answer.
         trained: those that train the budget (not timed only).
         rounds: the confirmation rounds asked for.
-        race_rounds: the race rounds asked for (used while a lane has several finalists).
+        race_rounds: the race rounds asked for (used while a lane has several finalists, or
+            with ``pilot`` while a finalist trains).
         left_full_runs: what the cap leaves; None: no cap.
         min_rounds: the fewest confirmation rounds to keep before leaving finalists out.
         fastest: the finalist the screen ranks first (the answer the user most wants
             verified): left out last, where it alone fits at ``min_rounds``; a dearer answer
             confirmed over fewer rounds beats a cheaper, slower one confirmed over more.
+        pilot: race wherever a kept finalist trains, as its futility pilot (short evidence:
+            the module's docstring says why).
 
     Returns:
         The plan (:class:`BudgetedPlan`).
@@ -121,9 +134,11 @@ def fit_budget(
         raise ValueError(f"fit_budget: min_rounds >= 2 must hold, but got {min_rounds}")
 
     def race_of(kept: tuple[int, ...]) -> int:
-        """A race only where a lane keeps several finalists."""
+        """A race where a lane keeps several finalists, or, with ``pilot``, a kept finalist
+        trains (the race is its futility pilot)."""
         lanes = [_lane(n, model_changes, trained) for n in kept]
-        return race_rounds if len(set(lanes)) < len(lanes) else 0
+        piloted = pilot and bool(set(kept) & trained)
+        return race_rounds if piloted or len(set(lanes)) < len(lanes) else 0
 
     def cost(kept: tuple[int, ...], r: int) -> float:
         # With no finalist that trains, the baseline is timed too: as cheap as theirs.

@@ -15,8 +15,8 @@ import optuna
 from rich.console import Console
 
 from autotune.cli import main
-from autotune.core.config import TrialConfig
-from autotune.study.api import run_study
+from autotune.core.config import TrialConfig, VerifySettings
+from autotune.study.api import run_study, verify_study
 from autotune.study.console import cost_text
 from autotune.study.report import pareto_row, pareto_table
 from autotune.study.storage import ResultsStore
@@ -248,3 +248,50 @@ def test_a_door_and_a_generous_cap_keep_trained_evidence(sqlite_url: str) -> Non
     assert config.space.train_settings().evidence_share is None
     config = mock_run_config(sqlite_url, "budget.full_runs=6.9")
     assert config.space.train_settings().evidence_share == 0.05
+
+
+def test_under_short_evidence_a_lone_trained_finalist_races_as_its_futility_pilot(
+    sqlite_url: str,
+) -> None:
+    """One trained finalist (bf16) and one timed (channels_last, accuracy inherited), a lane
+    each: without short evidence they would be confirmed directly. Under short evidence the
+    race runs as the trained one's pilot; its metric swings by +/-8 pt with the seed (the
+    seeds' luck at a few % of the budget), so its confirmation is futile and not run, and the
+    timed survivor is confirmed against a timed baseline."""
+
+    def seeds_luck(config: TrialConfig, timeout_s: float) -> Measurement:
+        m = simulate_trial(config, timeout_s)
+        if config.reuse is not None or m.val_metric is None:
+            return m  # timed: no metric of its own
+        if config.seed < 1000:  # the search: every trained trial at the same accuracy
+            return dataclasses.replace(m, val_metric=0.687)
+        luck = 0.08 if (config.seed + (config.precision == "bf16")) % 2 else -0.08
+        return dataclasses.replace(m, val_metric=0.687 + luck)
+
+    config = mock_run_config(
+        sqlite_url,
+        *(knob for knob in SAME_MATH if not knob.startswith("precision")),
+        "precision=[fp32,bf16]",
+        "num_workers=[0]",
+        "budget.full_runs=3",
+    )
+    run_study(config, 3, run_trial_fn=seeds_luck)
+    sources = {r.number: r.accuracy_source for r in _results(sqlite_url)}
+    verifier = FakeRunTrial(then=seeds_luck)
+
+    summary = verify_study(
+        config.study, sqlite_url, settings=VerifySettings(rounds=8), run_trial_fn=verifier
+    )
+
+    assert sorted(sources[n] for n in summary.finalists) == ["inherited", "measured"]
+    trained = next(n for n in summary.finalists if sources[n] == "measured")
+    timed = next(n for n in summary.finalists if sources[n] == "inherited")
+    assert len(summary.race_seeds) == 2  # the pilot
+    race = {v.trial_number: v for v in summary.race}
+    assert race[trained].futile and "it would take at least" in race[trained].verdict
+    assert [c.trial_number for c in summary.candidates] == [timed]
+    # The confirmation (after the warm-up and the race's 2 x 3 runs) runs the trained
+    # finalist never, and the baseline timed.
+    confirmation = verifier.configs[1 + 2 * 3 :]
+    assert len(confirmation) == 2 * 8
+    assert all(c.reuse is not None for c in confirmation)

@@ -34,6 +34,19 @@ def test_a_trained_and_a_timed_finalist_of_one_answer_race_in_lanes_of_their_own
     assert plan.race_rounds == 2
 
 
+def test_under_short_evidence_a_lone_trained_finalist_races_as_its_futility_pilot() -> None:
+    """A lane of one trained finalist each, under short evidence (``pilot``): the race runs,
+    and the projection prices it: warm-up 0.05 + race 2 x (0.05 + 0.05 + 0.01) + confirm
+    8 x (0.05 + 0.05 + 0.01). Timed finalists alone need no pilot."""
+    costs = {0: 0.05, 4: 0.05, 5: 0.01}
+    plan = fit_budget(costs, 0, (4, 5), (), frozenset({4}), 8, 2, None, pilot=True)
+    assert (plan.finalists, plan.race_rounds) == ((4, 5), 2)
+    assert plan.projected_full_runs == pytest.approx(0.05 + 2 * 0.11 + 8 * 0.11)
+    assert fit_budget(costs, 0, (4, 5), (), frozenset({4}), 8, 2, None).race_rounds == 0
+    timed = fit_budget(costs, 0, (5,), (), frozenset(), 8, 2, None, pilot=True)
+    assert timed.race_rounds == 0
+
+
 def test_without_a_cap_the_plan_stays() -> None:
     plan = fit_budget(COSTS, 0, (5, 6, 9), (9,), frozenset({9}), 8, 2, None)
     assert (plan.finalists, plan.rounds, plan.race_rounds, plan.notes) == ((5, 6, 9), 8, 2, ())

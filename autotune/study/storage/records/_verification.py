@@ -70,7 +70,9 @@ class VerificationPlan:
     *confirmation*: the baseline and the survivor over ``len(seeds)`` rounds of fresh seeds;
     only these make the claim. Round indexes run over both stages: ``0 .. A-1`` are the race's,
     ``A .. A+R-1`` the confirmation's. A plan without race seeds (one finalist, or a
-    lane of one finalist each) confirms every candidate directly.
+    lane of one finalist each, outside short evidence) confirms every candidate directly;
+    under short evidence a lone trained finalist still races: the race is its futility
+    pilot.
 
     Attributes:
         baseline_trial: the study's baseline trial number.
