@@ -92,19 +92,15 @@ _HARDWARE_CHANGE_HELP = (
 )
 
 
-def _run_args(
-    overrides: list[str] | None, trials: int | None, allow_hardware_change: bool
-) -> RunConfig:
-    """The :class:`~autotune.core.config.RunConfig` of ``run``'s (and ``config``'s) arguments.
+def _run_args(overrides: list[str] | None, allow_hardware_change: bool) -> RunConfig:
+    """The :class:`~autotune.core.config.RunConfig` of ``run``'s (and ``config``'s) arguments
+    (``--trials`` is checked where it is declared: ``min=1``).
 
     Raises:
-        ConfigError: ``--trials`` below 1, or a key or value the configuration refuses.
+        ConfigError: a key or value the configuration refuses.
     """
     from autotune.core.config import load_run_config
-    from autotune.core.exceptions import ConfigError
 
-    if trials is not None and trials < 1:
-        raise ConfigError(f"--trials: must be >= 1, but got {trials}")
     hardware_args = ["allow_hardware_change=true"] if allow_hardware_change else []
     return load_run_config([*(overrides or []), *hardware_args])
 
@@ -112,7 +108,7 @@ def _run_args(
 @app.command(context_settings={"allow_extra_args": False}, epilog=f"{_REFERENCE} {_GRAMMAR}")
 def run(
     overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...", help=_RUN_KEYS_HELP),
-    trials: int = typer.Option(50, "--trials", "-n", metavar="N", help=_TRIALS_HELP),
+    trials: int = typer.Option(50, "--trials", "-n", min=1, metavar="N", help=_TRIALS_HELP),
     allow_hardware_change: bool = typer.Option(
         False, "--allow-hardware-change", help=_HARDWARE_CHANGE_HELP
     ),
@@ -127,7 +123,7 @@ def run(
         verification_line,
     )
 
-    config = _run_args(overrides, trials, allow_hardware_change)
+    config = _run_args(overrides, allow_hardware_change)
     prepared = prepare_run(config)
     metric = prepared.metric
     # Off a terminal (logs, CI) rich would wrap tables at 80 columns; keep rows whole there.
@@ -175,7 +171,7 @@ _ConfigDumper.add_representer(
 def show_config(
     overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...", help=_RUN_KEYS_HELP),
     trials: int | None = typer.Option(
-        None, "--trials", "-n", metavar="N", help="As for `run`: checked and shown, not run."
+        None, "--trials", "-n", min=1, metavar="N", help="As for `run`: checked and shown, not run."
     ),
     allow_hardware_change: bool = typer.Option(
         False, "--allow-hardware-change", help="As for `run`: shown, not run."
@@ -190,7 +186,7 @@ def show_config(
     from autotune.core.config import run_config_document
     from autotune.study.storage import validate_storage_url
 
-    config = _run_args(overrides, trials, allow_hardware_change)
+    config = _run_args(overrides, allow_hardware_change)
     validate_storage_url(config.storage)  # parses it and finds its driver; connects to nothing
     header = [
         "# The configuration `autotune run` resolves from these arguments (nothing was run).",
@@ -276,7 +272,8 @@ def verify(
         None,
         metavar="study=NAME [KEY=VALUE]...",
         help="study=NAME (required) storage=URL verify.rounds=R (confirmation rounds, default "
-        "8, >= 3) verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S; research "
+        "8, >= 3) verify.accuracy_tolerance_pt=X (default 0.5) trial.timeout_s=S (default: "
+        "the limit each trial ran under); research "
         "knobs: advanced.verify.race_rounds=A (default 2) advanced.verify.candidates=K "
         "(finalists per answer, default 3) advanced.verify.screen_z=Z (default 1.645).",
     ),
@@ -300,7 +297,10 @@ def verify(
             study,
             request.storage,
             settings=request.verify_settings,
-            timeout_s=request.trial.timeout_s,
+            # The limit each trial stored, unless this command sets one.
+            timeout_s=(
+                request.trial.timeout_s if "timeout_s" in request.trial.model_fields_set else None
+            ),
             on_run=lambda p: console.print(Text(verification_line(p, metric))),
         )
     except KeyboardInterrupt:

@@ -219,7 +219,11 @@ def select_tuned(
         defaults_accuracy = float(base.user_attrs["val_metric"])
         source = f"the study's baseline trial #{base.number}"
     else:
-        m = run_trial(trial_config(space, caps, defaults_knobs(space), 0), timeout_s)
+        m = run_trial(
+            trial_config(space, caps, defaults_knobs(space), 0).model_copy(
+                update={"timeout_s": timeout_s}
+            )
+        )
         defaults_accuracy = m.val_metric
         source = "one defaults trial run now (the study has no baseline trial)"
     pareto = study.best_trials
@@ -375,7 +379,7 @@ def _measure(
     config = trial_config(space, caps, runs.arm.knobs, seed)
     started = time.monotonic()
     try:
-        m = run_trial(config, timeout_s)
+        m = run_trial(config.model_copy(update={"timeout_s": timeout_s}))
     except TrialError as e:
         runs.failures[round_no] = e.failure
         progress(f"  {label}: FAILED ({e.failure}): {e.detail.strip().splitlines()[-1:]}")

@@ -402,7 +402,7 @@ def replay(
     # and its recorded seconds.
     answered_by: dict[str, tuple[Knobs, bool, float]] = {}
 
-    def run_trial(trial_config: TrialConfig, timeout_s: float) -> Measurement:
+    def run_trial(trial_config: TrialConfig) -> Measurement:
         key = lookup.key(trial_config.knobs())
         found, exact = lookup.nearest(key)
         t = lookup.table[found]

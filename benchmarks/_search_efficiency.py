@@ -353,7 +353,7 @@ def enumerate_ground_truth(config: RunConfig) -> GroundTruth:
     )
 
 
-def _simulated_trial(config: TrialConfig, timeout_s: float) -> Measurement:
+def _simulated_trial(config: TrialConfig) -> Measurement:
     """``run_trial`` for the mock device, in-process: out of memory becomes ``failure=oom``."""
     try:
         return simulate(config)

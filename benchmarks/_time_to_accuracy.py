@@ -209,7 +209,7 @@ def measure_to_target(
             label = f"time to target round {r + 1}/{repeats} {arm.name}"
             started = time.monotonic()
             try:
-                m = run_trial(config, timeout_s)
+                m = run_trial(config.model_copy(update={"timeout_s": timeout_s}))
             except TrialError as e:
                 arm.failures[r] = e.failure
                 progress(f"  {label}: FAILED ({e.failure})")

@@ -91,7 +91,7 @@ class PowerRow:
 
 def _draws(config: TrialConfig, salt: str) -> np.random.Generator:
     """A generator per run: the configuration (seed included) and the scenario's salt."""
-    text = config.model_dump_json() + salt
+    text = config.model_dump_json(exclude={"timeout_s"}) + salt  # the draws as before the limit
     return np.random.default_rng(
         int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
     )
@@ -106,7 +106,7 @@ def scripted_run(
     absent) drawn on :data:`VAL_SAMPLES` images. SIMULATED."""
     accuracy = accuracy or {}
 
-    def run(config: TrialConfig, timeout_s: float) -> Measurement:
+    def run(config: TrialConfig) -> Measurement:
         rng = _draws(config, salt)
         key = _knobs_key(config.knobs())
         sps = BASELINE_SPS * truth.get(key, 1.0) * float(rng.lognormal(0.0, PROCESS_SIGMA))

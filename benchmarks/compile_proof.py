@@ -91,7 +91,7 @@ def hf_door(trial: Any) -> Any:
         output_dir="unused-by-a-trial",
         per_device_train_batch_size=BATCH,
         report_to="none",
-        use_cpu=True,
+        use_cpu=not torch.cuda.is_available(),
         save_strategy="no",
     )
     return Trainer(
@@ -131,8 +131,11 @@ def lightning_door(trial: Any) -> Any:
 
 def _counting_compile() -> None:
     """``torch.compile`` given a backend that compiles each graph with Inductor (the caller's
-    mode) and counts the calls of the result in ``CALLS``."""
+    mode) and counts the calls of the result in ``CALLS`` (once a process: a second call
+    changes nothing)."""
     compile_ = torch.compile
+    if getattr(compile_, "counting", False):
+        return
 
     def counting(model: Any = None, **kwargs: Any) -> Any:
         mode = kwargs.pop("mode", None)
@@ -149,7 +152,8 @@ def _counting_compile() -> None:
 
         return compile_(model, backend=backend, **kwargs)
 
-    torch.compile = counting
+    counting.counting = True  # type: ignore[attr-defined]
+    torch.compile = counting  # type: ignore[assignment]
 
 
 def standalone_ratio(mode: str, steps: int = 10) -> dict[str, float]:
@@ -169,11 +173,15 @@ def standalone_ratio(mode: str, steps: int = 10) -> dict[str, float]:
     return out
 
 
-def run_door(door: str, compile_mode: str, epochs: int) -> Any:
-    """One trial of ``door`` in this process (rank 0 of 1, the CPU); its Measurement."""
+def run_door(
+    door: str, compile_mode: str, epochs: int, device: str = "cpu", precision: str = "fp32"
+) -> Any:
+    """One trial of ``door`` in this process (rank 0 of 1) on ``device`` (``cpu`` or
+    ``cuda``) at ``precision``; its Measurement."""
     from autotune.core.config import MetricSpec, WorkloadSpec
     from autotune.testing import make_trial_config
     from autotune.trial.devices.cpu import CpuBackend
+    from autotune.trial.devices.cuda import CudaBackend
     from autotune.trial.training._hf import run_hf_trainer
     from autotune.trial.training._lightning import run_lightning
     from autotune.trial.training._loop import run_loop
@@ -192,10 +200,14 @@ def run_door(door: str, compile_mode: str, epochs: int) -> Any:
         workload=spec,
         batch_size=BATCH,
         compile_mode=compile_mode,
+        device=device,
+        precision=precision,
         train={"epochs": epochs, "warmup_steps": 3, "reference_batch_size": BATCH},
         measure={"windows": 3},
     )
-    return runner(config, CpuBackend(), 0, 1, ())
+    backend = CpuBackend() if device == "cpu" else CudaBackend()
+    backend.setup(0, 1, precision)
+    return runner(config, backend, 0, 1, ())
 
 
 def main() -> None:

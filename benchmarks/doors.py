@@ -95,7 +95,7 @@ def main() -> None:
                     **knobs,
                 }
             )
-            measured[door] = run_trial(config, timeout_s=1800)
+            measured[door] = run_trial(config.model_copy(update={"timeout_s": 1800}))
         w, lp = measured["workload"], measured["loop"]
         ratio = lp.throughput_sps / w.throughput_sps
         rows.append((r, seed, w, lp, ratio))

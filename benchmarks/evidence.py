@@ -76,12 +76,14 @@ def main() -> None:
     firsts: dict[str, list[float]] = {label: [] for label, _, _ in controls}
     busiest = 0.0
     for seed in range(args.seeds):
-        baseline = run_trial(_config(base, {}, seed), 1800)
-        twin = run_trial(_config(base, {}, seed).model_copy(update={"twin": "float64"}), 1800)
+        baseline = run_trial(_config(base, {}, seed).model_copy(update={"timeout_s": 1800}))
+        twin = run_trial(
+            _config(base, {}, seed).model_copy(update={"twin": "float64", "timeout_s": 1800})
+        )
         floor = check_floor(baseline.extra["check_losses"], twin.extra["check_losses"])
         print(f"seed {seed}: baseline {100 * baseline.val_metric:.2f} %, floor {floor}")
         for label, change, _ in controls:
-            m = run_trial(_config(base, change, seed), 1800)
+            m = run_trial(_config(base, change, seed).model_copy(update={"timeout_s": 1800}))
             check = check_equivalence(
                 m.extra["check_losses"], baseline.extra["check_losses"], floor, 100.0
             )

@@ -140,7 +140,7 @@ def main() -> None:
             if i in failures:
                 continue
             try:
-                m = run_trial(timed[i], args.timeout_s)
+                m = run_trial(timed[i].model_copy(update={"timeout_s": args.timeout_s}))
             except TrialError as e:
                 failures[i] = e.failure
                 continue
@@ -163,7 +163,7 @@ def main() -> None:
         leaders += [i for i in medians if keys[i] == answer_key and i not in leaders]
         for again in range(2):
             for i in leaders:
-                m = run_trial(timed[i], args.timeout_s)
+                m = run_trial(timed[i].model_copy(update={"timeout_s": args.timeout_s}))
                 throughputs[i].append(m.throughput_sps)
                 print(
                     f"recheck {again} {m.throughput_sps:9,.0f} samples/s: {configurations[i]}",

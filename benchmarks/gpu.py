@@ -194,7 +194,7 @@ def _trial_row(
     if reason is not None and not measure_refused:
         return ["not run"] * 7 + [f"infeasible: {reason}"]
     try:
-        m = run_trial(config, timeout_s)
+        m = run_trial(config.model_copy(update={"timeout_s": timeout_s}))
     except TrialError as e:
         last = (e.detail.strip().splitlines() or [""])[-1][:200]
         return ["failed"] * 7 + [f"{e.failure}: {last}"]

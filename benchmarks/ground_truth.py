@@ -70,7 +70,9 @@ def main() -> None:
     busiest = 0.0
     started = time.perf_counter()
     for _ in range(args.warmup):
-        run_trial(TrialConfig.model_validate({**base, "seed": 99}), 1800)
+        run_trial(
+            TrialConfig.model_validate({**base, "seed": 99}).model_copy(update={"timeout_s": 1800})
+        )
     for seed in range(args.seeds):
         for attempt in range(3):
             walls: dict[str, float] = {}
@@ -80,7 +82,9 @@ def main() -> None:
             for who in order:
                 fields = {**base, **(change if who == "candidate" else {}), "seed": 100 + seed}
                 t0 = time.perf_counter()
-                m = run_trial(TrialConfig.model_validate(fields), 1800)
+                m = run_trial(
+                    TrialConfig.model_validate(fields).model_copy(update={"timeout_s": 1800})
+                )
                 walls[who] = time.perf_counter() - t0
                 metrics[who] = m.val_metric
                 shares.append(m.other_cpu_share or 0.0)

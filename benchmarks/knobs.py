@@ -106,7 +106,9 @@ def main() -> None:
                     **base,
                     **configs[key],
                 }
-                m = run_trial(TrialConfig.model_validate(fields), timeout_s=1800)
+                m = run_trial(
+                    TrialConfig.model_validate(fields).model_copy(update={"timeout_s": 1800})
+                )
                 results[key].append(m)
                 print(
                     f"{name} round {r + 1} {key}: {m.throughput_sps:,.0f} samples/s, "

@@ -70,7 +70,10 @@ def main() -> None:
     steps: dict[str, int] = {}
     for seed in range(args.seeds):
         config = _config(base, {}, seed)
-        b_short, b_full = run_trial(short(config), 1800), run_trial(config, 1800)
+        b_short, b_full = (
+            run_trial(short(config).model_copy(update={"timeout_s": 1800})),
+            run_trial(config.model_copy(update={"timeout_s": 1800})),
+        )
         base_short.append(b_short.val_metric)
         steps["baseline"] = b_short.steps
         print(
@@ -79,7 +82,10 @@ def main() -> None:
         )
         for label, change in controls:
             config = _config(base, change, seed)
-            m_short, m_full = run_trial(short(config), 1800), run_trial(config, 1800)
+            m_short, m_full = (
+                run_trial(short(config).model_copy(update={"timeout_s": 1800})),
+                run_trial(config.model_copy(update={"timeout_s": 1800})),
+            )
             steps[label] = m_short.steps
             short_diffs[label].append(100 * (m_short.val_metric - b_short.val_metric))
             full_diffs[label].append(100 * (m_full.val_metric - b_full.val_metric))

@@ -36,3 +36,26 @@ def test_the_acceptance_script_runs_on_the_cpu_and_says_each_skip(tmp_path: Path
         assert all(rows[name]["status"] == "skipped" for name in cuda_stages)
         assert all(rows[name]["reason"] == "no CUDA device" for name in cuda_stages)
     assert rows["end"]["wall_s"] < 540
+
+
+@pytest.mark.timeout(180)
+def test_a_door_stage_runs_compiled_on_the_cpu(tmp_path: Path) -> None:
+    """The door stage's trial, on the CPU (the script runs it on CUDA only): the loop door
+    with compile default times the compiled frame (one compiled call a step or more, but
+    the eager FLOP-counted step)."""
+    code = (
+        "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/benchmarks']; "
+        "import gpu_acceptance; print(json.dumps(gpu_acceptance.door_trial('loop', 'cpu', 1)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert row["device"] == "cpu" and row["steps"] > 1
+    assert row["compiled_ok"], row
+    assert row["compile_s"] > 0 and row["throughput_sps"] > 0

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from optuna.trial import TrialState
 
+from autotune.core.config import ReusedMetric
 from autotune.trial.measure import BUSY_ATTR
 
 if TYPE_CHECKING:
@@ -317,6 +318,27 @@ class TrialResult:
             check_losses=_shares(attrs.get("check_losses")),
             twin_check_losses=_shares(attrs.get("twin_check_losses")),
             trial_config=_config(attrs.get(TRIAL_CONFIG_ATTR)),
+        )
+
+    def reused_metric(self, tta: bool = False) -> ReusedMetric:
+        """What a timed run of another configuration with this trial's math takes from it
+        instead of training: its validation metric, training loss and steps, and in a
+        time-to-accuracy study (``tta``) its evaluations up to the target.
+
+        Raises:
+            ValueError: this trial has no ``val_metric`` or ``steps`` (nothing measured to
+                take).
+        """
+        if self.val_metric is None or self.steps is None:
+            raise ValueError(
+                f"TrialResult.reused_metric: trial {self.number} has no val_metric or steps"
+            )
+        return ReusedMetric(
+            from_trial=self.number,
+            val_metric=self.val_metric,
+            train_loss=self.train_loss if self.train_loss is not None else float("nan"),
+            steps=self.steps,
+            evaluations=len(self.metric_curve) if tta else 0,
         )
 
     @property

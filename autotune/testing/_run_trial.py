@@ -14,13 +14,13 @@ from autotune.trial.measure import Measurement
 __all__ = ["FakeRunTrial", "simulate_trial"]
 
 
-def simulate_trial(config: TrialConfig, timeout_s: float) -> Measurement:
+def simulate_trial(config: TrialConfig) -> Measurement:
     """What :func:`autotune.study.search.run_trial` returns for a ``mock`` trial, without a child
-    process: the mock cost model, with its ``MemoryError`` reported as ``TrialError("oom")``.
+    process: the mock cost model, with its ``MemoryError`` reported as ``TrialError("oom")``
+    (``config.timeout_s`` is not applied: the simulation takes milliseconds).
 
     Args:
         config: the trial (any device; the mock cost model ignores it).
-        timeout_s: unused; the simulation takes milliseconds.
 
     Raises:
         TrialError: ``oom`` when the modelled peak memory exceeds the mock GPU's.
@@ -43,7 +43,7 @@ class FakeRunTrial:
         then: what every later call does (default :func:`simulate_trial`).
 
     Attributes:
-        calls: ``(config, timeout_s)`` of every call, in order.
+        configs: the configuration of every call, in order.
     """
 
     def __init__(
@@ -54,18 +54,13 @@ class FakeRunTrial:
     ) -> None:
         self._pending = deque(outcomes)
         self._then = then
-        self.calls: list[tuple[TrialConfig, float]] = []
+        self.configs: list[TrialConfig] = []
 
-    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
-        self.calls.append((config, timeout_s))
+    def __call__(self, config: TrialConfig) -> Measurement:
+        self.configs.append(config)
         if not self._pending:
-            return self._then(config, timeout_s)
+            return self._then(config)
         outcome = self._pending.popleft()
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
-
-    @property
-    def configs(self) -> list[TrialConfig]:
-        """The configurations it was called with, in order."""
-        return [config for config, _ in self.calls]

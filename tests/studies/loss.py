@@ -70,7 +70,7 @@ train:
 """
 
 
-def scripted_loss(config: TrialConfig, timeout_s: float) -> Measurement:
+def scripted_loss(config: TrialConfig) -> Measurement:
     """The figures of the module docstring (throughput varies a little with the seed)."""
     batch, n_layer, n_embd = config.batch_size, config.model["n_layer"], config.model["n_embd"]
     speed = (batch / 64) * (1.3 if n_embd == 16 else 1.0) / n_layer**2

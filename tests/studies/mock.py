@@ -25,12 +25,12 @@ MAX_MEMORY_BYTES = 10 * (1 << 20)
 FAILING_TRIALS = (3,)
 
 
-def fail_some(config: TrialConfig, timeout_s: float) -> Measurement:
+def fail_some(config: TrialConfig) -> Measurement:
     """The mock cost model, but trials asked to fail (``advanced.mock.fault=oom``; :func:`run_mock_study`
     asks it of the trials numbered in :data:`FAILING_TRIALS`) run out of memory."""
     if config.mock_fault == "oom":
         raise TrialError("oom", "torch.OutOfMemoryError: CUDA out of memory (injected)")
-    return simulate_trial(config, timeout_s)
+    return simulate_trial(config)
 
 
 def sqlite_url(directory: Path) -> str:

@@ -29,7 +29,7 @@ from tests.studies.mock import run_mock_study, sqlite_url
 N_TRIALS = 8
 
 
-def same_speed(config: TrialConfig, timeout_s: float) -> Measurement:
+def same_speed(config: TrialConfig) -> Measurement:
     """A ``run_trial`` under which every configuration is exactly as fast and accurate as the
     baseline (1,000 samples/s, 90 %): nothing is verifiably faster."""
     return make_measurement()

@@ -38,25 +38,22 @@ def test_fake_run_trial_plays_outcomes_then_simulates() -> None:
     fake = FakeRunTrial([canned, failure])
     config = make_trial_config(device="mock")
 
-    assert fake(config, 1.0) is canned
+    assert fake(config) is canned
     with pytest.raises(TrialError) as err:
-        fake(config, 2.0)
+        fake(config)
     assert err.value is failure
-    assert fake(config, 3.0) == simulate(config)
-    assert [t for _, t in fake.calls] == [1.0, 2.0, 3.0]
+    assert fake(config) == simulate(config)
     assert fake.configs == [config] * 3
 
 
 def test_fake_run_trial_then() -> None:
-    fake = FakeRunTrial(
-        then=lambda config, timeout_s: make_measurement(steps=int(config.model["depth"]))
-    )
-    assert fake(make_trial_config(depth=3), 1.0).steps == 3
+    fake = FakeRunTrial(then=lambda config: make_measurement(steps=int(config.model["depth"])))
+    assert fake(make_trial_config(depth=3)).steps == 3
 
 
 def test_simulate_trial_reports_oom_like_the_runner() -> None:
     with pytest.raises(TrialError) as err:
-        simulate_trial(make_trial_config(depth=3, width=64, batch_size=4096), 1.0)
+        simulate_trial(make_trial_config(depth=3, width=64, batch_size=4096))
 
     assert err.value.failure == "oom"
     assert "simulated CUDA out of memory" in err.value.detail

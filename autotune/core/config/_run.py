@@ -103,6 +103,12 @@ class ReusedMetric(Strict):
     # the target (0 in a throughput study).
     evaluations: int = Field(0, ge=0)
 
+    @classmethod
+    def placeholder(cls, from_trial: int) -> ReusedMetric:
+        """A run that is timed only and evaluates nothing (a discarded warm-up run, the
+        float64 twin): its metric is never read, so its figures are zeros and one step."""
+        return cls(from_trial=from_trial, val_metric=0.0, train_loss=0.0, steps=1)
+
 
 class TrialConfig(Strict):
     """One complete, frozen trial configuration: the knobs a sampler chose plus fixed settings.
@@ -135,6 +141,9 @@ class TrialConfig(Strict):
     # built-in model's own, or none.
     blocks: tuple[str, ...] | None = None
     seed: int = 0  # training seed (initialization, data order); a study gives all trials its own
+    # Wall-clock limit of the trial's processes, compile included (trial.timeout_s): stored
+    # with the configuration, so a verification run of it has the limit its trial had.
+    timeout_s: float = Field(TrialSettings.model_fields["timeout_s"].default, gt=0)
     train: TrainSettings = TrainSettings()
     measure: MeasureSettings = MeasureSettings()
     # throughput: train the fixed budget and time it; time_to_accuracy: train until the

@@ -15,8 +15,8 @@ __all__ = ["with_mfu"]
 
 
 def with_mfu(
-    run_trial: Callable[[TrialConfig, float], Measurement], caps: DeviceCapabilities
-) -> Callable[[TrialConfig, float], Measurement]:
+    run_trial: Callable[[TrialConfig], Measurement], caps: DeviceCapabilities
+) -> Callable[[TrialConfig], Measurement]:
     """Wrap a trial runner so each measurement also carries its MFU (in ``extra``).
 
     The peak is the device's (``caps.peak_flops_per_s``: the published table, the measured
@@ -28,8 +28,8 @@ def with_mfu(
     ``flops_per_sample`` (a fake runner) passes through unchanged.
     """
 
-    def run(config: TrialConfig, timeout_s: float) -> Measurement:
-        m = run_trial(config, timeout_s)
+    def run(config: TrialConfig) -> Measurement:
+        m = run_trial(config)
         flops = m.extra.get("flops_per_sample")
         if not flops or m.throughput_sps <= 0:
             return m

@@ -393,7 +393,6 @@ def run_study(
                     results.store,
                     settings=config.verify_settings,
                     run_trial_fn=run_trial_fn,
-                    timeout_s=config.trial.timeout_s,
                     on_run=on_verify,
                     reuse=True,
                     capabilities=caps,

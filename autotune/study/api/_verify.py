@@ -15,7 +15,6 @@ from autotune.core.config import (
     DEFAULT_STORAGE_URL,
     Constraints,
     ReusedMetric,
-    RunConfig,
     TrialConfig,
     VerifySettings,
 )
@@ -37,6 +36,8 @@ from autotune.study.storage import (
 from autotune.study.trial_result import StudyAttributes, TrialResult
 from autotune.study.verification import (
     VerificationSummary,
+    confirmation_schedule,
+    confirmation_stops,
     fit_budget,
     inherits_accuracy,
     model_change_finalists,
@@ -45,12 +46,6 @@ from autotune.study.verification import (
     select_finalists,
     study_metric,
     summarize_for_study,
-)
-
-#: A verification run's wall-clock limit when the caller gives none: a trial's
-#: (``trial.timeout_s``'s default, read from its declaration).
-DEFAULT_TRIAL_TIMEOUT_S: float = (
-    RunConfig.model_fields["trial"].get_default(call_default_factory=True).timeout_s
 )
 
 
@@ -232,11 +227,10 @@ def _timing_only(
         ),
         None,
     )
-    reuse = ReusedMetric(
-        from_trial=plan.baseline_trial,
-        val_metric=base.val_metric if base is not None and base.val_metric is not None else 0.0,
-        train_loss=base.train_loss if base is not None and base.train_loss is not None else 0.0,
-        steps=base.steps if base is not None and base.steps else 1,
+    reuse = (
+        base.reused_metric()
+        if base is not None and None not in (base.val_metric, base.train_loss) and base.steps
+        else ReusedMetric.placeholder(plan.baseline_trial)
     )
     timed = set(plan.inherited) | ({plan.baseline_trial} if plan.timing_only else set())
     timed_configs = {
@@ -315,7 +309,7 @@ def verify_study(
     *,
     settings: VerifySettings | None = None,
     run_trial_fn: RunTrialFn = run_trial,
-    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
+    timeout_s: float | None = None,
     on_run: Callable[[VerificationProgress], None] | None = None,
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,
@@ -355,7 +349,8 @@ def verify_study(
         settings: rounds, race rounds, candidates, accuracy tolerance, screen z and busy
             re-runs (default ``VerifySettings()``).
         run_trial_fn: runs one configuration (default: child processes; tests inject fakes).
-        timeout_s: wall-clock limit of one run, in seconds.
+        timeout_s: wall-clock limit of one run, in seconds; None: each configuration's own,
+            as its trial stored it (the study's ``trial.timeout_s``).
         on_run: called after every run with a :class:`VerificationProgress`.
         reuse: return a finished verification of the same plan instead of repeating it.
         capabilities: the device, when the caller already detected it.
@@ -398,7 +393,7 @@ def verify_open_study(
     *,
     settings: VerifySettings,
     run_trial_fn: RunTrialFn = run_trial,
-    timeout_s: float = DEFAULT_TRIAL_TIMEOUT_S,
+    timeout_s: float | None = None,
     on_run: Callable[[VerificationProgress], None] | None = None,
     reuse: bool = False,
     capabilities: DeviceCapabilities | None = None,
@@ -522,6 +517,8 @@ def verify_open_study(
         run = results.start_verification(study_name, plan)
     params = {t.number: t.params for t in study.get_trials(deepcopy=False)}
     plan, metric = run.plan, study_metric(study)
+    if timeout_s is not None:  # the caller's limit over the one each trial stored
+        configs = {n: c.model_copy(update={"timeout_s": timeout_s}) for n, c in configs.items()}
     configs, timed_baseline = _timing_only(configs, plan, study)
     # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
     # its search compiled the same graphs.
@@ -531,11 +528,11 @@ def verify_open_study(
             results,
             configs,
             run_trial_fn,
-            timeout_s,
             on_run,
             lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
             settings.busy_rerun_budget,
             timed_baseline,
+            lambda rows, survivors: confirmation_stops(plan, rows, survivors, metric, objective),
         )
     summary = summarize_for_study(study, run)
     return replace(summary, notes=(*notes, *summary.notes))
@@ -546,11 +543,14 @@ def _run_verification(
     results: ResultsStore,
     configs: Mapping[int, TrialConfig],
     run_trial_fn: RunTrialFn,
-    timeout_s: float,
     on_run: Callable[[VerificationProgress], None] | None,
     survivors_of: Callable[[list[VerificationRecord]], Mapping[Lane, int]],
     busy_reruns: int = 0,
     timed_baseline: TrialConfig | None = None,
+    stops_of: Callable[
+        [list[VerificationRecord], Mapping[Lane, int]], Mapping[int, tuple[int, str]]
+    ]
+    | None = None,
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up
     run, store each, then finish: the race first, then the confirmation of the race's
@@ -561,9 +561,12 @@ def _run_verification(
     were spent in this verification (its stored superseded attempts count): a resumed
     verification also measures again a busy last attempt it stopped after.
 
-    When every survivor the confirmation runs is timed (its accuracy inherited with the
-    paired check), the baseline's confirmation runs are timed too (``timed_baseline``):
-    nothing in them is compared on a trained metric."""
+    The confirmation runs round by round: before each, ``stops_of`` the rows so far and the
+    survivors (:func:`autotune.study.verification.confirmation_stops`) names the trained
+    survivors stopped for futility, whose remaining rounds are not run. When every survivor
+    still going is timed (its accuracy inherited with the paired check), the baseline's
+    confirmation runs are timed too (``timed_baseline``): nothing in them is compared on a
+    trained metric."""
     plan = run.plan
     latest = {(r.round_index, r.trial_number): r for r in run.rows}
     reruns_used = len(run.superseded)
@@ -586,14 +589,8 @@ def _run_verification(
             round_index, number = pending[0]
             warmup = _round_config(configs[number], plan, round_index)
             if warmup.reuse is None and warmup.objective == "throughput":
-                warmup = warmup.model_copy(
-                    update={
-                        "reuse": ReusedMetric(
-                            from_trial=number, val_metric=0.0, train_loss=0.0, steps=1
-                        )
-                    }
-                )
-            _verification_record(round_index, number, plan, warmup, run_trial_fn, timeout_s)
+                warmup = warmup.model_copy(update={"reuse": ReusedMetric.placeholder(number)})
+            _verification_record(round_index, number, plan, warmup, run_trial_fn)
             warmed = True
         for round_index, number in pending:
             config = _round_config(configs[number], plan, round_index)
@@ -607,7 +604,6 @@ def _run_verification(
                     plan,
                     config,
                     run_trial_fn,
-                    timeout_s,
                     attempt=0 if previous is None else previous.attempt + 1,
                 )
                 results.record_verification(run.study_name, run.number, record)
@@ -629,9 +625,13 @@ def _run_verification(
     run_stage(race, len(plan.provisional_schedule()))
     survivors = survivors_of(list(latest.values()))
     confirm = plan.confirm_schedule(survivors)
-    if timed_baseline is not None and survivors and set(survivors.values()) <= set(plan.inherited):
-        configs = {**configs, plan.baseline_trial: timed_baseline}
-    run_stage(confirm, len(race) + len(confirm))
+    for round_index in sorted({r for r, _ in confirm}):
+        stops = stops_of(list(latest.values()), survivors) if stops_of is not None else {}
+        going = [n for n in plan.confirmed(survivors) if n not in stops]
+        if timed_baseline is not None and going and set(going) <= set(plan.inherited):
+            configs = {**configs, plan.baseline_trial: timed_baseline}
+        kept = confirmation_schedule(plan, survivors, stops)
+        run_stage([item for item in kept if item[0] == round_index], len(race) + len(kept))
     return results.complete_verification(run.study_name, run.number)
 
 
@@ -647,7 +647,6 @@ def _verification_record(
     plan: VerificationPlan,
     config: TrialConfig,
     run_trial_fn: RunTrialFn,
-    timeout_s: float,
     attempt: int = 0,
 ) -> VerificationRecord:
     """Run one configuration once; a failure is a row too (it disqualifies the candidate).
@@ -672,7 +671,7 @@ def _verification_record(
     )
     started = time.perf_counter()
     try:
-        m = run_trial_fn(config, timeout_s)
+        m = run_trial_fn(config)
     except TrialError as e:
         run_s = time.perf_counter() - started
         return replace(unmeasured, failure=e.failure, failure_detail=e.detail[-2000:], run_s=run_s)

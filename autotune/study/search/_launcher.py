@@ -371,12 +371,12 @@ def _end_trial_processes(procs: list[Any]) -> None:
             stray.kill()  # psutil checks it is still the process it found (its start time)
 
 
-def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
-    """Run one trial in ``config.gpu_count`` child processes and wait for its measurement.
+def run_trial(config: TrialConfig) -> Measurement:
+    """Run one trial in ``config.gpu_count`` child processes and wait for its measurement,
+    at most ``config.timeout_s`` seconds (the whole trial, compile included).
 
     Args:
         config: the trial to run.
-        timeout_s: wall-clock limit for the whole trial (compile included), in seconds.
 
     Returns:
         The measurement rank 0 returned.
@@ -398,7 +398,7 @@ def run_trial(config: TrialConfig, timeout_s: float) -> Measurement:
         try:
             with sigint_deferred():
                 _start_ranks(ctx, config, world_size, Path(tmp), logs, procs, readers)
-            result = _wait(procs, readers, logs, timeout_s)
+            result = _wait(procs, readers, logs, config.timeout_s)
             grace_s = 10.0
             return result
         finally:

@@ -89,33 +89,14 @@ __all__ = [
 _CLAIMING_STATES = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 #: Failures worth one more try (a flaky crash); out of memory and timeouts would repeat.
 _RETRIED_FAILURES = ("error", "crash")
-#: How a trial is run: its configuration and timeout in seconds -> its measurement
-#: (:func:`autotune.study.search.run_trial`; tests inject fakes).
-RunTrialFn = Callable[[TrialConfig, float], Measurement]
+#: How a trial is run: its configuration (its wall-clock limit in it: ``timeout_s``) -> its
+#: measurement (:func:`autotune.study.search.run_trial`; tests inject fakes).
+RunTrialFn = Callable[[TrialConfig], Measurement]
 
 
 #: A time-to-accuracy study without a cadence of its own evaluates every this share of the
 #: baseline's time to the target (:meth:`TrialObjective._warm_baseline`).
 EVAL_EVERY_SHARE = 0.1
-
-
-def _reused_metric(source: TrialResult, tta: bool) -> ReusedMetric:
-    """What a trial takes from ``source``, a trial measured in full: its validation metric,
-    training loss and steps, and in a time-to-accuracy study (``tta``) its evaluations up to
-    the target.
-
-    Raises:
-        ValueError: ``source`` has no ``val_metric`` or ``steps``.
-    """
-    if source.val_metric is None or source.steps is None:
-        raise ValueError(f"_reused_metric: trial {source.number} has no val_metric or steps")
-    return ReusedMetric(
-        from_trial=source.number,
-        val_metric=source.val_metric,
-        train_loss=source.train_loss if source.train_loss is not None else float("nan"),
-        steps=source.steps,
-        evaluations=len(source.metric_curve) if tta else 0,
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -344,7 +325,7 @@ class TrialObjective:
         config: the run (seed, timeout, device).
         space: the space restricted to what the device can run.
         caps: the device's capabilities.
-        run_trial: runs a :class:`TrialConfig` with a timeout and returns its measurement
+        run_trial: runs a :class:`TrialConfig` within its ``timeout_s`` and returns its measurement
             (``autotune.study.search.run_trial``; tests inject fakes).
         n_trials: the study's target; a trial beyond it (several workers asked at once) is not
             run but stopped as :class:`SurplusTrial`.
@@ -394,14 +375,14 @@ class TrialObjective:
         baseline, _ = baseline_params(space)
         self._baseline_params: dict[str, Any] = baseline
 
-    def _run_trial(self, config: TrialConfig, timeout_s: float) -> Measurement:
+    def _run_trial(self, config: TrialConfig) -> Measurement:
         """Run ``config`` in child processes; its wall seconds count towards the trial's
         ``run_s`` (its cost, a failed run's included; on the mock device the simulated
         training seconds)."""
         started = time.perf_counter()
         simulated_s = 0.0
         try:
-            measurement = self._run_trial_fn(config, timeout_s)
+            measurement = self._run_trial_fn(config)
             simulated_s = measurement.train_s
             return measurement
         finally:
@@ -496,7 +477,7 @@ class TrialObjective:
             self._run_twin(trial, config)
             return config
         try:
-            cold = self._run_trial(config, self._config.trial.timeout_s)
+            cold = self._run_trial(config)
         except TrialError:
             return config  # the measured run will fail too, and record why
         trial.set_user_attr("cold_throughput_sps", cold.throughput_sps)
@@ -520,13 +501,11 @@ class TrialObjective:
             update={
                 "twin": "float64",
                 # Timing only: nothing of it is evaluated (the metric is a placeholder).
-                "reuse": ReusedMetric(
-                    from_trial=trial.number, val_metric=0.0, train_loss=0.0, steps=1
-                ),
+                "reuse": ReusedMetric.placeholder(trial.number),
             }
         )
         try:
-            cold = self._run_trial(twin, self._config.trial.timeout_s)
+            cold = self._run_trial(twin)
         except TrialError as e:
             trial.set_user_attr("twin_failure", f"{e.failure}: {e.detail.strip()[-300:]}")
             return
@@ -692,7 +671,7 @@ class TrialObjective:
         source = reuse_source(completed, trial.number, key, self._tta, trial.params)
         if source is None:
             return config
-        reuse = _reused_metric(source, self._tta)
+        reuse = source.reused_metric(self._tta)
         return config.model_copy(update={"reuse": reuse})
 
     def _remeasure_while_busy(
@@ -740,7 +719,7 @@ class TrialObjective:
                 )
                 rerun_config = config.model_copy(update={"reuse": reuse})
             try:
-                again = self._run_trial(rerun_config, self._config.trial.timeout_s)
+                again = self._run_trial(rerun_config)
             except TrialError as e:
                 trial.set_user_attr("busy_remeasure_failure", f"{e.failure}: {e.detail[-500:]}")
                 break
@@ -771,12 +750,12 @@ class TrialObjective:
     def _run_with_retry(self, trial: optuna.Trial, config: TrialConfig) -> Measurement:
         """Run the trial; an error or crash (not oom or timeout) gets one more try."""
         try:
-            return self._run_trial(config, self._config.trial.timeout_s)
+            return self._run_trial(config)
         except TrialError as first:
             if first.failure not in _RETRIED_FAILURES:
                 raise
             trial.set_user_attr("retried_after", f"{first.failure}: {first.detail[-500:]}")
-            return self._run_trial(config, self._config.trial.timeout_s)
+            return self._run_trial(config)
 
     def _set_constraints(self, trial: optuna.Trial, measurement: Measurement | None) -> None:
         """Record feasibility as Optuna constraints (> 0 means violated;

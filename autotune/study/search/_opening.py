@@ -387,6 +387,7 @@ def knob_trial_config(
         mock_fault=mock_fault,
         mock_profile=config.mock.profile,
         objective=config.objective,
+        timeout_s=config.trial.timeout_s,
     )
 
 

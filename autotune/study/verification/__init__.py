@@ -30,6 +30,9 @@ reaches its trials, three steps decide:
    (:func:`is_non_inferior`, ICH E9). The recommendation (the headline) is the faster of the
    answers that qualify; a survivor that is faster but not non-inferior is a *trade-off*,
    shown in one line, never the headline. With none, the ending is "verified: not faster".
+   A trained survivor is stopped early for futility (:func:`confirmation_stops`): after each
+   round, once the spread of its paired metric differences so far says the planned rounds
+   could not show it non-inferior, its remaining rounds are not run.
 
 Evidence follows the math (:mod:`autotune.study.evidence`): a finalist that inherits the
 baseline's accuracy (identical or the same computation, checked in the search) is timed in
@@ -92,6 +95,8 @@ from autotune.study.verification._speedup import (
 from autotune.study.verification._summary import (
     ENDING_WORDS,
     VerificationSummary,
+    confirmation_schedule,
+    confirmation_stops,
     race_survivors,
     summarize_verification,
 )
@@ -102,6 +107,8 @@ __all__ = [
     "ENDING_WORDS",
     "CandidateVerdict",
     "VerificationSummary",
+    "confirmation_schedule",
+    "confirmation_stops",
     "difference_number",
     "difference_unit",
     "fit_budget",

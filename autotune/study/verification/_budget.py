@@ -173,7 +173,7 @@ def fit_budget(
         how = "trained" if number in trained else "timed"
         notes.append(
             f"budget.full_runs: not verified: trial {number} ({words}, {how}, about "
-            f"{costs[number]:.1f} full runs a run): verifying with it would cost about "
+            f"{costs[number]:.2g} full runs a run): verifying with it would cost about "
             f"{before:.1f} full runs, and the cap leaves {left_full_runs:.1f}; its figures "
             "are a single trial's, unverified"
         )

@@ -33,6 +33,7 @@ passed the screen; the closest one is named).
 from __future__ import annotations
 
 import shlex
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -58,7 +59,11 @@ from autotune.study.verification._metric import (
     tolerance_text,
     within_tolerance,
 )
-from autotune.study.verification._speedup import projected_half_width, rounds_to_resolve
+from autotune.study.verification._speedup import (
+    mean_difference_ci95,
+    projected_half_width,
+    rounds_to_resolve,
+)
 from autotune.study.verification._throughput import throughput_verdict
 from autotune.study.verification._to_target import to_target_headline, to_target_verdict
 from autotune.study.verification._verdict import (
@@ -334,14 +339,18 @@ class VerificationSummary:
         """One trade-off in one line: ``a model change (depth 3->2): 2.17x (1.96-2.40x) at
         -0.44 pt (-0.68 to -0.20 pt)``."""
         words = "a model change" if verdict.answer == "model_change" else "a system change"
+        figures = self._speed_and_difference(verdict)
+        return f"{words} ({verdict.changes_text()}): {figures}, trial {verdict.trial_number}"
+
+    def _speed_and_difference(self, verdict: CandidateVerdict) -> str:
+        """``2.17x (1.96-2.40x) at -0.44 pt (-0.68 to -0.20 pt)``."""
         speed = f"{verdict.speedup or 0.0:.2f}x" + (
             f" ({verdict.speedup_ci95[0]:.2f}-{verdict.speedup_ci95[1]:.2f}x)"
             if verdict.speedup_ci95
             else ""
         )
         figures = self._difference_figures(verdict)
-        diff = f" at {figures}" if figures else ""
-        return f"{words} ({verdict.changes_text()}): {speed}{diff}, trial {verdict.trial_number}"
+        return speed + (f" at {figures}" if figures else "")
 
     def headline(self) -> str:
         """The one-line verdict: the recommendation, or which of the other endings and why;
@@ -394,11 +403,22 @@ class VerificationSummary:
             lines += [f"trade-off {self.trade_off_text(v)}" for v in self.trade_offs]
             for answer in ANSWERS:
                 verdict = self.answer(answer)
-                if verdict is not None and verdict is not rec and not verdict.trade_off:
+                if (
+                    verdict is not None
+                    and verdict is not rec
+                    and not verdict.trade_off
+                    and not verdict.futile
+                ):
                     lines.append(
                         f"{ANSWER_WORDS[answer]}: trial {verdict.trial_number} "
                         f"({verdict.changes_text()}): {verdict.verdict}"
                     )
+            lines += [
+                f"not confirmed: trial {v.trial_number} ({v.changes_text()}), "
+                f"{self._speed_and_difference(v)}: {v.verdict}"
+                for v in self.candidates
+                if v.futile
+            ]
             lines += [
                 f"not confirmed: trial {v.trial_number} ({v.changes_text()}), "
                 f"{v.speedup or 0.0:.2f}x in the race: {v.verdict}"
@@ -666,18 +686,10 @@ def _futility(
     metric: Objective,
 ) -> str | None:
     """Why a trained survivor's confirmation would be futile (``race_verdict``: its race
-    verdict), or None when it could resolve its metric.
-
-    A conditional-power check on the race as the pilot (futility stopping of group-sequential
-    trials; C. Jennison and B. W. Turnbull, *Group Sequential Methods with Applications to
-    Clinical Trials*, CRC Press, 2000, chapter 10): at the low end of the race's spread of the
-    paired difference (:func:`~autotune.study.verification._speedup.projected_half_width`),
-    the confirmation's ``plan.rounds`` rounds give an interval wider than the tolerance even
-    with no true difference (or the better one the race's own 95 % interval shows, where it
-    shows one), so it cannot show non-inferiority and would spend its trained rounds for
-    nothing. A race whose
-    spread is low enough, a race of one round (no spread: ``advanced.verify.race_rounds=1``)
-    or a plan with one confirmation round never calls it futile.
+    verdict), or None when it could resolve its metric (:func:`_futile_reason` on the race's
+    paired differences and the race verdict's own interval). A race of one round
+    (``advanced.verify.race_rounds=1``) or a plan with one confirmation round never calls it
+    futile.
     """
     base_by_round = {r.round_index: r for r in base_rows if r.val_metric is not None}
     diffs = [
@@ -685,17 +697,42 @@ def _futility(
         for r in by_trial.get(race_verdict.trial_number, [])
         if r.val_metric is not None and r.round_index in base_by_round
     ]
+    return _futile_reason(
+        diffs, race_verdict.metric_diff_ci95, base_mean, plan, metric, "the race's"
+    )
+
+
+def _futile_reason(
+    diffs: Sequence[float],
+    diff_ci: tuple[float, float] | None,
+    base_mean: float,
+    plan: VerificationPlan,
+    metric: Objective,
+    spread_of: str,
+) -> str | None:
+    """Why a confirmation of ``plan.rounds`` rounds could not show a trained candidate
+    non-inferior, judged from a pilot's paired differences ``diffs`` (the race's, or the
+    confirmation's first rounds at an interim look), or None when it could.
+
+    A conditional-power check (futility stopping of group-sequential trials; C. Jennison and
+    B. W. Turnbull, *Group Sequential Methods with Applications to Clinical Trials*, CRC
+    Press, 2000, chapter 10): at the low end of the pilot's spread
+    (:func:`~autotune.study.verification._speedup.projected_half_width`), ``plan.rounds``
+    rounds give an interval wider than the tolerance even with no true difference (or the
+    better one the pilot's own 95 % interval ``diff_ci`` shows, where it shows one), so the
+    rounds would be spent for nothing. Futility only ever stops a candidate: it never makes a
+    claim, so it costs power, never the claims' error rate.
+    """
     half = projected_half_width(diffs, plan.rounds)
     if half is None:
         return None
     allowance = metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
-    # A better metric counts only as far as the race itself shows it (the better end of the
-    # race verdict's 95 % interval nearest to no difference): two seeds' mean is mostly their
-    # luck (a baseline's unlucky seed made a bf16 finalist +5 pt "better" on one Xeon).
-    race_ci = race_verdict.metric_diff_ci95
+    # A better metric counts only as far as the pilot itself shows it (the better end of its
+    # 95 % interval nearest to no difference): two seeds' mean is mostly their luck (a
+    # baseline's unlucky seed made a bf16 finalist +5 pt "better" on one Xeon).
     better = (
-        max(0.0, race_ci[0] if metric.direction == "maximize" else -race_ci[1])
-        if race_ci is not None
+        max(0.0, diff_ci[0] if metric.direction == "maximize" else -diff_ci[1])
+        if diff_ci is not None
         else 0.0
     )
     if half <= allowance + better:
@@ -704,11 +741,95 @@ def _futility(
     width = f"{100 * half:.2f} pt" if metric.is_accuracy else f"{half:.3g}"
     rounds = f"at least {needed} rounds" if needed is not None else "more than 10,000 rounds"
     return (
-        f"futile: at the race's spread of the {metric.name} difference, {plan.rounds} rounds "
+        f"futile: at {spread_of} spread of the {metric.name} difference, {plan.rounds} rounds "
         f"would give an interval of +/-{width} at best, wider "
         f"than the {tolerance_text(metric, plan.accuracy_tolerance_pt)} tolerance; "
         f"it would take {rounds} to resolve it"
     )
+
+
+def confirmation_stops(
+    plan: VerificationPlan,
+    rows: Sequence[VerificationRecord],
+    survivors: Mapping[Lane, int],
+    metric: Objective = ACCURACY,
+    objective: ObjectiveMode = "throughput",
+) -> dict[int, tuple[int, str]]:
+    """The trained survivors the confirmation stops early for futility, each with the
+    confirmation rounds it ran and why: ``{trial: (rounds, reason)}``.
+
+    After each complete confirmation round from the second on, while two or more rounds are
+    left to save (the last ones decide by the verdict itself, which also shows a trade-off's
+    figures), the paired metric differences so far are the pilot of
+    :func:`_futile_reason`: once the planned rounds could not show the candidate
+    non-inferior, its remaining rounds are not run (the race's two rounds are a small pilot:
+    on the long run a bf16 finalist's race differences were +0.00 and +0.10 pt, and its
+    first confirmation rounds -1.95, -1.65 and -1.25 pt). A pure function of the stored rows,
+    so the runner and every summary stop at the same round. Timed survivors, a
+    time-to-accuracy verification and a round without a paired metric are never stopped.
+
+    Args:
+        plan: the verification's plan.
+        rows: its rows so far (any stage; the confirmation's are picked by round).
+        survivors: the race's survivors (:func:`race_survivors`).
+        metric: the study's validation metric.
+        objective: the study's mode.
+    """
+    if objective == "time_to_accuracy":
+        return {}
+    confirm = _by_trial(r for r in rows if not plan.is_race_round(r.round_index))
+    base = {
+        r.round_index: float(r.val_metric)
+        for r in confirm.get(plan.baseline_trial, [])
+        if r.val_metric is not None
+    }
+    stops: dict[int, tuple[int, str]] = {}
+    for number in plan.confirmed(survivors):
+        if plan.lane_of(number)[1] != "trained":
+            continue
+        own = {r.round_index: r.val_metric for r in confirm.get(number, [])}
+        diffs: list[float] = []
+        for index in range(plan.race_rounds, plan.race_rounds + plan.rounds - 2):
+            value = own.get(index)
+            if value is None or index not in base:
+                break
+            diffs.append(float(value) - base[index])
+            if len(diffs) < 2:
+                continue
+            base_mean = statistics.fmean(base[i] for i in range(plan.race_rounds, index + 1))
+            _, diff_ci = mean_difference_ci95(diffs)
+            where = f"its first {len(diffs)} rounds'"
+            reason = _futile_reason(diffs, diff_ci, base_mean, plan, metric, where)
+            if reason is not None:
+                stops[number] = (len(diffs), reason)
+                break
+    return stops
+
+
+def confirmation_schedule(
+    plan: VerificationPlan,
+    survivors: Mapping[Lane, int],
+    stops: Mapping[int, tuple[int, str]],
+) -> list[tuple[int, int]]:
+    """The confirmation's ``(round_index, trial_number)`` in run order
+    (:meth:`~autotune.study.storage.VerificationPlan.confirm_schedule`) less what ``stops``
+    (:func:`confirmation_stops`) leaves out: a stopped survivor's rounds after its stop, and,
+    once every survivor has stopped, the baseline's rounds after the last stop (nothing is
+    left to compare with it)."""
+    confirmed = plan.confirmed(survivors)
+    end = (
+        plan.race_rounds + max(stops[n][0] for n in confirmed)
+        if confirmed and all(n in stops for n in confirmed)
+        else None
+    )
+
+    def left_out(round_index: int, number: int) -> bool:
+        stop = stops.get(number)
+        if stop is not None and round_index >= plan.race_rounds + stop[0]:
+            return True
+        return end is not None and round_index >= end
+
+    return [item for item in plan.confirm_schedule(survivors) if not left_out(*item)]
 
 
 def summarize_verification(
@@ -750,23 +871,39 @@ def summarize_verification(
     race, survivors = race_survivors(plan, run.rows, params_by_trial, metric, objective)
     race_done = set(plan.race_schedule()) <= run.done()
     by_trial = _by_trial(r for r in run.rows if not plan.is_race_round(r.round_index))
-    schedule = plan.schedule(survivors) if race_done else plan.provisional_schedule()
+    stops = confirmation_stops(plan, run.rows, survivors, metric, objective) if race_done else {}
+    schedule = (
+        plan.race_schedule() + confirmation_schedule(plan, survivors, stops)
+        if race_done
+        else plan.provisional_schedule()
+    )
     planned = len(schedule)
     done = len(run.done() & set(schedule))
     complete = run.complete or (race_done and done == planned)
 
     def verdict(number: int) -> CandidateVerdict:
+        stop = stops.get(number)
+        # A stopped candidate's figures are over the rounds it ran (and the baseline's same).
+        end = plan.race_rounds + (stop[0] if stop else plan.rounds)
         confirmed = _stage_verdict(
             number,
-            by_trial.get(number, []),
-            by_trial.get(plan.baseline_trial, []),
+            [r for r in by_trial.get(number, []) if r.round_index < end],
+            [r for r in by_trial.get(plan.baseline_trial, []) if r.round_index < end],
             params_by_trial,
-            plan,
+            replace(plan, seeds=plan.seeds[: stop[0]]) if stop else plan,
             complete,
             metric,
             objective,
             "confirm",
         )
+        if stop is not None:
+            confirmed = replace(
+                confirmed,
+                qualifies=False,
+                trade_off=False,
+                futile=True,
+                verdict=f"stopped after {stop[0]} of {plan.rounds} rounds: {stop[1]}",
+            )
         return replace(confirmed, answer=plan.answer_of(number))
 
     candidates = tuple(verdict(n) for n in plan.confirmed(survivors))

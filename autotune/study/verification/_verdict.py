@@ -188,10 +188,12 @@ class CandidateVerdict:
             included (:func:`~autotune.study.verification._throughput.end_to_end`); None for the
             baseline or when unknown. ``speedup`` is the steady state's.
         end_to_end_ci95: its 95 % interval.
-        futile: a race survivor whose confirmation was not run: its race's spread of the
-            paired metric difference says the confirmation's rounds could not show it
-            non-inferior (:func:`~autotune.study.verification.race_survivors`); ``verdict``
-            says by how much.
+        futile: a trained candidate whose confirmation was not run, or stopped early: the
+            spread of its paired metric difference, in the race
+            (:func:`~autotune.study.verification.race_survivors`) or in the confirmation's
+            first rounds (:func:`~autotune.study.verification.confirmation_stops`), says the
+            confirmation's rounds could not show it non-inferior; ``verdict`` says by how
+            much. It never qualifies.
     """
 
     trial_number: int

@@ -39,6 +39,7 @@ from autotune.trial.measure import (
     Measurement,
     ThroughputStats,
     WindowPlan,
+    graph_recording_steps,
     plan_reused_windows,
     plan_windows,
     reused_timing_steps,
@@ -154,7 +155,7 @@ class _Constants:
     min_loss: float = 0.01  # the training loss's floor
 
     # --- early stop below the floor: host seconds of steps a real trial needs before it
-    # stops (autotune.trial.training._throughput._ThroughputFloor's default).
+    # stops (autotune.trial.training._meter.ThroughputFloor's default).
     min_evidence_s: float = 2.0
 
 
@@ -436,8 +437,9 @@ def _rng(config: TrialConfig) -> np.random.Generator:
     # The study's floor says when to stop, and the busy threshold how to judge a run, not
     # what the configuration is: the same draws with or without them.
     del fields["min_throughput_sps"]
-    # Reuse changes what the trial runs, not the configuration's draws.
+    # Reuse changes what the trial runs, not the configuration's draws; nor does its limit.
     del fields["reuse"]
+    del fields["timeout_s"]
     # Settings at their defaults stay out of the seed (the workload by its key fields: the
     # mock simulates workloads only), so that a new setting keeps the existing draws.
     fields["workload"] = config.workload.key_fields()
@@ -541,6 +543,8 @@ def simulate(
         windows=config.measure.windows,
         min_window_steps=config.measure.min_window_steps,
         compiled=config.compile_mode != "none",
+        # The machine's kind decides, as on a real one: CUDA graphs record on a GPU's second step.
+        compile_steps=graph_recording_steps(config, "cuda" if profile.is_gpu else "cpu"),
     )
     # Noise per process (another seed, another verification round) and per step.
     run_factor = float(rng.lognormal(0.0, _COSTS.run_noise_sigma))
@@ -808,10 +812,12 @@ def _stopped_too_slow(
     """Where a real trial stops below its floor (autotune.trial.training._throughput), as
     ``(steps taken, steps timed, their seconds)``; None when it does not.
 
-    Before the first window's end (DDP ranks too: they agree each step): once the steps
-    after its first have run for ``_COSTS.min_evidence_s`` and taken longer than they may at
-    the floor (warm-up steps at ``warmup_step_s`` each, then the first window's
-    ``first_window_s``). At that end: when the window ran below the floor.
+    Before the first window's end (DDP ranks too: they agree each step): once the steady
+    steps, those after the plan's compile steps (the first; with CUDA graphs the first two:
+    ``autotune.trial.training._meter.ThroughputFloor``'s evidence start), have run for
+    ``_COSTS.min_evidence_s`` and taken longer than they may at the floor (warm-up steps at
+    ``warmup_step_s`` each, then the first window's ``first_window_s``). At that end: when
+    the window ran below the floor.
     """
     window_s = float(first_window_s.sum())
     at_window_end = (
@@ -819,21 +825,18 @@ def _stopped_too_slow(
         if plan.window_steps * samples_per_step / window_s < floor_sps
         else None
     )
-    # Seconds of steps 2, 3, ... up to the first window's end.
-    after_first = np.concatenate(
-        [np.full(max(0, plan.warmup_steps - 1), warmup_step_s), first_window_s]
-    )
-    if plan.warmup_steps == 0:
-        after_first = first_window_s[1:]
-    elapsed_s = np.cumsum(after_first)[:-1]  # the window's last step: its end decides
+    start = plan.compile_steps if plan.compiled else 1  # steps before the evidence
+    # Seconds of each step up to the first window's end, from the evidence's start on.
+    steady = np.concatenate([np.full(plan.warmup_steps, warmup_step_s), first_window_s])[start:]
+    elapsed_s = np.cumsum(steady)[:-1]  # the window's last step: its end decides
     steps = np.arange(1, len(elapsed_s) + 1)
     over = np.flatnonzero(
         (elapsed_s >= _COSTS.min_evidence_s) & (elapsed_s * floor_sps > steps * samples_per_step)
     )
     if not over.size:
         return at_window_end
-    n = int(over[0]) + 1  # steps after the first when it stops
-    return n + 1, n, float(elapsed_s[n - 1])
+    n = int(over[0]) + 1  # steady steps when it stops
+    return n + start, n, float(elapsed_s[n - 1])
 
 
 def _simulate_to_target(

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from autotune.core.hardware import CUDA_GRAPH_MODES
+
 if TYPE_CHECKING:
     from autotune.core.config import TrialConfig
 
@@ -28,6 +30,7 @@ __all__ = [
     "ThroughputStats",
     "WindowClock",
     "WindowPlan",
+    "graph_recording_steps",
     "plan_reused_windows",
     "plan_windows",
     "reused_timing_steps",
@@ -223,6 +226,16 @@ def plan_windows(
         compiled=compiled,
         compile_steps=max(1, min(compile_steps, warmup)) if compiled else 1,
     )
+
+
+def graph_recording_steps(config: TrialConfig, device_kind: str) -> int:
+    """Steps whose time holds a compiled trial's compilation: 2 where CUDA graphs record on
+    the second call (``reduce-overhead`` and ``max-autotune`` on CUDA: Inductor's cudagraph
+    trees warm up on the first call and record on the second), else 1. ``device_kind``:
+    ``cpu`` or ``cuda`` (the mock passes the kind it simulates)."""
+    if device_kind == "cuda" and config.compile_mode in CUDA_GRAPH_MODES:
+        return 2
+    return 1
 
 
 def reused_timing_steps(config: TrialConfig) -> int:

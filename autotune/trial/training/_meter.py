@@ -23,7 +23,6 @@ import torch
 import torch.distributed as dist
 
 from autotune.core.config import TrialConfig
-from autotune.core.hardware import CUDA_GRAPH_MODES
 from autotune.core.nvml import GpuWindowMeter, GpuWindowReading
 from autotune.trial.devices import Backend
 from autotune.trial.measure import (
@@ -33,6 +32,7 @@ from autotune.trial.measure import (
     ThroughputStats,
     WindowClock,
     WindowPlan,
+    graph_recording_steps,
     plan_reused_windows,
     plan_windows,
     reused_timing_steps,
@@ -47,7 +47,6 @@ __all__ = [
     "budget_plan",
     "extend_timing",
     "extension_window_steps",
-    "graph_recording_steps",
 ]
 
 #: What a door's loop does after a step: train on, stop because the trial runs below its
@@ -56,15 +55,6 @@ StepVerdict = Literal["train", "too_slow", "done"]
 
 #: Most timing-only steps a trial takes to reach ``advanced.measure.min_timed_s`` (a bound, not a target).
 _MAX_EXTENSION_STEPS = 100_000
-
-
-def graph_recording_steps(config: TrialConfig, device_kind: str) -> int:
-    """Steps whose time holds a compiled trial's compilation: 2 where CUDA graphs record on
-    the second call (``reduce-overhead`` and ``max-autotune`` on CUDA: Inductor's cudagraph
-    trees warm up on the first call and record on the second), else 1."""
-    if device_kind == "cuda" and config.compile_mode in CUDA_GRAPH_MODES:
-        return 2
-    return 1
 
 
 def budget_plan(
@@ -484,7 +474,7 @@ class ThroughputFloor:
     of a GPU, so host seconds past the limit mean device seconds past it too. Steady steps are
     those after the plan's compile steps (the first step, which holds compilation and
     first-touch costs; with CUDA graphs also the second, which records them:
-    :func:`graph_recording_steps`), less ``excluded_step``, the step a door counts FLOPs on
+    :func:`~autotune.trial.measure.graph_recording_steps`), less ``excluded_step``, the step a door counts FLOPs on
     (run eagerly under ``FlopCounterMode``). Either, counted as steady, could make a fast
     compiled trial look too slow: a recording step of seconds on a GPU whose steps take
     milliseconds is 2 s of evidence on its own. The evidence bound keeps one late step (a

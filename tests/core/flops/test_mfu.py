@@ -39,7 +39,7 @@ def test_mfu_refuses_a_peak_or_device_count_that_is_not_positive(peak: float, de
 
 
 def _runner_returning(extra: dict[str, object]):
-    def run(config, timeout_s):
+    def run(config):
         return make_measurement(throughput_sps=2000.0, extra=dict(extra))
 
     return run
@@ -51,7 +51,7 @@ def test_with_mfu_uses_the_device_peak_for_the_precision_and_gpu_count() -> None
     )
     run = with_mfu(_runner_returning({"flops_per_sample": 5e6}), caps)
 
-    m = run(make_trial_config(device="cuda", precision="bf16", gpu_count=2), 60.0)
+    m = run(make_trial_config(device="cuda", precision="bf16", gpu_count=2))
 
     assert m.extra["achieved_flops_per_s"] == pytest.approx(1e10)
     assert m.extra["peak_flops_per_s"] == pytest.approx(2e12)
@@ -84,7 +84,7 @@ def test_an_fp32_cnn_on_a_gpu_rates_its_convolutions_against_the_tf32_peak() -> 
         _runner_returning({"flops_per_sample": 2e7, "conv_flops_per_sample": 1.8e7}), caps
     )
 
-    m = run(make_trial_config(device="cuda", precision="fp32"), 60.0)
+    m = run(make_trial_config(device="cuda", precision="fp32"))
 
     blended = 2e7 / (2e6 / 1.95e13 + 1.8e7 / 1.56e14)
     assert m.extra["peak_flops_per_s"] == pytest.approx(blended)
@@ -97,7 +97,7 @@ def test_an_fp32_cnn_on_a_gpu_rates_its_convolutions_against_the_tf32_peak() -> 
     bf16 = with_mfu(
         _runner_returning({"flops_per_sample": 2e7, "conv_flops_per_sample": 1.8e7}),
         make_capabilities("cuda", peak_flops_per_s={"bf16": 3e14, "tf32": 1.56e14}),
-    )(make_trial_config(device="cuda", precision="bf16"), 60.0)
+    )(make_trial_config(device="cuda", precision="bf16"))
     assert bf16.extra["peak_flops_per_s"] == pytest.approx(3e14)
 
 
@@ -105,7 +105,7 @@ def test_with_mfu_on_cpu_does_not_multiply_the_peak_by_ranks() -> None:
     caps = make_capabilities("cpu", peak_flops_per_s={"fp32": 1e11}, peak_flops_source="measured")
     run = with_mfu(_runner_returning({"flops_per_sample": 5e6}), caps)
 
-    m = run(make_trial_config(gpu_count=2), 60.0)
+    m = run(make_trial_config(gpu_count=2))
 
     assert m.extra["peak_flops_per_s"] == 1e11
     assert m.extra["mfu"] == pytest.approx(0.1)
@@ -117,7 +117,7 @@ def test_with_mfu_takes_a_peak_the_trial_measured_on_an_unknown_gpu() -> None:
         _runner_returning({"flops_per_sample": 5e6, "measured_peak_flops_per_s": 1e12}), caps
     )
 
-    m = run(make_trial_config(device="cuda"), 60.0)
+    m = run(make_trial_config(device="cuda"))
 
     assert m.extra["mfu"] == pytest.approx(0.01)
     assert m.extra["peak_flops_source"].startswith("measured matmul peak in the trial")
@@ -127,7 +127,7 @@ def test_with_mfu_passes_measurements_without_flops_through() -> None:
     caps = make_capabilities("cpu", peak_flops_per_s={"fp32": 1e11})
     run = with_mfu(_runner_returning({}), caps)
 
-    assert "mfu" not in run(make_trial_config(), 60.0).extra
+    assert "mfu" not in run(make_trial_config()).extra
 
 
 def test_describe_peaks_names_the_peak_and_its_source() -> None:

@@ -266,7 +266,7 @@ def test_estimate_is_within_tolerance_of_a_real_cpu_trial(
     config = make_trial_config(
         depth=depth, width=width, batch_size=batch_size, precision=precision, train={"epochs": 1}
     )
-    measured = run_trial(config, 300).peak_memory_bytes
+    measured = run_trial(config.model_copy(update={"timeout_s": 300})).peak_memory_bytes
     estimate = estimate_trial_memory(config, make_capabilities("cpu")).total_bytes
 
     assert abs(estimate / measured - 1) <= MEMORY_ESTIMATE_TOLERANCE

@@ -35,12 +35,12 @@ class BusyOn:
         self._busy = set(busy)
         self._interrupt_on = interrupt_on
 
-    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
+    def __call__(self, config: TrialConfig) -> Measurement:
         self.calls += 1
         if self.calls == self._interrupt_on:
             raise KeyboardInterrupt
         share = BUSY_SHARE if self.calls in self._busy else 0.03
-        measured = simulate_trial(config, timeout_s)
+        measured = simulate_trial(config)
         return dataclasses.replace(measured, other_cpu_share=share, load_avg_1m=1.5)
 
 
@@ -111,12 +111,12 @@ class Recording(BusyOn):
         self.measured: list[Measurement] = []
         self._fail, self._shares, self._too_slow = set(fail), shares or {}, set(too_slow)
 
-    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
+    def __call__(self, config: TrialConfig) -> Measurement:
         self.configs.append(config)
         if self.calls + 1 in self._fail:
             self.calls += 1
             raise TrialError("error", "the re-run failed on purpose")
-        measured = super().__call__(config, timeout_s)
+        measured = super().__call__(config)
         if self.calls in self._shares:
             measured = dataclasses.replace(measured, other_cpu_share=self._shares[self.calls])
         if self.calls in self._too_slow:

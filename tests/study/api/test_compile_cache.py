@@ -14,9 +14,9 @@ from tests.studies.runs import mock_run_config
 def test_the_search_and_its_verification_run_inside_the_studys_cache(sqlite_url: str) -> None:
     seen: list[str | None] = []
 
-    def recording(config: TrialConfig, timeout_s: float) -> Measurement:
+    def recording(config: TrialConfig) -> Measurement:
         seen.append(_STUDY_CACHE_DIR.get())  # what the runner would give the trial's ranks
-        return simulate_trial(config, timeout_s)
+        return simulate_trial(config)
 
     config = mock_run_config(sqlite_url, "verify.rounds=3", "advanced.verify.race_rounds=1")
 

@@ -70,10 +70,10 @@ def test_trials_that_keep_the_math_inherit_the_accuracy_with_their_check(sqlite_
     assert rows[0].run_s == base.run_s
 
 
-def _diverging_channels_last(config: TrialConfig, timeout_s: float) -> Measurement:
+def _diverging_channels_last(config: TrialConfig) -> Measurement:
     """The mock, with a channels_last whose losses leave the floor (an op that mishandles
     the layout)."""
-    m = simulate_trial(config, timeout_s)
+    m = simulate_trial(config)
     if config.memory_format != "channels_last" or "check_losses" not in m.extra:
         return m
     losses = [v * 1.05 for v in m.extra["check_losses"]]
@@ -259,8 +259,8 @@ def test_under_short_evidence_a_lone_trained_finalist_races_as_its_futility_pilo
     seeds' luck at a few % of the budget), so its confirmation is futile and not run, and the
     timed survivor is confirmed against a timed baseline."""
 
-    def seeds_luck(config: TrialConfig, timeout_s: float) -> Measurement:
-        m = simulate_trial(config, timeout_s)
+    def seeds_luck(config: TrialConfig) -> Measurement:
+        m = simulate_trial(config)
         if config.reuse is not None or m.val_metric is None:
             return m  # timed: no metric of its own
         if config.seed < 1000:  # the search: every trained trial at the same accuracy

@@ -131,7 +131,7 @@ def test_a_workload_study_records_its_metric(tmp_path: Path, sqlite_url: str) ->
     assert result.finished == 3
     assert study.metric_names == ["throughput_sps", "val_mse", "peak_memory_bytes"]
     assert study.directions[1] == optuna.study.StudyDirection.MINIMIZE
-    for trial_config, _ in fake.calls:
+    for trial_config in fake.configs:
         assert trial_config.workload == config.space.workload_spec()
         assert set(trial_config.model) == {"hidden", "activation", "scale"}
     with ResultsStore.open(sqlite_url) as store:
@@ -334,7 +334,7 @@ def test_a_cuda_worker_runs_its_trials_on_its_own_gpus(
 
     seen: list[tuple[str | None, int]] = []
 
-    def run_trial(trial_config: TrialConfig, timeout_s: float) -> Measurement:
+    def run_trial(trial_config: TrialConfig) -> Measurement:
         seen.append((os.environ.get("CUDA_VISIBLE_DEVICES"), trial_config.gpu_count))
         return make_measurement()
 

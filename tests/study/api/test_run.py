@@ -60,7 +60,7 @@ def test_reaches_exactly_n_finished_trials(sqlite_url: str) -> None:
     infeasible = [t for t in study.trials if t.user_attrs.get("failure") == "infeasible"]
     # Infeasible configurations are never launched, but they count (and teach the sampler);
     # the baseline runs twice (its first, cold run is discarded).
-    assert len(fake.calls) == 6 - len(infeasible) + 1
+    assert len(fake.configs) == 6 - len(infeasible) + 1
     assert all(t.constraints["failed"] == 1.0 for t in infeasible)
 
 
@@ -85,7 +85,7 @@ def test_running_again_with_the_same_target_runs_nothing(sqlite_url: str) -> Non
     result = run_study(config, 3, run_trial_fn=fake)
 
     assert (result.finished, result.ran) == (3, 0)
-    assert fake.calls == []
+    assert fake.configs == []
 
 
 def test_seed_makes_a_mock_study_reproducible(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_infeasible_configurations_are_never_launched(
         config, 3, run_trial_fn=fake, prepared=_prepared(config, make_capabilities("cpu"))
     )
 
-    assert fake.calls == []
+    assert fake.configs == []
     assert result.finished == 3
     assert result.pareto_trials == []
     trials = load_study(config).trials
@@ -186,7 +186,7 @@ def test_only_infeasible_choices_are_refused(sqlite_url: str) -> None:
     refused = [t for t in trials if t.user_attrs.get("failure") == "infeasible"]
     complete = [t for t in trials if t.user_attrs.get("failure") != "infeasible"]
     assert len(trials) == 20 and all(t.state == TrialState.COMPLETE for t in trials)
-    assert len(fake.calls) >= len(complete)  # every launched trial ran (some maybe retried)
+    assert len(fake.configs) >= len(complete)  # every launched trial ran (some maybe retried)
     assert refused and complete
     for t in refused:
         assert t.params["precision"] == "tf32" or t.params["compile_mode"] == "reduce-overhead"
@@ -273,10 +273,10 @@ def test_a_failed_baseline_stops_the_study_and_a_rerun_retries_it(sqlite_url: st
     config = mock_run_config(sqlite_url)
     broken = [True]
 
-    def user_code(trial_config: object, timeout_s: float) -> object:
+    def user_code(trial_config: object) -> object:
         if broken[0]:
             raise TrialError("error", "Traceback ...\nAttributeError: 'Trainer' has no datamodule")
-        return FakeRunTrial()(trial_config, timeout_s)  # type: ignore[arg-type]
+        return FakeRunTrial()(trial_config)  # type: ignore[arg-type]
 
     result = run_study(config, 5, run_trial_fn=user_code)  # type: ignore[arg-type]
 

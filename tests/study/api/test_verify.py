@@ -22,7 +22,13 @@ from autotune.core.config import (
 from autotune.core.exceptions import ConfigError, TrialError, VerificationError
 from autotune.study.api import VerificationProgress, run_study, verify_study
 from autotune.study.api._verify import _run_verification
-from autotune.study.storage import LANES, ResultsStore, VerificationPlan, VerificationRun
+from autotune.study.storage import (
+    LANES,
+    ResultsStore,
+    VerificationPlan,
+    VerificationRecord,
+    VerificationRun,
+)
 from autotune.study.verification import (
     round_seeds,
 )
@@ -72,12 +78,12 @@ class Recorder:
         self._fail_on_call = fail_on_call
         self._exc = exc
 
-    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
+    def __call__(self, config: TrialConfig) -> Measurement:
         self.configs.append(config)
         if self._fail_on_call is not None and len(self.configs) == self._fail_on_call:
             assert self._exc is not None
             raise self._exc
-        return simulate_trial(config, timeout_s)
+        return simulate_trial(config)
 
 
 def _rows(sqlite_url: str) -> list[tuple[int, int, int, int]]:
@@ -231,7 +237,7 @@ def _scripted(speedup: float, accuracy_drop: float = 0.0, fail_trial: int | None
     other configuration at ``speedup`` times that, ``accuracy_drop`` less accurate."""
     baseline_knobs: dict[str, object] = {}
 
-    def run(config: TrialConfig, timeout_s: float) -> Measurement:
+    def run(config: TrialConfig) -> Measurement:
         knobs = config.knobs()
         if not baseline_knobs:
             baseline_knobs.update(knobs)  # the first run of a round is the baseline
@@ -456,7 +462,7 @@ def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> N
     }
     calls: list[tuple[int, bool]] = []  # every baseline run: (seed, timed)
 
-    def run_fn(config: TrialConfig, timeout_s: float) -> Measurement:
+    def run_fn(config: TrialConfig) -> Measurement:
         if config.batch_size == 64 and config.memory_format == "contiguous":
             calls.append((config.seed, config.reuse is not None))
         return make_measurement()
@@ -475,7 +481,6 @@ def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> N
         Store(),  # type: ignore[arg-type]
         configs,
         run_fn,
-        60.0,
         None,
         lambda rows: {("same_model", "inherited"): 2},  # the trained survivor was futile
         timed_baseline=baseline.model_copy(update={"reuse": reuse}),
@@ -484,3 +489,87 @@ def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> N
     warmup, *runs = calls  # the discarded warm-up run is timed
     assert warmup == (20, True)
     assert runs == [(20, False), (21, False), (30, True), (31, True), (32, True)]
+
+
+def test_a_verification_run_keeps_the_limit_its_trial_stored(sqlite_url: str) -> None:
+    """``trial.timeout_s`` travels in each stored configuration: a later ``verify_study``
+    runs every configuration under the study's limit, not a default; a caller's
+    ``timeout_s`` replaces it."""
+    config = _config(sqlite_url, "verify.rounds=0", "trial.timeout_s=42")
+    run_study(config, 6, run_trial_fn=simulate_trial)
+    stored = Recorder()
+
+    verify_study(config.study, sqlite_url, settings=VerifySettings(rounds=3), run_trial_fn=stored)
+
+    assert stored.configs and {c.timeout_s for c in stored.configs} == {42.0}
+    given = Recorder()
+    verify_study(
+        config.study,
+        sqlite_url,
+        settings=VerifySettings(rounds=3),
+        run_trial_fn=given,
+        timeout_s=7.0,
+    )
+    assert given.configs and {c.timeout_s for c in given.configs} == {7.0}
+
+
+def test_a_survivor_stopped_for_futility_runs_no_more_rounds_and_the_baseline_turns_timed() -> None:
+    """The confirmation asks ``stops_of`` before each round: once the trained survivor is
+    stopped (here after its first confirmation round), its remaining rounds are not run, and
+    with only the timed survivor going the baseline's runs are timed."""
+    plan = VerificationPlan(0, (1, 2), (30, 31, 32, 33), 0.5, race_seeds=(20, 21), inherited=(2,))
+    reuse = ReusedMetric(from_trial=0, val_metric=0.9, train_loss=0.1, steps=10)
+    baseline = make_trial_config()
+    configs = {
+        0: baseline,
+        1: make_trial_config(batch_size=128),  # trained (a batch change)
+        2: make_trial_config(memory_format="channels_last", reuse=reuse),  # timed
+    }
+    calls: list[tuple[int, str]] = []  # (seed, which)
+
+    def run_fn(config: TrialConfig) -> Measurement:
+        which = (
+            "trained 1"
+            if config.batch_size == 128
+            else "timed 2"
+            if config.memory_format == "channels_last"
+            else ("timed base" if config.reuse is not None else "trained base")
+        )
+        calls.append((config.seed, which))
+        return make_measurement()
+
+    class Store:
+        def record_verification(self, study_name: str, number: int, record: object) -> None:
+            pass
+
+        def complete_verification(self, study_name: str, number: int) -> VerificationRun:
+            return run
+
+    run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
+    survivors = {("same_model", "trained"): 1, ("same_model", "inherited"): 2}
+
+    def stops_of(rows: list[VerificationRecord], kept: object) -> dict[int, tuple[int, str]]:
+        confirmed_1 = [r for r in rows if r.trial_number == 1 and r.round_index >= 2]
+        return {1: (1, "futile")} if confirmed_1 else {}
+
+    _run_verification(
+        run,
+        Store(),  # type: ignore[arg-type]
+        configs,
+        run_fn,
+        None,
+        lambda rows: survivors,
+        timed_baseline=baseline.model_copy(update={"reuse": reuse}),
+        stops_of=stops_of,
+    )
+
+    confirmation = [c for c in calls[1:] if c[0] >= 30]  # after the warm-up and the race
+    assert [c for c in confirmation if c[0] == 30] == [
+        (30, "trained base"),
+        (30, "trained 1"),
+        (30, "timed 2"),
+    ]
+    later = sorted(c for c in confirmation if c[0] > 30)
+    assert later == sorted(
+        [(s, "timed base") for s in (31, 32, 33)] + [(s, "timed 2") for s in (31, 32, 33)]
+    )

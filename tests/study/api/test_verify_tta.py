@@ -55,9 +55,9 @@ class Recorder:
     def __init__(self) -> None:
         self.configs: list[TrialConfig] = []
 
-    def __call__(self, config: TrialConfig, timeout_s: float) -> Measurement:
+    def __call__(self, config: TrialConfig) -> Measurement:
         self.configs.append(config)
-        return simulate_trial(config, timeout_s)
+        return simulate_trial(config)
 
 
 def test_a_time_to_accuracy_run_ends_with_a_verification_of_times_to_the_target(
@@ -159,7 +159,7 @@ def _scripted(candidate_s: float | None, baseline_s: float = 30.0):
     baseline_knobs: dict[str, object] = {}
     rounds: list[int] = []
 
-    def run(config: TrialConfig, timeout_s: float) -> Measurement:
+    def run(config: TrialConfig) -> Measurement:
         knobs = config.knobs()
         if not baseline_knobs:
             baseline_knobs.update(knobs)  # the warm-up run is the baseline's

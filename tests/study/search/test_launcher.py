@@ -52,7 +52,7 @@ def _trial_children() -> list[str]:
 def test_mock_trial_returns_the_childs_measurement() -> None:
     config = make_trial_config(device="mock", width=16)
 
-    measurement = run_trial(config, timeout_s=60)
+    measurement = run_trial(config.model_copy(update={"timeout_s": 60}))
 
     assert measurement == simulate(config)
     assert measurement.simulated is True
@@ -62,7 +62,7 @@ def test_mock_trial_returns_the_childs_measurement() -> None:
 @pytest.mark.slow
 def test_exception_in_a_rank_is_an_error_with_its_traceback() -> None:
     with pytest.raises(TrialError) as err:
-        run_trial(make_trial_config(device="mock", mock_fault="error"), timeout_s=60)
+        run_trial(make_trial_config(device="mock", mock_fault="error", timeout_s=60))
 
     assert err.value.failure == "error"
     assert err.value.detail.startswith("Traceback (most recent call last):")
@@ -73,7 +73,7 @@ def test_exception_in_a_rank_is_an_error_with_its_traceback() -> None:
 @pytest.mark.slow
 def test_memory_error_in_a_rank_is_oom() -> None:
     with pytest.raises(TrialError) as err:
-        run_trial(make_trial_config(device="mock", mock_fault="oom"), timeout_s=60)
+        run_trial(make_trial_config(device="mock", mock_fault="oom", timeout_s=60))
 
     assert err.value.failure == "oom"
     assert "MemoryError" in err.value.detail
@@ -84,7 +84,7 @@ def test_modelled_out_of_memory_is_oom() -> None:
     config = make_trial_config(device="mock", depth=3, width=64, batch_size=4096)
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=60)
+        run_trial(config.model_copy(update={"timeout_s": 60}))
 
     assert err.value.failure == "oom"
     assert "simulated CUDA out of memory" in err.value.detail
@@ -93,7 +93,7 @@ def test_modelled_out_of_memory_is_oom() -> None:
 @pytest.mark.slow
 def test_rank_killed_by_a_signal_is_a_crash() -> None:
     with pytest.raises(TrialError) as err:
-        run_trial(make_trial_config(device="mock", mock_fault="crash"), timeout_s=60)
+        run_trial(make_trial_config(device="mock", mock_fault="crash", timeout_s=60))
 
     assert err.value.failure == "crash"
     assert err.value.detail.endswith("rank 0 killed by signal SIGSEGV without a result")
@@ -105,7 +105,7 @@ def test_hanging_rank_times_out_and_is_killed() -> None:
     started = time.monotonic()
 
     with pytest.raises(TrialError) as err:
-        run_trial(make_trial_config(device="mock", mock_fault="hang"), timeout_s=1.0)
+        run_trial(make_trial_config(device="mock", mock_fault="hang", timeout_s=1.0))
 
     assert err.value.failure == "timeout"
     assert err.value.detail.endswith("no result after the 1 s limit (trial.timeout_s)")
@@ -123,7 +123,7 @@ def test_batch_larger_than_the_data_is_an_error(gpu_count: int) -> None:
     config = make_trial_config(batch_size=2048, gpu_count=gpu_count)
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=120)
+        run_trial(config.model_copy(update={"timeout_s": 120}))
 
     assert err.value.failure == "error"
     assert str(err.value) == (
@@ -139,7 +139,7 @@ def test_missing_data_in_the_child_is_an_error(tmp_path: object) -> None:
     config = make_trial_config(data={"name": "mnist", "root": f"{tmp_path}/nowhere"})
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=120)
+        run_trial(config.model_copy(update={"timeout_s": 120}))
 
     assert err.value.failure == "error"
     assert "DataError" in err.value.detail
@@ -189,7 +189,7 @@ def test_a_timed_out_trial_leaves_none_of_the_processes_it_started(tmp_path: Pat
     config = _loop_trial(tmp_path, _STARTS_A_SLEEP + "time.sleep(300)\n")
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=10)
+        run_trial(config.model_copy(update={"timeout_s": 10}))
 
     assert err.value.failure == "timeout"
     child = int((tmp_path / "child.pid").read_text())
@@ -202,7 +202,7 @@ def test_a_crashed_trial_leaves_none_of_the_processes_it_started(tmp_path: Path)
     config = _loop_trial(tmp_path, _STARTS_A_SLEEP + "os._exit(1)\n")
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=120)
+        run_trial(config.model_copy(update={"timeout_s": 120}))
 
     assert err.value.failure == "crash"
     assert _ended(int((tmp_path / "child.pid").read_text()))
@@ -213,7 +213,7 @@ def test_a_crash_is_told_by_its_exit_status_not_the_users_last_line(tmp_path: Pa
     config = _loop_trial(tmp_path, 'print("epoch 0, step 1, loss 0.69", flush=True)\nos._exit(1)\n')
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=120)
+        run_trial(config.model_copy(update={"timeout_s": 120}))
 
     assert err.value.failure == "crash"
     assert str(err.value) == "crash: rank 0 exited with code 1 without a result"
@@ -234,7 +234,7 @@ def test_a_loop_reporting_nan_is_an_error_with_one_line() -> None:
     )
 
     with pytest.raises(TrialError) as err:
-        run_trial(config, timeout_s=120)
+        run_trial(config.model_copy(update={"timeout_s": 120}))
 
     assert err.value.failure == "error"
     assert str(err.value) == (

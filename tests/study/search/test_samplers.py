@@ -87,9 +87,7 @@ def test_each_trial_records_the_seconds_its_parameters_took_to_sample() -> None:
 
     config = load_run_config(["device=mock", "verify.rounds=0"])
     caps = detect_capabilities("mock")
-    objective = TrialObjective(
-        config, config.space, caps, lambda trial_config, timeout_s: make_measurement()
-    )
+    objective = TrialObjective(config, config.space, caps, lambda trial_config: make_measurement())
     sampler = make_sampler("tpe", seed=0)
     study = optuna.create_study(directions=["maximize", "maximize", "minimize"], sampler=sampler)
     study.optimize(objective, n_trials=4)

@@ -404,8 +404,8 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
 
     study = _optimize(_objective(fake, config=config), 3)
 
-    assert len(fake.calls) == 3
-    for trial, (trial_config, timeout_s) in zip(study.trials, fake.calls, strict=True):
+    assert len(fake.configs) == 3
+    for trial, trial_config in zip(study.trials, fake.configs, strict=True):
         assert trial_config.knobs() == trial.params
         assert trial_config.seed == 10
         assert trial_config.device == "mock"
@@ -415,7 +415,7 @@ def test_trial_config_comes_from_the_sampler_and_the_run() -> None:
         assert trial_config.train == config.space.train_settings().model_copy(
             update={"reference_batch_size": baseline_global_batch(config.space)}
         )
-        assert timeout_s == 42.0
+        assert trial_config.timeout_s == 42.0
 
 
 def test_every_trial_of_a_study_trains_with_the_study_seed() -> None:
@@ -424,7 +424,7 @@ def test_every_trial_of_a_study_trains_with_the_study_seed() -> None:
 
     _optimize(_objective(fake, config=_run_config("seed=7", ONE_GPU)), 4)
 
-    configs = [trial_config for trial_config, _ in fake.calls]
+    configs = list(fake.configs)
     assert len({tuple(c.knobs().items()) for c in configs}) > 1  # different configurations
     assert [c.seed for c in configs] == [7, 7, 7, 7]
 
@@ -437,7 +437,7 @@ def test_trials_carry_the_baseline_global_batch_as_lr_reference() -> None:
     _optimize(_objective(fake, config=config), 3)
 
     assert baseline_global_batch(config.space) == 64
-    for trial_config, _ in fake.calls:
+    for trial_config in fake.configs:
         assert trial_config.train.reference_batch_size == 64
         assert trial_config.train.lr == config.space.train.lr
 
@@ -448,7 +448,7 @@ def test_a_reference_batch_the_space_sets_is_kept() -> None:
 
     _optimize(_objective(fake, config=config), 2)
 
-    assert {c.train.reference_batch_size for c, _ in fake.calls} == {256}
+    assert {c.train.reference_batch_size for c in fake.configs} == {256}
 
 
 @pytest.mark.parametrize("failure", ["oom", "timeout"])
@@ -465,7 +465,7 @@ def test_failed_trial_is_complete_infeasible_data(failure: str) -> None:
     assert trial.constraints == {"failed": 1.0}
     assert trial.user_attrs["failure"] == failure
     assert trial.user_attrs["failure_detail"] == "Traceback ...\nthe last line"
-    assert len(fake.calls) == 1  # out of memory and timeouts would only repeat
+    assert len(fake.configs) == 1  # out of memory and timeouts would only repeat
 
 
 @pytest.mark.parametrize("failure", ["error", "crash"])
@@ -475,7 +475,7 @@ def test_error_or_crash_gets_one_more_try(failure: str) -> None:
     study = _optimize(_objective(fake), 1)
 
     trial = study.trials[0]
-    assert len(fake.calls) == 2
+    assert len(fake.configs) == 2
     assert fake.configs[0] == fake.configs[1]
     assert trial.constraints == {"failed": 0.0}
     assert trial.user_attrs["retried_after"] == f"{failure}: flaky"
@@ -511,7 +511,7 @@ def test_infeasible_configuration_is_never_run_but_reported_to_the_sampler(
 
     study = _optimize(_objective(fake, caps=make_capabilities("cpu"), space=space), 2)
 
-    assert fake.calls == []
+    assert fake.configs == []
     for trial in study.trials:
         # COMPLETE with a violated constraint, as an OOM: samplers learn from it (a PRUNED
         # trial teaches them nothing), and it never reaches the Pareto front.
@@ -572,7 +572,7 @@ def test_calling_the_objective_directly_returns_failed_values_for_an_infeasible_
     trial = study.ask()
 
     assert objective(trial) == failed_values(make_capabilities("cpu").memory_bytes)
-    assert fake.calls == []
+    assert fake.configs == []
     assert "reduce-overhead uses CUDA graphs" in study.trials[0].user_attrs["failure_detail"]
 
 
@@ -637,8 +637,8 @@ def test_time_to_accuracy_trials_are_scored_on_seconds_and_memory() -> None:
     study = _optimize(objective, 2, _tta_study())
 
     first, second = study.trials
-    assert fake.calls[0][0].objective == "time_to_accuracy"
-    assert fake.calls[0][0].train.target_accuracy == 0.95
+    assert fake.configs[0].objective == "time_to_accuracy"
+    assert fake.configs[0].train.target_accuracy == 0.95
     assert first.values == [4.0, 1000.0]
     assert first.constraints == {"failed": 0.0, "target_not_reached": 0.0}
     # Missed: no time to accuracy; no better than the slowest trial that reached it.
@@ -705,7 +705,7 @@ def test_time_to_accuracy_trials_stop_at_a_multiple_of_the_baselines_time() -> N
 
     _optimize(objective, 2, study)
 
-    _, baseline_config, second_config = (call[0] for call in fake.calls)
+    _, baseline_config, second_config = fake.configs
     assert baseline_config.train.max_time_s == 30.0  # no baseline time yet: the setting alone
     assert second_config.train.max_time_s == 16.0  # 4 x the baseline's (warm) 4.0 s
     assert study.trials[1].user_attrs["time_limit_s"] == 16.0
@@ -731,8 +731,8 @@ def test_the_baseline_is_measured_warm_after_one_discarded_run() -> None:
 
     _optimize(_objective(fake, config=config), 2, study)
 
-    assert len(fake.calls) == 3  # the baseline twice, the next trial once
-    twin, measured = fake.calls[0][0], fake.calls[1][0]
+    assert len(fake.configs) == 3  # the baseline twice, the next trial once
+    twin, measured = fake.configs[0], fake.configs[1]
     # The discarded run is the baseline's float64 twin, timed only (the paired check's floor).
     assert (twin.twin, measured.twin) == ("float64", "none")
     assert twin.reuse is not None and measured.reuse is None
@@ -772,7 +772,7 @@ def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
 
     _optimize(_objective(fake, config=config), 3, study)
 
-    baseline_config, second_config, third_config = (call[0] for call in fake.calls[1:])
+    baseline_config, second_config, third_config = fake.configs[1:]
     assert baseline_config.min_throughput_sps is None  # nothing to compare with yet
     assert second_config.min_throughput_sps == pytest.approx(100.0)  # 0.1 x the warm 1,000
     assert third_config.min_throughput_sps == pytest.approx(100.0)
@@ -797,7 +797,7 @@ def test_no_throughput_floor_when_the_ratio_is_zero() -> None:
 
     _optimize(_objective(fake, config=config), 2, study)
 
-    assert all(call[0].min_throughput_sps is None for call in fake.calls)
+    assert all(config.min_throughput_sps is None for config in fake.configs)
 
 
 @pytest.mark.parametrize("ratio", ["1", "-0.1", "1.5", "nan"])
@@ -839,7 +839,7 @@ def test_a_time_to_accuracy_baseline_sets_the_evaluation_cadence() -> None:
 
     _optimize(objective, 2, study)
 
-    cold, measured, later = (call[0] for call in fake.calls)
+    cold, measured, later = fake.configs
     assert cold.train.eval_every_s is None  # once per epoch: the cadence is not known yet
     # 10 % of the discarded run's time to the target, for the measured baseline and after.
     assert measured.train.eval_every_s == pytest.approx(1.33)
@@ -863,8 +863,8 @@ def test_a_cadence_the_space_sets_is_kept() -> None:
 
     _optimize(objective, 2, study)
 
-    assert {call[0].train.eval_every_steps for call in fake.calls} == {7}
-    assert {call[0].train.eval_every_s for call in fake.calls} == {None}
+    assert {config.train.eval_every_steps for config in fake.configs} == {7}
+    assert {config.train.eval_every_s for config in fake.configs} == {None}
     assert "eval_every_s" not in study.trials[0].user_attrs
 
 

@@ -14,7 +14,12 @@ import pytest
 from autotune.core.units import MIB
 from autotune.study.storage import VerificationPlan, VerificationRecord, VerificationRun
 from autotune.study.storage.records import rotated
-from autotune.study.verification import race_survivors, summarize_verification
+from autotune.study.verification import (
+    confirmation_schedule,
+    confirmation_stops,
+    race_survivors,
+    summarize_verification,
+)
 
 #: Two race rounds (seeds 10, 11), then three confirmation rounds (seeds 20, 21, 22).
 PLAN = VerificationPlan(0, (1, 2, 3), (20, 21, 22), 0.5, race_seeds=(10, 11), screen_z=1.645)
@@ -488,3 +493,84 @@ def test_a_lucky_race_mean_does_not_save_a_futile_confirmation() -> None:
 
     assert survivor is None
     assert next(v for v in verdicts if v.trial_number == 2).futile
+
+
+#: The long run's bf16 finalist on an AMD EPYC (docs/research/evidence.md): its race
+#: differences +0.00 and +0.10 pt (not futile), then confirmation rounds at -1.95, -1.65 and
+#: -1.25 pt after a first at +0.55.
+LONG_RUN_CONFIRM = ((0.9695, 0.9750), (0.9835, 0.9640), (0.9820, 0.9655), (0.9720, 0.9595))
+
+
+def _long_run_rows(plan: VerificationPlan, rounds: int) -> list[VerificationRecord]:
+    """The race (trial 2 at 1.7x, its accuracy as the baseline's), then the first ``rounds``
+    confirmation rounds of :data:`LONG_RUN_CONFIRM` (baseline, trial 2)."""
+    rows = [
+        dataclasses.replace(
+            r,
+            val_metric=(0.973, 0.975)[r.round_index]
+            + (r.trial_number == 2) * 0.0005 * r.round_index,
+        )
+        for r in _race({2: 1.7})
+        if r.trial_number in (0, 2)
+    ]
+    for i, (base, trial) in enumerate(LONG_RUN_CONFIRM[:rounds]):
+        r = plan.race_rounds + i
+        rows += [_at(plan, r, _row(0, 0, 1000.0, base)), _at(plan, r, _row(0, 2, 1700.0, trial))]
+    return rows
+
+
+def _at(plan: VerificationPlan, round_index: int, row: VerificationRecord) -> VerificationRecord:
+    """``row`` moved to ``round_index`` of ``plan``, with that round's seed."""
+    return dataclasses.replace(row, round_index=round_index, seed=plan.seed(round_index))
+
+
+def test_the_confirmation_stops_a_trained_survivor_once_its_rounds_are_futile() -> None:
+    """Interim looks: after one round there is no spread; after the second (+0.55 and -1.95
+    pt), at the low end of the spread so far, 8 rounds would give an interval of +/-0.75 pt,
+    wider than the 0.5 pt tolerance: stopped, and with no other survivor the baseline stops
+    too. The summary, from the rows alone, is complete and says why."""
+    plan = dataclasses.replace(PLAN, candidates=(2,), seeds=tuple(range(20, 28)))
+    survivors = {SAME_TRAINED: 2}
+
+    assert confirmation_stops(plan, _long_run_rows(plan, 1), survivors) == {}
+    rows = _long_run_rows(plan, 2)
+    stops = confirmation_stops(plan, rows, survivors)
+    assert stops == {
+        2: (
+            2,
+            "futile: at its first 2 rounds' spread of the accuracy difference, 8 rounds would "
+            "give an interval of +/-0.75 pt at best, wider than the 0.5 pt tolerance; it "
+            "would take at least 15 rounds to resolve it",
+        )
+    }
+    assert confirmation_schedule(plan, survivors, stops) == [
+        item for item in plan.confirm_schedule(survivors) if item[0] < plan.race_rounds + 2
+    ]
+
+    summary = summarize_verification(_run(rows, plan), PARAMS, simulated=False)
+
+    assert summary.complete and summary.recommended is None
+    (stopped,) = summary.candidates
+    assert stopped.futile and not stopped.qualifies and not stopped.trade_off
+    assert stopped.rounds_measured == 2
+    assert stopped.verdict == f"stopped after 2 of 8 rounds: {stops[2][1]}"
+    (line,) = [line for line in summary.verdict_block() if line.startswith("not confirmed")]
+    assert line.startswith("not confirmed: trial 2 (batch_size 64->256), 1.70x (")
+    assert line.endswith(f": {stopped.verdict}")
+
+
+def test_a_trained_survivor_within_the_spread_the_rounds_resolve_goes_on() -> None:
+    plan = dataclasses.replace(PLAN, candidates=(2,), seeds=tuple(range(20, 28)))
+    rows = _long_run_rows(plan, 0)
+    for i in range(7):
+        r = plan.race_rounds + i
+        rows += [
+            _at(plan, r, _row(0, 0, 1000.0, 0.975)),
+            _at(plan, r, _row(0, 2, 1700.0, 0.975 + (-1) ** i * 0.001)),
+        ]
+    assert confirmation_stops(plan, rows, {SAME_TRAINED: 2}) == {}
+
+
+def test_a_timed_survivor_is_never_stopped_for_futility() -> None:
+    plan = dataclasses.replace(PLAN, candidates=(2,), seeds=tuple(range(20, 28)), inherited=(2,))
+    assert confirmation_stops(plan, _long_run_rows(plan, 4), {("same_model", "inherited"): 2}) == {}

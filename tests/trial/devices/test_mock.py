@@ -84,6 +84,10 @@ def test_a_floor_above_the_throughput_stops_in_the_first_window() -> None:
     # the floor, never. (DDP ranks stop the same way: they agree each step.)
     assert _stopped_too_slow(66.0, plan, 0.1, window_s, 64) == (21, 16, 16.0)
     assert _stopped_too_slow(10.0, plan, 1.0, window_s, 64) is None
+    # Compiled with CUDA graphs (a simulated GPU under reduce-overhead), the evidence starts
+    # after the two compile steps, as a real trial's does: 2 s of steps 3 and 4.
+    graphs = plan_windows(88, warmup_steps=5, windows=5, compiled=True, compile_steps=2)
+    assert _stopped_too_slow(100.0, graphs, 1.0, window_s, 64) == (4, 2, 2.0)
 
 
 def test_measurement_says_it_is_simulated() -> None:

@@ -44,7 +44,9 @@ def test_every_trial_records_its_first_k_losses() -> None:
 def test_dataloader_workers_are_identical() -> None:
     base = make_trial_config(**BASE)
     workers = base.model_copy(update={"num_workers": 2})
-    ran = run_trial(workers, TIMEOUT_S)  # workers need a trial process of their own
+    ran = run_trial(
+        workers.model_copy(update={"timeout_s": TIMEOUT_S})
+    )  # workers need a trial process of their own
     check = check_equivalence(
         ran.extra["check_losses"], _losses(base), check_floor([1.0], [1.0]), 100.0
     )

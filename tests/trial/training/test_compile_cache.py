@@ -49,11 +49,15 @@ def test_a_compiled_trial_compiles_cold_then_warm_in_its_studys_cache(
 
     with study_compile_cache("sqlite:///cold-warm.db", "compiled") as directory:
         assert not directory.exists()
-        first = run_trial(config, TIMEOUT_S)
-        second = run_trial(config, TIMEOUT_S)
+        first = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
+        second = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
         # Every run compiles cold in its own directory, however warm the study's cache is.
         measure = config.measure.model_copy(update={"compile_cache": "trial"})
-        own = run_trial(config.model_copy(update={"measure": measure}), TIMEOUT_S)
+        own = run_trial(
+            config.model_copy(update={"measure": measure}).model_copy(
+                update={"timeout_s": TIMEOUT_S}
+            )
+        )
 
     assert first.extra["compile_cache"] == "cold"
     assert first.extra["compile_cache_misses"] > 0

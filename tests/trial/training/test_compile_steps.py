@@ -5,7 +5,7 @@ in those modes (issue 38, item 12)."""
 from __future__ import annotations
 
 from autotune.testing import make_trial_config
-from autotune.trial.training._meter import graph_recording_steps
+from autotune.trial.measure import graph_recording_steps
 
 
 def test_graph_modes_on_cuda_count_two_compile_steps() -> None:

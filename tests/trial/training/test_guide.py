@@ -112,15 +112,26 @@ def _loop_trial(function: str, **fields: Any) -> Any:
 def test_a_trials_process_runs_its_cpu_threads() -> None:
     from autotune.study.search import run_trial
 
-    assert run_trial(_loop_trial("reports_its_threads", cpu_threads=1), 300).val_metric == 1.0
+    assert (
+        run_trial(
+            _loop_trial("reports_its_threads", cpu_threads=1).model_copy(update={"timeout_s": 300})
+        ).val_metric
+        == 1.0
+    )
 
 
 @pytest.mark.slow
 def test_the_allocator_setting_is_in_the_ranks_environment_before_cuda_starts() -> None:
     from autotune.study.search import run_trial
 
-    on = run_trial(_loop_trial("reports_its_allocator_setting", cuda_expandable_segments=True), 300)
-    off = run_trial(_loop_trial("reports_its_allocator_setting"), 300)
+    on = run_trial(
+        _loop_trial("reports_its_allocator_setting", cuda_expandable_segments=True).model_copy(
+            update={"timeout_s": 300}
+        )
+    )
+    off = run_trial(
+        _loop_trial("reports_its_allocator_setting").model_copy(update={"timeout_s": 300})
+    )
 
     assert (on.val_metric, off.val_metric) == (1.0, 0.0)
 
@@ -138,7 +149,7 @@ def test_fsdp_shards_the_loops_model_and_the_optimizer_is_rebuilt_over_the_shard
     )
 
     # Sharded (1), not fused (2): SGD in foreach (fused SGD has no DTensor strategy).
-    assert run_trial(config, 300).val_metric == 1.0
+    assert run_trial(config.model_copy(update={"timeout_s": 300})).val_metric == 1.0
 
 
 def test_fsdp_gathers_in_the_trials_autocast_dtype_and_reduces_in_fp32() -> None:
@@ -164,15 +175,21 @@ def test_an_fsdp_bf16_channels_last_trial_computes_in_bf16_and_channels_last() -
         memory_format="channels_last",
     )
 
-    assert run_trial(config, 300).val_metric == 3.0
+    assert run_trial(config.model_copy(update={"timeout_s": 300})).val_metric == 3.0
 
 
 @pytest.mark.slow
 def test_fsdp_trains_the_workload_door_with_the_same_accuracy_as_ddp() -> None:
     from autotune.study.search import run_trial
 
-    ddp = run_trial(make_trial_config(depth=2, width=8, gpu_count=2), 300)
-    fsdp = run_trial(make_trial_config(depth=2, width=8, gpu_count=2, data_parallel="fsdp"), 300)
+    ddp = run_trial(
+        make_trial_config(depth=2, width=8, gpu_count=2).model_copy(update={"timeout_s": 300})
+    )
+    fsdp = run_trial(
+        make_trial_config(depth=2, width=8, gpu_count=2, data_parallel="fsdp").model_copy(
+            update={"timeout_s": 300}
+        )
+    )
 
     assert fsdp.steps == ddp.steps
     assert fsdp.val_metric == pytest.approx(ddp.val_metric, abs=0.01)

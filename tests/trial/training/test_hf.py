@@ -229,7 +229,7 @@ def test_the_script_trains_on_its_own() -> None:
 def test_two_ddp_ranks_train_the_trainer_over_the_trials_process_group() -> None:
     from autotune.study.search import run_trial
 
-    m = run_trial(hf_config(gpu_count=2), timeout_s=300)
+    m = run_trial(hf_config(gpu_count=2).model_copy(update={"timeout_s": 300}))
 
     assert m.samples_per_step == 8 and m.steps == 2 * 64 // 8
     assert 0 < m.val_metric < 6

@@ -236,7 +236,7 @@ def test_a_knob_outside_its_values_is_refused_by_name() -> None:
 def test_two_ddp_ranks_train_the_loop_over_halves_of_the_data() -> None:
     from autotune.study.search import run_trial
 
-    m = run_trial(loop_config(gpu_count=2), timeout_s=300)
+    m = run_trial(loop_config(gpu_count=2).model_copy(update={"timeout_s": 300}))
 
     assert m.samples_per_step == 16  # 8 per rank
     assert m.steps == 2 * (door_code.N_TRAIN // 16)  # each rank sees its half, per epoch

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 def test_eager_fp32(device: str, family: str) -> None:
     config = make_trial_config(device=device, family=family, width=8 if family == "cnn" else 64)
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     if device == "cuda":  # the context counted where NVML gives it, else why it does not
         assert (m.memory_kind == "cuda_peak_plus_context") != ("process_memory_error" in m.extra)
@@ -45,7 +45,7 @@ def test_a_compiled_tf32_trial_on_a_gpu(compile_mode: str) -> None:
     # "mix of the legacy and new APIs" (issue 38, item 1): every compiled tf32 trial failed.
     config = make_trial_config(device="cuda", precision="tf32", compile_mode=compile_mode)
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     check(m, config, m.memory_kind)
     assert m.compile_s > 0.0
@@ -55,25 +55,25 @@ def test_mlp_learns_in_one_epoch() -> None:
     # Digits are easy: one epoch of AdamW takes an MLP well above chance (10%).
     config = make_trial_config(family="mlp", width=64, train={"lr": 3.0e-3})
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     assert m.val_metric > 0.5
 
 
 def test_channels_last() -> None:
     config = make_trial_config(memory_format="channels_last")
-    check(run_trial(config, TIMEOUT_S), config)
+    check(run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S})), config)
 
 
 def test_bf16_autocast() -> None:
     config = make_trial_config(precision="bf16")
-    check(run_trial(config, TIMEOUT_S), config)
+    check(run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S})), config)
 
 
 def test_compile_default() -> None:
     config = make_trial_config(family="mlp", width=32, compile_mode="default")
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     check(m, config)
     assert m.compile_s > 0.0  # the first step holds the compilation
@@ -81,13 +81,13 @@ def test_compile_default() -> None:
 
 def test_one_dataloader_worker() -> None:
     config = make_trial_config(num_workers=1)
-    check(run_trial(config, TIMEOUT_S), config)
+    check(run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S})), config)
 
 
 def test_ddp_two_processes_with_gloo() -> None:
     config = make_trial_config(gpu_count=2)
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     check(m, config)
     assert m.steps == 11  # ceil(1438 / 2) // 64
@@ -97,7 +97,7 @@ def test_ddp_two_processes_with_gloo() -> None:
 def test_max_steps_caps_the_budget() -> None:
     config = make_trial_config(train={"epochs": 3, "max_steps": 9}, measure={"min_timed_s": 0.0})
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     check(m, config)
     assert m.steps == 9
@@ -109,7 +109,7 @@ def test_synthetic_data_probe() -> None:
         family="mlp", width=32, data={"name": "synthetic", "synthetic_samples": 640}
     )
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     assert m.steps == 512 // 64
     assert m.throughput_sps > 0
@@ -163,11 +163,11 @@ def test_short_budgets_are_timed_longer_without_changing_the_accuracy() -> None:
     """advanced.measure.min_timed_s: the same trial timed over its budget alone (0 s) and extended to
     at least three times the budget's windows; the extension runs after the evaluation."""
     short = make_trial_config(measure={"min_timed_s": 0.0})
-    a = run_trial(short, TIMEOUT_S)
+    a = run_trial(short.model_copy(update={"timeout_s": TIMEOUT_S}))
     # Three times the whole training loop of the first: more than the timed windows take in
     # the next process too, unless the shared CPU gets three times slower in between.
     extended = make_trial_config(measure={"min_timed_s": round(3 * a.train_s + 0.1, 3)})
-    b = run_trial(extended, TIMEOUT_S)
+    b = run_trial(extended.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     assert a.extra["timing_extension_steps"] == 0
     assert b.extra["timing_extension_steps"] > a.timed_steps
@@ -240,7 +240,9 @@ def test_one_process_stops_early_once_its_steps_fall_behind_the_floor_for_2_s() 
 def test_a_trial_above_its_floor_runs_its_whole_budget() -> None:
     config = make_trial_config(family="mlp", width=32, min_throughput_sps=1.0)
 
-    m = run_trial(config, TIMEOUT_S)  # a fresh process: its peak memory is its own
+    m = run_trial(
+        config.model_copy(update={"timeout_s": TIMEOUT_S})
+    )  # a fresh process: its peak memory is its own
 
     assert m.too_slow is False
     check(m, config)
@@ -249,7 +251,7 @@ def test_a_trial_above_its_floor_runs_its_whole_budget() -> None:
 def test_ddp_ranks_stop_together_below_the_floor() -> None:
     config = make_trial_config(gpu_count=2, min_throughput_sps=1.0e12)
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     # DDP ranks decide together at the first window's end (5 warm-up steps, windows of 2).
     assert m.too_slow is True and (m.steps, m.timed_steps) == (7, 2)
@@ -273,7 +275,7 @@ def test_ddp_with_a_global_batch_accumulates_micro_batches() -> None:
     # 2 ranks x micro-batches of 16 x 2 accumulation steps = the global batch of 64.
     config = make_trial_config(batch_size=16, gpu_count=2, train={"global_batch_size": 64})
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     assert m.samples_per_step == 64
     assert m.extra["accumulation_steps"] == 2

@@ -76,7 +76,7 @@ def test_time_to_accuracy_under_ddp_stops_on_every_rank() -> None:
         train={"epochs": 4, "target_accuracy": 0.5, "eval_every_s": 0.05},
     )
 
-    m = run_trial(config, TIMEOUT_S)
+    m = run_trial(config.model_copy(update={"timeout_s": TIMEOUT_S}))
 
     assert m.target_reached is True
     assert m.samples_per_step == 128
