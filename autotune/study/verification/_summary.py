@@ -764,7 +764,8 @@ def confirmation_stops(
     :func:`_futile_reason`: once the planned rounds could not show the candidate
     non-inferior, its remaining rounds are not run (the race's two rounds are a small pilot:
     on the long run a bf16 finalist's race differences were +0.00 and +0.10 pt, and its
-    first confirmation rounds -1.95, -1.65 and -1.25 pt). A pure function of the stored rows,
+    first confirmation rounds +0.55, -1.95, -1.65 and -1.25 pt). A pure function of the
+    stored rows,
     so the runner and every summary stop at the same round. Timed survivors, a
     time-to-accuracy verification and a round without a paired metric are never stopped.
 
