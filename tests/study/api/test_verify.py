@@ -448,18 +448,39 @@ def test_verification_never_reuses_an_unchecked_metric(sqlite_url: str) -> None:
     assert warmup.reuse is not None  # the discarded warm-up run is timed only: seconds
 
 
+#: The reused metric of the timed runs below (the baseline's, from trial 0).
+TIMED_REUSE = ReusedMetric(from_trial=0, val_metric=0.9, train_loss=0.1, steps=10)
+
+
+def _two_lanes() -> dict[int, TrialConfig]:
+    """The baseline (trial 0), a trained batch change (trial 1) and a timed channels_last
+    (trial 2, its accuracy inherited)."""
+    return {
+        0: make_trial_config(),
+        1: make_trial_config(batch_size=128),
+        2: make_trial_config(memory_format="channels_last", reuse=TIMED_REUSE),
+    }
+
+
+class _DiscardingStore:
+    """A results store for ``_run_verification`` that keeps nothing and hands back ``run``."""
+
+    def __init__(self, run: VerificationRun) -> None:
+        self._run = run
+
+    def record_verification(self, study_name: str, number: int, record: object) -> None:
+        pass
+
+    def complete_verification(self, study_name: str, number: int) -> VerificationRun:
+        return self._run
+
+
 def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> None:
     """A race whose trained survivor is not confirmed (futile) leaves a timed one alone: the
     baseline's confirmation runs are then timed too (no trained metric is compared), where
     its race runs trained beside the trained finalist."""
     plan = VerificationPlan(0, (1, 2), (30, 31, 32), 0.5, race_seeds=(20, 21), inherited=(2,))
-    reuse = ReusedMetric(from_trial=0, val_metric=0.9, train_loss=0.1, steps=10)
-    baseline = make_trial_config()
-    configs = {
-        0: baseline,
-        1: make_trial_config(batch_size=128),  # trained (a batch change)
-        2: make_trial_config(memory_format="channels_last", reuse=reuse),  # timed
-    }
+    configs = _two_lanes()
     calls: list[tuple[int, bool]] = []  # every baseline run: (seed, timed)
 
     def run_fn(config: TrialConfig) -> Measurement:
@@ -467,23 +488,16 @@ def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> N
             calls.append((config.seed, config.reuse is not None))
         return make_measurement()
 
-    class Store:
-        def record_verification(self, study_name: str, number: int, record: object) -> None:
-            pass
-
-        def complete_verification(self, study_name: str, number: int) -> VerificationRun:
-            return run
-
     run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
 
     _run_verification(
         run,
-        Store(),  # type: ignore[arg-type]
+        _DiscardingStore(run),  # type: ignore[arg-type]
         configs,
         run_fn,
         None,
         lambda rows: {("same_model", "inherited"): 2},  # the trained survivor was futile
-        timed_baseline=baseline.model_copy(update={"reuse": reuse}),
+        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
     )
 
     warmup, *runs = calls  # the discarded warm-up run is timed
@@ -518,13 +532,7 @@ def test_a_survivor_stopped_for_futility_runs_no_more_rounds_and_the_baseline_tu
     stopped (here after its first confirmation round), its remaining rounds are not run, and
     with only the timed survivor going the baseline's runs are timed."""
     plan = VerificationPlan(0, (1, 2), (30, 31, 32, 33), 0.5, race_seeds=(20, 21), inherited=(2,))
-    reuse = ReusedMetric(from_trial=0, val_metric=0.9, train_loss=0.1, steps=10)
-    baseline = make_trial_config()
-    configs = {
-        0: baseline,
-        1: make_trial_config(batch_size=128),  # trained (a batch change)
-        2: make_trial_config(memory_format="channels_last", reuse=reuse),  # timed
-    }
+    configs = _two_lanes()
     calls: list[tuple[int, str]] = []  # (seed, which)
 
     def run_fn(config: TrialConfig) -> Measurement:
@@ -538,13 +546,6 @@ def test_a_survivor_stopped_for_futility_runs_no_more_rounds_and_the_baseline_tu
         calls.append((config.seed, which))
         return make_measurement()
 
-    class Store:
-        def record_verification(self, study_name: str, number: int, record: object) -> None:
-            pass
-
-        def complete_verification(self, study_name: str, number: int) -> VerificationRun:
-            return run
-
     run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
     survivors = {("same_model", "trained"): 1, ("same_model", "inherited"): 2}
 
@@ -554,12 +555,12 @@ def test_a_survivor_stopped_for_futility_runs_no_more_rounds_and_the_baseline_tu
 
     _run_verification(
         run,
-        Store(),  # type: ignore[arg-type]
+        _DiscardingStore(run),  # type: ignore[arg-type]
         configs,
         run_fn,
         None,
         lambda rows: survivors,
-        timed_baseline=baseline.model_copy(update={"reuse": reuse}),
+        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
         stops_of=stops_of,
     )
 
