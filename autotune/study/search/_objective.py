@@ -73,6 +73,7 @@ __all__ = [
     "SurplusTrial",
     "TrialObjective",
     "eval_every_s",
+    "fastest_same_computation",
     "goodput_attrs",
     "has_check",
     "is_surplus",
@@ -131,6 +132,32 @@ def throughput_floor(base: FrozenTrial, ratio: float) -> float | None:
     if not ratio or result.failed or not result.throughput_sps:
         return None
     return ratio * result.throughput_sps
+
+
+def fastest_same_computation(completed: Sequence[FrozenTrial]) -> TrialResult | None:
+    """The fastest of ``completed`` whose accuracy is the baseline's by its paired check: a
+    feasible trial of evidence class ``identical`` or ``same_computation`` (the check held
+    against the baseline's losses, :mod:`autotune.study.evidence`) that inherited its
+    accuracy and was not measured on a busy machine; None without one.
+
+    Under a cost cap it is the bar a trained trial must reach (:meth:`TrialObjective._with_throughput_floor`):
+    a change of the math that runs slower than a change already known to keep the
+    baseline's accuracy cannot be the faster answer, so training it buys no evidence the
+    verdict can use."""
+    fastest: TrialResult | None = None
+    for trial in completed:
+        result = TrialResult.from_trial(trial)
+        if (
+            result.evidence_class not in ("identical", "same_computation")
+            or result.accuracy_source != "inherited"
+            or not result.feasible
+            or result.busy_machine
+            or not result.throughput_sps
+        ):
+            continue
+        if fastest is None or result.throughput_sps > (fastest.throughput_sps or 0.0):
+            fastest = result
+    return fastest
 
 
 def time_limit_s(train: TrainSettings, base: FrozenTrial) -> float | None:
@@ -449,10 +476,27 @@ class TrialObjective:
         throughput, or under a cost cap (``budget.full_runs``)
         :data:`~autotune.study.cost.CAPPED_FLOOR_VS_BASELINE` times it
         (``config.min_throughput_sps``, also the user attribute ``min_throughput_sps``;
-        :func:`throughput_floor`)."""
+        :func:`throughput_floor`).
+
+        Under a cost cap, a trial that trains (it reuses no metric: a numerics, dynamics or
+        model change) has the higher floor of the same share of the fastest trial whose
+        accuracy is the baseline's by its paired check (:func:`fastest_same_computation`;
+        user attribute ``min_throughput_from_trial``): it could not be a faster answer, and
+        its training is the search's dearest evidence. The main job on a 2-core Xeon trained
+        two bf16 trials at 0.80x and 0.61x of its timed channels_last trial (2.7 of the
+        search's 11.7 full runs), and neither could be the answer."""
         floor_sps = throughput_floor(base, self._floor_ratio)
         if floor_sps is None:
             return config
+        if self._space.budget_settings.full_runs is not None and config.reuse is None:
+            completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            fastest = fastest_same_computation(completed)
+            if (
+                fastest is not None
+                and self._floor_ratio * (fastest.throughput_sps or 0.0) > floor_sps
+            ):
+                floor_sps = self._floor_ratio * (fastest.throughput_sps or 0.0)
+                trial.set_user_attr("min_throughput_from_trial", fastest.number)
         trial.set_user_attr("min_throughput_sps", floor_sps)
         return config.model_copy(update={"min_throughput_sps": floor_sps})
 
@@ -801,9 +845,16 @@ class TrialObjective:
         asked = self._config.advanced.trial.min_throughput_vs_baseline
         return floor_vs_baseline(asked, self._space.budget_settings)
 
-    def _floor_words(self) -> str:
-        """Where the floor comes from, in words."""
+    def _floor_words(self, from_trial: int | None = None) -> str:
+        """Where the floor comes from, in words: the baseline's throughput, or
+        ``from_trial``'s (:func:`fastest_same_computation`)."""
         asked = self._config.advanced.trial.min_throughput_vs_baseline
+        if from_trial is not None:
+            return (
+                f"{self._floor_ratio:g} x trial {from_trial}'s, the fastest with the "
+                "baseline's accuracy by its paired check, under budget.full_runs: a slower "
+                "change of the math cannot be a faster answer, and is not trained"
+            )
         if self._floor_ratio != asked:
             return (
                 f"{self._floor_ratio:g} x the baseline's under budget.full_runs: a slower trial "
@@ -817,11 +868,12 @@ class TrialObjective:
         values, so the sampler learns how slow it was; its metric, never evaluated, is the
         worst (as for any failure)."""
         floor_sps = float(trial.user_attrs.get("min_throughput_sps") or 0.0)
+        from_trial = trial.user_attrs.get("min_throughput_from_trial")
         values = self._record_failure(
             trial,
             "too_slow",
             f"stopped after the first timed window: {measurement.throughput_sps:,.0f} samples/s "
-            f"is below the floor of {floor_sps:,.0f} ({self._floor_words()})",
+            f"is below the floor of {floor_sps:,.0f} ({self._floor_words(from_trial)})",
         )
         return (measurement.throughput_sps, values[1], float(measurement.peak_memory_bytes))
 

@@ -787,6 +787,92 @@ def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
     assert other.values[0] == 500.0 and "failure" not in other.user_attrs
 
 
+def test_under_a_cost_cap_a_trained_trial_must_reach_the_fastest_same_computation_one() -> None:
+    """A change of the math trains only where it could be the faster answer: under
+    ``budget.full_runs`` its floor is 0.9 x the fastest trial whose accuracy is the
+    baseline's by its check, not 0.9 x the baseline's; a timed trial keeps the baseline's."""
+    from optuna.trial import create_trial
+
+    config = _run_config("budget.full_runs=20")
+    slow_bf16 = make_measurement(
+        throughput_sps=1500.0,
+        val_metric=float("nan"),
+        train_loss=float("nan"),
+        too_slow=True,
+    )
+    fake = FakeRunTrial(
+        [
+            make_measurement(throughput_sps=900.0),  # the baseline's discarded twin
+            make_measurement(throughput_sps=1000.0),
+            slow_bf16,
+            make_measurement(throughput_sps=1400.0),
+        ]
+    )
+    study = optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    enqueue_baseline(study, config.space)
+    objective = _objective(fake, config=config)
+    _optimize(objective, 1, study)
+    (baseline,) = study.trials
+    timed = {"evidence_class": "same_computation", "accuracy_source": "inherited"}
+    for number, sps, attrs in ((1, 2000.0, timed), (2, 2600.0, {**timed, "busy_machine": True})):
+        study.add_trial(
+            create_trial(
+                values=[sps, 0.9, 2**20],
+                params={**baseline.params, "memory_format": "channels_last", "num_workers": number},
+                distributions=baseline.distributions,
+                user_attrs={**attrs, "throughput_sps": sps},
+            )
+        )
+    study.enqueue_trial({**baseline.params, "precision": "bf16"})  # trains: a new math key
+    study.enqueue_trial({**baseline.params, "num_workers": 2})  # timed: the baseline's metric
+    _optimize(objective, 2, study)
+
+    trained, timed_config = fake.configs[2:]
+    # 0.9 x trial 1's 2,000: trial 2's 2,600 was measured on a busy machine.
+    assert trained.reuse is None and trained.min_throughput_sps == pytest.approx(1800.0)
+    assert timed_config.reuse is not None
+    assert timed_config.min_throughput_sps == pytest.approx(900.0)  # 0.9 x the baseline's
+    bf16, other = study.trials[3:]
+    assert bf16.user_attrs["min_throughput_from_trial"] == 1
+    assert bf16.user_attrs["failure"] == "too_slow"
+    assert (
+        "1,500 samples/s is below the floor of 1,800 (0.9 x trial 1's, the fastest with the "
+        "baseline's accuracy by its paired check" in bf16.user_attrs["failure_detail"]
+    )
+    assert "min_throughput_from_trial" not in other.user_attrs
+
+
+def test_without_a_cost_cap_a_trained_trial_keeps_the_baselines_floor() -> None:
+    from optuna.trial import create_trial
+
+    config = _run_config()
+    fake = FakeRunTrial([make_measurement(throughput_sps=1000.0)] * 3)
+    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
+    enqueue_baseline(study, config.space)
+    objective = _objective(fake, config=config)
+    _optimize(objective, 1, study)
+    (baseline,) = study.trials
+    study.add_trial(
+        create_trial(
+            values=[2000.0, 0.9, 2**20],
+            params={**baseline.params, "memory_format": "channels_last"},
+            distributions=baseline.distributions,
+            user_attrs={
+                "evidence_class": "same_computation",
+                "accuracy_source": "inherited",
+                "throughput_sps": 2000.0,
+            },
+        )
+    )
+    study.enqueue_trial({**baseline.params, "precision": "bf16"})
+    _optimize(objective, 1, study)
+
+    assert fake.configs[-1].min_throughput_sps == pytest.approx(100.0)  # 0.1 x the baseline's
+
+
 def test_no_throughput_floor_when_the_ratio_is_zero() -> None:
     from autotune.study.baseline import enqueue_baseline
 
