@@ -64,6 +64,23 @@ class Objective:
         """True for a top-1 accuracy in [0, 1], shown as a percentage."""
         return self.name == "accuracy"
 
+    @property
+    def maximized(self) -> bool:
+        """True when a larger value is better (``direction == "maximize"``)."""
+        return self.direction == "maximize"
+
+    @property
+    def sign(self) -> float:
+        """``1.0`` for a maximized objective, ``-1.0`` for a minimized one: ``sign * value``
+        is larger the better the value."""
+        return 1.0 if self.maximized else -1.0
+
+    def gain(self, difference: float) -> float:
+        """How much better a ``difference`` of two values (``a - b``, in the objective's
+        units) makes ``a`` than ``b``: the difference itself for a maximized objective, its
+        negative for a minimized one (a loss 0.02 lower is a gain of ``+0.02``)."""
+        return self.sign * difference
+
     def format(self, value: float | None, digits: int = 2) -> str:
         """The value for display: ``98.42%`` for accuracy, ``1.234`` otherwise; ``n/a`` for
         None."""

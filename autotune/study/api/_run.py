@@ -117,7 +117,7 @@ def _best_so_far(study: optuna.Study) -> dict[str, float]:
     for i, objective in enumerate(objectives_of_study(study)):
         values = [t.values[i] for t in feasible]
         if values:
-            best[objective.name] = max(values) if objective.direction == "maximize" else min(values)
+            best[objective.name] = max(values, key=objective.gain)
     return best
 
 

@@ -137,7 +137,7 @@ def sort_pareto(
     """
     name, larger_is_better = _check_objective(objective)
     if name == "val_metric":
-        larger_is_better = metric.direction == "maximize"
+        larger_is_better = metric.maximized
     sign = -1.0 if larger_is_better else 1.0
 
     def key(row: ParetoRow) -> tuple[float, float, int]:

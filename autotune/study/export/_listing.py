@@ -113,7 +113,7 @@ def list_studies(storage: str) -> list[StudySummary]:
             target = data.metric.format(data.target, 1) if tta and data.target is not None else ""
             metric = f"{data.metric.name} ({data.metric.direction[:3]})"
             if tta:
-                better = ">=" if data.metric.direction == "maximize" else "<="
+                better = ">=" if data.metric.maximized else "<="
                 metric = f"time to {data.metric.name} {better} {target}".rstrip()
             rec = data.recommended
             summaries.append(

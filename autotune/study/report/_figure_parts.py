@@ -40,18 +40,18 @@ __all__ = [
 
 class Axis(NamedTuple):
     """How one objective is drawn: its label, the scale from the stored unit to the display
-    unit, and its direction (``maximize`` or ``minimize``)."""
+    unit, and the objective (its direction: :attr:`Objective.maximized`, :attr:`Objective.sign`)."""
 
     label: str
     scale: float
-    direction: str
+    objective: Objective
 
 
 def metric_label(metric: Objective) -> str:
     """``validation accuracy (%)`` for accuracy; ``val_loss (validation, lower is better)``."""
     if metric.is_accuracy:
         return "validation accuracy (%)"
-    better = "higher" if metric.direction == "maximize" else "lower"
+    better = "higher" if metric.maximized else "lower"
     return f"{metric.name} (validation, {better} is better)"
 
 
@@ -61,16 +61,14 @@ def objective_axes(data: ReportData) -> dict[str, Axis]:
     if data.time_to_accuracy:
         time, memory = data.objectives
         return {
-            "time_to_accuracy_s": Axis("time to target (s)", 1.0, time.direction),
-            "peak_memory_bytes": Axis("peak memory (MiB)", 1.0 / MIB, memory.direction),
+            "time_to_accuracy_s": Axis("time to target (s)", 1.0, time),
+            "peak_memory_bytes": Axis("peak memory (MiB)", 1.0 / MIB, memory),
         }
     throughput, metric, memory = data.objectives
     return {
-        "throughput_sps": Axis("throughput (samples/s)", 1.0, throughput.direction),
-        "val_metric": Axis(
-            metric_label(metric), 100.0 if metric.is_accuracy else 1.0, metric.direction
-        ),
-        "peak_memory_bytes": Axis("peak memory (MiB)", 1.0 / MIB, memory.direction),
+        "throughput_sps": Axis("throughput (samples/s)", 1.0, throughput),
+        "val_metric": Axis(metric_label(metric), 100.0 if metric.is_accuracy else 1.0, metric),
+        "peak_memory_bytes": Axis("peak memory (MiB)", 1.0 / MIB, memory),
     }
 
 
@@ -249,7 +247,7 @@ def _floors(
         return 0.0, 1.0
     low, high = min(values), max(values)
     span = (high - low) or (abs(high) * 0.1) or 1.0
-    worst_is_low = axes[objective].direction == "maximize"
+    worst_is_low = axes[objective].objective.maximized
     return (low - 0.08 * span if worst_is_low else high + 0.08 * span), span
 
 

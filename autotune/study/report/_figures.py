@@ -98,8 +98,7 @@ def _front_line(data: ReportData, x: str, y: str) -> tuple[list[float], list[flo
     """The 2-D non-dominated staircase of the feasible points in this projection
     (``moocore.is_nondominated``), best ``x`` first."""
     axes = objective_axes(data)
-    sx = 1 if axes[x].direction == "maximize" else -1
-    sy = 1 if axes[y].direction == "maximize" else -1
+    sx, sy = axes[x].objective.sign, axes[y].objective.sign
     pts = sorted(
         {
             (axis_value(p, x, axes) or 0.0, axis_value(p, y, axes) or 0.0)

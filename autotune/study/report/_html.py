@@ -140,7 +140,7 @@ def _summary(data: ReportData) -> str:
 def _target_words(data: ReportData) -> str:
     """What a time-to-accuracy study optimizes, in one sentence (escaped)."""
     metric = data.metric
-    better = "at least" if metric.direction == "maximize" else "at most"
+    better = "at least" if metric.maximized else "at most"
     target = metric.format(data.target, 1) if data.target is not None else "its target"
     return esc(
         f"Time to accuracy: each trial trains until its validation {metric.name} is {better} "
@@ -157,7 +157,7 @@ def _tolerance_words(summary: VerificationSummary) -> str:
     metric, tolerance = summary.metric, summary.accuracy_tolerance_pt
     if metric.is_accuracy:
         return f"keeps the baseline's mean accuracy within {tolerance:g} pt"
-    side = "below" if metric.direction == "maximize" else "above"
+    side = "below" if metric.maximized else "above"
     return f"has a mean {metric.name} at most {tolerance:g} % {side} the baseline's"
 
 

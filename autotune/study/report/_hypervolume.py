@@ -35,11 +35,10 @@ def _metric_scale(metric: Objective, values: Sequence[float]) -> tuple[float, fl
     (or of the best value, or 1) past the worst."""
     if metric.is_accuracy:
         return 0.0, 1.0
-    sign = 1.0 if metric.direction == "maximize" else -1.0
-    best = max(values, key=lambda v: sign * v)
-    worst = min(values, key=lambda v: sign * v)
+    best = max(values, key=metric.gain)
+    worst = min(values, key=metric.gain)
     span = abs(best - worst) or abs(best) or 1.0
-    return worst - sign * 0.1 * span, best
+    return worst - metric.sign * 0.1 * span, best
 
 
 def _goodness(

@@ -247,7 +247,7 @@ def pareto_numbers(
         return set()
     numbers = list(values)
     points = np.asarray([values[n] for n in numbers], dtype=float)  # (trials, objectives)
-    maximise = [o.direction == "maximize" for o in objectives]
+    maximise = [o.maximized for o in objectives]
     keep = moocore.is_nondominated(points, maximise=maximise, keep_weakly=True)
     return {n for n, kept in zip(numbers, keep, strict=True) if kept}
 

@@ -836,7 +836,7 @@ class TrialObjective:
             return failed_values(self._caps.memory_bytes, mode=mode, worst_time_s=worst_s)
         metric = metric_objective(self._objectives)
         assert metric is not None  # the throughput mode has its metric among the objectives
-        worst = self._worst_measured(trial, 1) if metric.direction == "minimize" else None
+        worst = None if metric.maximized else self._worst_measured(trial, 1)
         return failed_values(self._caps.memory_bytes, metric.direction, worst)
 
     @property

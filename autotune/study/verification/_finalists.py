@@ -347,12 +347,12 @@ def closest_trial(
             accuracy_tolerance_pt,
             screen_z,
         )
-        return base_value - allowance if metric.direction == "maximize" else base_value + allowance
+        return base_value - metric.sign * allowance
 
     def shortfall(t: TrialResult) -> float:
         value = t.val_metric
         assert value is not None
-        return bar(t) - value if metric.direction == "maximize" else value - bar(t)
+        return metric.gain(bar(t) - value)
 
     pick = (
         min(faster, key=lambda t: (shortfall(t), t.number))
@@ -370,7 +370,7 @@ def closest_trial(
     )
     if not faster:
         return f"{head}; no trial was faster than the baseline"
-    least = "at least" if metric.direction == "maximize" else "at most"
+    least = "at least" if metric.maximized else "at most"
     return (
         f"{head}; the screen asked for {least} {_metric_words(metric, bar(pick), bare=True)} "
         f"(baseline {_metric_words(metric, base_value, bare=True)}{at_n})"

@@ -54,9 +54,7 @@ def within_tolerance(
     for a maximized metric ``value >= baseline - allowance``, for a minimized one
     ``value <= baseline + allowance``."""
     allowance = metric_allowance(metric, baseline_value, tolerance_pt)
-    if metric.direction == "maximize":
-        return value >= baseline_value - allowance
-    return value <= baseline_value + allowance
+    return metric.gain(value) >= metric.gain(baseline_value) - allowance
 
 
 def is_non_inferior(
@@ -91,10 +89,8 @@ def is_non_inferior(
     if difference_ci95 is None or not all(math.isfinite(x) for x in difference_ci95):
         return False
     allowance = metric_allowance(metric, baseline_value, tolerance_pt)
-    low, high = difference_ci95
-    if metric.direction == "maximize":
-        return low >= -allowance
-    return high <= allowance
+    # The interval's worse end: the lower for a maximized metric, the upper for a loss.
+    return min(metric.gain(end) for end in difference_ci95) >= -allowance
 
 
 #: The screen's default z: a one-sided 95 % bound (``advanced.verify.screen_z``'s default,
@@ -185,9 +181,7 @@ def passes_screen(
     allowance = screen_allowance(
         metric, value, samples, baseline_value, baseline_samples, tolerance_pt, z
     )
-    if metric.direction == "maximize":
-        return value >= baseline_value - allowance
-    return value <= baseline_value + allowance
+    return metric.gain(value) >= metric.gain(baseline_value) - allowance
 
 
 def difference_number(metric: Objective, difference: float) -> str:

@@ -702,6 +702,14 @@ def _futility(
     )
 
 
+#: The fewest paired differences whose interval may show a trained candidate inferior
+#: (:func:`_futile_reason`). Two are too few: the interval of two differences that happen to
+#: lie close is narrow by luck (the long run's batch-128 finalist on a Xeon: -1.10 and -1.15 pt
+#: in the race, an interval of -1.44 to -0.81 pt, then -1.35, -0.15, -0.80 and +0.95 pt in its
+#: confirmation).
+INFERIOR_MIN_ROUNDS = 3
+
+
 def _futile_reason(
     diffs: Sequence[float],
     diff_ci: tuple[float, float] | None,
@@ -720,21 +728,34 @@ def _futile_reason(
     (:func:`~autotune.study.verification._speedup.projected_half_width`), ``plan.rounds``
     rounds give an interval wider than the tolerance even with no true difference (or the
     better one the pilot's own 95 % interval ``diff_ci`` shows, where it shows one), so the
-    rounds would be spent for nothing. Futility only ever stops a candidate: it never makes a
-    claim, so it costs power, never the claims' error rate.
+    rounds would be spent for nothing. Or, from :data:`INFERIOR_MIN_ROUNDS` paired differences
+    on, the pilot's own 95 % interval ``diff_ci`` lies wholly past the margin (its better end
+    worse than ``-allowance``): the candidate is shown inferior, and the rounds could show it
+    non-inferior only where this look's interval was wrong, at most 2.5 % of the time for a
+    candidate truly at the margin (the futility boundary on the estimate itself, ch. 10
+    ibid.). Futility only ever stops a candidate: it never makes a claim, so it costs power,
+    never the claims' error rate.
     """
+    allowance = metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
+    tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
+    if (
+        len(diffs) >= INFERIOR_MIN_ROUNDS
+        and diff_ci is not None
+        and max(metric.gain(end) for end in diff_ci) < -allowance
+    ):
+        low, high = (difference_number(metric, end) for end in diff_ci)
+        return (
+            f"futile: {spread_of} 95 % interval of the {metric.name} difference, {low} to "
+            f"{high}{difference_unit(metric)}, lies wholly past the {tolerance} tolerance: "
+            "shown inferior"
+        )
     half = projected_half_width(diffs, plan.rounds)
     if half is None:
         return None
-    allowance = metric_allowance(metric, base_mean, plan.accuracy_tolerance_pt)
     # A better metric counts only as far as the pilot itself shows it (the better end of its
     # 95 % interval nearest to no difference): two seeds' mean is mostly their luck (a
     # baseline's unlucky seed made a bf16 finalist +5 pt "better" on one Xeon).
-    better = (
-        max(0.0, diff_ci[0] if metric.direction == "maximize" else -diff_ci[1])
-        if diff_ci is not None
-        else 0.0
-    )
+    better = max(0.0, min(metric.gain(end) for end in diff_ci)) if diff_ci is not None else 0.0
     if half <= allowance + better:
         return None
     needed = rounds_to_resolve(diffs, allowance + better)
@@ -743,7 +764,7 @@ def _futile_reason(
     return (
         f"futile: at {spread_of} spread of the {metric.name} difference, {plan.rounds} rounds "
         f"would give an interval of +/-{width} at best, wider "
-        f"than the {tolerance_text(metric, plan.accuracy_tolerance_pt)} tolerance; "
+        f"than the {tolerance} tolerance; "
         f"it would take {rounds} to resolve it"
     )
 

@@ -159,7 +159,7 @@ def throughput_verdict(
         qualifies, verdict = False, "not verifiably faster (95 % CI reaches 1.0x)"
     elif not non_inferior:
         tolerance = tolerance_text(metric, plan.accuracy_tolerance_pt)
-        bound = (diff_ci or (diff_mean, diff_mean))[0 if metric.direction == "maximize" else 1]
+        bound = min(diff_ci or (diff_mean, diff_mean), key=metric.gain)  # the worse end
         bound_text = f"{difference_number(metric, bound)}{difference_unit(metric)}"
         qualifies, trade_off = False, True
         verdict = (

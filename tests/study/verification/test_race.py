@@ -571,6 +571,32 @@ def test_a_trained_survivor_within_the_spread_the_rounds_resolve_goes_on() -> No
     assert confirmation_stops(plan, rows, {SAME_TRAINED: 2}) == {}
 
 
+def test_the_confirmation_stops_a_trained_survivor_shown_inferior_from_its_third_round() -> None:
+    """A narrow spread (its rounds would resolve it) whose interval lies wholly past the
+    margin: after two rounds (-1.30, -1.10 pt) two differences are too few to call it; after
+    the third (-1.20 pt) its 95 % interval, -1.45 to -0.95 pt, is past the 0.5 pt tolerance:
+    stopped, shown inferior."""
+    plan = dataclasses.replace(PLAN, candidates=(2,), seeds=tuple(range(20, 28)))
+    survivors = {SAME_TRAINED: 2}
+    rows = _long_run_rows(plan, 0)
+    for i, diff in enumerate((-0.0130, -0.0110, -0.0120)):
+        r = plan.race_rounds + i
+        rows += [
+            _at(plan, r, _row(0, 0, 1000.0, 0.975)),
+            _at(plan, r, _row(0, 2, 1700.0, 0.975 + diff)),
+        ]
+        stops = confirmation_stops(plan, rows, survivors)
+        if i < 2:
+            assert stops == {}, f"stopped after {i + 1} rounds"
+    assert stops == {
+        2: (
+            3,
+            "futile: its first 3 rounds' 95 % interval of the accuracy difference, -1.45 to "
+            "-0.95 pt, lies wholly past the 0.5 pt tolerance: shown inferior",
+        )
+    }
+
+
 def test_a_timed_survivor_is_never_stopped_for_futility() -> None:
     plan = dataclasses.replace(PLAN, candidates=(2,), seeds=tuple(range(20, 28)), inherited=(2,))
     assert confirmation_stops(plan, _long_run_rows(plan, 4), {("same_model", "inherited"): 2}) == {}
