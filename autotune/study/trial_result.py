@@ -176,6 +176,7 @@ class TrialResult:
         val_samples: validation samples ``val_metric`` was computed on.
         metric_from_trial: the trial whose metric this one reused (the same math key).
         busy_remeasures: how many times a busy trial was timed again.
+        busy_remeasure_s: the wall seconds of those re-runs (part of ``run_s``).
         memory_kind: what ``peak_memory_bytes`` is.
         math_key: the trial's math key (:func:`autotune.core.config.math_key`): trials with equal
             keys learn the same, so one may reuse the other's metric.
@@ -264,6 +265,7 @@ class TrialResult:
     val_samples: int | None = None
     metric_from_trial: int | None = None
     busy_remeasures: int | None = None
+    busy_remeasure_s: float | None = None
     memory_kind: str | None = None
     math_key: str | None = None
     warm_start_from: str | None = None

@@ -149,7 +149,8 @@ def _run_costs(
     trials: list[FrozenTrial], baseline: int, trained: Collection[int] = ()
 ) -> dict[int, float]:
     """Each trial's cost of one verification run, in full runs of the baseline: what it
-    cost in the search (``run_s`` over the baseline's ``full_run_s``; 1 where unknown); the
+    cost in the search (``run_s``, less the re-runs of a trial timed again on a busy machine,
+    over the baseline's ``full_run_s``; 1 where unknown); the
     baseline's is one full run (:func:`autotune.study.verification.fit_budget` prices a timed
     baseline as its timed finalists), or under short evidence (a projected full run) what its
     trial cost, as every trained run stops at the same share. A finalist in ``trained`` (it
@@ -162,7 +163,8 @@ def _run_costs(
     projected = False
     for trial in trials:
         result = TrialResult.from_trial(trial)
-        costs[trial.number] = result.run_s / full_run_s if result.run_s and full_run_s else 1.0
+        own_s = (result.run_s or 0.0) - (result.busy_remeasure_s or 0.0)
+        costs[trial.number] = own_s / full_run_s if own_s > 0 and full_run_s else 1.0
         projected = projected or (result.baseline and bool(result.full_run_projected))
         if result.metric_from_trial is not None:
             sources[trial.number] = result.metric_from_trial

@@ -140,10 +140,10 @@ def fastest_same_computation(completed: Sequence[FrozenTrial]) -> TrialResult | 
     against the baseline's losses, :mod:`autotune.study.evidence`) that inherited its
     accuracy and was not measured on a busy machine; None without one.
 
-    Under a cost cap it is the bar a trained trial must reach (:meth:`TrialObjective._with_throughput_floor`):
-    a change of the math that runs slower than a change already known to keep the
-    baseline's accuracy cannot be the faster answer, so training it buys no evidence the
-    verdict can use."""
+    Under a cost cap it is the bar a trained trial must reach
+    (:meth:`TrialObjective._with_throughput_floor`): a change of the math that runs slower
+    than a change already known to keep the baseline's accuracy cannot be the faster
+    answer, so training it buys no evidence the verdict can use."""
     fastest: TrialResult | None = None
     for trial in completed:
         result = TrialResult.from_trial(trial)
@@ -491,11 +491,11 @@ class TrialObjective:
         if self._space.budget_settings.full_runs is not None and config.reuse is None:
             completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             fastest = fastest_same_computation(completed)
-            if (
-                fastest is not None
-                and self._floor_ratio * (fastest.throughput_sps or 0.0) > floor_sps
-            ):
-                floor_sps = self._floor_ratio * (fastest.throughput_sps or 0.0)
+            trained_floor_sps = (
+                self._floor_ratio * (fastest.throughput_sps or 0.0) if fastest else 0.0
+            )
+            if fastest is not None and trained_floor_sps > floor_sps:
+                floor_sps = trained_floor_sps
                 trial.set_user_attr("min_throughput_from_trial", fastest.number)
         trial.set_user_attr("min_throughput_sps", floor_sps)
         return config.model_copy(update={"min_throughput_sps": floor_sps})
@@ -737,7 +737,8 @@ class TrialObjective:
         evaluation could read lower than every fully trained trial). User attributes, when a
         re-run was made: ``busy_remeasures`` (re-runs), ``busy_run_shares`` (the other
         processes' share of every run, the full run first), ``busy_remeasure_s`` (the
-        re-runs' seconds); ``busy_remeasure_failure`` when a re-run failed (the runs before
+        re-runs' wall seconds, as ``run_s`` counts them: a verification prices a run of the
+        trial without them); ``busy_remeasure_failure`` when a re-run failed (the runs before
         it stand).
         """
         threshold = config.measure.max_other_cpu_share
@@ -762,13 +763,14 @@ class TrialObjective:
                     evaluations=len(first.metric_curve) if tta else 0,
                 )
                 rerun_config = config.model_copy(update={"reuse": reuse})
+            before_s = self._run_s
             try:
                 again = self._run_trial(rerun_config)
             except TrialError as e:
                 trial.set_user_attr("busy_remeasure_failure", f"{e.failure}: {e.detail[-500:]}")
                 break
             reruns += 1
-            spent_s += again.train_s
+            spent_s += self._run_s - before_s
             if again.other_cpu_share is None:  # not measured: nothing to compare it by
                 break
             shares.append(again.other_cpu_share)

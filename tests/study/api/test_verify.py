@@ -574,3 +574,31 @@ def test_a_survivor_stopped_for_futility_runs_no_more_rounds_and_the_baseline_tu
     assert later == sorted(
         [(s, "timed base") for s in (31, 32, 33)] + [(s, "timed 2") for s in (31, 32, 33)]
     )
+
+
+def test_a_run_of_a_trial_timed_again_while_busy_is_priced_without_its_re_runs() -> None:
+    """``run_s`` counts a busy trial's re-runs; one verification run of it is one run (the
+    main job on a Xeon priced a timed trial timed twice at 0.93 full runs a run)."""
+    from optuna.distributions import CategoricalDistribution
+    from optuna.trial import create_trial
+
+    from autotune.study.api._verify import _run_costs
+    from autotune.study.baseline import BASELINE_ATTR
+
+    def trial(number: int, **attrs: object) -> optuna.trial.FrozenTrial:
+        made = create_trial(
+            values=[1000.0, 0.9, 2**20],
+            params={"num_workers": number},
+            distributions={"num_workers": CategoricalDistribution([0, 1, 2])},
+            user_attrs=attrs,
+        )
+        made.number = number
+        return made
+
+    trials = [
+        trial(0, **{BASELINE_ATTR: True, "full_run_s": 10.0, "run_s": 20.0}),
+        trial(1, run_s=6.0, busy_remeasures=1, busy_remeasure_s=3.0),
+        trial(2, run_s=4.0),
+    ]
+
+    assert _run_costs(trials, 0) == {0: 1.0, 1: pytest.approx(0.3), 2: pytest.approx(0.4)}
