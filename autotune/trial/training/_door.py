@@ -46,11 +46,13 @@ from autotune.trial.training._guide import apply_process_knobs
 from autotune.trial.training._meter import BudgetTiming, StepMeter, budget_plan
 from autotune.trial.training._metric import checked_metric
 from autotune.trial.training._setup import cpu_meter_roots
+from autotune.trial.workloads import load_workload
 
 __all__ = [
     "AUTOCAST_DTYPES",
     "SCALED_GROUP_RATES",
     "SCALED_SCHEDULER_RATES",
+    "DoorCall",
     "DoorKnobs",
     "SeedGuard",
     "TrialHandle",
@@ -819,3 +821,67 @@ class TrialHandle:
     @property
     def _autocast_dtype(self) -> torch.dtype | None:
         return AUTOCAST_DTYPES.get(self._precision)
+
+
+@dataclass(frozen=True)
+class DoorCall:
+    """How every door opens a trial and calls the user's function: the loop, HF and Lightning
+    doors (:func:`~autotune.trial.training._loop.run_loop`, ``run_hf_trainer``,
+    ``run_lightning``) each start with :meth:`open` and call the function inside
+    :meth:`running`; what differs between them is what the function returns and what the door
+    does with it.
+
+    Attributes:
+        function: the user's function (the space's ``loop:``, ``hf_trainer:`` or
+            ``lightning:``).
+        label: the door and the function, for messages (``loop train.py:train``).
+        knobs: the trial's knobs in this rank.
+    """
+
+    function: Callable[..., Any]
+    label: str
+    knobs: DoorKnobs
+
+    @classmethod
+    def open(
+        cls,
+        door: str,
+        config: TrialConfig,
+        backend: Backend,
+        rank: int,
+        world_size: int,
+        rank_pids: tuple[int, ...],
+    ) -> DoorCall:
+        """Load the user's function (``config.workload``), open the peak-memory window before
+        it runs (its data, model and optimizer count) and set the training seed
+        (:func:`seed_everything`), so that the model the function builds starts the same in
+        every trial with this seed.
+
+        Raises:
+            WorkloadError: the function's file or name cannot be loaded
+                (:func:`~autotune.trial.workloads.load_workload`).
+        """
+        function = load_workload(config.workload).obj
+        backend.reset_peak_memory()
+        seed_everything(config.seed)
+        knobs = DoorKnobs(config, backend, rank, world_size, rank_pids)
+        return cls(function, f"{door} {config.workload.label}", knobs)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[tuple[dict[str, Any], SeedGuard]]:
+        """While the user's function runs: ``sys.argv`` is its script's own
+        (:func:`script_argv`) and the trial's seed stays in charge (:func:`trial_seed_guard`).
+
+        Yields:
+            The keyword arguments to call the function with, and the seed guard (for
+            :func:`with_seed_note`).
+
+        Raises:
+            DoorUsageError: ``workload_args.argv`` is not a list of strings.
+        """
+        config = self.knobs.config
+        with (
+            script_argv(self.function, config.workload.args) as kwargs,
+            trial_seed_guard(config.seed) as seeds,
+        ):
+            yield kwargs, seeds

@@ -37,19 +37,16 @@ from autotune.core.flops import StepFlopCounter, count_parameters
 from autotune.trial.devices import Backend
 from autotune.trial.measure import Measurement
 from autotune.trial.training._door import (
+    DoorCall,
     DoorKnobs,
     TrialHandle,
     checked_metric,
     optimizer_scaling_rule,
     scale_rates,
-    script_argv,
-    seed_everything,
     to_memory_format,
-    trial_seed_guard,
     with_seed_note,
 )
 from autotune.trial.training._meter import BudgetTiming, StepMeter
-from autotune.trial.workloads import load_workload
 
 __all__ = ["HFTrial", "ddp_environment", "run_hf_trainer"]
 
@@ -318,20 +315,12 @@ def run_hf_trainer(
     """
     from transformers import Trainer
 
-    spec = config.workload
-    label = f"hf_trainer {spec.label}"
-    function = load_workload(spec).obj
-    backend.reset_peak_memory()
-    seed_everything(config.seed)
-    knobs = DoorKnobs(config, backend, rank, world_size, rank_pids)
+    call = DoorCall.open("hf_trainer", config, backend, rank, world_size, rank_pids)
+    knobs, label = call.knobs, call.label
     trial = HFTrial._for_trial(knobs)
     try:
-        with (
-            ddp_environment(rank, world_size),
-            script_argv(function, spec.args) as kwargs,
-            trial_seed_guard(config.seed) as seeds,
-        ):
-            trainer = function(trial, **kwargs)
+        with ddp_environment(rank, world_size), call.running() as (kwargs, seeds):
+            trainer = call.function(trial, **kwargs)
             if not isinstance(trainer, Trainer):
                 raise DoorUsageError(
                     f"{label} returned a {type(trainer).__name__}, not a transformers.Trainer"

@@ -35,22 +35,19 @@ from autotune.core.flops import StepFlopCounter, count_parameters
 from autotune.trial.devices import Backend
 from autotune.trial.measure import Measurement
 from autotune.trial.training._door import (
+    DoorCall,
     DoorKnobs,
     TrialHandle,
     checked_metric,
     optimizer_scaling_rule,
     rebuild_loader,
     scale_rates,
-    script_argv,
-    seed_everything,
     to_memory_format,
-    trial_seed_guard,
     with_seed_note,
 )
 from autotune.trial.training._guide import checkpoint_blocks
 from autotune.trial.training._hf import ddp_environment
 from autotune.trial.training._meter import BudgetTiming, StepMeter
-from autotune.trial.workloads import load_workload
 
 __all__ = ["LIGHTNING_PRECISIONS", "LightningTrial", "run_lightning"]
 
@@ -335,21 +332,13 @@ def run_lightning(
             trial owns, or the module logs no such metric.
         Exception: whatever the user's code or Lightning raises.
     """
-    spec = config.workload
-    label = f"lightning {spec.label}"
-    function = load_workload(spec).obj
-    backend.reset_peak_memory()
-    seed_everything(config.seed)
-    knobs = DoorKnobs(config, backend, rank, world_size, rank_pids)
+    call = DoorCall.open("lightning", config, backend, rank, world_size, rank_pids)
+    knobs, label = call.knobs, call.label
     trial = LightningTrial._for_trial(knobs)
     root = tempfile.mkdtemp(prefix="autotune-lightning-")
     try:
-        with (
-            ddp_environment(rank, world_size),
-            script_argv(function, spec.args) as kwargs,
-            trial_seed_guard(config.seed) as seeds,
-        ):
-            module, datamodule, user_kwargs = _unpack(function(trial, **kwargs), label)
+        with ddp_environment(rank, world_size), call.running() as (kwargs, seeds):
+            module, datamodule, user_kwargs = _unpack(call.function(trial, **kwargs), label)
             measurement = _fit_and_validate(
                 module, datamodule, user_kwargs, trial, knobs, label, root
             )

@@ -50,16 +50,13 @@ from autotune.core.flops import StepFlopCounter, count_parameters
 from autotune.trial.devices import Backend
 from autotune.trial.measure import Measurement
 from autotune.trial.training._door import (
-    DoorKnobs,
+    DoorCall,
     TrialHandle,
     checked_metric,
     move_batch,
     optimizer_scaling_rule,
     rebuild_loader,
     scale_rates,
-    script_argv,
-    seed_everything,
-    trial_seed_guard,
     with_seed_note,
 )
 from autotune.trial.training._guide import (
@@ -69,7 +66,6 @@ from autotune.trial.training._guide import (
     with_optimizer_impl,
 )
 from autotune.trial.training._meter import BudgetTiming, StepMeter
-from autotune.trial.workloads import load_workload
 
 __all__ = ["LoopTrial", "run_loop"]
 
@@ -753,16 +749,8 @@ def run_loop(
         DoorUsageError: the function misused its handle (the message names the call).
         Exception: whatever the user's function raises.
     """
-    function = load_workload(config.workload).obj
-    label = f"loop {config.workload.label}"
-    backend.reset_peak_memory()
-    seed_everything(config.seed)
-    trial = LoopTrial._for_trial(DoorKnobs(config, backend, rank, world_size, rank_pids))
-    with (
-        script_argv(function, config.workload.args) as kwargs,
-        trial_seed_guard(config.seed) as seeds,
-        contextlib.suppress(_StopTrial),
-    ):
-        function(trial, **kwargs)
-    measurement = trial._measurement(label)
-    return with_seed_note(measurement, seeds)
+    call = DoorCall.open("loop", config, backend, rank, world_size, rank_pids)
+    trial = LoopTrial._for_trial(call.knobs)
+    with call.running() as (kwargs, seeds), contextlib.suppress(_StopTrial):
+        call.function(trial, **kwargs)
+    return with_seed_note(trial._measurement(call.label), seeds)
