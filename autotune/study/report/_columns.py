@@ -78,8 +78,8 @@ def _figure_format(figure: str) -> Callable[[float], str]:
 
 
 def _figure(row: ParetoRow, figure: str) -> float | None:
-    """A row's figure from its trial's result; None when it has none (or is built by hand)."""
-    value = getattr(row.result, figure, None) if row.result is not None else None
+    """A row's figure from its trial's result; None when it has none."""
+    value = getattr(row.result, figure, None)
     return float(value) if isinstance(value, (int, float)) else None
 
 
@@ -137,10 +137,10 @@ def _metric_cell(metric: Objective, row: ParetoRow) -> str:
     measured at a share of the budget (short evidence) says where: ``(after 30 of the
     budget's 600 steps)``."""
     text = metric.format(row.val_metric, 1)
-    if row.metric_from_trial is None and row.result is not None and row.result.budget_steps:
+    if row.metric_from_trial is None and row.result.budget_steps:
         text += f" ({row.result.evidence_steps_text})"
     if row.metric_from_trial is not None:
-        source = row.result.accuracy_source if row.result is not None else None
+        source = row.result.accuracy_source
         if source == "inherited":
             text += f" (inherited from trial {row.metric_from_trial}, checked)"
         elif source == "inherited_unchecked":

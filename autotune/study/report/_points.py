@@ -95,54 +95,86 @@ class TrialPoint(NamedTuple):
 
 class ParetoRow(NamedTuple):
     """A feasible, measured configuration (Pareto-optimal in :attr:`ReportData.pareto`) with
-    the figures of its single search trial.
+    the figures of its single search trial: the objectives and the speedup as the row shows
+    them; every other figure is read from the trial's
+    :class:`~autotune.study.trial_result.TrialResult`, the one declaration of what a trial
+    recorded (the properties below, and the registry's columns,
+    :data:`autotune.study.trial_result.FIGURE_COLUMNS`).
 
     Attributes:
         number: Optuna's trial number.
         throughput_sps: training samples/s.
         val_metric: the study's validation metric (accuracy: in [0, 1]).
         peak_memory_bytes: peak memory in bytes.
-        step_time_s: median seconds per optimizer step (None if not recorded).
-        compile_s: seconds torch.compile added (None if not recorded).
         speedup: throughput over the baseline's (None without a measured baseline); in a
             time-to-accuracy study, the baseline's time to target over this trial's.
-        params: the knobs.
-        baseline: this row is the baseline itself.
+        result: everything the trial recorded.
         time_to_accuracy_s: time-to-accuracy studies: wall seconds to the target (None in
             throughput studies); ``val_metric`` is then the metric it reached and
             ``throughput_sps`` an extra figure from its attributes.
-        eval_s: time-to-accuracy studies: seconds spent evaluating, inside the time above.
-        other_cpu_share: the share of the trial's CPUs other processes used over its timed
-            windows (None: not measured, e.g. on the mock device).
-        busy: measured on a busy machine (the trial's ``busy_machine`` attribute).
-        simulated: the mock device produced it (its CPU share is "not measured (mock)").
-        compile_cache: whether torch.compile found the graphs in its cache (``cold``,
-            ``warm``, ``partly warm``; the trial's ``compile_cache`` attribute), None when
-            not compiled or not known.
-        metric_from_trial: the trial whose metric (and steps to the target) this one reused,
-            the math being the same (``advanced.search.reuse_metric``); None when it trained in full.
-        result: everything the trial recorded (:class:`~autotune.study.trial_result.TrialResult`;
-            None in a row built by hand): the figures a column of the registry reads
-            (:data:`autotune.study.trial_result.FIGURE_COLUMNS`).
     """
 
     number: int
     throughput_sps: float
     val_metric: float
     peak_memory_bytes: float
-    step_time_s: float | None
-    compile_s: float | None
     speedup: float | None
-    params: Mapping[str, Any]
-    baseline: bool
+    result: TrialResult
     time_to_accuracy_s: float | None = None
-    eval_s: float | None = None
-    other_cpu_share: float | None = None
-    busy: bool = False
-    simulated: bool = False
-    compile_cache: str | None = None
-    metric_from_trial: int | None = None
-    result: TrialResult | None = None
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The knobs."""
+        return self.result.params
+
+    @property
+    def baseline(self) -> bool:
+        """This row is the baseline itself."""
+        return self.result.baseline
+
+    @property
+    def step_time_s(self) -> float | None:
+        """Median seconds per optimizer step (None if not recorded)."""
+        return self.result.step_time_s
+
+    @property
+    def compile_s(self) -> float | None:
+        """Seconds torch.compile added (None if not recorded)."""
+        return self.result.compile_s
+
+    @property
+    def eval_s(self) -> float | None:
+        """Time-to-accuracy studies: seconds spent evaluating, inside the time to target
+        (None in throughput studies)."""
+        return self.result.eval_s if self.time_to_accuracy else None
+
+    @property
+    def other_cpu_share(self) -> float | None:
+        """The share of the trial's CPUs other processes used over its timed windows (None:
+        not measured, e.g. on the mock device)."""
+        return self.result.other_cpu_share
+
+    @property
+    def busy(self) -> bool:
+        """Measured on a busy machine (the trial's ``busy_machine`` attribute)."""
+        return self.result.busy
+
+    @property
+    def simulated(self) -> bool:
+        """The mock device produced it (its CPU share is "not measured (mock)")."""
+        return self.result.simulated
+
+    @property
+    def compile_cache(self) -> str | None:
+        """Whether torch.compile found the graphs in its cache (``cold``, ``warm``,
+        ``partly warm``), None when not compiled or not known."""
+        return self.result.compile_cache
+
+    @property
+    def metric_from_trial(self) -> int | None:
+        """The trial whose metric (and steps to the target) this one reused, the math being
+        the same (``advanced.search.reuse_metric``); None when it trained in full."""
+        return self.result.metric_from_trial
 
     @property
     def time_to_accuracy(self) -> bool:
@@ -154,7 +186,7 @@ class ParetoRow(NamedTuple):
         """The samples/s of the baseline's batch this row is worth: a global-batch change's
         goodput (throughput x E(B), :mod:`autotune.core.goodput`), the throughput of any other
         row (E(B) = 1 at the baseline's batch)."""
-        if self.result is not None and self.result.goodput_sps is not None:
+        if self.result.goodput_sps is not None:
             return self.result.goodput_sps
         return self.throughput_sps
 
@@ -293,35 +325,23 @@ def pareto_row(
     result = _result(trial)
     if result.values is None:
         raise ValueError(f"trial {result.number} has no objective values")
-    shared: dict[str, Any] = {
-        "number": result.number,
-        "step_time_s": result.step_time_s,
-        "compile_s": result.compile_s,
-        "params": dict(result.params),
-        "baseline": result.baseline,
-        "other_cpu_share": result.other_cpu_share,
-        "busy": result.busy,
-        "simulated": result.simulated,
-        "compile_cache": result.compile_cache,
-        "metric_from_trial": result.metric_from_trial,
-        "result": result,
-    }
     if trial_mode(result) == "time_to_accuracy":
         time_s, peak_memory_bytes = (float(v) for v in result.values)
         return ParetoRow(
+            number=result.number,
             throughput_sps=result.throughput_sps or 0.0,
             val_metric=result.val_metric or 0.0,
             peak_memory_bytes=peak_memory_bytes,
             speedup=times_sooner(time_s, baseline_time_s),
+            result=result,
             time_to_accuracy_s=time_s,
-            eval_s=result.eval_s,
-            **shared,
         )
     throughput_sps, val_metric, peak_memory_bytes = (float(v) for v in result.values)
     return ParetoRow(
+        number=result.number,
         throughput_sps=throughput_sps,
         val_metric=val_metric,
         peak_memory_bytes=peak_memory_bytes,
         speedup=speedup(throughput_sps, baseline_sps),
-        **shared,
+        result=result,
     )
