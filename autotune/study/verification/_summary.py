@@ -575,8 +575,10 @@ def race_survivors(
     baseline (speedup above 1.0; no interval: the race only ranks). Each lane
     (:data:`~autotune.study.storage.records.Lane`: an answer, and whether its finalists'
     accuracy is trained or inherited with the paired check) keeps its own survivor: the
-    fastest of its finalists that passed (ties: the lower trial number), preferring one whose
-    paired mean accuracy is within the tolerance. Two lanes of one answer both go on: a
+    fastest of its finalists that passed, preferring one whose paired mean accuracy is within
+    the tolerance; among those within :data:`RACE_TIE_SHARE` of the fastest (the race cannot
+    rank them), the one that changes the fewest knobs (then the faster, then the lower trial
+    number). Two lanes of one answer both go on: a
     trained numerics change may be faster, and a timed same-computation one cheaper to
     verify (its evidence does not wait on a budget's learning); the confirmation recommends
     the fastest that qualifies. A trained survivor whose race says its confirmation could not
@@ -634,17 +636,34 @@ def race_survivors(
         # to the tolerance: on digits a 1.54x finalist at -1.25 pt passed the screen and
         # failed its confirmation, where a 1.24x one at +0.00 pt was left behind.
         pool = [v for v in passed if within(v)] or passed
-        best = max(pool, key=lambda v: (v.speedup or 0.0, -v.trial_number), default=None)
-        if best is None:
+        fastest = max(pool, key=lambda v: (v.speedup or 0.0, -v.trial_number), default=None)
+        if fastest is None:
             continue
+        # Finalists the race cannot tell apart from the fastest: the one that changes the
+        # fewest knobs goes on (the simpler change; on a Xeon's long run channels_last with a
+        # DataLoader worker beat channels_last alone by 0.1 % in the race, and workers cost
+        # on that CPU).
+        floor = (1.0 - RACE_TIE_SHARE) * (fastest.speedup or 0.0)
+        tied = [v for v in pool if (v.speedup or 0.0) >= floor]
+        best = min(tied, key=lambda v: (len(v.changed), -(v.speedup or 0.0), v.trial_number))
         survivors[lane] = best.trial_number
         skipped = any(v not in pool for v in passed)
         answer, evidence = lane
         words = ANSWER_WORDS[answer] + (", accuracy inherited" if evidence == "inherited" else "")
         for v in passed:
-            if v is best:
+            if v is best and best is not fastest:
+                labels[v.trial_number] = (
+                    f"survivor ({words}): within {RACE_TIE_SHARE:.0%} of the fastest in the "
+                    f"race (trial {fastest.trial_number}), with fewer knobs changed"
+                )
+            elif v is best:
                 labels[v.trial_number] = f"survivor ({words}): the fastest in the race" + (
                     f" within the {tolerance} tolerance" if skipped else ""
+                )
+            elif v in tied:
+                labels[v.trial_number] = (
+                    f"passed, tied in the race with trial {best.trial_number} ({words}), "
+                    "which changes fewer knobs"
                 )
             elif v not in pool:
                 labels[v.trial_number] = (
@@ -702,6 +721,11 @@ def _futility(
     )
 
 
+#: Finalists of one lane whose race speedup is within this share of the fastest's are tied:
+#: two race rounds cannot rank them (one window's noise between fresh processes is about 9 %
+#: on a 2-core CPU, :data:`autotune.study.cost.CAPPED_FLOOR_VS_BASELINE`), and the survivor is
+#: the one that changes the fewest knobs (:func:`race_survivors`).
+RACE_TIE_SHARE = 0.02
 #: The fewest paired differences whose interval may show a trained candidate inferior
 #: (:func:`_futile_reason`). Two are too few: the interval of two differences that happen to
 #: lie close is narrow by luck (the long run's batch-128 finalist on a Xeon: -1.10 and -1.15 pt

@@ -228,6 +228,32 @@ def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_
     ] == "survivor (same model): the fastest in the race"
 
 
+def test_finalists_the_race_cannot_rank_send_on_the_one_with_fewer_knobs_changed() -> None:
+    """The long run on a Xeon: channels_last with a worker beat channels_last alone by 0.1 %
+    in the race. Within 2 % of the fastest, the simpler change goes on; a finalist further
+    behind is slower, not tied."""
+    params = {
+        0: {"memory_format": "contiguous", "num_workers": 0},
+        1: {"memory_format": "channels_last", "num_workers": 1},
+        2: {"memory_format": "channels_last", "num_workers": 0},
+        3: {"memory_format": "channels_last", "num_workers": 2},
+    }
+    rows = _race({1: 1.162, 2: 1.161, 3: 1.10})
+
+    verdicts, survivor = _one_survivor(PLAN, rows, params)
+
+    assert survivor == 2
+    by_trial = {v.trial_number: v.verdict for v in verdicts}
+    assert by_trial[2] == (
+        "survivor (same model): within 2% of the fastest in the race (trial 1), with fewer "
+        "knobs changed"
+    )
+    assert by_trial[1] == (
+        "passed, tied in the race with trial 2 (same model), which changes fewer knobs"
+    )
+    assert by_trial[3] == "passed, slower than trial 2 (same model) in the race"
+
+
 def test_an_incomplete_race_has_no_survivor_yet() -> None:
     rows = _race({1: 1.2, 2: 1.5, 3: 1.1})[:-1]
 
