@@ -660,7 +660,7 @@ def race_survivors(
                 labels[v.trial_number] = f"survivor ({words}): the fastest in the race" + (
                     f" within the {tolerance} tolerance" if skipped else ""
                 )
-            elif v in tied:
+            elif v in tied and len(v.changed) > len(best.changed):
                 labels[v.trial_number] = (
                     f"passed, tied in the race with trial {best.trial_number} ({words}), "
                     "which changes fewer knobs"

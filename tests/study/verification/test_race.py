@@ -230,15 +230,15 @@ def test_without_a_finalist_within_the_tolerance_the_fastest_through_the_screen_
 
 def test_finalists_the_race_cannot_rank_send_on_the_one_with_fewer_knobs_changed() -> None:
     """The long run on a Xeon: channels_last with a worker beat channels_last alone by 0.1 %
-    in the race. Within 2 % of the fastest, the simpler change goes on; a finalist further
-    behind is slower, not tied."""
+    in the race. Within 2 % of the fastest, the simpler change goes on; a tied finalist that
+    changes as few knobs is only slower."""
     params = {
         0: {"memory_format": "contiguous", "num_workers": 0},
         1: {"memory_format": "channels_last", "num_workers": 1},
         2: {"memory_format": "channels_last", "num_workers": 0},
-        3: {"memory_format": "channels_last", "num_workers": 2},
+        3: {"memory_format": "contiguous", "num_workers": 1},
     }
-    rows = _race({1: 1.162, 2: 1.161, 3: 1.10})
+    rows = _race({1: 1.162, 2: 1.161, 3: 1.155})
 
     verdicts, survivor = _one_survivor(PLAN, rows, params)
 
