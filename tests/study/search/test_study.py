@@ -10,7 +10,7 @@ from typing import Any
 
 import optuna
 import pytest
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from autotune.core.config import RunConfig, SearchSpace, load_run_config, load_space
 from autotune.core.exceptions import ConfigError, TrialError
@@ -51,6 +51,7 @@ from autotune.study.search._samplers import (
 )
 from autotune.study.storage import open_storage
 from autotune.testing import FakeRunTrial, make_capabilities, make_measurement
+from autotune.trial.measure import Measurement
 from tests.conftest import MINIMAL_SPACE
 from tests.studies.mock import DEFAULT_PARAMS
 
@@ -745,32 +746,59 @@ def test_the_baseline_is_measured_warm_after_one_discarded_run() -> None:
     assert "cold_throughput_sps" not in other.user_attrs
 
 
-def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
-    from autotune.study.baseline import enqueue_baseline
-
-    config = _run_config()
-    too_slow = make_measurement(
-        throughput_sps=80.0,
-        val_metric=float("nan"),
-        train_loss=float("nan"),
-        peak_memory_bytes=3 * 2**20,
-        too_slow=True,
+def _too_slow(throughput_sps: float, **fields: Any) -> Measurement:
+    """A run stopped after its first window below its floor: never evaluated."""
+    nan = float("nan")
+    return make_measurement(
+        throughput_sps=throughput_sps, val_metric=nan, train_loss=nan, too_slow=True, **fields
     )
+
+
+def _floored_study(
+    config: RunConfig, *runs: Measurement
+) -> tuple[FakeRunTrial, optuna.Study, TrialObjective]:
+    """A study with its baseline queued whose runs answer: the baseline's discarded twin at
+    900 samples/s, the baseline at 1,000, then ``runs``."""
     fake = FakeRunTrial(
-        [
-            make_measurement(throughput_sps=900.0),  # the baseline's discarded cold run
-            make_measurement(throughput_sps=1000.0),
-            too_slow,
-            make_measurement(throughput_sps=500.0),
-        ]
+        [make_measurement(throughput_sps=900.0), make_measurement(throughput_sps=1000.0), *runs]
     )
     study = optuna.create_study(
         directions=[o.direction for o in OBJECTIVES],
         sampler=optuna.samplers.RandomSampler(seed=0),
     )
     enqueue_baseline(study, config.space)
+    return fake, study, _objective(fake, config=config)
 
-    _optimize(_objective(fake, config=config), 3, study)
+
+def _add_timed_trial(
+    study: optuna.Study, baseline: FrozenTrial, workers: int, sps: float, **attrs: Any
+) -> None:
+    """Add a finished channels_last trial of the baseline's model whose accuracy the paired
+    check kept (the same computation), at ``sps`` samples/s, with ``workers`` DataLoader
+    workers."""
+    study.add_trial(
+        optuna.trial.create_trial(
+            values=[sps, 0.9, 2**20],
+            params={**baseline.params, "memory_format": "channels_last", "num_workers": workers},
+            distributions=baseline.distributions,
+            user_attrs={
+                "evidence_class": "same_computation",
+                "accuracy_source": "inherited",
+                "throughput_sps": sps,
+                **attrs,
+            },
+        )
+    )
+
+
+def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
+    config = _run_config()
+    too_slow = _too_slow(80.0, peak_memory_bytes=3 * 2**20)
+    fake, study, objective = _floored_study(
+        config, too_slow, make_measurement(throughput_sps=500.0)
+    )
+
+    _optimize(objective, 3, study)
 
     baseline_config, second_config, third_config = fake.configs[1:]
     assert baseline_config.min_throughput_sps is None  # nothing to compare with yet
@@ -791,41 +819,14 @@ def test_under_a_cost_cap_a_trained_trial_must_reach_the_fastest_same_computatio
     """A change of the math trains only where it could be the faster answer: under
     ``budget.full_runs`` its floor is 0.9 x the fastest trial whose accuracy is the
     baseline's by its check, not 0.9 x the baseline's; a timed trial keeps the baseline's."""
-    from optuna.trial import create_trial
-
     config = _run_config("budget.full_runs=20")
-    slow_bf16 = make_measurement(
-        throughput_sps=1500.0,
-        val_metric=float("nan"),
-        train_loss=float("nan"),
-        too_slow=True,
+    fake, study, objective = _floored_study(
+        config, _too_slow(1500.0), make_measurement(throughput_sps=1400.0)
     )
-    fake = FakeRunTrial(
-        [
-            make_measurement(throughput_sps=900.0),  # the baseline's discarded twin
-            make_measurement(throughput_sps=1000.0),
-            slow_bf16,
-            make_measurement(throughput_sps=1400.0),
-        ]
-    )
-    study = optuna.create_study(
-        directions=[o.direction for o in OBJECTIVES],
-        sampler=optuna.samplers.RandomSampler(seed=0),
-    )
-    enqueue_baseline(study, config.space)
-    objective = _objective(fake, config=config)
     _optimize(objective, 1, study)
     (baseline,) = study.trials
-    timed = {"evidence_class": "same_computation", "accuracy_source": "inherited"}
-    for number, sps, attrs in ((1, 2000.0, timed), (2, 2600.0, {**timed, "busy_machine": True})):
-        study.add_trial(
-            create_trial(
-                values=[sps, 0.9, 2**20],
-                params={**baseline.params, "memory_format": "channels_last", "num_workers": number},
-                distributions=baseline.distributions,
-                user_attrs={**attrs, "throughput_sps": sps},
-            )
-        )
+    _add_timed_trial(study, baseline, 1, 2000.0)
+    _add_timed_trial(study, baseline, 2, 2600.0, busy_machine=True)
     study.enqueue_trial({**baseline.params, "precision": "bf16"})  # trains: a new math key
     study.enqueue_trial({**baseline.params, "num_workers": 2})  # timed: the baseline's metric
     _optimize(objective, 2, study)
@@ -846,27 +847,11 @@ def test_under_a_cost_cap_a_trained_trial_must_reach_the_fastest_same_computatio
 
 
 def test_without_a_cost_cap_a_trained_trial_keeps_the_baselines_floor() -> None:
-    from optuna.trial import create_trial
-
     config = _run_config()
-    fake = FakeRunTrial([make_measurement(throughput_sps=1000.0)] * 3)
-    study = optuna.create_study(directions=[o.direction for o in OBJECTIVES])
-    enqueue_baseline(study, config.space)
-    objective = _objective(fake, config=config)
+    fake, study, objective = _floored_study(config, make_measurement(throughput_sps=1000.0))
     _optimize(objective, 1, study)
     (baseline,) = study.trials
-    study.add_trial(
-        create_trial(
-            values=[2000.0, 0.9, 2**20],
-            params={**baseline.params, "memory_format": "channels_last"},
-            distributions=baseline.distributions,
-            user_attrs={
-                "evidence_class": "same_computation",
-                "accuracy_source": "inherited",
-                "throughput_sps": 2000.0,
-            },
-        )
-    )
+    _add_timed_trial(study, baseline, 1, 2000.0)
     study.enqueue_trial({**baseline.params, "precision": "bf16"})
     _optimize(objective, 1, study)
 
