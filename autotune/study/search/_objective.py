@@ -455,11 +455,12 @@ class TrialObjective:
         ``train.max_time_s``, the smaller), recorded as the user attribute ``time_limit_s``.
         Without a baseline that reached the target (the baseline itself, or a baseline that
         missed it), the limit is ``train.max_time_s`` alone."""
-        base = baseline_trial(trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        base = baseline_trial(completed)
         if base is None or base.number == trial.number:
             return config
         if not self._tta:
-            return self._with_throughput_floor(trial, config, base)
+            return self._with_throughput_floor(trial, config, base, completed)
         limit_s = time_limit_s(config.train, base)
         if limit_s is None:
             return config
@@ -469,14 +470,19 @@ class TrialObjective:
         )
 
     def _with_throughput_floor(
-        self, trial: optuna.Trial, config: TrialConfig, base: FrozenTrial
+        self,
+        trial: optuna.Trial,
+        config: TrialConfig,
+        base: FrozenTrial,
+        completed: Sequence[FrozenTrial],
     ) -> TrialConfig:
         """A throughput trial stops after its first timed window when that window runs
         below ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
         throughput, or under a cost cap (``budget.full_runs``)
         :data:`~autotune.study.cost.CAPPED_FLOOR_VS_BASELINE` times it
         (``config.min_throughput_sps``, also the user attribute ``min_throughput_sps``;
-        :func:`throughput_floor`).
+        :func:`throughput_floor`; ``completed``: the study's complete trials, ``base``
+        among them).
 
         Under a cost cap, a trial that trains (it reuses no metric: a numerics, dynamics or
         model change) has the higher floor of the same share of the fastest trial whose
@@ -489,7 +495,6 @@ class TrialObjective:
         if floor_sps is None:
             return config
         if self._space.budget_settings.full_runs is not None and config.reuse is None:
-            completed = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             fastest = fastest_same_computation(completed)
             trained_floor_sps = (
                 self._floor_ratio * (fastest.throughput_sps or 0.0) if fastest else 0.0

@@ -474,8 +474,8 @@ class ThroughputFloor:
     of a GPU, so host seconds past the limit mean device seconds past it too. Steady steps are
     those after the plan's compile steps (the first step, which holds compilation and
     first-touch costs; with CUDA graphs also the second, which records them:
-    :func:`~autotune.trial.measure.graph_recording_steps`), less ``excluded_step``, the step a door counts FLOPs on
-    (run eagerly under ``FlopCounterMode``). Either, counted as steady, could make a fast
+    :func:`~autotune.trial.measure.graph_recording_steps`), less ``excluded_step``, the step a
+    door counts FLOPs on (run eagerly under ``FlopCounterMode``). Either, counted as steady, could make a fast
     compiled trial look too slow: a recording step of seconds on a GPU whose steps take
     milliseconds is 2 s of evidence on its own. The evidence bound keeps one late step (a
     DataLoader worker still starting, a page-fault burst: tenths of a second) from stopping

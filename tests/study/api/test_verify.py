@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -24,6 +25,7 @@ from autotune.study.api import VerificationProgress, run_study, verify_study
 from autotune.study.api._verify import _run_verification
 from autotune.study.storage import (
     LANES,
+    Lane,
     ResultsStore,
     VerificationPlan,
     VerificationRecord,
@@ -475,6 +477,28 @@ class _DiscardingStore:
         return self._run
 
 
+def _verify_in_memory(
+    plan: VerificationPlan,
+    configs: dict[int, TrialConfig],
+    run_fn: Callable[[TrialConfig], Measurement],
+    survivors: dict[Lane, int],
+    stops_of: Callable[..., dict[int, tuple[int, str]]] | None = None,
+) -> None:
+    """``_run_verification`` of a new run of ``plan`` into a store that keeps nothing: the
+    race's survivors are ``survivors``, the timed baseline reuses :data:`TIMED_REUSE`."""
+    run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
+    _run_verification(
+        run,
+        _DiscardingStore(run),  # type: ignore[arg-type]
+        configs,
+        run_fn,
+        None,
+        lambda rows: survivors,
+        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
+        stops_of=stops_of,
+    )
+
+
 def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> None:
     """A race whose trained survivor is not confirmed (futile) leaves a timed one alone: the
     baseline's confirmation runs are then timed too (no trained metric is compared), where
@@ -488,17 +512,8 @@ def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> N
             calls.append((config.seed, config.reuse is not None))
         return make_measurement()
 
-    run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
-
-    _run_verification(
-        run,
-        _DiscardingStore(run),  # type: ignore[arg-type]
-        configs,
-        run_fn,
-        None,
-        lambda rows: {("same_model", "inherited"): 2},  # the trained survivor was futile
-        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
-    )
+    # The trained survivor was futile: only the timed one goes on.
+    _verify_in_memory(plan, configs, run_fn, {("same_model", "inherited"): 2})
 
     warmup, *runs = calls  # the discarded warm-up run is timed
     assert warmup == (20, True)
@@ -546,23 +561,13 @@ def test_a_survivor_stopped_for_futility_runs_no_more_rounds_and_the_baseline_tu
         calls.append((config.seed, which))
         return make_measurement()
 
-    run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
     survivors = {("same_model", "trained"): 1, ("same_model", "inherited"): 2}
 
     def stops_of(rows: list[VerificationRecord], kept: object) -> dict[int, tuple[int, str]]:
         confirmed_1 = [r for r in rows if r.trial_number == 1 and r.round_index >= 2]
         return {1: (1, "futile")} if confirmed_1 else {}
 
-    _run_verification(
-        run,
-        _DiscardingStore(run),  # type: ignore[arg-type]
-        configs,
-        run_fn,
-        None,
-        lambda rows: survivors,
-        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
-        stops_of=stops_of,
-    )
+    _verify_in_memory(plan, configs, run_fn, survivors, stops_of)
 
     confirmation = [c for c in calls[1:] if c[0] >= 30]  # after the warm-up and the race
     assert [c for c in confirmation if c[0] == 30] == [
