@@ -9,10 +9,18 @@ timed windows, and the paired full-run accuracy difference against the tolerance
 job's baseline is the built-in CNN (depth 3, width 16, batch 64, fp32, AdamW at 3e-3) on the
 shipped MNIST, 3 epochs.
 
+With ``--study``, the baseline and the recommendation are a stored study's: its baseline
+trial's and its verified answer's configurations as they ran (the trial's stored
+``config_json``), over the whole budget (a short-evidence share dropped), each seed's runs
+otherwise as the trials ran them; the predicted speedup is its verification's (steady state
+and whole run). That is how a space of your own (the long run's,
+``examples/resnet_mnist/long.yaml``) gets its ground truth.
+
 Usage::
 
     python benchmarks/ground_truth.py memory_format=channels_last --seeds 5
     python benchmarks/ground_truth.py compile_mode=max-autotune --seeds 5 --predicted 1.39
+    python benchmarks/ground_truth.py --study resnet_mnist_long --seeds 5
 
 Run it with the machine to itself.
 """
@@ -37,9 +45,57 @@ def _knobs(pairs: list[str]) -> dict[str, Any]:
     return fields
 
 
+def _study_arms(study_name: str, storage: str) -> tuple[Any, Any, str]:
+    """The baseline's and the verified answer's configurations of a stored study (whole
+    budget, the study's seed left for the caller to set) and the verification's prediction,
+    in words.
+
+    Raises:
+        SystemExit: the study has no finished verification, or it recommended nothing.
+    """
+    import json
+
+    import optuna
+
+    from autotune.core.config import TrialConfig
+    from autotune.study.storage import ResultsStore
+    from autotune.study.verification import load_verification
+
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    results = ResultsStore.open(storage, create=False)
+    try:
+        summary = load_verification(study, results)
+        rows = {r.trial_number: r for r in results.trials(study_name)}
+    finally:
+        results.close()
+    if summary is None or summary.recommended is None or summary.baseline is None:
+        raise SystemExit(f"study={study_name}: no verified answer to check")
+    answer = summary.recommended
+
+    def whole_budget(number: int) -> Any:
+        config = TrialConfig.from_stored(json.loads(rows[number].config_json))
+        train = config.train.model_copy(update={"evidence_share": None})
+        return config.model_copy(update={"train": train, "timeout_s": 4 * 3600.0})
+
+    def interval(value: float | None, ci: tuple[float, float] | None) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:.2f}x" + (f" ({ci[0]:.2f}-{ci[1]:.2f}x)" if ci is not None else "")
+
+    predicted = (
+        f"{interval(answer.speedup, answer.speedup_ci95)} a step, "
+        f"{interval(answer.end_to_end_speedup, answer.end_to_end_ci95)} a whole run"
+    )
+    return whole_budget(summary.baseline.trial_number), whole_budget(answer.trial_number), predicted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("change", nargs="+", help="the recommendation's knobs, KEY=VALUE")
+    parser.add_argument(
+        "change", nargs="*", help="the recommendation's knobs, KEY=VALUE (not with --study)"
+    )
+    parser.add_argument("--study", default="", help="a stored study whose answer to check")
+    parser.add_argument("--storage", default="sqlite:///storage/autotune.db")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--predicted", default="", help="the verified speedup, for the table")
@@ -49,6 +105,12 @@ def main() -> None:
         type=int,
         default=1,
         help="discarded baseline runs first (the first process after a start is slower)",
+    )
+    parser.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=0,
+        help="the discarded runs stop after this many optimizer steps (0: the whole budget)",
     )
     parser.add_argument(
         "--max-other-cpu",
@@ -62,17 +124,32 @@ def main() -> None:
     from autotune.study.search import run_trial
     from autotune.study.verification import mean_difference_ci95, speedup_ci95
 
-    base = main_job_trial(args.epochs)
-    change = _knobs(args.change)
+    if args.study and args.change:
+        parser.error("give the change's knobs or --study, not both")
+    if args.study:
+        base_config, answer_config, args.predicted = _study_arms(args.study, args.storage)
+        base = base_config.model_dump(mode="json")
+        answer = answer_config.model_dump(mode="json")
+        change = {k: v for k, v in answer.items() if base.get(k) != v}
+        args.change = [f"{k}={v}" for k, v in change.items()]
+    else:
+        if not args.change:
+            parser.error("give the change's knobs (KEY=VALUE) or --study")
+        base = main_job_trial(args.epochs)
+        change = _knobs(args.change)
     print(f"{platform.processor() or platform.machine()}; {args.seeds} seeds; {args.change}")
+    print(f"predicted: {args.predicted or 'n/a'}")
     ratios: list[float] = []
     diffs: list[float] = []
     busiest = 0.0
     started = time.perf_counter()
+    timeout_s = max(1800.0, float(base.get("timeout_s", 0)))
     for _ in range(args.warmup):
-        run_trial(
-            TrialConfig.model_validate({**base, "seed": 99}).model_copy(update={"timeout_s": 1800})
-        )
+        warmup = TrialConfig.model_validate({**base, "seed": 99, "timeout_s": timeout_s})
+        if args.warmup_steps:
+            train = warmup.train.model_copy(update={"max_steps": args.warmup_steps})
+            warmup = warmup.model_copy(update={"train": train})
+        run_trial(warmup)
     for seed in range(args.seeds):
         for attempt in range(3):
             walls: dict[str, float] = {}
@@ -80,11 +157,14 @@ def main() -> None:
             shares: list[float] = []
             order = ("baseline", "candidate") if seed % 2 == 0 else ("candidate", "baseline")
             for who in order:
-                fields = {**base, **(change if who == "candidate" else {}), "seed": 100 + seed}
+                fields = {
+                    **base,
+                    **(change if who == "candidate" else {}),
+                    "seed": 100 + seed,
+                    "timeout_s": timeout_s,
+                }
                 t0 = time.perf_counter()
-                m = run_trial(
-                    TrialConfig.model_validate(fields).model_copy(update={"timeout_s": 1800})
-                )
+                m = run_trial(TrialConfig.model_validate(fields))
                 walls[who] = time.perf_counter() - t0
                 metrics[who] = m.val_metric
                 shares.append(m.other_cpu_share or 0.0)
