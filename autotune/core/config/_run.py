@@ -102,12 +102,23 @@ class ReusedMetric(Strict):
     # Time-to-accuracy only: the source's evaluations up to and including the one that met
     # the target (0 in a throughput study).
     evaluations: int = Field(0, ge=0)
+    # A door's timed-only run that still runs the user's code after the loop (its evaluation
+    # and trial.report(), checked and then discarded): the baseline's discarded warm-up run
+    # of a door study, so a fault there shows in seconds rather than after the budget.
+    check_evaluation: bool = False
 
     @classmethod
     def placeholder(cls, from_trial: int) -> ReusedMetric:
-        """A run that is timed only and evaluates nothing (a discarded warm-up run, the
-        float64 twin): its metric is never read, so its figures are zeros and one step."""
+        """A run that is timed only and evaluates nothing (the float64 twin): its metric is
+        never read, so its figures are zeros and one step."""
         return cls(from_trial=from_trial, val_metric=0.0, train_loss=0.0, steps=1)
+
+    @classmethod
+    def warm_up(cls, from_trial: int) -> ReusedMetric:
+        """A door's discarded warm-up run: timed only, like :meth:`placeholder`, but the
+        user's evaluation after the loop runs and its metric is checked (a door's
+        :class:`~autotune.core.exceptions.DoorUsageError` otherwise), then discarded."""
+        return cls.placeholder(from_trial).model_copy(update={"check_evaluation": True})
 
 
 class TrialConfig(Strict):

@@ -514,30 +514,64 @@ class TrialObjective:
         comparison with it too kind. The discarded run's figures are kept as
         ``cold_throughput_sps`` (and ``cold_time_to_accuracy_s``).
 
-        In a time-to-accuracy study whose space sets no evaluation cadence, the discarded
-        run also sets it: the measured run and every later trial evaluate every
+        A throughput study's discarded run is short: the float64 twin (:meth:`_run_twin`) where
+        the paired check runs, else the timed windows (:meth:`_run_timed_warm_up`). A
+        time-to-accuracy study's trains to its target, and where the space sets no evaluation
+        cadence, it also sets it: the measured run and every later trial evaluate every
         :data:`EVAL_EVERY_SHARE` (10 %) of the discarded run's time to the target (user
         attribute ``eval_every_s``, :func:`eval_every_s`). A discarded run that failed or missed
         the target leaves the cadence as it is.
+
+        Raises:
+            TrialError: a throughput study's timed warm-up run failed with an error
+                (:meth:`_run_timed_warm_up`).
         """
         if not trial.user_attrs.get(BASELINE_ATTR):
             return config
         if has_check(config):
             self._run_twin(trial, config)
             return config
+        if not self._tta:
+            self._run_timed_warm_up(trial, config)
+            return config
         try:
             cold = self._run_trial(config)
         except TrialError:
             return config  # the measured run will fail too, and record why
         trial.set_user_attr("cold_throughput_sps", cold.throughput_sps)
-        if not self._tta:
-            return config
         trial.set_user_attr("cold_time_to_accuracy_s", cold.time_to_accuracy_s)
         every_s = eval_every_s(config.train, cold)
         if every_s is None:
             return config
         trial.set_user_attr("eval_every_s", every_s)
         return config.model_copy(update={"train": config.train.with_default_cadence(every_s)})
+
+    def _run_timed_warm_up(self, trial: optuna.Trial, config: TrialConfig) -> None:
+        """The baseline's discarded warm-up run in a throughput study without the paired check
+        (a door's study, or ``advanced.measure.check_steps: 0``): its warm-up and timed
+        windows only, not the budget, then the user's own code after the loop, whose
+        evaluation and ``report`` a door checks and discards
+        (:meth:`~autotune.core.config.ReusedMetric.warm_up`). It warms what the first trial
+        process pays for (the forkserver's first fork, the page cache, the CPU's clock) for
+        seconds rather than a second full run, and a fault of the user's code that a full run
+        shows only after the budget (no ``trial.report()``, a metric that is not a number or
+        an accuracy in percent, a crash in the evaluation) shows here. User attribute:
+        ``cold_throughput_sps``.
+
+        Raises:
+            TrialError: the warm-up run failed with an error (an exception in the trial
+                process: the user's code, or a door's usage rule): the measured run would fail
+                the same way after training the budget, so the baseline fails now, with its
+                reason. A crash, an out-of-memory or a timeout is left to the measured run.
+        """
+        warm_up = config.model_copy(update={"reuse": ReusedMetric.warm_up(trial.number)})
+        try:
+            cold = self._run_trial(warm_up)
+        except TrialError as e:
+            if e.failure == "error":
+                raise
+            return
+        trial.set_user_attr("cold_throughput_sps", cold.throughput_sps)
 
     def _run_twin(self, trial: optuna.Trial, config: TrialConfig) -> None:
         """The baseline's discarded warm-up run, as its float64 twin (:mod:`autotune.study.evidence`):

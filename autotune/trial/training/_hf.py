@@ -341,13 +341,14 @@ def _check_evaluation(trainer: Any, trial: HFTrial, config: TrialConfig, label: 
     """Before the budget trains, the evaluation its metric comes from: the Trainer has an
     ``eval_dataset``, and ``trainer.evaluate()`` over its first batch returns the space's
     metric (seconds, where the whole budget would be minutes). A trial that reuses an earlier
-    trial's metric does not evaluate, and is not checked.
+    trial's metric does not evaluate, and is not checked, but for the baseline's discarded
+    warm-up run (:meth:`~autotune.core.config.ReusedMetric.warm_up`).
 
     Raises:
         DoorUsageError: no ``eval_dataset``, or a metric ``evaluate()`` does not return (the
             message lists what it returns).
     """
-    if config.reuse is not None:
+    if config.reuse is not None and not config.reuse.check_evaluation:
         return
     metric_name = config.workload.metric.name if config.workload.metric else "eval_loss"
     dataset = trainer.eval_dataset

@@ -407,7 +407,8 @@ def _fit_and_validate(
         torch.compile(module, mode=config.compile_mode) if config.compile_mode != "none" else module
     )
     metric_name = config.workload.metric.name if config.workload.metric else "val_loss"
-    if config.reuse is None:  # the metric's validation, on one batch, before the budget
+    if config.reuse is None or config.reuse.check_evaluation:
+        # the metric's validation, on one batch, before the budget
         _check_validation(module, metric_name, label)
         dry = Trainer(**common, limit_val_batches=1)
         _check_logged(

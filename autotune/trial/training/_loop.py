@@ -592,7 +592,8 @@ class LoopTrial(TrialHandle):
                 break
         if meter is not None:
             self._timing = meter.budget()  # the peak memory, before evaluation allocates
-            if knobs is not None and knobs.config.reuse is not None:
+            reuse = knobs.config.reuse if knobs is not None else None
+            if reuse is not None and not reuse.check_evaluation:
                 self._stopped = "reused"
                 raise _StopTrial
         self._steps_finished = True
@@ -695,13 +696,13 @@ class LoopTrial(TrialHandle):
         if timing is None:
             raise DoorUsageError(f"{label}: {self._left_early()}")
         reuse = knobs.config.reuse
-        if reuse is not None:
-            metric, train_loss = reuse.val_metric, reuse.train_loss
-        elif self._metric is None:
+        if self._metric is None and (reuse is None or reuse.check_evaluation):
             raise DoorUsageError(
                 f"{label} returned without trial.report(metric): report the validation metric "
                 "after the loop"
             )
+        if reuse is not None:
+            metric, train_loss = reuse.val_metric, reuse.train_loss
         else:
             metric = self._metric
             train_loss = (

@@ -746,6 +746,45 @@ def test_the_baseline_is_measured_warm_after_one_discarded_run() -> None:
     assert "cold_throughput_sps" not in other.user_attrs
 
 
+def test_without_the_paired_check_the_discarded_run_is_timed_and_checks_the_users_evaluation() -> (
+    None
+):
+    config = _run_config("advanced.measure.check_steps=0")
+    fake = FakeRunTrial([make_measurement(throughput_sps=600.0)])
+    study = optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    enqueue_baseline(study, config.space)
+
+    _optimize(_objective(fake, config=config), 1, study)
+
+    warm_up, measured = fake.configs
+    # Timed only (not a second run of the budget), the code after the loop run and checked.
+    assert warm_up.reuse is not None and warm_up.reuse.check_evaluation
+    assert measured.reuse is None and warm_up.twin == "none"
+    assert warm_up.model_copy(update={"reuse": None}) == measured
+    assert study.trials[0].user_attrs["cold_throughput_sps"] == 600.0
+
+
+def test_a_warm_up_run_that_fails_with_an_error_fails_the_baseline_before_its_budget() -> None:
+    config = _run_config("advanced.measure.check_steps=0")
+    no_report = TrialError("error", "DoorUsageError: loop train.py:train returned without ...")
+    fake = FakeRunTrial([no_report])
+    study = optuna.create_study(
+        directions=[o.direction for o in OBJECTIVES],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+    )
+    enqueue_baseline(study, config.space)
+
+    _optimize(_objective(fake, config=config), 1, study)
+
+    assert len(fake.configs) == 1  # the measured run, the budget, never started
+    baseline = study.trials[0]
+    assert baseline.user_attrs["failure"] == "error"
+    assert "returned without" in baseline.user_attrs["failure_detail"]
+
+
 def _too_slow(throughput_sps: float, **fields: Any) -> Measurement:
     """A run stopped after its first window below its floor: never evaluated."""
     nan = float("nan")

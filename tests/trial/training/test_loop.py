@@ -161,6 +161,35 @@ def test_a_trial_that_reuses_a_metric_stops_after_its_windows() -> None:
     assert m.steps <= 24
 
 
+def test_the_baselines_warm_up_run_is_timed_only_but_runs_and_checks_the_code_after_the_loop() -> (
+    None
+):
+    config = loop_config().model_copy(update={"reuse": ReusedMetric.warm_up(0)})
+
+    m = run(config)
+
+    assert m.steps < 2 * (door_code.N_TRAIN // 8)  # its windows, not the budget
+    assert "last_lr" in door_code.SEEN  # the code after the loop ran
+    assert m.val_metric == 0.0  # what it reported was checked, then discarded
+
+
+@pytest.mark.parametrize(
+    ("function", "reason"),
+    [
+        ("no_report", "returned without trial.report(metric)"),
+        ("reports_nan", "the accuracy is nan, not a finite number"),
+        ("reports_a_percentage", "the accuracy is 87.5, outside [0, 1]"),
+    ],
+)
+def test_the_warm_up_run_fails_on_the_faults_a_full_run_would_show_after_the_budget(
+    function: str, reason: str
+) -> None:
+    config = loop_config(function).model_copy(update={"reuse": ReusedMetric.warm_up(0)})
+
+    with pytest.raises(DoorUsageError, match=reason):
+        run(config)
+
+
 def test_a_trial_below_its_floor_stops_too_slow() -> None:
     config = loop_config().model_copy(update={"min_throughput_sps": 1e12})
 
