@@ -704,6 +704,7 @@ class LoopTrial(TrialHandle):
         if reuse is not None:
             metric, train_loss = reuse.val_metric, reuse.train_loss
         else:
+            assert self._metric is not None  # a run without a reuse must report: raised above
             metric = self._metric
             train_loss = (
                 float(self._epoch_loss.item() / max(1, self._epoch_steps))
