@@ -161,7 +161,7 @@ def _trial_line(trial: FrozenTrial, metric: Objective = ACCURACY) -> str:
     result = TrialResult.from_trial(trial)
     knobs = " ".join(f"{k}={v}" for k, v in result.params.items())
     if result.failed:
-        # A too_slow trial measured its first window: a busy machine may be why.
+        # A too_slow trial measured its first windows: a busy machine may be why.
         return (
             f"trial {result.number}: {result.failure_kind} ({result.last_failure_line})"
             f"{_busy_flag(result)} {knobs}"

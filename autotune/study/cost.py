@@ -38,8 +38,9 @@ __all__ = [
 #: budget goes to the changes that keep the computation (timed, seconds) and to the baseline
 #: model's numerics (each precision trains its evidence once; its other configurations reuse it).
 KEEP_MODEL_SHARE = 0.5
-#: Under a cost cap, a search trial whose first timed window runs below this share of the
-#: baseline's throughput stops there (``too_slow``), whatever
+#: Under a cost cap, a search trial whose first two timed windows both run below this share
+#: of the baseline's throughput stops there (``too_slow``;
+#: :class:`~autotune.trial.measure.ThroughputFloor`), whatever
 #: ``advanced.trial.min_throughput_vs_baseline`` says: it cannot be a faster answer, and
 #: training it to the budget would spend the cap on the slow side of the front. 0.9, not 1.0:
 #: one window's noise (about 9 % between fresh processes on a 2-core CPU) must not stop a

@@ -127,7 +127,7 @@ def test_a_too_slow_trial_on_a_busy_machine_says_both() -> None:
         values=[80.0, 0.0, 3.0],
         user_attrs={
             "failure": "too_slow",
-            "failure_detail": "stopped after the first timed window: 80 samples/s is below ...",
+            "failure_detail": "80 samples/s over 12 steady steps, below ...",
             "busy_machine": True,
             "other_cpu_share": 0.43,
         },
@@ -135,7 +135,7 @@ def test_a_too_slow_trial_on_a_busy_machine_says_both() -> None:
     trial.number = 7
 
     assert _trial_line(trial) == (
-        "trial 7: too_slow (stopped after the first timed window: 80 samples/s is below ...), "
+        "trial 7: too_slow (80 samples/s over 12 steady steps, below ...), "
         "WARNING: measured on a busy machine (other processes used 43 % of the CPUs) "
         "precision=fp16"
     )

@@ -160,8 +160,8 @@ class TrialConfig(Strict):
     # throughput: train the fixed budget and time it; time_to_accuracy: train until the
     # validation metric meets train.target_accuracy / train.target_metric.
     objective: ObjectiveMode = "throughput"
-    # A throughput trial whose first timed window runs below this many samples/s stops there
-    # (Measurement.too_slow); set by the study from advanced.trial.min_throughput_vs_baseline,
+    # A throughput trial whose first two timed windows run below this many samples/s stops
+    # there (Measurement.too_slow; autotune.trial.measure.ThroughputFloor); set by the study from advanced.trial.min_throughput_vs_baseline,
     # never stored with the configuration's knobs, so verification re-runs have no floor.
     min_throughput_sps: float | None = Field(None, gt=0)
     # Set by the study when an earlier trial with the same math key (math_key) was measured:

@@ -365,7 +365,7 @@ class BudgetOptions(Strict):
             paired check (seconds, not the budget), and each other precision trains its
             evidence once (its other configurations reuse it); at all of it, the search stops before
             ``--trials`` and says so (:func:`autotune.study.cost.budget_stage`); and a search trial
-            slower than 0.9x the baseline in its first window stops there. The verification
+            slower than 0.9x the baseline in its first two windows stops there. The verification
             gets what is left: the dearest finalists left out first, then fewer confirmation
             rounds (3 at least); its notes say what it gave up
             (:func:`autotune.study.verification.fit_budget`). Below
@@ -425,8 +425,8 @@ class AdvancedTrialSettings(Strict):
     # is marked failed and its configuration retried once.
     heartbeat_s: int = Field(10, ge=1)
     # In a throughput study's search, once the baseline trial is measured, a trial whose first
-    # timed window runs below this share of the baseline's throughput stops there, infeasible
-    # (failure=too_slow, its throughput kept): the slower, more accurate end of the front
+    # two timed windows run below this share of the baseline's throughput stops there,
+    # infeasible (failure=too_slow, its throughput kept): the slower, more accurate end of the front
     # (a few times slower than the baseline) stays measured. 0: no such stop. The throughput
     # counterpart of advanced.train.max_time_vs_baseline; verification runs are not stopped
     # by it.

@@ -232,7 +232,7 @@ def classify(trial: FrozenTrial | TrialResult) -> tuple[str, bool, str]:
     last_line = result.last_failure_line
     if result.state == TrialState.PRUNED or failure == "infeasible":
         return INFEASIBLE, False, f"not launched: {last_line or failure or 'pruned'}"
-    if failure == "too_slow":  # one timed window, no evaluation: not a full measurement
+    if failure == "too_slow":  # two timed windows, no evaluation: not a full measurement
         return INFEASIBLE, False, f"too slow: {last_line}" if last_line else "too slow"
     if failure is not None:
         return FAILED, False, f"{failure}: {last_line}" if last_line else str(failure)

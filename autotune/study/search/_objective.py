@@ -242,6 +242,19 @@ def has_check(config: TrialConfig) -> bool:
     )
 
 
+def _judged_words(measurement: Measurement) -> str:
+    """What a ``too_slow`` stop was judged on, in words: its timed windows' throughputs, or
+    the steady steps of its early stretches (:class:`~autotune.trial.measure.ThroughputFloor`)."""
+    windows = measurement.window_throughputs_sps
+    if len(windows) > 1:
+        figures = " and ".join(f"{w:,.0f}" for w in windows)
+        return f"its first {len(windows)} timed windows ran {figures} samples/s, each"
+    steps = measurement.timed_steps
+    return (
+        f"{measurement.throughput_sps:,.0f} samples/s over {steps} steady step{'s' * (steps != 1)},"
+    )
+
+
 def _study_floor(completed: Sequence[FrozenTrial]) -> CheckFloor | None:
     """The check's floor the study's baseline trial recorded; None without one."""
     base = baseline_trial(completed)
@@ -476,9 +489,9 @@ class TrialObjective:
         base: FrozenTrial,
         completed: Sequence[FrozenTrial],
     ) -> TrialConfig:
-        """A throughput trial stops after its first timed window when that window runs
-        below ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
-        throughput, or under a cost cap (``budget.full_runs``)
+        """A throughput trial stops after its first two timed windows when both run below
+        ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
+        throughput (:class:`~autotune.trial.measure.ThroughputFloor`), or under a cost cap (``budget.full_runs``)
         :data:`~autotune.study.cost.CAPPED_FLOOR_VS_BASELINE` times it
         (``config.min_throughput_sps``, also the user attribute ``min_throughput_sps``;
         :func:`throughput_floor`; ``completed``: the study's complete trials, ``base``
@@ -904,7 +917,7 @@ class TrialObjective:
         return f"advanced.trial.min_throughput_vs_baseline={asked:g} x the baseline's"
 
     def _record_too_slow(self, trial: optuna.Trial, measurement: Measurement) -> tuple[float, ...]:
-        """A trial stopped after its first window (:meth:`_with_throughput_floor`): failed
+        """A trial stopped below its floor (:meth:`_with_throughput_floor`): failed
         as ``too_slow`` (infeasible), with its measured throughput and memory as objective
         values, so the sampler learns how slow it was; its metric, never evaluated, is the
         worst (as for any failure)."""
@@ -913,8 +926,8 @@ class TrialObjective:
         values = self._record_failure(
             trial,
             "too_slow",
-            f"stopped after the first timed window: {measurement.throughput_sps:,.0f} samples/s "
-            f"is below the floor of {floor_sps:,.0f} ({self._floor_words(from_trial)})",
+            f"{_judged_words(measurement)} below the floor of "
+            f"{floor_sps:,.0f} samples/s ({self._floor_words(from_trial)})",
         )
         return (measurement.throughput_sps, values[1], float(measurement.peak_memory_bytes))
 

@@ -37,6 +37,7 @@ from autotune.core.hardware import CPU_RUNTIME_BYTES, MOCK_RUNTIME_BYTES, estima
 from autotune.core.hardware.simulated import SimulatedMachine, get_profile
 from autotune.trial.measure import (
     Measurement,
+    ThroughputFloor,
     ThroughputStats,
     WindowPlan,
     graph_recording_steps,
@@ -154,8 +155,8 @@ class _Constants:
     loss_steps: int = 80  # optimizer steps per e-fold of the training loss
     min_loss: float = 0.01  # the training loss's floor
 
-    # --- early stop below the floor: host seconds of steps a real trial needs before it
-    # stops (autotune.trial.training._meter.ThroughputFloor's default).
+    # --- early stop below the floor: host seconds of each stretch of steps a real trial
+    # judges (autotune.trial.measure.ThroughputFloor's default).
     min_evidence_s: float = 2.0
 
 
@@ -554,13 +555,11 @@ def simulate(
     compile_s = mode.block_s * (1 + m.depth) if config.compile_mode != "none" else 0.0
     floor_sps = config.min_throughput_sps
     if floor_sps is not None and config.objective == "throughput":
-        stopped = _stopped_too_slow(
-            floor_sps, plan, step_s * run_factor, step_times[0], global_batch
-        )
+        stopped = _stopped_too_slow(floor_sps, plan, step_s * run_factor, step_times, global_batch)
         if stopped is not None:
-            steps_done, timed_steps, timed_s = stopped
+            steps_done, (window_steps, windows_s) = stopped
             return Measurement.from_stats(
-                summarize_windows([timed_s], timed_steps, global_batch),
+                summarize_windows(list(windows_s), window_steps, global_batch),
                 compile_s=compile_s,
                 peak_memory_bytes=peak_bytes,
                 val_metric=math.nan,
@@ -806,37 +805,41 @@ def _stopped_too_slow(
     floor_sps: float,
     plan: WindowPlan,
     warmup_step_s: float,
-    first_window_s: np.ndarray,
+    window_step_s: np.ndarray,
     samples_per_step: int,
-) -> tuple[int, int, float] | None:
-    """Where a real trial stops below its floor (autotune.trial.training._throughput), as
-    ``(steps taken, steps timed, their seconds)``; None when it does not.
+) -> tuple[int, tuple[int, tuple[float, ...]]] | None:
+    """Where a real trial stops below its floor, as ``(steps taken, (steps per window, each
+    judged window's seconds))``; None when it does not.
 
-    Before the first window's end (DDP ranks too: they agree each step): once the steady
-    steps, those after the plan's compile steps (the first; with CUDA graphs the first two:
-    ``autotune.trial.training._meter.ThroughputFloor``'s evidence start), have run for
-    ``_COSTS.min_evidence_s`` and taken longer than they may at the floor (warm-up steps at
-    ``warmup_step_s`` each, then the first window's ``first_window_s``). At that end: when
-    the window ran below the floor.
+    The real rule (:class:`~autotune.trial.measure.ThroughputFloor`, one process: DDP ranks
+    take rank 0's decisions) replayed on a simulated host clock: warm-up steps of
+    ``warmup_step_s`` each, then the windows' steps (``window_step_s``, shape
+    ``(plan.windows, plan.window_steps)``), up to the last judged window's end.
     """
-    window_s = float(first_window_s.sum())
-    at_window_end = (
-        (plan.warmup_steps + plan.window_steps, plan.window_steps, window_s)
-        if plan.window_steps * samples_per_step / window_s < floor_sps
-        else None
+    now_s = [0.0]
+    floor = ThroughputFloor(
+        floor_sps,
+        plan,
+        samples_per_step,
+        world_size=1,
+        min_evidence_s=_COSTS.min_evidence_s,
+        clock=lambda: now_s[0],
     )
-    start = plan.compile_steps if plan.compiled else 1  # steps before the evidence
-    # Seconds of each step up to the first window's end, from the evidence's start on.
-    steady = np.concatenate([np.full(plan.warmup_steps, warmup_step_s), first_window_s])[start:]
-    elapsed_s = np.cumsum(steady)[:-1]  # the window's last step: its end decides
-    steps = np.arange(1, len(elapsed_s) + 1)
-    over = np.flatnonzero(
-        (elapsed_s >= _COSTS.min_evidence_s) & (elapsed_s * floor_sps > steps * samples_per_step)
-    )
-    if not over.size:
-        return at_window_end
-    n = int(over[0]) + 1  # steady steps when it stops
-    return n + start, n, float(elapsed_s[n - 1])
+    judged = window_step_s[: floor.judged_windows].ravel()
+    seconds = np.concatenate([np.full(plan.warmup_steps, warmup_step_s), judged])
+    marks_s = {0: 0.0}
+    edges = set(plan.window_edges)
+    for step, step_seconds in enumerate(seconds.tolist(), start=1):
+        now_s[0] += step_seconds
+        if floor.crossed_early(step):
+            return step, floor.evidence()
+        if step in edges:
+            marks_s[step] = now_s[0]
+            if floor.below_at_edge(step, marks_s):
+                return step, floor.evidence()
+        if not floor.judging:
+            return None
+    return None
 
 
 def _simulate_to_target(

@@ -3,6 +3,8 @@
 - ``_windows``: the timed windows of a training loop (warm-up, windows of consecutive steps,
   a clock read only at their edges) and their statistics (median, IQR, 90th percentile), with
   torch.utils.benchmark's warning when the IQR is 10 % of the median or more.
+- ``_floor``: the throughput floor's rule, when a trial's steps are evidence that it runs too
+  slow to finish (read by every door's measuring core, replayed by the mock device).
 - ``_memory``: this process's resident set size, now and at its peak.
 - ``_load``: the load meter, the share of the CPUs other processes used over the timed
   windows (:class:`CpuShareMeter`), and when that makes a run measured on a busy machine.
@@ -14,6 +16,7 @@ business: :mod:`autotune.study.report`.
 
 from __future__ import annotations
 
+from autotune.trial.measure._floor import FLOOR_JUDGED_WINDOWS, FlagAgreement, ThroughputFloor
 from autotune.trial.measure._load import (
     BUSY_ATTR,
     CpuShareMeter,
@@ -37,9 +40,12 @@ from autotune.trial.measure._windows import (
 
 __all__ = [
     "BUSY_ATTR",
+    "FLOOR_JUDGED_WINDOWS",
     "CpuShareMeter",
+    "FlagAgreement",
     "MachineLoad",
     "Measurement",
+    "ThroughputFloor",
     "ThroughputStats",
     "WindowClock",
     "WindowPlan",

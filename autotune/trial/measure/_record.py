@@ -57,10 +57,11 @@ class Measurement:
         val_samples: how many validation samples ``val_metric`` was computed on (the
             validation split's size); None when the split has no length. The verification's
             accuracy screen widens with its standard error (:mod:`autotune.study.verification`).
-        too_slow: throughput trials: the first timed window ran below the trial's
-            ``min_throughput_sps`` floor, so the trial stopped there, without evaluating:
-            the timing figures are that window's, ``val_metric`` and ``train_loss`` are NaN
-            (nothing was judged). The study records it as ``failure=too_slow``.
+        too_slow: throughput trials: the steps judged ran below the trial's
+            ``min_throughput_sps`` floor (:class:`~autotune.trial.measure.ThroughputFloor`:
+            the first two timed windows, or two stretches of steady steps before them), so
+            the trial stopped there, without evaluating: the timing figures are those
+            steps', ``val_metric`` and ``train_loss`` are NaN (nothing was judged). The study records it as ``failure=too_slow``.
         other_cpu_share: the share of the trial's CPUs (its affinity) that other processes
             used over the timed windows, in [0, 1] (:class:`CpuShareMeter`; a throughput
             trial's windows that count, a time-to-accuracy trial's whole run); None when not

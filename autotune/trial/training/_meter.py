@@ -7,14 +7,14 @@ Timing: the device is synchronized and the clock read only at the edges of the t
 the device as in an untimed loop; each window includes fetching its batches. After the
 warm-up the peak-memory window restarts, and the meters of the other processes' CPU share
 and of the GPU's power and utilization run over the windows. With a throughput floor
-(``config.min_throughput_sps``) a trial far below it stops after its compile steps and about
-2 s of steady steps (:class:`ThroughputFloor`), or at the end of its first window.
+(``config.min_throughput_sps``) a trial far below it stops after its compile steps and two
+stretches of about 2 s of steady steps, each below the floor, or at the end of its second
+window when both ran below it (:class:`~autotune.trial.measure.ThroughputFloor`).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -29,6 +29,7 @@ from autotune.trial.measure import (
     CpuShareMeter,
     MachineLoad,
     Measurement,
+    ThroughputFloor,
     ThroughputStats,
     WindowClock,
     WindowPlan,
@@ -43,7 +44,6 @@ __all__ = [
     "BudgetTiming",
     "StepMeter",
     "StepVerdict",
-    "ThroughputFloor",
     "budget_plan",
     "extend_timing",
     "extension_window_steps",
@@ -192,7 +192,8 @@ class StepMeter:
         self.step = 0
         self._gpu_reading: GpuWindowReading | None = None
         self._warmup_peak_bytes: int | None = None
-        self._slow: tuple[int, float] | None = None  # (steps, seconds) of a too-slow stop
+        # A too-slow stop's evidence: (steps per window, each window's seconds).
+        self._slow: tuple[int, tuple[float, ...]] | None = None
         self._load: MachineLoad | None = None
 
     @property
@@ -276,7 +277,7 @@ class StepMeter:
                     self.gpu_meter.stop()
                 if step != self._timed_end:
                     self._load = self._cpu_meter.stop()
-                self._slow = (step - floor.start_step, step_s(self.marks_s, floor.start_step))
+                self._slow = floor.evidence()  # the judged windows, each below the floor
                 return "too_slow"
         return "done" if step >= self.plan.total_steps else "train"
 
@@ -315,8 +316,10 @@ class StepMeter:
         )
 
     def too_slow_measurement(self, parameters: int) -> Measurement:
-        """The measurement of a trial stopped below its floor (``too_slow``): the steps it
-        timed as its one window, the memory so far, no evaluation (``val_metric`` NaN).
+        """The measurement of a trial stopped below its floor (``too_slow``): the windows it
+        was judged on (:meth:`ThroughputFloor.evidence
+        <autotune.trial.measure.ThroughputFloor.evidence>`), the memory so far, no evaluation
+        (``val_metric`` NaN).
 
         Args:
             parameters: trainable parameters of the model.
@@ -328,7 +331,9 @@ class StepMeter:
             raise RuntimeError("too_slow_measurement() after a trial that did not stop too slow")
         steps, seconds = self._slow
         end_step = max(self.marks_s)
-        stats = summarize_windows([max(seconds, 1e-9)], max(steps, 1), self.samples_per_step)
+        stats = summarize_windows(
+            [max(s, 1e-9) for s in seconds], max(steps, 1), self.samples_per_step
+        )
         compile_s = (
             max(0.0, self.marks_s[1] - self.marks_s[0] - stats.step_time_s)
             if self.compiled and 1 in self.marks_s
@@ -421,11 +426,6 @@ class StepMeter:
         return extra
 
 
-def step_s(marks_s: Mapping[int, float], start_step: int) -> float:
-    """Seconds from the clock reading at ``start_step`` to the latest one."""
-    return max(marks_s[max(marks_s)] - marks_s[start_step], 1e-9)
-
-
 class HostAgreement:
     """The ranks' agreement on time-based decisions (a time-to-accuracy run's evaluate now and
     out of time, a throughput run's too slow), made on the host so that it never waits for the
@@ -462,124 +462,6 @@ class HostAgreement:
         tensor = torch.tensor([float(f) for f in flags])  # (len(flags),) on the CPU
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=self.group)
         return [bool(v) for v in tensor.tolist()]
-
-
-class ThroughputFloor:
-    """``config.min_throughput_sps`` (global samples/s) over the warm-up and the first timed
-    window.
-
-    Rank 0 reads the host clock after each step up to the first window's end, without
-    synchronizing the device, and the trial stops once its steady steps have run for at
-    least ``min_evidence_s`` and taken longer than they may at the floor: the host runs ahead
-    of a GPU, so host seconds past the limit mean device seconds past it too. Steady steps are
-    those after the plan's compile steps (the first step, which holds compilation and
-    first-touch costs; with CUDA graphs also the second, which records them:
-    :func:`~autotune.trial.measure.graph_recording_steps`), less ``excluded_step``, the step a
-    door counts FLOPs on (run eagerly under ``FlopCounterMode``). Either, counted as steady, could make a fast
-    compiled trial look too slow: a recording step of seconds on a GPU whose steps take
-    milliseconds is 2 s of evidence on its own. The evidence bound keeps one late step (a
-    DataLoader worker still starting, a page-fault burst: tenths of a second) from stopping
-    a fast trial. So a trial far below the floor costs its compile steps and about
-    ``min_evidence_s``, not its warm-up plus a window (a quick run's fp16 trial on a CPU
-    without fp16 units took 45 s to reach its first window's end; a 2-rank one, deciding
-    only at that end, 165 s). DDP ranks take rank 0's decision each step through
-    :class:`HostAgreement` (a host all-reduce of one flag, tens of microseconds, no device
-    sync), only until the first window's end; at that end, rank 0 also decides on the
-    window's throughput.
-
-    Args:
-        floor_sps: the floor, global samples/s (> 0).
-        plan: the loop's windows (its :attr:`~autotune.trial.measure.WindowPlan.compile_steps`
-            when compiled, else 1, start the evidence).
-        samples_per_step: global samples per optimizer step.
-        world_size: DDP ranks.
-        min_evidence_s: host seconds of steady steps an early stop needs.
-        clock: the host clock (``time.perf_counter``; tests inject a fake).
-        agreement: how DDP ranks agree each step (None: one process).
-        rank: this process's rank (rank 0 decides).
-        excluded_step: a step whose time is not evidence (the door's FLOP-counted step,
-            :attr:`StepMeter.flops_step`); None: none.
-    """
-
-    def __init__(
-        self,
-        floor_sps: float,
-        plan: WindowPlan,
-        samples_per_step: int,
-        world_size: int,
-        min_evidence_s: float = 2.0,
-        clock: Callable[[], float] = time.perf_counter,
-        agreement: HostAgreement | None = None,
-        rank: int = 0,
-        excluded_step: int | None = None,
-    ) -> None:
-        self.floor_sps = floor_sps
-        self.start_step, self.end_step = plan.window_edges[0], plan.window_edges[1]
-        #: The step after which the evidence clock starts (the last compile step).
-        self.evidence_start_step = plan.compile_steps if plan.compiled else 1
-        self.excluded_step = excluded_step
-        self.samples_per_step = samples_per_step
-        self.world_size = world_size
-        self.min_evidence_s = min_evidence_s
-        self._clock = clock
-        self._agreement = agreement
-        self._rank = rank
-        self._start_s: float | None = None  # host clock after the evidence's start step
-        self._last_s: float | None = None  # host clock after the latest step
-        self._excluded_s = 0.0  # seconds of the excluded step, once it ran as evidence
-        self._steps = 0  # steady steps judged
-        self._seconds = 0.0  # their host seconds
-
-    def evidence(self) -> tuple[int, float]:
-        """The steady steps judged so far and their host seconds (the excluded step left
-        out): what an early stop's measurement reports as its one window."""
-        return self._steps, self._seconds
-
-    def crossed_early(self, step: int) -> bool:
-        """Before the first window's end: the steady steps have run for ``min_evidence_s``
-        and taken longer than they may at the floor, by rank 0's host clock (no device
-        sync), agreed by every rank. Every rank calls it after every step, so that the
-        ranks' collectives match (none up to the evidence's start step, on any rank)."""
-        if step >= self.end_step:
-            return False
-        now_s = self._clock()
-        last_s, self._last_s = self._last_s, now_s
-        if step <= self.evidence_start_step or self._start_s is None:
-            if step >= self.evidence_start_step:
-                self._start_s = now_s
-            return False
-        if step == self.excluded_step and last_s is not None:
-            self._excluded_s += now_s - last_s
-        excluded = (
-            self.excluded_step is not None and self.evidence_start_step < self.excluded_step <= step
-        )
-        self._steps = step - self.evidence_start_step - int(excluded)
-        self._seconds = now_s - self._start_s - self._excluded_s
-        below = (
-            self._rank == 0
-            and self._seconds >= self.min_evidence_s
-            and self._seconds * self.floor_sps > self._steps * self.samples_per_step
-        )
-        if self.world_size > 1:
-            assert self._agreement is not None, "DDP ranks agree through a HostAgreement"
-            (below,) = self._agreement.any([below])
-        return below
-
-    def below_at_edge(self, step: int, marks_s: dict[int, float]) -> bool:
-        """At the first window's end: whether it ran below the floor, as rank 0 measured it
-        (every rank takes rank 0's decision through the same host agreement as
-        :meth:`crossed_early`, so all stop or go on together)."""
-        if step != self.end_step:
-            return False
-        seconds = max(marks_s[step] - marks_s[self.start_step], 1e-9)
-        below = (
-            self._rank == 0
-            and (step - self.start_step) * self.samples_per_step / seconds < self.floor_sps
-        )
-        if self.world_size > 1:
-            assert self._agreement is not None, "DDP ranks agree through a HostAgreement"
-            (below,) = self._agreement.any([below])
-        return below
 
 
 def extension_window_steps(

@@ -47,8 +47,8 @@ def train_for_throughput(t: Training, rank: int, world_size: int) -> Measurement
     windows, then one evaluation of the budget's model, then timing-only steps when the
     windows covered less than ``advanced.measure.min_timed_s``. With ``config.min_throughput_sps``
     set (the study's floor, ``advanced.trial.min_throughput_vs_baseline`` of the baseline's), a
-    warm-up or first window below it ends the loop there
-    (:class:`~autotune.trial.training._meter.ThroughputFloor`): a :attr:`Measurement.too_slow`
+    warm-up or first two windows below it end the loop there
+    (:class:`~autotune.trial.measure.ThroughputFloor`): a :attr:`Measurement.too_slow`
     measurement of the steps it timed, without evaluation. With ``config.reuse`` set (a
     measured trial with the same math key), the loop runs the warm-up and one epoch of timed
     windows only, does not evaluate, and reports the reused metric and training loss.

@@ -786,10 +786,16 @@ def test_a_warm_up_run_that_fails_with_an_error_fails_the_baseline_before_its_bu
 
 
 def _too_slow(throughput_sps: float, **fields: Any) -> Measurement:
-    """A run stopped after its first window below its floor: never evaluated."""
+    """A run stopped after its first two windows below its floor: never evaluated."""
     nan = float("nan")
     return make_measurement(
-        throughput_sps=throughput_sps, val_metric=nan, train_loss=nan, too_slow=True, **fields
+        throughput_sps=throughput_sps,
+        window_throughputs_sps=(throughput_sps, throughput_sps),
+        timed_steps=32,
+        val_metric=nan,
+        train_loss=nan,
+        too_slow=True,
+        **fields,
     )
 
 
@@ -846,7 +852,10 @@ def test_trials_slower_than_a_tenth_of_the_baseline_stop_as_too_slow() -> None:
     baseline, slow, other = study.trials
     assert "min_throughput_sps" not in baseline.user_attrs
     assert slow.user_attrs["failure"] == "too_slow"
-    assert "80 samples/s is below the floor of 100" in slow.user_attrs["failure_detail"]
+    assert slow.user_attrs["failure_detail"].startswith(
+        "its first 2 timed windows ran 80 and 80 samples/s, each below the floor of 100 "
+        "samples/s (advanced.trial.min_throughput_vs_baseline=0.1 x the baseline's)"
+    )
     assert "val_metric" not in slow.user_attrs  # never evaluated
     assert slow.constraints["failed"] == 1.0  # `failed`: infeasible, never on the front
     # Its measured throughput and memory teach the sampler; the metric is the worst (0).
@@ -879,7 +888,8 @@ def test_under_a_cost_cap_a_trained_trial_must_reach_the_fastest_same_computatio
     assert bf16.user_attrs["min_throughput_from_trial"] == 1
     assert bf16.user_attrs["failure"] == "too_slow"
     assert (
-        "1,500 samples/s is below the floor of 1,800 (0.9 x trial 1's, the fastest with the "
+        "1,500 and 1,500 samples/s, each below the floor of 1,800 samples/s (0.9 x trial 1's, "
+        "the fastest with the "
         "baseline's accuracy by its paired check" in bf16.user_attrs["failure_detail"]
     )
     assert "min_throughput_from_trial" not in other.user_attrs

@@ -55,7 +55,7 @@ def test_noise_free_values_are_the_same_for_every_seed_and_the_noise_centres_on_
     assert len({m.val_metric for m in noisy}) > 1
 
 
-def test_a_floor_above_the_throughput_stops_in_the_first_window() -> None:
+def test_a_floor_above_the_throughput_stops_after_two_windows_below_it() -> None:
     # Four epochs of digits at batch 64: windows of 16 steps.
     full = simulate(_mock(width=32, train={"epochs": 4}))
     floored = simulate(_mock(width=32, train={"epochs": 4}, min_throughput_sps=1.0))
@@ -69,25 +69,40 @@ def test_a_floor_above_the_throughput_stops_in_the_first_window() -> None:
     unprobed = {k: v for k, v in full.extra.items() if k not in noise_keys}
     assert floored == dataclasses.replace(full, extra=unprobed)
     assert stopped.too_slow is True and math.isnan(stopped.val_metric)
-    # Its steps take microseconds, never the 2 s an early stop needs: the first window's end
-    # decides, as for a real fast trial.
-    assert (stopped.steps, stopped.timed_steps) == (5 + 16, 16)
-    assert stopped.throughput_sps == pytest.approx(full.window_throughputs_sps[0])
+    # Its steps take microseconds, never the 2 s an early stretch needs: the second window's
+    # end decides, both windows below the floor, as for a real fast trial.
+    assert (stopped.steps, stopped.timed_steps) == (5 + 2 * 16, 2 * 16)
+    assert stopped.window_throughputs_sps == pytest.approx(full.window_throughputs_sps[:2])
     assert stopped.train_s < full.train_s
 
-    # A slow process (1 s per step of 64 samples) below a floor of 100 samples/s stops once
-    # the steps after its first have run for 2 s: after step 3, in the warm-up.
-    plan = plan_windows(88, warmup_steps=5, windows=5)
-    window_s = np.full(16, 1.0)
-    assert _stopped_too_slow(100.0, plan, 1.0, window_s, 64) == (3, 2, 2.0)
-    # At the first window's end when only the window is below (fast warm-up steps); above
-    # the floor, never. (DDP ranks stop the same way: they agree each step.)
-    assert _stopped_too_slow(66.0, plan, 0.1, window_s, 64) == (21, 16, 16.0)
-    assert _stopped_too_slow(10.0, plan, 1.0, window_s, 64) is None
+
+def test_the_mock_stops_where_the_real_floor_would() -> None:
+    # The real rule (autotune.trial.measure.ThroughputFloor) on the simulated clock.
+    plan = plan_windows(88, warmup_steps=5, windows=5)  # windows of 16 steps from step 5
+    slow = np.full((5, 16), 1.0)  # 1 s per step of 64 samples
+    # Below 100 samples/s from the first step on: two stretches of 2 s after step 1
+    # (steps 2-3, then 4-5), each below, stop it in the warm-up.
+    assert _stopped_too_slow(100.0, plan, 1.0, slow, 64) == (5, (4, (4.0,)))
+    # Fast warm-up steps, slow windows: the first stretch (steps 2-7, 2.4 s) clears the
+    # floor of 66, the next two (steps 8-9, 10-11) do not.
+    assert _stopped_too_slow(66.0, plan, 0.1, slow, 64) == (11, (4, (4.0,)))
+    assert _stopped_too_slow(10.0, plan, 1.0, slow, 64) is None  # above the floor: never
+    # Steps too quick for a stretch: the windows' ends decide, both below 2,000 samples/s.
+    quick = np.full((5, 16), 0.04)  # 1,600 samples/s
+    stopped = _stopped_too_slow(2000.0, plan, 0.04, quick, 64)
+    assert stopped is not None and stopped[0] == 5 + 32
+    assert stopped[1][0] == 16 and stopped[1][1] == pytest.approx((0.64, 0.64))
+    # One slow window is not enough: the better of the two decides.
+    noisy_first = quick.copy()
+    noisy_first[1] = 0.02  # the second window at 3,200 samples/s
+    assert _stopped_too_slow(2000.0, plan, 0.04, noisy_first, 64) is None
+    noisy_second = quick.copy()
+    noisy_second[0] = 0.02  # the first window clears the trial: the second is not judged
+    assert _stopped_too_slow(2000.0, plan, 0.04, noisy_second, 64) is None
     # Compiled with CUDA graphs (a simulated GPU under reduce-overhead), the evidence starts
-    # after the two compile steps, as a real trial's does: 2 s of steps 3 and 4.
+    # after the two compile steps, as a real trial's does: stretches of steps 3-4 and 5-6.
     graphs = plan_windows(88, warmup_steps=5, windows=5, compiled=True, compile_steps=2)
-    assert _stopped_too_slow(100.0, graphs, 1.0, window_s, 64) == (4, 2, 2.0)
+    assert _stopped_too_slow(100.0, graphs, 1.0, slow, 64) == (6, (4, (4.0,)))
 
 
 def test_measurement_says_it_is_simulated() -> None:

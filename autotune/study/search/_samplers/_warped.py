@@ -113,7 +113,7 @@ def modelled_values(
 
 def _measured_axes(trial: FrozenTrial, names: Sequence[str]) -> set[int]:
     """The objectives a failed trial did measure: throughput and memory of a trial stopped
-    as ``too_slow`` after its first window (its metric was never evaluated); none for any
+    as ``too_slow`` after its first windows (its metric was never evaluated); none for any
     other failure."""
     if TrialResult.from_trial(trial).failure_kind != "too_slow":
         return set()
