@@ -46,6 +46,7 @@ __all__ = [
     "EVIDENCE_CLASSES",
     "FLOAT32_EPS",
     "INHERITING_CLASSES",
+    "SOURCE_FLOOR_MARGIN",
     "AccuracySource",
     "CheckFloor",
     "EquivalenceCheck",
@@ -55,6 +56,7 @@ __all__ = [
     "class_by_knobs",
     "evidence_text",
     "relative_divergence",
+    "source_floor",
 ]
 
 #: What a candidate changes against the baseline, from the weakest change to the strongest.
@@ -116,12 +118,16 @@ class CheckFloor:
         trajectory: its largest relative divergence over the checked steps (at least
             ``first``).
         source: ``float64 twin``, or why the float32 epsilon stands in (the twin failed, or
-            recorded no losses).
+            recorded no losses); or the source trial whose distance from the twin it is
+            (:func:`source_floor`).
+        margin: the multiple of this floor a check allows where the floor sets its own
+            (:data:`SOURCE_FLOOR_MARGIN`); None: the caller's (``check_margin``).
     """
 
     first: float
     trajectory: float
     source: str
+    margin: float | None = None
 
 
 def check_floor(
@@ -142,6 +148,65 @@ def check_floor(
         return CheckFloor(FLOAT32_EPS, FLOAT32_EPS, f"float32 epsilon ({why_no_twin or 'no twin'})")
     first = max(divergence[0], FLOAT32_EPS)
     return CheckFloor(first, max(first, *divergence), "float64 twin")
+
+
+#: The multiple of a source's distance from exact arithmetic that a variant of it may part
+#: from it by (:func:`source_floor`): two runs each within ``d`` of exact arithmetic are within
+#: ``2 d`` of each other (the triangle inequality).
+SOURCE_FLOOR_MARGIN = 2.0
+
+
+def source_floor(
+    floor: CheckFloor,
+    margin: float,
+    source: Sequence[float],
+    exact: Sequence[float],
+    source_name: str,
+) -> CheckFloor:
+    """The floor of a check against a source of other numerics than the baseline's (a bf16
+    trial, against which its compiled or channels_last variants are checked).
+
+    The study's floor is fp32's distance from exact arithmetic (the float64 twin's); a bf16
+    source sits about a thousand times further (bf16 keeps 8 significant bits to fp32's 24:
+    first-step divergence 2e-4 against the twin's 8e-8 on the shipped MNIST CNN,
+    docs/research/evidence.md), and another fusion of the same bf16 computation (a compiled
+    variant) parts from it by bf16's rounding, not fp32's: 1.4-2.3e-4 at the first step in
+    the long run's study, against a bound of 1.2e-5 from fp32's floor. Judged by fp32's
+    floor, every such variant trains its budget. Here a variant no further from exact than
+    the source is the same computation at the source's precision: by the triangle
+    inequality it parts from the source by at most twice the source's own distance
+    (:data:`SOURCE_FLOOR_MARGIN`), measured, not assumed: the source's recorded check
+    losses against the twin's. Not ``margin`` times it: at bf16's distance that would let a
+    change of the math through (BatchNorm over micro-batches of 4 parts from fp32 by 8.7e-4
+    at the first step, 4x bf16's distance, 100x would be 2e-2).
+
+    Args:
+        floor: the study's floor (:func:`check_floor`).
+        margin: the study's multiple of it (``advanced.measure.check_margin``).
+        source: the source's losses of the first K steps (the same seed, weights, batches).
+        exact: the float64 twin's losses of the same steps (the baseline's where the twin
+            recorded none: fp32 is exact to bf16's eye).
+        source_name: how :attr:`CheckFloor.source` names the source (``trial 17 (bf16)``:
+            ``distance of trial 17 (bf16) from the float64 twin``).
+
+    Returns:
+        ``floor`` itself where its bounds are the wider (the source no further from exact
+        than ``margin / 2`` times fp32's floor); else a floor with its own margin of 2 whose
+        bounds are the wider of the two, step 1 and the trajectory each.
+    """
+    divergence = [d for d in relative_divergence(source, exact) if math.isfinite(d)]
+    if not divergence:
+        return floor
+    first = max(margin * floor.first, SOURCE_FLOOR_MARGIN * divergence[0])
+    trajectory = max(margin * floor.trajectory, SOURCE_FLOOR_MARGIN * max(divergence), first)
+    if first == margin * floor.first and trajectory == margin * floor.trajectory:
+        return floor
+    return CheckFloor(
+        first / SOURCE_FLOOR_MARGIN,
+        trajectory / SOURCE_FLOOR_MARGIN,
+        f"distance of {source_name} from the float64 twin",
+        margin=SOURCE_FLOOR_MARGIN,
+    )
 
 
 @dataclass(frozen=True)
@@ -181,9 +246,10 @@ def check_equivalence(
         candidate: the candidate's losses per step.
         reference: the reference's (the baseline's, or the measured trial with the same math
             key) losses per step.
-        floor: the floating-point floor (:func:`check_floor`).
+        floor: the floating-point floor (:func:`check_floor`, or :func:`source_floor`).
         margin: how many times the floor a same-computation candidate may diverge
-            (``advanced.measure.check_margin``).
+            (``advanced.measure.check_margin``), unless the floor sets its own
+            (:attr:`CheckFloor.margin`).
 
     Returns:
         The verdict (:class:`EquivalenceCheck`).
@@ -203,6 +269,8 @@ def check_equivalence(
         return EquivalenceCheck(
             "identical", steps, 0.0, 0.0, f"the same losses bit for bit over {steps} steps"
         )
+    if floor.margin is not None:
+        margin = floor.margin
     first_bound, trajectory_bound = margin * floor.first, margin * floor.trajectory
     figures = (
         f"first-step divergence {first:.1e} (bound {first_bound:.1e}), "

@@ -14,6 +14,7 @@ from autotune.study.evidence import (
     class_by_knobs,
     evidence_text,
     relative_divergence,
+    source_floor,
 )
 
 BASE = [2.30, 2.10, 1.90, 1.70, 1.50]
@@ -69,6 +70,43 @@ def test_beyond_the_margin_it_diverged(first: float, last: float) -> None:
     assert check.verdict == "diverged"
     assert not check.passed
     assert check.detail.startswith("diverged: first-step divergence")
+
+
+def _off(by: tuple[float, ...], losses: list[float] = BASE) -> list[float]:
+    return [v * (1 + d) for v, d in zip(losses, by, strict=True)]
+
+
+#: A bf16 source: 2e-4 from the twin at the first step (the shipped CNN's), 1e-3 at the last.
+BF16 = _off((2e-4, 4e-5, 4e-4, 4e-5, 1e-3))
+
+
+def test_against_a_bf16_source_the_bound_is_twice_its_distance_from_the_twin() -> None:
+    floor = source_floor(FLOOR, 100.0, BF16, TWIN, "trial 17 (bf16)")
+
+    assert floor.margin == 2.0 and floor.source == (
+        "distance of trial 17 (bf16) from the float64 twin"
+    )
+    # Its compiled variant, another fusion of the same bf16 computation: 2.3e-4 from it at
+    # the first step (the long run's study), 12x fp32's bound of 3e-5, within 2 x 2e-4.
+    compiled = _off((2.3e-4, 1e-4, 5e-4, 3e-4, 1.5e-3), BF16)
+    assert check_equivalence(compiled, BF16, FLOOR, 100.0).verdict == "diverged"
+    check = check_equivalence(compiled, BF16, floor, 100.0)
+    assert check.verdict == "same_computation"
+    assert "2x the distance of trial 17 (bf16) from the float64 twin" in check.detail
+    # A change of the math is not let through by 100x bf16's distance (2e-2): BatchNorm over
+    # micro-batches of 4 parts by 8.7e-4 at the first step.
+    batchnorm = _off((8.7e-4, 1e-3, 2e-3, 3e-3, 4e-3), BF16)
+    assert check_equivalence(batchnorm, BF16, floor, 100.0).verdict == "diverged"
+
+
+def test_a_source_no_further_from_exact_than_fp32_keeps_the_studys_floor() -> None:
+    assert source_floor(FLOOR, 100.0, BASE, TWIN, "trial 3 (tf32)") is FLOOR
+    assert source_floor(FLOOR, 100.0, [], TWIN, "trial 3 (bf16)") is FLOOR  # no losses
+    # The wider of the two bounds, each: the source's first step, fp32's trajectory.
+    first_only = _off((2e-4, 0.0, 0.0, 0.0, 0.0))
+    floor = source_floor(FLOOR, 100.0, first_only, TWIN, "trial 3 (bf16)")
+    assert 2 * floor.first == pytest.approx(4e-4, rel=1e-2)  # measured from the twin
+    assert 2 * floor.trajectory == pytest.approx(100 * FLOOR.trajectory)
 
 
 def test_the_check_compares_the_steps_both_recorded() -> None:

@@ -44,6 +44,7 @@ from autotune.study.evidence import (
     check_equivalence,
     check_floor,
     class_by_knobs,
+    source_floor,
 )
 from autotune.study.feasibility import trial_infeasibility_reason
 from autotune.study.objectives import (
@@ -662,6 +663,11 @@ class TrialObjective:
             None,
         )
         floor = _study_floor(completed)
+        if floor is not None and source is not None:
+            fixed = config.train.global_batch_size is not None
+            floor = self._floor_for_source(
+                completed, source, floor, config.measure.check_margin, fixed
+            )
         if source is None or not source.check_losses or not losses or floor is None:
             self._set_evidence(
                 trial,
@@ -699,6 +705,32 @@ class TrialObjective:
             measured,
         )
         return full, measured
+
+    def _floor_for_source(
+        self,
+        completed: Sequence[FrozenTrial],
+        source: TrialResult,
+        floor: CheckFloor,
+        margin: float,
+        global_batch_fixed: bool,
+    ) -> CheckFloor:
+        """The check's floor against ``source``: the study's, or, where the source is the
+        baseline's model and global batch at another precision (a ``numerics`` source: a
+        bf16 trial whose compiled variant is checked against it), the source's own measured
+        distance from the float64 twin (:func:`~autotune.study.evidence.source_floor`)."""
+        precision = source.params.get("precision")
+        if precision is None or precision == self._baseline_params.get("precision"):
+            return floor
+        by_knobs = class_by_knobs(
+            source.params, self._baseline_params, self._space.model.knobs, global_batch_fixed
+        )
+        base = baseline_trial(completed)
+        if by_knobs != "numerics" or base is None or not source.check_losses:
+            return floor
+        baseline = TrialResult.from_trial(base)
+        exact = baseline.twin_check_losses or baseline.check_losses
+        name = f"trial {source.number} ({precision})"
+        return source_floor(floor, margin, source.check_losses, exact, name)
 
     @staticmethod
     def _record_full_run(trial: optuna.Trial, run_s: float, measurement: Measurement) -> None:

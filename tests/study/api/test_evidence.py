@@ -104,6 +104,42 @@ def test_a_trial_whose_check_diverged_trains_the_budget(sqlite_url: str) -> None
     assert [c.reuse is not None for c in runs][:2] == [True, False]
 
 
+def test_a_bf16_variant_inherits_from_its_bf16_source_within_bf16s_own_floor(
+    sqlite_url: str,
+) -> None:
+    # The mock parts a channels_last bf16 run from a contiguous one by bf16's own rounding
+    # (2e-4 at the first step, SIMULATED), beyond fp32's bound (100x the twin's 8e-8): each
+    # bf16 variant is judged against twice its bf16 source's distance from the twin.
+    config = mock_run_config(
+        sqlite_url,
+        "model.depth=[3]",
+        "model.width=[16]",
+        "batch_size=[64]",
+        "precision=[fp32,bf16]",
+        "gpu_count=[1]",
+        "compile_mode=[none]",
+        "memory_format=[contiguous,channels_last]",
+        "num_workers=[0]",
+    )
+
+    run_study(config, 6, run_trial_fn=FakeRunTrial())
+
+    results = _results(sqlite_url)
+    bf16 = [r for r in results if r.params["precision"] == "bf16"]
+    sources = {r.number for r in bf16 if r.accuracy_source == "measured"}
+    variants = [
+        r for r in bf16 if r.accuracy_source == "inherited" and r.params != bf16[0].params
+    ]
+    assert len(sources) == 1 and variants  # one bf16 run trained; its other layout did not
+    for r in variants:
+        assert r.evidence_class == "numerics" and r.metric_from_trial in sources
+        assert r.check_first_divergence is not None and r.check_first_divergence > 1e-4
+        assert r.evidence_detail is not None
+        assert f"2x the distance of trial {r.metric_from_trial} (bf16) from the float64 twin" in (
+            r.evidence_detail
+        )
+
+
 def test_an_inherited_answer_is_verified_by_timing_and_the_check(sqlite_url: str) -> None:
     config = mock_run_config(sqlite_url, *SAME_MATH).model_copy(
         update={"verify": mock_run_config(sqlite_url, "verify.rounds=3").verify}
@@ -137,7 +173,8 @@ def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> N
     config = mock_run_config(
         sqlite_url,
         "compile_mode=[none]",
-        "budget.full_runs=4",
+        # Two trials stop too slow after two windows each; the baseline and a trained one.
+        "budget.full_runs=6",
         "advanced.budget.search_share=1.0",
         "advanced.budget.trained_evidence_full_runs=2",  # trained evidence under this cap
     )
@@ -151,9 +188,9 @@ def test_the_cost_cap_keeps_the_math_then_stops_the_search(sqlite_url: str) -> N
     )
 
     assert result.finished < 40
-    # Past half its share (2 of 4) it keeps the model; it stops at its share, or before it
+    # Past half its share (3 of 6) it keeps the model; it stops at its share, or before it
     # where no configuration left fits what remains.
-    assert result.search_cost is not None and (result.search_cost.full_runs or 0) >= 2
+    assert result.search_cost is not None and (result.search_cost.full_runs or 0) >= 3
     assert any("the search has spent" in n for n in notes)
     assert any("every trial keeps the baseline's model" in n for n in notes)
     assert any(f"the search stops at {result.finished} of 40 trials" in n for n in notes)
