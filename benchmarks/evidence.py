@@ -14,6 +14,12 @@ Usage::
 
     python benchmarks/evidence.py                  # 3 seeds, every control
     python benchmarks/evidence.py --seeds 5 --controls channels_last "lr x10"
+    python benchmarks/evidence.py --source bf16    # each control at bf16, against bf16's floor
+
+With ``--source bf16`` every control runs at bf16 and is checked against the baseline at bf16
+(the search's reuse source for a bf16 variant), judged by that source's own distance from the
+float64 twin, twice (:func:`autotune.study.evidence.source_floor`); its accuracy is compared
+with that source's.
 
 Run it with the machine to itself; each run's other-CPU share is printed beside its row.
 """
@@ -61,15 +67,26 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3, help="the budget per full run")
     parser.add_argument("--controls", nargs="+", help="labels to run (default: all)")
     parser.add_argument("--tolerance-pt", type=float, default=0.5)
+    parser.add_argument(
+        "--source",
+        choices=("bf16", "fp16"),
+        help="run the controls at this precision and check them against the baseline at it",
+    )
     args = parser.parse_args()
 
-    from autotune.study.evidence import check_equivalence, check_floor
+    from autotune.study.evidence import check_equivalence, check_floor, source_floor
     from autotune.study.search import run_trial
     from autotune.study.verification import mean_difference_ci95
 
     base = main_job_trial(args.epochs)
     controls = [c for c in CONTROLS if not args.controls or c[0] in args.controls]
-    print(f"{platform.processor() or platform.machine()}; {args.seeds} seeds; {args.epochs} epochs")
+    at = {"precision": args.source} if args.source else {}
+    if args.source:  # a change of the precision is no control against a source at it
+        controls = [c for c in controls if "precision" not in c[1]]
+    print(
+        f"{platform.processor() or platform.machine()}; {args.seeds} seeds; {args.epochs} epochs"
+        f"{f'; every run at {args.source}, checked against the baseline at it' if at else ''}"
+    )
     started = time.perf_counter()
     verdicts: dict[str, list[str]] = {label: [] for label, _, _ in controls}
     diffs: dict[str, list[float]] = {label: [] for label, _, _ in controls}
@@ -81,9 +98,19 @@ def main() -> None:
             _config(base, {}, seed).model_copy(update={"twin": "float64", "timeout_s": 1800})
         )
         floor = check_floor(baseline.extra["check_losses"], twin.extra["check_losses"])
+        if at:
+            baseline = run_trial(_config(base, at, seed).model_copy(update={"timeout_s": 1800}))
+            floor = source_floor(
+                floor,
+                100.0,
+                baseline.extra["check_losses"],
+                twin.extra["check_losses"],
+                f"the {args.source} baseline",
+            )
         print(f"seed {seed}: baseline {100 * baseline.val_metric:.2f} %, floor {floor}")
         for label, change, _ in controls:
-            m = run_trial(_config(base, change, seed).model_copy(update={"timeout_s": 1800}))
+            config = _config(base, {**at, **change}, seed)
+            m = run_trial(config.model_copy(update={"timeout_s": 1800}))
             check = check_equivalence(
                 m.extra["check_losses"], baseline.extra["check_losses"], floor, 100.0
             )
