@@ -53,11 +53,9 @@ def _study_arms(study_name: str, storage: str) -> tuple[Any, Any, str]:
     Raises:
         SystemExit: the study has no finished verification, or it recommended nothing.
     """
-    import json
 
     import optuna
 
-    from autotune.core.config import TrialConfig
     from autotune.study.storage import ResultsStore
     from autotune.study.verification import load_verification
 
@@ -73,7 +71,9 @@ def _study_arms(study_name: str, storage: str) -> tuple[Any, Any, str]:
     answer = summary.recommended
 
     def whole_budget(number: int) -> Any:
-        config = TrialConfig.from_stored(json.loads(rows[number].config_json))
+        config = rows[number].trial_config()
+        if config is None:
+            raise SystemExit(f"study={study_name}: trial {number} stored no configuration")
         train = config.train.model_copy(update={"evidence_share": None})
         return config.model_copy(update={"train": train, "timeout_s": 4 * 3600.0})
 

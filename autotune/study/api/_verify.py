@@ -103,13 +103,12 @@ def _trial_configs(
     rows = {r.trial_number: r for r in results.trials(study_name)}
     for number in sorted(numbers):
         row = rows.get(number)
-        stored = json.loads(row.config_json) if row is not None else {}
-        if not stored:
+        config = row.trial_config() if row is not None else None
+        if config is None:
             raise VerificationError(
                 f"study={study_name}: trial {number} has no stored configuration in the "
                 "results tables; it cannot be re-run"
             )
-        config = TrialConfig.from_stored(stored)
         if config.objective != objective:
             raise VerificationError(
                 f"study={study_name}: trial {number} was stored with objective="
@@ -525,19 +524,42 @@ def verify_open_study(
     # The runs compile into the study's cache (advanced.measure.compile_cache=study), warm where
     # its search compiled the same graphs.
     with study_compile_cache(results.url, study_name):
-        run = _run_verification(
-            run,
-            results,
-            configs,
-            run_trial_fn,
-            on_run,
-            lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
-            settings.busy_rerun_budget,
-            timed_baseline,
-            lambda rows, survivors: confirmation_stops(plan, rows, survivors, metric, objective),
+        policy = _RoundPolicy(
+            survivors_of=lambda rows: race_survivors(plan, rows, params, metric, objective)[1],
+            stops_of=lambda rows, survivors: confirmation_stops(
+                plan, rows, survivors, metric, objective
+            ),
+            busy_reruns=settings.busy_rerun_budget,
+            timed_baseline=timed_baseline,
         )
+        run = _run_verification(run, results, configs, run_trial_fn, on_run, policy)
     summary = summarize_for_study(study, run)
     return replace(summary, notes=(*notes, *summary.notes))
+
+
+@dataclass(frozen=True)
+class _RoundPolicy:
+    """How a verification's stages follow from its rows so far (:func:`_run_verification`).
+
+    Attributes:
+        survivors_of: the race's survivor per lane, from the rows so far
+            (:func:`autotune.study.verification.race_survivors`).
+        stops_of: the trained survivors stopped for futility (trial number -> (round, why)),
+            from the rows so far and the survivors
+            (:func:`autotune.study.verification.confirmation_stops`); None: none stop.
+        busy_reruns: re-runs of runs measured on a busy machine this verification may spend
+            (``advanced.verify.busy_rerun_budget``).
+        timed_baseline: the baseline's configuration when timed only, for a confirmation
+            whose every survivor still going is timed; None: it always trains.
+    """
+
+    survivors_of: Callable[[list[VerificationRecord]], Mapping[Lane, int]]
+    stops_of: (
+        Callable[[list[VerificationRecord], Mapping[Lane, int]], Mapping[int, tuple[int, str]]]
+        | None
+    ) = None
+    busy_reruns: int = 0
+    timed_baseline: TrialConfig | None = None
 
 
 def _run_verification(
@@ -546,29 +568,24 @@ def _run_verification(
     configs: Mapping[int, TrialConfig],
     run_trial_fn: RunTrialFn,
     on_run: Callable[[VerificationProgress], None] | None,
-    survivors_of: Callable[[list[VerificationRecord]], Mapping[Lane, int]],
-    busy_reruns: int = 0,
-    timed_baseline: TrialConfig | None = None,
-    stops_of: Callable[
-        [list[VerificationRecord], Mapping[Lane, int]], Mapping[int, tuple[int, str]]
-    ]
-    | None = None,
+    policy: _RoundPolicy,
 ) -> VerificationRun:
     """Run every planned (round, configuration) without a row, after one discarded warm-up
     run, store each, then finish: the race first, then the confirmation of the race's
-    survivor (``survivors_of`` the rows so far; :func:`autotune.study.verification.race_survivors`).
+    survivor (``policy.survivors_of`` the rows so far).
 
     A run measured on a busy machine is measured again at once (attempt 1, 2, ...: the pair
-    stays close in time to the round's other runs) while fewer than ``busy_reruns`` re-runs
-    were spent in this verification (its stored superseded attempts count): a resumed
+    stays close in time to the round's other runs) while fewer than ``policy.busy_reruns``
+    re-runs were spent in this verification (its stored superseded attempts count): a resumed
     verification also measures again a busy last attempt it stopped after.
 
-    The confirmation runs round by round: before each, ``stops_of`` the rows so far and the
-    survivors (:func:`autotune.study.verification.confirmation_stops`) names the trained
+    The confirmation runs round by round: before each, ``policy.stops_of`` names the trained
     survivors stopped for futility, whose remaining rounds are not run. When every survivor
     still going is timed (its accuracy inherited with the paired check), the baseline's
-    confirmation runs are timed too (``timed_baseline``): nothing in them is compared on a
-    trained metric."""
+    confirmation runs are timed too (``policy.timed_baseline``): nothing in them is compared
+    on a trained metric."""
+    survivors_of, stops_of = policy.survivors_of, policy.stops_of
+    busy_reruns, timed_baseline = policy.busy_reruns, policy.timed_baseline
     plan = run.plan
     latest = {(r.round_index, r.trial_number): r for r in run.rows}
     reruns_used = len(run.superseded)

@@ -127,9 +127,7 @@ def test_a_bf16_variant_inherits_from_its_bf16_source_within_bf16s_own_floor(
     results = _results(sqlite_url)
     bf16 = [r for r in results if r.params["precision"] == "bf16"]
     sources = {r.number for r in bf16 if r.accuracy_source == "measured"}
-    variants = [
-        r for r in bf16 if r.accuracy_source == "inherited" and r.params != bf16[0].params
-    ]
+    variants = [r for r in bf16 if r.accuracy_source == "inherited" and r.params != bf16[0].params]
     assert len(sources) == 1 and variants  # one bf16 run trained; its other layout did not
     for r in variants:
         assert r.evidence_class == "numerics" and r.metric_from_trial in sources

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
@@ -22,7 +23,7 @@ from autotune.core.config import (
 )
 from autotune.core.exceptions import ConfigError, TrialError, VerificationError
 from autotune.study.api import VerificationProgress, run_study, verify_study
-from autotune.study.api._verify import _run_verification
+from autotune.study.api._verify import _RoundPolicy, _run_verification
 from autotune.study.storage import (
     LANES,
     Lane,
@@ -487,16 +488,13 @@ def _verify_in_memory(
     """``_run_verification`` of a new run of ``plan`` into a store that keeps nothing: the
     race's survivors are ``survivors``, the timed baseline reuses :data:`TIMED_REUSE`."""
     run = VerificationRun("s", 1, plan, (), dt.datetime(2026, 11, 29), None)
-    _run_verification(
-        run,
-        _DiscardingStore(run),  # type: ignore[arg-type]
-        configs,
-        run_fn,
-        None,
-        lambda rows: survivors,
-        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
+    policy = _RoundPolicy(
+        survivors_of=lambda rows: survivors,
         stops_of=stops_of,
+        timed_baseline=configs[0].model_copy(update={"reuse": TIMED_REUSE}),
     )
+    store: Any = _DiscardingStore(run)  # keeps nothing: a stand-in for the ResultsStore
+    _run_verification(run, store, configs, run_fn, None, policy)
 
 
 def test_the_baseline_is_timed_in_a_confirmation_of_timed_survivors_alone() -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from autotune.core.config import TrialConfig
 from autotune.study.storage.records._hardware import HardwareFingerprint
 
 __all__ = ["MeasuredRun", "StudyRecord", "TrialRecord"]
@@ -224,3 +226,16 @@ class TrialRecord(MeasuredRun):
     def as_row(self) -> dict[str, Any]:
         """The record as a flat mapping (CSV row, JSON payload)."""
         return dataclasses.asdict(self)
+
+    def trial_config(self) -> TrialConfig | None:
+        """The configuration the trial ran, as it stored it (``config_json``): the one reader
+        of it, for whatever re-runs a trial (a verification run, a ground-truth run). None
+        where the row holds the knobs alone (a trial that stored no configuration).
+
+        Raises:
+            pydantic.ValidationError: the stored configuration is not valid.
+        """
+        stored = json.loads(self.config_json)
+        if not stored or set(stored) == {"knobs"}:
+            return None
+        return TrialConfig.from_stored(stored)

@@ -35,6 +35,15 @@ def test_trial_record_of_a_measured_trial_copies_every_figure_with_its_unit() ->
     assert record.is_feasible and record.failure is None
 
 
+def test_a_rows_trial_config_is_the_configuration_the_trial_ran() -> None:
+    trial = make_trial(5, (5000.0, 0.97, 7 << 20), batch_size=128)
+    config = make_trial_config(seed=5, batch_size=128, depth=2, width=16)
+
+    assert trial_record("s", trial, config.model_dump(mode="json")).trial_config() == config
+    # A trial that stored no configuration: its row holds the knobs alone, nothing to re-run.
+    assert trial_record("s", trial).trial_config() is None
+
+
 @pytest.mark.parametrize(
     ("config", "workload"),
     [
