@@ -492,8 +492,8 @@ class TrialObjective:
     ) -> TrialConfig:
         """A throughput trial stops after its first two timed windows when both run below
         ``advanced.trial.min_throughput_vs_baseline`` times the baseline trial's measured
-        throughput (:class:`~autotune.trial.measure.ThroughputFloor`), or under a cost cap (``budget.full_runs``)
-        :data:`~autotune.study.cost.CAPPED_FLOOR_VS_BASELINE` times it
+        throughput (:class:`~autotune.trial.measure.ThroughputFloor`), or under a cost cap
+        (``budget.full_runs``) :data:`~autotune.study.cost.CAPPED_FLOOR_VS_BASELINE` times it
         (``config.min_throughput_sps``, also the user attribute ``min_throughput_sps``;
         :func:`throughput_floor`; ``completed``: the study's complete trials, ``base``
         among them).
@@ -716,8 +716,8 @@ class TrialObjective:
     ) -> CheckFloor:
         """The check's floor against ``source``: the study's, or, where the source is the
         baseline's model and global batch at another precision (a ``numerics`` source: a
-        bf16 trial whose compiled variant is checked against it), the source's own measured
-        distance from the float64 twin (:func:`~autotune.study.evidence.source_floor`)."""
+        bf16 trial whose compiled variant is checked against it), twice the source's own
+        measured distance from the float64 twin (:func:`~autotune.study.evidence.source_floor`)."""
         precision = source.params.get("precision")
         if precision is None or precision == self._baseline_params.get("precision"):
             return floor
