@@ -714,23 +714,48 @@ class TrialObjective:
         margin: float,
         global_batch_fixed: bool,
     ) -> CheckFloor:
-        """The check's floor against ``source``: the study's, or, where the source is the
-        baseline's model and global batch at another precision (a ``numerics`` source: a
-        bf16 trial whose compiled variant is checked against it), twice the source's own
-        measured distance from the float64 twin (:func:`~autotune.study.evidence.source_floor`)."""
+        """The check's floor against ``source``: the study's, or, where the source runs the
+        baseline's model at another precision, twice that precision's measured distance from
+        the float64 twin (:func:`~autotune.study.evidence.source_floor`).
+
+        The distance is measured on the baseline's model and global batch, where the twin is
+        exact arithmetic of the same steps: the source's own when it is such a trial (a
+        ``numerics`` change: a bf16 trial whose compiled variant is checked against it), else
+        the earliest measured trial at its precision that is (for a bf16 trial at another
+        global batch, a ``dynamics`` change, whose own steps the twin does not take; the
+        study's floor is carried across batches the same way). A model change keeps the
+        study's floor: no twin measures its arithmetic."""
         precision = source.params.get("precision")
-        if precision is None or precision == self._baseline_params.get("precision"):
-            return floor
-        by_knobs = class_by_knobs(
-            source.params, self._baseline_params, self._space.model.knobs, global_batch_fixed
-        )
         base = baseline_trial(completed)
-        if by_knobs != "numerics" or base is None or not source.check_losses:
+        if precision is None or precision == self._baseline_params.get("precision") or not base:
+            return floor
+
+        def class_of(params: Mapping[str, Any]) -> EvidenceClass:
+            return class_by_knobs(
+                params, self._baseline_params, self._space.model.knobs, global_batch_fixed
+            )
+
+        by_knobs = class_of(source.params)
+        if by_knobs not in ("numerics", "dynamics"):
+            return floor
+        measured = source if by_knobs == "numerics" else None
+        for trial in completed if measured is None else ():
+            other = TrialResult.from_trial(trial)
+            if (
+                other.params.get("precision") == precision
+                and other.accuracy_source == "measured"
+                and other.check_losses
+                and class_of(other.params) == "numerics"
+            ):
+                measured = other
+                break
+        if measured is None or not measured.check_losses:
             return floor
         baseline = TrialResult.from_trial(base)
         exact = baseline.twin_check_losses or baseline.check_losses
-        name = f"trial {source.number} ({precision})"
-        return source_floor(floor, margin, source.check_losses, exact, name)
+        name = f"trial {measured.number} ({precision}"
+        name += ")" if measured is source else ", at the baseline's global batch)"
+        return source_floor(floor, margin, measured.check_losses, exact, name)
 
     @staticmethod
     def _record_full_run(trial: optuna.Trial, run_s: float, measurement: Measurement) -> None:

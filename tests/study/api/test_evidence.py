@@ -138,6 +138,44 @@ def test_a_bf16_variant_inherits_from_its_bf16_source_within_bf16s_own_floor(
         )
 
 
+def test_a_bf16_variant_at_another_batch_is_judged_by_bf16s_floor_at_the_baselines(
+    sqlite_url: str,
+) -> None:
+    # A bf16 trial at batch 128 (a dynamics change) is its variants' source, but the twin does
+    # not take its steps: bf16's distance from exact is the one measured on the baseline's
+    # batch, by a bf16 trial there.
+    config = mock_run_config(
+        sqlite_url,
+        "model.depth=[3]",
+        "model.width=[16]",
+        "batch_size=[64,128]",
+        "precision=[fp32,bf16]",
+        "gpu_count=[1]",
+        "compile_mode=[none]",
+        "memory_format=[contiguous,channels_last]",
+        "num_workers=[0]",
+    )
+
+    run_study(config, 10, run_trial_fn=FakeRunTrial())
+
+    results = _results(sqlite_url)
+    wide = [
+        r
+        for r in results
+        if r.params["precision"] == "bf16"
+        and r.params["batch_size"] == 128
+        and r.accuracy_source == "inherited"
+    ]
+    assert wide, [(r.number, r.params, r.evidence_detail) for r in results]
+    for r in wide:
+        assert r.evidence_class == "dynamics"
+        assert r.evidence_detail is not None
+        assert "(bf16, at the baseline's global batch) from the float64 twin" in r.evidence_detail
+    assert not any(
+        (r.evidence_detail or "").startswith("fell from the same computation") for r in results
+    )
+
+
 def test_an_inherited_answer_is_verified_by_timing_and_the_check(sqlite_url: str) -> None:
     config = mock_run_config(sqlite_url, *SAME_MATH).model_copy(
         update={"verify": mock_run_config(sqlite_url, "verify.rounds=3").verify}
