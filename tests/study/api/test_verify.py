@@ -605,3 +605,40 @@ def test_a_run_of_a_trial_timed_again_while_busy_is_priced_without_its_re_runs()
     ]
 
     assert _run_costs(trials, 0) == {0: 1.0, 1: pytest.approx(0.3), 2: pytest.approx(0.4)}
+
+
+def test_a_cold_compiled_trial_is_priced_at_the_studys_warm_compiles() -> None:
+    """A verification run compiles into the study's cache, warm where the search compiled the
+    same graphs: a trial that compiled cold in the search (12 s) is priced at the median warm
+    compile (3 s), not at its cold run (the long run's channels_last finalist was left out of a
+    capped verification at 0.045 full runs a run, 0.019 warm)."""
+    from optuna.distributions import CategoricalDistribution
+    from optuna.trial import create_trial
+
+    from autotune.study.api._verify import _run_costs
+    from autotune.study.baseline import BASELINE_ATTR
+
+    def trial(number: int, **attrs: object) -> optuna.trial.FrozenTrial:
+        made = create_trial(
+            values=[1000.0, 0.9, 2**20],
+            params={"num_workers": number},
+            distributions={"num_workers": CategoricalDistribution([0, 1, 2, 3, 4])},
+            user_attrs=attrs,
+        )
+        made.number = number
+        return made
+
+    trials = [
+        trial(0, **{BASELINE_ATTR: True, "full_run_s": 100.0, "run_s": 100.0}),
+        trial(1, run_s=15.0, compile_s=12.0, compile_cache="cold"),
+        trial(2, run_s=6.0, compile_s=3.0, compile_cache="warm"),
+        trial(3, run_s=5.0, compile_s=2.0, compile_cache="warm"),
+        trial(4, run_s=7.0, compile_s=4.0, compile_cache="warm"),
+    ]
+
+    costs = _run_costs(trials, 0)
+
+    assert costs[1] == pytest.approx((15.0 - (12.0 - 3.0)) / 100.0)  # cold 12 s priced at 3 s
+    assert costs[2] == pytest.approx(0.06)  # warm trials as they ran
+    # Without a warm compile in the study, the cold one is priced as it ran.
+    assert _run_costs(trials[:2], 0)[1] == pytest.approx(0.15)
