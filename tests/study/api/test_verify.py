@@ -610,7 +610,7 @@ def test_a_run_of_a_trial_timed_again_while_busy_is_priced_without_its_re_runs()
 def test_a_cold_compiled_trial_is_priced_at_the_studys_warm_compiles() -> None:
     """A verification run compiles into the study's cache, warm where the search compiled the
     same graphs: a trial that compiled cold in the search (12 s) is priced at the median warm
-    compile (3 s), not at its cold run (the long run's channels_last finalist was left out of a
+    compile (3 s), not at its cold run (the long run's fp32 + compile finalist was left out of a
     capped verification at 0.045 full runs a run, 0.019 warm)."""
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import create_trial
