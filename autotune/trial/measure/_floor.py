@@ -104,10 +104,9 @@ class ThroughputFloor:
         self.window_steps = plan.window_steps
         #: Timed windows judged (:data:`FLOOR_JUDGED_WINDOWS`, fewer when the plan has fewer).
         self.judged_windows = min(FLOOR_JUDGED_WINDOWS, plan.windows)
-        edges = plan.window_edges[: self.judged_windows + 1]
-        #: The first window's start, and the step at which the judging ends.
-        self.start_step, self.end_step = edges[0], edges[-1]
-        self._window_edges = edges
+        self._judged_ends = plan.window_edges[1 : self.judged_windows + 1]
+        #: The step at which the judging ends (the last judged window's end).
+        self.end_step = self._judged_ends[-1]
         #: The step after which the evidence clock starts (the last compile step).
         self.evidence_start_step = plan.compile_steps if plan.compiled else 1
         self.excluded_step = excluded_step
@@ -195,7 +194,7 @@ class ThroughputFloor:
             step: the optimizer steps taken.
             marks_s: clock seconds by step count, read at (at least) the window edges.
         """
-        if step not in self._window_edges[1:] or not self.judging:
+        if step not in self._judged_ends or not self.judging:
             return False
         seconds = max(marks_s[step] - marks_s[step - self.window_steps], 1e-9)
         below = self._rank == 0 and self.window_steps * self.samples_per_step < (

@@ -15,7 +15,7 @@ import optuna
 from rich.console import Console
 
 from autotune.cli import main
-from autotune.core.config import TrialConfig, VerifySettings
+from autotune.core.config import RunConfig, TrialConfig, VerifySettings
 from autotune.study.api import run_study, verify_study
 from autotune.study.console import cost_text
 from autotune.study.report import pareto_row, pareto_table
@@ -104,23 +104,29 @@ def test_a_trial_whose_check_diverged_trains_the_budget(sqlite_url: str) -> None
     assert [c.reuse is not None for c in runs][:2] == [True, False]
 
 
-def test_a_bf16_variant_inherits_from_its_bf16_source_within_bf16s_own_floor(
-    sqlite_url: str,
-) -> None:
-    # The mock parts a channels_last bf16 run from a contiguous one by bf16's own rounding
-    # (2e-4 at the first step, SIMULATED), beyond fp32's bound (100x the twin's 8e-8): each
-    # bf16 variant is judged against twice its bf16 source's distance from the twin.
-    config = mock_run_config(
+def _precision_and_layout(sqlite_url: str, batch_sizes: str) -> RunConfig:
+    """The baseline's model searched over fp32/bf16 and both memory formats, eager, one
+    worker count, at ``batch_sizes`` (``batch_size=[...]``)."""
+    return mock_run_config(
         sqlite_url,
         "model.depth=[3]",
         "model.width=[16]",
-        "batch_size=[64]",
+        batch_sizes,
         "precision=[fp32,bf16]",
         "gpu_count=[1]",
         "compile_mode=[none]",
         "memory_format=[contiguous,channels_last]",
         "num_workers=[0]",
     )
+
+
+def test_a_bf16_variant_inherits_from_its_bf16_source_within_bf16s_own_floor(
+    sqlite_url: str,
+) -> None:
+    # The mock parts a channels_last bf16 run from a contiguous one by bf16's own rounding
+    # (2e-4 at the first step, SIMULATED), beyond fp32's bound (100x the twin's 8e-8): each
+    # bf16 variant is judged against twice its bf16 source's distance from the twin.
+    config = _precision_and_layout(sqlite_url, "batch_size=[64]")
 
     run_study(config, 6, run_trial_fn=FakeRunTrial())
 
@@ -144,17 +150,7 @@ def test_a_bf16_variant_at_another_batch_is_judged_by_bf16s_floor_at_the_baselin
     # A bf16 trial at batch 128 (a dynamics change) is its variants' source, but the twin does
     # not take its steps: bf16's distance from exact is the one measured on the baseline's
     # batch, by a bf16 trial there.
-    config = mock_run_config(
-        sqlite_url,
-        "model.depth=[3]",
-        "model.width=[16]",
-        "batch_size=[64,128]",
-        "precision=[fp32,bf16]",
-        "gpu_count=[1]",
-        "compile_mode=[none]",
-        "memory_format=[contiguous,channels_last]",
-        "num_workers=[0]",
-    )
+    config = _precision_and_layout(sqlite_url, "batch_size=[64,128]")
 
     run_study(config, 10, run_trial_fn=FakeRunTrial())
 
