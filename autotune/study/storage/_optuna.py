@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import optuna
 import sqlalchemy
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -146,12 +147,40 @@ def stored_study_attr(url: str, study_name: str, key: str) -> Any | None:
     return _read_only(url, read, None)
 
 
+def _serialize_sqlite_transactions(engine: sqlalchemy.Engine) -> None:
+    """Make every transaction on a SQLite ``engine`` take the write lock when it begins.
+
+    pysqlite opens a transaction only at the first write, so Optuna's read-then-write of a
+    queued trial (``Study.ask`` pops a WAITING trial: ``SELECT ... FOR UPDATE``, which SQLite
+    ignores, then ``UPDATE`` to RUNNING) reads outside any transaction: two worker processes
+    both saw the trial waiting and both ran it (optuna/optuna#4621). ``BEGIN IMMEDIATE`` at
+    the start of each transaction serializes them; a waiting writer waits up to the busy
+    timeout. This is SQLAlchemy's documented recipe for pysqlite's transactions
+    ("Serializable isolation / Savepoints / Transactional DDL"), with IMMEDIATE so that a
+    read that goes on to write never deadlocks on the lock upgrade. Connections pooled before
+    the listeners existed are closed.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _no_implicit_begin(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(connection: sqlalchemy.Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()
+
+
 def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
     """Open (and create if needed) Optuna's RDB storage at ``url``.
 
     A SQLite file's directory is created if missing. A running trial beats every
     ``heartbeat_s`` seconds; one silent for three beats (its process was killed) is marked
     failed and its configuration is queued again once (``RetryHeartbeatStaleTrialCallback``).
+    On a SQLite file every transaction takes the write lock when it begins, so worker processes
+    never both run one queued trial (:func:`_serialize_sqlite_transactions`); the returned
+    storage keeps that only in this process (a pickled copy rebuilds its engine without it).
 
     Raises:
         StorageError: malformed URL or a database that cannot be reached.
@@ -163,18 +192,22 @@ def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
     # workers all write to the one file).
     sqlite = parsed.get_backend_name() == "sqlite"
     engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if sqlite else None
+    sqlite_file = sqlite and parsed.database not in (None, "", ":memory:")
     try:
-        if sqlite and parsed.database not in (None, "", ":memory:"):
+        if sqlite_file:
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         with warnings.catch_warnings():  # heartbeats are "experimental" since Optuna 2.9
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return RDBStorage(
+            storage = RDBStorage(
                 url,
                 engine_kwargs=engine_kwargs,
                 heartbeat_interval=heartbeat_s,
                 grace_period=3 * heartbeat_s,
                 heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
             )
+        if sqlite_file:  # (an in-memory database lives in one process, and dies with its pool)
+            _serialize_sqlite_transactions(storage.engine)
+        return storage
     except (SQLAlchemyError, OSError) as e:
         reason = error_reason(e, url)
         raise StorageError(
