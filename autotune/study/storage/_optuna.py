@@ -195,7 +195,7 @@ def open_storage(url: str, heartbeat_s: int = 10) -> RDBStorage:
     sqlite_file = sqlite and parsed.database not in (None, "", ":memory:")
     try:
         if sqlite_file:
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(str(parsed.database)).expanduser().parent.mkdir(parents=True, exist_ok=True)
         with warnings.catch_warnings():  # heartbeats are "experimental" since Optuna 2.9
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             storage = RDBStorage(
