@@ -22,6 +22,7 @@ date, ``python docs/gen_reference.py options`` prints one generator's text.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import io
 import logging
@@ -852,12 +853,24 @@ def _readme_meanings() -> dict[str, dict[str, str]]:
         if table is not None and row:
             for column in re.findall(r"`(\w+)`", row.group(1)):
                 meanings[table][column] = row.group(2)
+    from autotune.study.storage._rows import MAPPINGS
     from autotune.study.storage.models import Base
 
     for mapper in Base.registry.mappers:
         table_name = mapper.class_.__tablename__
         for column, text in _comments(mapper.class_).items():
             meanings.setdefault(table_name, {}).setdefault(column, _plain(text))
+    # The columns a record's fields declare (storage.models.record_columns): the field's
+    # entry in the record's docstring, or in its bases' (MeasuredRun's).
+    for mapping in MAPPINGS:
+        table_name = mapping.model.__tablename__
+        described: dict[str, str] = {}
+        for cls in reversed(mapping.record.__mro__):
+            if dataclasses.is_dataclass(cls):
+                described.update(_docstring_attributes(cls.__doc__ or "")[1])
+        for name, column in mapping.pairs():
+            if name in described:
+                meanings.setdefault(table_name, {}).setdefault(column, described[name])
     return meanings
 
 

@@ -5,19 +5,28 @@ with ``autotune_``, they have their own metadata and their own Alembic version t
 (``autotune_alembic_version``), and nothing here references or alters an Optuna table. Studies
 are linked to Optuna's by the study name.
 
-These models are the one source of the schema. It is created and upgraded by the migrations
-in ``autotune/study/storage/migrations`` (:func:`autotune.study.storage.upgrade_schema`), which at head
-match the models exactly (``tests/study/storage/test_migrations.py``: Alembic's autogenerate finds no
-difference), so a change here gets its migration from Alembic's autogenerate (how:
-``migrations/env.py``). The frozen records name their fields as these columns; their one
-mapping is :mod:`autotune.study.storage._rows`.
+These models are the one source of the schema. A measured run's figures and a trial's are
+declared once, as the fields of the frozen records
+(:class:`~autotune.study.storage.records.MeasuredRun`,
+:class:`~autotune.study.storage.records.TrialRecord`), and become columns here through
+:func:`record_columns`; the models declare the rest (keys, links, the other tables). The
+schema is created and upgraded by the migrations in ``autotune/study/storage/migrations``
+(:func:`autotune.study.storage.upgrade_schema`), which at head match the models exactly
+(``tests/study/storage/test_migrations.py``: Alembic's autogenerate finds no difference), so
+a new figure is a record's field plus its migration from Alembic's autogenerate (how:
+``migrations/env.py``). How each record maps to its row is
+:mod:`autotune.study.storage._rows`.
 
 Finders are classmethods that take the session explicitly, as in Optuna's ``_rdb/models.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -33,6 +42,9 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.types import TypeEngine
+
+from autotune.study.storage.records import COLUMN_ATTR, MeasuredRun, TrialRecord
 
 __all__ = [
     "TABLE_PREFIX",
@@ -40,9 +52,11 @@ __all__ = [
     "HardwareModel",
     "MeasuredRunColumns",
     "StudyModel",
+    "TrialFigureColumns",
     "TrialResultModel",
     "VerificationModel",
     "VerificationRunModel",
+    "record_columns",
 ]
 
 #: Prefix of every autotune table, so none can collide with Optuna's.
@@ -61,6 +75,59 @@ _NAME_LEN = 512
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+#: A record field's column type by its Python type (:func:`record_columns`).
+_SQL_TYPES: dict[type, type[TypeEngine[Any]]] = {
+    bool: Boolean,
+    int: Integer,
+    float: Float,
+    str: Text,
+    dt.datetime: DateTime,
+}
+_MEASURED_RUN_FIELDS = tuple(f.name for f in dataclasses.fields(MeasuredRun))
+_T = TypeVar("_T")
+
+
+def record_columns(
+    record: type[Any], exclude: tuple[str, ...] = ()
+) -> Callable[[type[_T]], type[_T]]:
+    """A class decorator that gives a declarative mixin one mapped column per field of the
+    frozen dataclass ``record`` (but those in ``exclude``), so a figure is declared once, as
+    the record's field, and its column follows.
+
+    A field's column has the SQL type of its :data:`~autotune.study.storage.records.COLUMN_ATTR`
+    metadata (:func:`autotune.study.storage.records.column`), or else of its Python type
+    (:data:`_SQL_TYPES`; a name ending in ``_bytes`` is ``BigInteger``); ``X | None`` is
+    nullable, anything else NOT NULL. SQLAlchemy copies a mixin's columns into each model
+    that derives from it ("Composing Mapped Hierarchies with Mixins").
+
+    Raises:
+        TypeError: a field whose Python type has no SQL type here (a tuple, a mapping): give
+            it one with ``column()``, or store it as JSON text.
+    """
+    hints = typing.get_type_hints(record)
+
+    def add_columns(mixin: type[_T]) -> type[_T]:
+        for spec in dataclasses.fields(record):
+            if spec.name in exclude:
+                continue
+            hint = hints[spec.name]
+            types = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
+            nullable = type(None) in typing.get_args(hint)
+            sql_type = spec.metadata.get(COLUMN_ATTR)
+            if sql_type is None:
+                if len(types) != 1 or types[0] not in _SQL_TYPES:
+                    raise TypeError(
+                        f"record_columns({record.__name__}): field {spec.name}: {hint} has no "
+                        "SQL type (give it one with column(), or store it as JSON text)"
+                    )
+                by_type = _SQL_TYPES[types[0]]
+                sql_type = BigInteger if spec.name.endswith("_bytes") else by_type
+            setattr(mixin, spec.name, mapped_column(sql_type, nullable=nullable))
+        return mixin
+
+    return add_columns
 
 
 class Base(DeclarativeBase):
@@ -133,45 +200,31 @@ class StudyModel(Base):
         return list(session.scalars(select(cls).order_by(cls.id)))
 
 
+@record_columns(MeasuredRun)
 class MeasuredRunColumns:
-    """The figures of one measured run, declared once for the two tables that store runs:
+    """The figures of one measured run, as columns of the two tables that store runs:
     ``autotune_trial_results`` (a study's trial) and ``autotune_verifications`` (a
     verification's re-run). A declarative mixin (SQLAlchemy 2.0, "Composing Mapped
-    Hierarchies with Mixins"): each model gets its own copy of these columns. Units are in
-    the names."""
+    Hierarchies with Mixins"): each model gets its own copy of these columns. The figures
+    are declared once, as the fields of
+    :class:`~autotune.study.storage.records.MeasuredRun` (units in the names, what each
+    means in its docstring); :func:`record_columns` makes them columns."""
 
-    simulated: Mapped[bool] = mapped_column(Boolean)
-    failure: Mapped[str | None] = mapped_column(String(32))
-    failure_detail: Mapped[str | None] = mapped_column(Text)
-    throughput_sps: Mapped[float | None] = mapped_column(Float)
-    throughput_iqr_sps: Mapped[float | None] = mapped_column(Float)
-    step_time_s: Mapped[float | None] = mapped_column(Float)
-    compile_s: Mapped[float | None] = mapped_column(Float)  # before the first timed step
-    peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    val_metric: Mapped[float | None] = mapped_column(Float)
-    train_s: Mapped[float | None] = mapped_column(Float)
-    # Time-to-accuracy studies only (None in throughput studies): seconds to the target (None
-    # when missed), whether it was reached, and the metric curve as a JSON list of
-    # [wall_s, step, metric] per evaluation.
-    time_to_accuracy_s: Mapped[float | None] = mapped_column(Float)
-    target_reached: Mapped[bool | None] = mapped_column(Boolean)
-    metric_curve_json: Mapped[str | None] = mapped_column(Text)
-    val_samples: Mapped[int | None] = mapped_column(Integer)  # validation samples evaluated
-    # The machine around the timed windows: the share of the run's CPUs other processes
-    # used (0-1), the 1-minute load average at their end, and whether that share passed
-    # advanced.measure.max_other_cpu_share ("measured on a busy machine"); NULL when not measured.
-    other_cpu_share: Mapped[float | None] = mapped_column(Float)
-    load_avg_1m: Mapped[float | None] = mapped_column(Float)
-    busy_machine: Mapped[bool | None] = mapped_column(Boolean)
-    # Wall seconds of the run, its cost (a full run is the baseline trial's measured run).
-    run_s: Mapped[float | None] = mapped_column(Float)
-    config_json: Mapped[str] = mapped_column(Text)  # the configuration as it ran
     recorded_at: Mapped[dt.datetime] = mapped_column(DateTime, default=_utcnow)
 
 
-class TrialResultModel(MeasuredRunColumns, Base):
-    """One finished trial: every figure (unit in the column name) and the configuration; the
-    figures every measured run has are :class:`MeasuredRunColumns`'."""
+@record_columns(TrialRecord, exclude=("study_name", "trial_number", *_MEASURED_RUN_FIELDS))
+class TrialFigureColumns:
+    """A trial's own figures and knobs, as columns of ``autotune_trial_results``: the fields
+    of :class:`~autotune.study.storage.records.TrialRecord` past those of every measured run
+    (:class:`MeasuredRunColumns`), less its study's name (the row holds the study's key) and
+    its trial number (declared with the model's key)."""
+
+
+class TrialResultModel(TrialFigureColumns, MeasuredRunColumns, Base):
+    """One finished trial: every figure (unit in the column name) and the configuration,
+    declared by :class:`~autotune.study.storage.records.TrialRecord`'s fields
+    (:class:`TrialFigureColumns`, :class:`MeasuredRunColumns`); here its keys."""
 
     __tablename__ = f"{TABLE_PREFIX}trial_results"
     __table_args__ = (UniqueConstraint("study_id", "trial_number"),)
@@ -182,64 +235,6 @@ class TrialResultModel(MeasuredRunColumns, Base):
     )
     trial_number: Mapped[int] = mapped_column(Integer)
     hardware_id: Mapped[int | None] = mapped_column(ForeignKey(f"{TABLE_PREFIX}hardware.id"))
-    state: Mapped[str] = mapped_column(String(16))
-    is_baseline: Mapped[bool] = mapped_column(Boolean)
-    is_feasible: Mapped[bool] = mapped_column(Boolean)
-    step_time_p90_s: Mapped[float | None] = mapped_column(Float)
-    # Whether torch.compile found the trial's graphs in its cache: cold, warm, partly warm;
-    # NULL when not compiled or not known (advanced.measure.compile_cache says whose cache).
-    compile_cache: Mapped[str | None] = mapped_column(String(16))
-    memory_kind: Mapped[str | None] = mapped_column(String(32))
-    # CUDA: NVML's memory of the trial's processes on their GPUs, summed over ranks (the
-    # CUDA contexts and NCCL buffers included); NULL on the CPU or without NVML's figure.
-    process_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    # CUDA: the allocator's peak over the warm-up (its one-off workspaces; the peak above counts
-    # the steps after it); NULL on the CPU and the mock device.
-    warmup_peak_memory_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    train_loss: Mapped[float | None] = mapped_column(Float)
-    eval_s: Mapped[float | None] = mapped_column(Float)  # seconds spent evaluating
-    # The trial whose validation metric (and steps to the target) this one reused: the same
-    # math key (advanced.search.reuse_metric); NULL when it trained in full.
-    metric_from_trial: Mapped[int | None] = mapped_column(Integer)
-    # What the trial changes against the baseline, by measured evidence (baseline, identical,
-    # same_computation, numerics, dynamics, model), where its accuracy comes from (measured,
-    # inherited with a passed paired check, inherited_unchecked), the check's line and its
-    # relative loss divergences (step 1, the largest over its steps); NULL before classes.
-    evidence_class: Mapped[str | None] = mapped_column(String(32))
-    accuracy_source: Mapped[str | None] = mapped_column(String(32))
-    evidence_detail: Mapped[str | None] = mapped_column(Text)
-    check_first_divergence: Mapped[float | None] = mapped_column(Float)
-    check_max_divergence: Mapped[float | None] = mapped_column(Float)
-    # Goodput (autotune.core.goodput): the baseline's gradient noise scale in samples, and a
-    # global-batch change's E(B) and throughput x E(B); NULL elsewhere and before goodput.
-    gradient_noise_scale: Mapped[float | None] = mapped_column(Float)
-    statistical_efficiency: Mapped[float | None] = mapped_column(Float)
-    goodput_sps: Mapped[float | None] = mapped_column(Float)
-    flops_per_sample: Mapped[float | None] = mapped_column(Float)
-    mfu: Mapped[float | None] = mapped_column(Float)
-    energy_j_per_sample: Mapped[float | None] = mapped_column(Float)
-    parameters: Mapped[int | None] = mapped_column(BigInteger)
-    samples_per_step: Mapped[int | None] = mapped_column(Integer)
-    steps: Mapped[int | None] = mapped_column(Integer)
-    timed_steps: Mapped[int | None] = mapped_column(Integer)
-    workload: Mapped[str | None] = mapped_column(String(255))
-    model_knobs_json: Mapped[str | None] = mapped_column(Text)
-    batch_size: Mapped[int | None] = mapped_column(Integer)
-    precision: Mapped[str | None] = mapped_column(String(8))
-    memory_format: Mapped[str | None] = mapped_column(String(16))
-    compile_mode: Mapped[str | None] = mapped_column(String(32))
-    num_workers: Mapped[int | None] = mapped_column(Integer)
-    gpu_count: Mapped[int | None] = mapped_column(Integer)
-    optimizer_impl: Mapped[str | None] = mapped_column(String(16))
-    activation_checkpointing: Mapped[bool | None] = mapped_column(Boolean)
-    cpu_threads: Mapped[int | None] = mapped_column(Integer)
-    cudnn_benchmark: Mapped[bool | None] = mapped_column(Boolean)
-    cuda_expandable_segments: Mapped[bool | None] = mapped_column(Boolean)
-    data_parallel: Mapped[str | None] = mapped_column(String(8))
-    seed: Mapped[int | None] = mapped_column(Integer)
-    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    completed_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
-    duration_s: Mapped[float | None] = mapped_column(Float)
 
     study: Mapped[StudyModel] = relationship()
 

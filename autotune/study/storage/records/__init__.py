@@ -10,7 +10,13 @@ a finished Optuna trial). How each record maps to its table's row is
 from __future__ import annotations
 
 from autotune.study.storage.records._hardware import HardwareFingerprint
-from autotune.study.storage.records._results import MeasuredRun, StudyRecord, TrialRecord
+from autotune.study.storage.records._results import (
+    COLUMN_ATTR,
+    MeasuredRun,
+    StudyRecord,
+    TrialRecord,
+    column,
+)
 from autotune.study.storage.records._trial import (
     FINISHED_STATES,
     KNOB_COLUMNS,
@@ -32,6 +38,7 @@ from autotune.study.storage.records._verification import (
 
 __all__ = [
     "ANSWERS",
+    "COLUMN_ATTR",
     "FINISHED_STATES",
     "KNOB_COLUMNS",
     "LANES",
@@ -45,6 +52,7 @@ __all__ = [
     "VerificationPlan",
     "VerificationRecord",
     "VerificationRun",
+    "column",
     "counted_rows",
     "is_feasible",
     "rotated",

@@ -8,10 +8,29 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import BigInteger, String
+from sqlalchemy.types import TypeEngine
+
 from autotune.core.config import TrialConfig
 from autotune.study.storage.records._hardware import HardwareFingerprint
 
-__all__ = ["MeasuredRun", "StudyRecord", "TrialRecord"]
+__all__ = ["COLUMN_ATTR", "MeasuredRun", "StudyRecord", "TrialRecord", "column"]
+
+#: The key of a record field's dataclass metadata holding its column's SQL type, where the
+#: field's Python type does not decide it (a short text's length, a 64-bit count):
+#: :func:`autotune.study.storage.models.record_columns` reads it.
+COLUMN_ATTR = "column_type"
+
+
+def column(sql_type: TypeEngine[Any] | type[TypeEngine[Any]], **field_args: Any) -> Any:
+    """A record field whose column has the SQL type ``sql_type`` (e.g. ``String(32)``,
+    ``BigInteger``); ``field_args`` are :func:`dataclasses.field`'s (``default=``).
+
+    A field without it gets its column's type from its Python type: float ``Float``, int
+    ``Integer`` (``BigInteger`` for a name ending in ``_bytes``), bool ``Boolean``, str
+    ``Text``, datetime ``DateTime``; ``... | None`` is a nullable column.
+    """
+    return dataclasses.field(metadata={COLUMN_ATTR: sql_type}, **field_args)
 
 
 @dataclass(frozen=True)
@@ -92,7 +111,7 @@ class MeasuredRun:
     """
 
     simulated: bool
-    failure: str | None
+    failure: str | None = column(String(32))
     failure_detail: str | None
     throughput_sps: float | None
     throughput_iqr_sps: float | None
@@ -178,25 +197,25 @@ class TrialRecord(MeasuredRun):
 
     study_name: str
     trial_number: int
-    state: str
+    state: str = column(String(16))
     is_baseline: bool
     is_feasible: bool
     step_time_p90_s: float | None
-    memory_kind: str | None
+    memory_kind: str | None = column(String(32))
     train_loss: float | None
     flops_per_sample: float | None
     mfu: float | None
     energy_j_per_sample: float | None
-    parameters: int | None
+    parameters: int | None = column(BigInteger)
     samples_per_step: int | None
     steps: int | None
     timed_steps: int | None
-    workload: str | None
+    workload: str | None = column(String(255))
     model_knobs_json: str | None
     batch_size: int | None
-    precision: str | None
-    memory_format: str | None
-    compile_mode: str | None
+    precision: str | None = column(String(8))
+    memory_format: str | None = column(String(16))
+    compile_mode: str | None = column(String(32))
     num_workers: int | None
     gpu_count: int | None
     seed: int | None
@@ -204,18 +223,18 @@ class TrialRecord(MeasuredRun):
     completed_at: dt.datetime | None
     duration_s: float | None
     eval_s: float | None = None
-    compile_cache: str | None = None
+    compile_cache: str | None = column(String(16), default=None)
     process_memory_bytes: int | None = None
     metric_from_trial: int | None = None
-    optimizer_impl: str | None = None
+    optimizer_impl: str | None = column(String(16), default=None)
     activation_checkpointing: bool | None = None
     cpu_threads: int | None = None
     cudnn_benchmark: bool | None = None
     cuda_expandable_segments: bool | None = None
-    data_parallel: str | None = None
+    data_parallel: str | None = column(String(8), default=None)
     warmup_peak_memory_bytes: int | None = None
-    evidence_class: str | None = None
-    accuracy_source: str | None = None
+    evidence_class: str | None = column(String(32), default=None)
+    accuracy_source: str | None = column(String(32), default=None)
     evidence_detail: str | None = None
     check_first_divergence: float | None = None
     check_max_divergence: float | None = None
