@@ -61,6 +61,7 @@ __all__ = [
     "same_model_batch_configurations",
     "same_model_batch_params",
     "search_price",
+    "space_tried",
     "trial_train_settings",
     "untried_same_model_batch",
 ]
@@ -431,6 +432,22 @@ def _configurations(
         {**fixed, **dict(zip(free, values, strict=True))}
         for values in itertools.product(*free.values())
     ]
+
+
+def space_tried(space: SearchSpace, trials: Sequence[FrozenTrial], limit: int = 4096) -> int | None:
+    """How many configurations the whole space has, once a trial finished or under way has
+    tried each one of them (a failed or infeasible trial counts: running it again would fail
+    again); None while one is left, or when they cannot be enumerated (a real-valued knob,
+    more than ``limit`` combinations). A search past this point would only re-measure a
+    configuration it has measured, which the verification does in fresh processes."""
+    configurations = _configurations(space, {}, limit)
+    if not configurations:
+        return None
+    claimed = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+    tried = {_knob_key(t.params) for t in trials if t.state in claimed}
+    if any(_knob_key(c) not in tried for c in configurations):
+        return None
+    return len(configurations)
 
 
 def same_model_batch_configurations(

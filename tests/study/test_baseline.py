@@ -305,3 +305,69 @@ def test_the_search_price_follows_what_the_trials_cost() -> None:
     assert price is not None
     assert price({**base, "compile_mode": "default"}) == 5.5  # the dearest compiled
     assert price({**base, "precision": "bf16", "memory_format": "channels_last"}) == 0.3
+
+
+_TINY = [
+    "model.depth=[3]",
+    "model.width=[16]",
+    "batch_size=[64]",
+    "precision=[fp32]",
+    "memory_format=[contiguous,channels_last]",
+    "compile_mode=[none]",
+    "num_workers=[0,1]",
+    "gpu_count=[1]",
+]
+
+
+def test_space_tried_counts_the_space_once_each_configuration_was_tried() -> None:
+    from optuna.trial import create_trial
+
+    from autotune.study.baseline import space_tried
+
+    space = load_space("cnn_small", _TINY)
+    configurations = [
+        {"memory_format": m, "num_workers": w}
+        for m in ("contiguous", "channels_last")
+        for w in (0, 1)
+    ]
+
+    def trial(params: dict[str, Any], state: TrialState = TrialState.COMPLETE) -> Any:
+        knobs = {**{k: v for k, v in baseline_params(space)[0].items()}, **params}
+        distributions = {k: CategoricalDistribution([v]) for k, v in knobs.items()}
+        return create_trial(
+            state=state,
+            params=knobs,
+            distributions=distributions,
+            values=[1.0] if state == TrialState.COMPLETE else None,
+        )
+
+    done = [trial(c) for c in configurations[:3]]
+    assert space_tried(space, done) is None  # one left
+    assert space_tried(space, [*done, trial(configurations[3], TrialState.FAIL)]) is None
+    assert space_tried(space, [*done, trial(configurations[3], TrialState.WAITING)]) is None
+    assert space_tried(space, [*done, trial(configurations[3], TrialState.RUNNING)]) == 4
+    assert space_tried(space, [*done, trial(configurations[3]), trial(configurations[0])]) == 4
+    # A space that cannot be enumerated (here, past the limit) never reads as tried.
+    assert space_tried(space, [*done, trial(configurations[3])], limit=3) is None
+
+
+def test_a_study_stops_once_every_configuration_of_its_space_was_tried(tmp_path: Path) -> None:
+    config = mock_run_config(
+        f"sqlite:///{tmp_path / 's.db'}", "space=cnn_small", "data=digits", *_TINY
+    )
+    notes: list[str] = []
+
+    result = run_study(config, 10, on_trial=lambda p: notes.append(p.note or ""))
+
+    study = optuna.load_study(study_name=config.study, storage=config.storage)
+    keys = [tuple(sorted(t.params.items())) for t in study.trials]
+    # The space has 4 configurations: the run stops at the trial that tried the last of them
+    # (the sampler may propose one twice before), not at 10.
+    assert len(set(keys)) == 4
+    assert len(set(keys[:-1])) == 3
+    assert result.finished == len(study.trials) < 10
+    assert any(
+        "every configuration of the space has been tried, so the search stops at "
+        f"{result.finished} of 10 trials" in n
+        for n in notes
+    )

@@ -26,6 +26,7 @@ from autotune.study.baseline import (
     enqueue_same_model,
     enqueue_same_model_batch,
     failed_baseline,
+    space_tried,
 )
 from autotune.study.cost import BudgetStage, SearchCost, budget_stage, search_cost
 from autotune.study.objectives import objectives_of_study
@@ -165,14 +166,28 @@ def _wait_for_claimed_slots(study: optuna.Study, heartbeat_s: int) -> None:
             time.sleep(min(heartbeat_s, 5))
 
 
+#: The stages at which the search stops before ``--trials``: the cost cap's share is spent,
+#: every configuration at the baseline's model and batch was tried or none fits the rest
+#: (:func:`autotune.study.baseline.enqueue_same_model_batch`), every configuration of the
+#: space was tried (:func:`autotune.study.baseline.space_tried`).
+_STOPPED = ("stop", "tried_all", "over_budget", "space_tried")
+
+
 def budget_note(
-    stage: BudgetStage | Literal["tried_all", "over_budget"],
+    stage: BudgetStage | Literal["tried_all", "over_budget", "space_tried"],
     cost: SearchCost,
     budget: BudgetSettings,
     finished: int,
     n_trials: int,
 ) -> str:
-    """The line a run shows once when the cost cap moves the search to ``stage``."""
+    """The line a run shows once when the cost cap moves the search to ``stage``, or when
+    every configuration of the space has been tried (``space_tried``)."""
+    if stage == "space_tried":
+        return (
+            f"every configuration of the space has been tried, so the search stops at "
+            f"{finished} of {n_trials} trials (another trial would only measure one again; "
+            "the verification re-measures the finalists in fresh processes)"
+        )
     share = budget.search_share * (budget.full_runs or 0.0)
     spent = f"the search has spent {cost.full_runs or 0.0:.1f} of its {share:g} full runs"
     if stage == "tried_all":
@@ -290,7 +305,17 @@ def run_study(
             queued = enqueue_same_model_batch(study, space, left)
             if queued in ("tried_all", "over_budget"):
                 cap["stage"] = queued
-        if cap["stage"] in ("stop", "tried_all", "over_budget"):
+        if cap["stage"] in _STOPPED:
+            study.stop()
+
+    def stop_when_space_tried(study: optuna.Study, _: FrozenTrial | None) -> None:
+        """Every configuration of a finite space tried: stop (with or without a cap)."""
+        if (
+            count_finished(study) < n_trials
+            and cap["stage"] not in _STOPPED
+            and space_tried(space, study.get_trials(deepcopy=False)) is not None
+        ):
+            cap["stage"] = "space_tried"
             study.stop()
 
     def report(study: optuna.Study, trial: FrozenTrial) -> None:
@@ -335,6 +360,7 @@ def run_study(
     if worker_index == 0 and count_finished(study) < n_trials:
         enqueue_baseline(study, space)  # PyTorch defaults, measured once per study
     follow_budget(study, None)  # a resumed study may have spent its share already
+    stop_when_space_tried(study, None)  # or tried every configuration
     helpers: list[multiprocessing.process.BaseProcess] = []
     # Ctrl-C raises only inside the objective (or while waiting); elsewhere it is held back
     # until the next such point. Raised anywhere in Optuna's loop, it could land between the
@@ -356,7 +382,7 @@ def run_study(
             ):
                 while (
                     count_finished(study) < n_trials
-                    and cap["stage"] not in ("stop", "tried_all", "over_budget")
+                    and cap["stage"] not in _STOPPED
                     and failed_baseline(study.get_trials(deepcopy=False)) is None
                 ):
                     study.optimize(
@@ -366,6 +392,7 @@ def run_study(
                             MaxTrialsCallback(n_trials, states=FINISHED_STATES),
                             results,
                             follow_budget,
+                            stop_when_space_tried,
                             report,
                             queue_next,
                             stop_at_failed_baseline,
