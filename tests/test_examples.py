@@ -593,7 +593,8 @@ def test_char_gpt_study_on_cpu(tmp_path: Path) -> None:
 
 def _door_study(space: Path, tmp_path: Path, *overrides: str) -> Any:
     from autotune.core.config import load_run_config
-    from autotune.study.api import run_study
+    from autotune.study.api import prepare_run, run_study
+    from autotune.study.baseline import space_tried
 
     storage = f"sqlite:///{tmp_path}/s.db"
     config = load_run_config(
@@ -610,8 +611,11 @@ def _door_study(space: Path, tmp_path: Path, *overrides: str) -> Any:
         ]
     )
     result = run_study(config, n_trials=3)
-    assert result.finished == 3
     study = _study(storage, result.study_name)
+    # 3 trials, or fewer where the space as this machine runs it has fewer configurations
+    # (hf_gpt2's batch x precision is 2 where the CPU's bf16 is screened out).
+    tried_all = space_tried(prepare_run(config).space, study.trials)
+    assert result.finished == 3 or tried_all is not None, result.finished
     for t in study.trials:
         assert "failure" not in t.user_attrs, t.user_attrs.get("failure_detail")
         assert t.values is not None and t.values[0] > 0

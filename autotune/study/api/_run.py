@@ -349,8 +349,8 @@ def run_study(
     def queue_next(study: optuna.Study, _: FrozenTrial) -> None:
         """Some trials keep the baseline's model (the same-model answer); under a cost cap an
         exploring trial runs eager (compile is tried on the baseline's model later); none is
-        queued past the study's target."""
-        if count_finished(study) >= n_trials:
+        queued past the study's target, nor once the search stopped."""
+        if count_finished(study) >= n_trials or cap["stage"] in _STOPPED:
             return
         if enqueue_same_model(study, space):
             return
