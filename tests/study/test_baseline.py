@@ -332,7 +332,7 @@ def test_space_tried_counts_the_space_once_each_configuration_was_tried() -> Non
     ]
 
     def trial(params: dict[str, Any], state: TrialState = TrialState.COMPLETE) -> Any:
-        knobs = {**{k: v for k, v in baseline_params(space)[0].items()}, **params}
+        knobs = {**baseline_params(space)[0], **params}
         distributions = {k: CategoricalDistribution([v]) for k, v in knobs.items()}
         return create_trial(
             state=state,

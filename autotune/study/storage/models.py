@@ -113,8 +113,9 @@ def record_columns(
             if spec.name in exclude:
                 continue
             hint = hints[spec.name]
-            types = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
-            nullable = type(None) in typing.get_args(hint)
+            args = typing.get_args(hint)
+            nullable = type(None) in args
+            types = [t for t in args if t is not type(None)] or [hint]
             sql_type = spec.metadata.get(COLUMN_ATTR)
             if sql_type is None:
                 if len(types) != 1 or types[0] not in _SQL_TYPES:
