@@ -579,6 +579,79 @@ def test_many_workers_take_different_rows() -> None:
     assert first.suggest_int("x", 0, 9) == DESIGN[0]["x"]
 
 
+_SIX = {"x": [0, 1, 2], "kind": ["a", "b"]}
+
+
+def _six_objective(trial: optuna.Trial) -> float:
+    return trial.suggest_categorical("x", _SIX["x"]) + len(
+        trial.suggest_categorical("kind", _SIX["kind"])
+    )
+
+
+def _six_study(design: list[dict[str, Any]], **kwargs: Any) -> optuna.Study:
+    """A study of a 6-configuration space whose wrapped sampler (multivariate TPE) stays in
+    its random start-up throughout, the baseline ``(0, a)`` queued first."""
+    tpe = optuna.samplers.TPESampler(seed=3, multivariate=True, n_startup_trials=100)
+    sampler = DesignSampler(tpe, design, **kwargs) if design or kwargs else tpe
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"x": 0, "kind": "a"}, user_attrs={"baseline": True})
+    return study
+
+
+def _configs(study: optuna.Study) -> list[tuple[Any, ...]]:
+    return [(t.params["x"], t.params["kind"]) for t in study.trials]
+
+
+def test_a_design_row_that_repeats_an_earlier_one_or_the_baseline_is_skipped() -> None:
+    design = [{"x": 1, "kind": "a"}, {"x": 0, "kind": "a"}, {"x": 1, "kind": "a"}]
+    design += [{"x": 2, "kind": "b"}]
+    study = _six_study(design)
+    study.optimize(_six_objective, n_trials=3)
+
+    assert _configs(study) == [(0, "a"), (1, "a"), (2, "b")]
+
+
+def test_the_random_start_up_after_the_design_proposes_untried_configurations() -> None:
+    plain = _six_study([])
+    plain.optimize(_six_objective, n_trials=6)
+    assert len(set(_configs(plain))) < 6  # Optuna's random start-up repeats
+
+    study = _six_study([{"x": 1, "kind": "b"}], seed=5)
+    study.optimize(_six_objective, n_trials=8)
+
+    configs = _configs(study)
+    assert configs[:2] == [(0, "a"), (1, "b")]  # the baseline, then the design's row
+    assert len(set(configs[:6])) == 6  # the whole space, each configuration once
+    assert set(configs[6:]) <= set(configs[:6])  # then the wrapped sampler draws again
+
+
+def test_an_untried_configuration_passes_the_feasibility_rules() -> None:
+    def feasible(knobs: Any) -> bool:
+        return knobs != {"x": 2, "kind": "b"}
+
+    study = _six_study([], feasible=feasible, seed=1)
+    study.optimize(_six_objective, n_trials=5)
+
+    configs = _configs(study)
+    assert len(set(configs)) == 5
+    assert (2, "b") not in configs
+
+
+def test_a_space_that_cannot_be_enumerated_is_left_to_the_wrapped_sampler() -> None:
+    sampler = DesignSampler(optuna.samplers.RandomSampler(0), [])
+    study = optuna.create_study(sampler=sampler)
+    study.ask()
+    trial = study.trials[0]
+    ten = optuna.distributions.CategoricalDistribution(list(range(10)))
+    small = {"k0": ten, "n": optuna.distributions.IntDistribution(0, 8, step=4)}
+    wide = {f"k{i}": ten for i in range(4)}  # 10,000 combinations
+    real = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True)}
+
+    assert sampler.untried_configuration(study, trial, small) is not None
+    assert sampler.untried_configuration(study, trial, wide) is None
+    assert sampler.untried_configuration(study, trial, real) is None
+
+
 # --------------------------------------------------------------------------------------------
 # LeanGPSampler: every objective on every knob, prior means, repeats (its private Optuna
 # names: test_optuna_private_names.py)
@@ -867,3 +940,44 @@ def test_the_gp_proposes_untried_configurations_while_there_are_any(
 
     assert len(configs) == loss_study.N_TRIALS == 12
     assert len(set(configs)) == 12  # the whole space, each configuration once
+
+
+def _proposal_for_a_trial_that_fixes_the_width(monkeypatch: pytest.MonkeyPatch, fix: bool) -> Any:
+    """The configuration a queued trial that fixes ``width=8`` runs, in a study of
+    :data:`SPACE` where every configuration was tried but the fastest one, ``(32, default,
+    0)``, and ``(8, none, 1)``."""
+    if not fix:  # the GP as Optuna has it: the acquisition maximized over every knob
+        monkeypatch.setattr("autotune.study.search._samplers._gp._fixed_columns", lambda *args: {})
+    study = _knob_study(0)
+    rng = np.random.default_rng(0)
+    for width, mode, workers in itertools.product([8, 16, 32], ["none", "default"], [0, 1, 2]):
+        if (width, mode, workers) in ((32, "default", 0), (8, "none", 1)):
+            continue
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"width": width, "compile_mode": mode, "num_workers": workers},
+                distributions=SPACE,
+                values=[
+                    100.0 * width * (2 if mode == "default" else 1) / (1 + workers),
+                    0.5 + width / 100 + float(rng.normal(0, 0.01)),
+                    1e6 * width,
+                ],
+            )
+        )
+    study.sampler = WarpedSampler(LeanGPSampler(seed=0, n_startup_trials=4))
+    study.enqueue_trial({"width": 8})  # e.g. a trial that keeps the baseline's model
+    trial = study.ask()
+    return (
+        trial.suggest_categorical("width", [8, 16, 32]),
+        trial.suggest_categorical("compile_mode", ["none", "default"]),
+        trial.suggest_int("num_workers", 0, 2),
+    )
+
+
+def test_a_trial_that_fixes_some_knobs_gets_the_best_untried_configuration_it_can_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with monkeypatch.context() as patched:  # width 8 and anything else: tried before
+        assert _proposal_for_a_trial_that_fixes_the_width(patched, fix=False) != (8, "none", 1)
+
+    assert _proposal_for_a_trial_that_fixes_the_width(monkeypatch, fix=True) == (8, "none", 1)

@@ -5,17 +5,19 @@ Optuna's public sampler interface is used here."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from optuna.distributions import BaseDistribution, CategoricalDistribution
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import TrialState
 from scipy.stats import qmc
 
 from autotune.core.config import CategoricalParam, FloatParam, ModelKnob
+from autotune.study.search._samplers._values import holds_value
 from autotune.study.search._samplers._wrappers import DelegatingSampler
 from autotune.study.trial_result import WARM_START_ATTR, TrialResult
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GP_STARTUP_TRIALS",
     "STARTUP_DESIGN_SAMPLERS",
+    "UNTRIED_ENUMERATION_LIMIT",
     "WARM_START_ATTR",
     "DesignSampler",
     "covering_design",
@@ -39,6 +42,9 @@ __all__ = [
 #: estimate as the GP's prior mean, an early start finds more of the front in the first 25
 #: trials than a longer random start-up (docs/research/benchmarks.md, Table 2).
 GP_STARTUP_TRIALS = 6
+#: The most configurations :meth:`DesignSampler.untried_configuration` enumerates (a space
+#: of discrete knobs with more combinations draws at random: a repeat is then improbable).
+UNTRIED_ENUMERATION_LIMIT = 4096
 #: The samplers whose start-up trials come from :func:`covering_design` (those with a random
 #: start-up phase of :data:`GP_STARTUP_TRIALS`); NSGA-II breeds from its own first population
 #: and ``random`` stays the random reference.
@@ -245,15 +251,28 @@ def _is_queued(trial: FrozenTrial) -> bool:
     return result.baseline or result.warm_start_from is not None
 
 
-def _contains(distribution: BaseDistribution, value: Any) -> bool:
-    if isinstance(distribution, CategoricalDistribution):
-        return value in distribution.choices
-    low, high = getattr(distribution, "low", None), getattr(distribution, "high", None)
-    return low is not None and high is not None and low <= value <= high
-
-
 def _params_key(params: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(params.items()))
+
+
+def _enumerable_choices(
+    search_space: Mapping[str, BaseDistribution],
+) -> dict[str, list[Any]] | None:
+    """Each knob's values in a space of discrete knobs (categorical, or integer ranges),
+    by name; None for a real-valued knob, or more than :data:`UNTRIED_ENUMERATION_LIMIT`
+    combinations."""
+    choices: dict[str, list[Any]] = {}
+    for name, distribution in search_space.items():
+        if isinstance(distribution, CategoricalDistribution):
+            choices[name] = list(distribution.choices)
+        elif isinstance(distribution, IntDistribution) and not distribution.log:
+            step = distribution.step
+            choices[name] = list(range(distribution.low, distribution.high + 1, step))
+        else:
+            return None
+    if math.prod(len(values) for values in choices.values()) > UNTRIED_ENUMERATION_LIMIT:
+        return None
+    return choices
 
 
 class DesignSampler(DelegatingSampler):
@@ -268,24 +287,50 @@ class DesignSampler(DelegatingSampler):
     each get different rows, and a resumed study goes on where it stopped (it never restarts
     its design). A row whose trial was interrupted (FAIL, the row's values set) is proposed
     again once by the first trial after the design, so the design's coverage survives a
-    Ctrl-C. Later trials, and every knob a row does not name, go to the wrapped sampler.
+    Ctrl-C. A row that repeats an earlier row is skipped (a design over a space smaller
+    than it holds repeats). Later trials, and every knob a row does not name, go to the
+    wrapped sampler.
+
+    No repeat in the wrapped sampler's own start-up: where the design is shorter than the
+    wrapped sampler's random start-up (``GP_STARTUP_TRIALS``: a space of a few
+    configurations, or rows the baseline runs already), the wrapped sampler proposes nothing
+    relative and would draw each knob at random, which in a space of six configurations
+    with five tried repeats one five times in six. Then this sampler proposes a
+    configuration of the relative search space no trial has tried (finished, running or
+    pruned; an interrupted one does not count) and that the ``feasible`` rules accept,
+    uniformly at random (:meth:`untried_configuration`), where the space's discrete knobs
+    can be enumerated (at most :data:`UNTRIED_ENUMERATION_LIMIT` combinations; a real-valued
+    knob never repeats exactly); when each one was tried, the wrapped sampler draws as
+    before.
 
     Only Optuna's public sampler interface is used: during the design the relative search
     space is empty, so Optuna asks :meth:`sample_independent` for each knob, which answers
-    from the row.
+    from the row; an untried configuration is a relative proposal.
 
     Args:
         sampler: the sampler for every trial after the design.
         design: the rows, each a value per knob (Optuna parameter name).
+        feasible: whether a configuration (knob values by parameter name) passes the
+            feasibility rules; None: every one does.
+        seed: the seed of the untried configurations' draws (with the trial's number, so
+            workers and resumed studies draw the same for the same trial).
 
     Attributes:
         sampler: the wrapped sampler.
         design: the rows.
     """
 
-    def __init__(self, sampler: BaseSampler, design: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        sampler: BaseSampler,
+        design: Sequence[Mapping[str, Any]],
+        feasible: Callable[[Mapping[str, Any]], bool] | None = None,
+        seed: int = 0,
+    ) -> None:
         super().__init__(sampler)
         self.design = [dict(row) for row in design]
+        self._feasible = feasible
+        self._seed = seed
         self._rows: dict[tuple[int, int], dict[str, Any] | None] = {}
 
     def row(self, study: Study, trial: FrozenTrial) -> dict[str, Any] | None:
@@ -311,19 +356,49 @@ class DesignSampler(DelegatingSampler):
         return None
 
     def _unqueued_rows(self, trials: Sequence[FrozenTrial]) -> list[dict[str, Any]]:
-        """The design less the rows a queued trial (the baseline, a warm start) runs already:
-        a row equal to the baseline's configuration would run it a second time while other
-        configurations wait (in a space of two, the only other one)."""
+        """The design less the rows a queued trial (the baseline, a warm start) runs already
+        and the rows that repeat an earlier one: a row equal to the baseline's configuration
+        would run it a second time while other configurations wait (in a space of two, the
+        only other one)."""
         queued = [
             {**t.system_attrs.get("fixed_params", {}), **t.params}
             for t in trials
             if _is_queued(t) and t.state != TrialState.FAIL
         ]
-        return [
-            row
-            for row in self.design
-            if not any(all(k in q and q[k] == v for k, v in row.items()) for q in queued)
-        ]
+        rows: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+        for row in self.design:
+            if not any(all(k in q and q[k] == v for k, v in row.items()) for q in queued):
+                rows.setdefault(_params_key(row), row)
+        return list(rows.values())
+
+    def untried_configuration(
+        self, study: Study, trial: FrozenTrial, search_space: Mapping[str, BaseDistribution]
+    ) -> dict[str, Any] | None:
+        """A configuration of ``search_space`` (a value per knob) that no other trial of
+        ``study`` has tried (COMPLETE, RUNNING or PRUNED: a FAIL was interrupted and a
+        WAITING one has not started) and that the feasibility rules accept, drawn uniformly
+        at random; None when each one was tried or refused, or when the space cannot be
+        enumerated (a real-valued knob, more than :data:`UNTRIED_ENUMERATION_LIMIT`
+        combinations)."""
+        choices = _enumerable_choices(search_space)
+        if choices is None:
+            return None
+        claimed = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.PRUNED)
+        names = list(choices)
+        tried = set()
+        for t in study.get_trials(deepcopy=False, states=claimed):
+            if t.number == trial.number:
+                continue
+            knobs = {**t.system_attrs.get("fixed_params", {}), **t.params}
+            if all(name in knobs for name in names):
+                tried.add(tuple(knobs[name] for name in names))
+        untried = [c for c in itertools.product(*choices.values()) if c not in tried]
+        rng = np.random.default_rng((self._seed, trial.number))
+        for index in rng.permutation(len(untried)):
+            configuration = dict(zip(names, untried[index], strict=True))
+            if self._feasible is None or self._feasible(configuration):
+                return configuration
+        return None
 
     def infer_relative_search_space(
         self, study: Study, trial: FrozenTrial
@@ -331,6 +406,16 @@ class DesignSampler(DelegatingSampler):
         if self.row(study, trial) is not None:
             return {}
         return self.sampler.infer_relative_search_space(study, trial)
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        proposal = self.sampler.sample_relative(study, trial, search_space)
+        fixed = trial.system_attrs.get("fixed_params", {})
+        if proposal or all(name in fixed for name in search_space):
+            return proposal  # a model's proposal, an empty space, or a queued configuration
+        # The wrapped sampler's random start-up: an untried configuration instead.
+        return self.untried_configuration(study, trial, search_space) or {}
 
     def sample_independent(
         self,
@@ -340,6 +425,10 @@ class DesignSampler(DelegatingSampler):
         param_distribution: BaseDistribution,
     ) -> Any:
         row = self.row(study, trial)
-        if row is not None and param_name in row and _contains(param_distribution, row[param_name]):
+        if (
+            row is not None
+            and param_name in row
+            and holds_value(param_distribution, row[param_name])
+        ):
             return row[param_name]
         return self.sampler.sample_independent(study, trial, param_name, param_distribution)

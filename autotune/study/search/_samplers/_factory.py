@@ -47,7 +47,9 @@ def make_sampler(
         seed: the sampler's seed.
         design: the start-up rows, each a value per knob.
         feasible: the feasibility rules on a proposal (``gp``: a proposal they refuse is
-            asked again, see :class:`WarpedSampler`; None: none is refused).
+            asked again, see :class:`WarpedSampler`; with a design, an untried configuration
+            the start-up proposes passes them, see :class:`DesignSampler`; None: none is
+            refused).
         prior_mean: what is known of a configuration's objectives before it runs (``gp``:
             its GPs' prior means, see :class:`LeanGPSampler`; None: nothing).
 
@@ -77,5 +79,5 @@ def make_sampler(
         else:
             raise ConfigError(f"sampler={name}: unknown sampler (known: nsga2, tpe, gp, random)")
     if design and name in STARTUP_DESIGN_SAMPLERS:
-        sampler = DesignSampler(sampler, design)
+        sampler = DesignSampler(sampler, design, feasible=feasible, seed=seed)
     return OneThreadSampler(sampler)

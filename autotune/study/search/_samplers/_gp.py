@@ -24,13 +24,18 @@ import torch
 from optuna._gp import acqf as acqf_module
 from optuna._gp import gp as optuna_gp
 from optuna._gp import search_space as gp_search_space
-from optuna.distributions import BaseDistribution
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
 from optuna.samplers._gp import sampler as _gp_sampler_module
 from optuna.study import StudyDirection
 
 from autotune.study.objectives import objectives_of_study
 from autotune.study.search._samplers._design import GP_STARTUP_TRIALS
-from autotune.study.search._samplers._values import PriorMean, is_measured
+from autotune.study.search._samplers._values import PriorMean, holds_value, is_measured
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -212,7 +217,14 @@ def _fits_changed(changes: Mapping[int, _FitChange]) -> Iterator[None]:
 
 class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
     """An acquisition function less :data:`REPEAT_LOG_PENALTY` at the configurations the
-    study has tried or is trying (``tried``: their normalized parameters, ``(n, d)``).
+    study has tried or is trying (``tried``: their normalized parameters, ``(n, d)``), read
+    at the configuration the trial will run: with knobs the trial fixes (``fixed``: column
+    index -> normalized value; a queued trial that keeps the baseline's model and lets the
+    sampler choose the rest), a point is valued as the point with those columns set to the
+    fixed values. Optuna's optimizer searches every column; a trial runs its fixed values
+    whatever the proposal says, so without this the acquisition is maximized over
+    configurations the trial never runs, and the proposal, once fixed, repeats a tried one
+    (the baseline itself, in replays of recorded studies).
 
     Optuna's GPSampler does not exclude evaluated points: its GP models noise, so re-measuring
     the best point keeps a little expected improvement, and in a small discrete space (a dozen
@@ -222,13 +234,25 @@ class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
     exactly (the optimizer evaluates the same normalized grid ``get_normalized_params``
     gives); a real-valued knob never repeats exactly, so it is not penalized."""
 
-    def __init__(self, acqf: acqf_module.BaseAcquisitionFunc, tried: np.ndarray) -> None:
+    def __init__(
+        self,
+        acqf: acqf_module.BaseAcquisitionFunc,
+        tried: np.ndarray,
+        fixed: Mapping[int, float] | None = None,
+    ) -> None:
         self._acqf = acqf
         self._tried = torch.from_numpy(tried)
+        self._fixed_columns = list((fixed or {}).keys())
+        self._fixed_values = torch.tensor(list((fixed or {}).values()), dtype=torch.float64)
         super().__init__(acqf.length_scales, acqf.search_space)
 
     def eval_acqf(self, x: torch.Tensor) -> torch.Tensor:
+        if self._fixed_columns:
+            x = x.clone()
+            x[..., self._fixed_columns] = self._fixed_values.to(x.dtype)
         value = self._acqf.eval_acqf(x)
+        if not len(self._tried):
+            return value
         distance = torch.abs(x[..., None, :] - self._tried).amax(dim=-1)  # (..., n)
         repeat = (distance < 1e-9).any(dim=-1)
         return torch.where(repeat, value - REPEAT_LOG_PENALTY, value)
@@ -256,7 +280,10 @@ class LeanGPSampler(optuna.samplers.GPSampler):
       is what lets the GP start after a short design (:data:`GP_STARTUP_TRIALS`).
     - ``_optimize_acqf`` optimizes the acquisition less :data:`REPEAT_LOG_PENALTY` at the
       configurations already tried or running (:class:`_UntriedAcquisition`), so a proposal
-      repeats one only when every candidate the optimizer finds is a repeat.
+      repeats one only when every candidate the optimizer finds is a repeat; for a trial
+      that fixes some knobs (Optuna's ``enqueue_trial`` with part of the parameters: the
+      ``fixed_params`` system attribute), the acquisition is read with those knobs at their
+      fixed values, so the proposal is the best of the configurations the trial can run.
     - ``_sample_relative_impl`` runs with torch functions off (torch's private
       ``torch._C.DisableTorchFunction``): ``GPSampler.sample_relative`` calls it under
       ``torch.device("cpu")``, a torch-function mode every torch call would pass through in
@@ -290,6 +317,10 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._row_prior: tuple[Any, _RowPrior] | None = None
         # The normalized configurations of the trials the proposal being made must not repeat.
         self._tried: np.ndarray | None = None
+        # The knobs the trial being proposed for fixes (by name, its values), and their
+        # normalized values by column of the GP's search space.
+        self._fixed: dict[str, Any] = {}
+        self._fixed_columns: dict[int, float] = {}
 
     @contextmanager
     def using_prior_mean(self, prior_mean: PriorMean | None) -> Iterator[None]:
@@ -336,11 +367,22 @@ class LeanGPSampler(optuna.samplers.GPSampler):
             )
         return changes
 
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        fixed = trial.system_attrs.get("fixed_params", {})
+        self._fixed = {name: fixed[name] for name in search_space if name in fixed}
+        try:
+            return super().sample_relative(study, trial, search_space)
+        finally:
+            self._fixed = {}
+
     def _optimize_acqf(
         self, acqf: acqf_module.BaseAcquisitionFunc, best_params: np.ndarray | None
     ) -> np.ndarray:
-        if self._tried is not None and len(self._tried):
-            acqf = _UntriedAcquisition(acqf, self._tried)
+        tried = self._tried if self._tried is not None else np.empty((0, 0))
+        if len(tried) or self._fixed_columns:
+            acqf = _UntriedAcquisition(acqf, tried, self._fixed_columns)
         return super()._optimize_acqf(acqf, best_params)
 
     def _sample_relative_impl(
@@ -372,8 +414,40 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self._tried = internal_space.get_normalized_params(
             tried, [_gp_sampler_module._get_params(t) for t in tried]
         )
+        self._fixed_columns = _fixed_columns(internal_space, search_space, self._fixed, tried)
         changes = self.fit_changes(study, completed_trials, search_space)
         with _fits_changed(changes) if changes else nullcontext():
             return super()._sample_relative_impl(
                 study, completed_trials, running_trials, search_space
             )
+
+
+def _fixed_columns(
+    internal_space: gp_search_space.SearchSpace,
+    search_space: Mapping[str, BaseDistribution],
+    fixed: Mapping[str, Any],
+    trials: Sequence[FrozenTrial],
+) -> dict[int, float]:
+    """The normalized values of the ``fixed`` knobs (by name, their values), by column of
+    ``internal_space`` (``search_space``'s order); a value its knob cannot take (a warm start
+    over other choices) is left out. ``trials``: the study's trials the GP models (one is
+    needed to normalize a row; none: no column is fixed)."""
+    held = {
+        name: value
+        for name, value in fixed.items()
+        if name in search_space and holds_value(search_space[name], value)
+    }
+    if not held or not trials:
+        return {}
+    # The fixed values, and any value of each other knob (its column is not read).
+    row = {name: held.get(name, _some_value(d)) for name, d in search_space.items()}
+    normalized = internal_space.get_normalized_params(list(trials[:1]), [row])[0]  # (d,)
+    return {i: float(normalized[i]) for i, name in enumerate(search_space) if name in held}
+
+
+def _some_value(distribution: BaseDistribution) -> Any:
+    """A value ``distribution`` holds: its first choice, or its lower bound."""
+    if isinstance(distribution, CategoricalDistribution):
+        return distribution.choices[0]
+    assert isinstance(distribution, (IntDistribution, FloatDistribution)), distribution
+    return distribution.low

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from optuna.distributions import BaseDistribution, CategoricalDistribution
+
 from autotune.study.trial_result import TrialResult
 
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["PriorMean", "is_failed", "is_measured", "missed_target"]
+__all__ = ["PriorMean", "holds_value", "is_failed", "is_measured", "missed_target"]
 
 #: What is known of a configuration's objectives before it runs: knob values (by Optuna
 #: parameter name) -> expected values by objective name, each in its objective's unit (e.g.
@@ -42,3 +44,12 @@ def is_measured(trial: FrozenTrial) -> bool:
     trial once: the samplers ask it of every trial at every proposal."""
     result = TrialResult.from_trial(trial)
     return not _failed(result) and result.target_reached is not False
+
+
+def holds_value(distribution: BaseDistribution, value: Any) -> bool:
+    """Whether ``value`` is one a knob of ``distribution`` can take: one of a categorical's
+    choices, or within a numeric range's bounds."""
+    if isinstance(distribution, CategoricalDistribution):
+        return value in distribution.choices
+    low, high = getattr(distribution, "low", None), getattr(distribution, "high", None)
+    return low is not None and high is not None and low <= value <= high

@@ -143,6 +143,20 @@ def _choice_at(distribution: CategoricalDistribution, rank: int) -> Any:
     return next(c for c in distribution.choices if c == value)
 
 
+def _ranked_fixed(
+    fixed: Mapping[str, Any], ordinal: Mapping[str, CategoricalDistribution]
+) -> dict[str, Any]:
+    """A queued trial's fixed knobs with each ``ordinal`` knob's value as its rank among the
+    sorted choices; one whose value is not a choice is left out."""
+    ranked: dict[str, Any] = {}
+    for name, value in fixed.items():
+        if name not in ordinal:
+            ranked[name] = value
+        elif value in ordinal[name].choices:
+            ranked[name] = _sorted_choices(ordinal[name]).index(float(value))
+    return ranked
+
+
 class WarpedSampler(DelegatingSampler):
     """Wrap a sampler that models objective values over its parameters (``GPSampler``) so
     that it models them on the scales the knobs and figures live on.
@@ -225,7 +239,9 @@ class WarpedSampler(DelegatingSampler):
 
         Every trial is copied, in number order, so numbers match (the storage numbers trials
         as it receives them). A knob is ranked in a trial only where the trial's distribution
-        is the one searched (a warm-start trial over other choices keeps its own).
+        is the one searched (a warm-start trial over other choices keeps its own); a knob a
+        queued trial fixes (``fixed_params``) is ranked too, or left unfixed in the copy when
+        its value is not one of the choices searched.
         """
         modelled = modelled_values(study, self._log_scale)
         view = optuna.create_study(
@@ -248,6 +264,12 @@ class WarpedSampler(DelegatingSampler):
                     params[name] = _sorted_choices(distribution).index(params[name])
                     distributions[name] = _rank_distribution(distribution)
             duplicate.params, duplicate.distributions = params, distributions
+            fixed = original.system_attrs.get("fixed_params")
+            if fixed and ordinal:  # a queued trial's fixed knobs, ranked as its params are
+                duplicate.system_attrs = {
+                    **original.system_attrs,
+                    "fixed_params": _ranked_fixed(fixed, ordinal),
+                }
             copies.append(duplicate)
         view.add_trials(copies)
         return view, view.get_trials(deepcopy=False)[trial.number]
