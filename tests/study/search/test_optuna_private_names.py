@@ -185,6 +185,16 @@ def _check_disable_torch_function() -> None:
     assert 'with torch.device("cpu"):' in _source(optuna.samplers.GPSampler.sample_relative)
 
 
+def _check_fixed_params_attr() -> None:
+    from autotune.study.search._samplers._values import FIXED_PARAMS_ATTR, fixed_params
+
+    study = optuna.create_study()
+    study.enqueue_trial({"x": 3})
+    trial = study.ask()
+    frozen = study.trials[trial.number]
+    assert frozen.system_attrs[FIXED_PARAMS_ATTR] == {"x": 3} == fixed_params(frozen)
+
+
 #: Each private name (or group of names) autotune/study/search/_samplers/_gp.py uses, and its check.
 CHECKS: dict[str, Callable[[], None]] = {
     "optuna.__version__ in [5.0, 5.1)": _check_version,
@@ -204,6 +214,9 @@ CHECKS: dict[str, Callable[[], None]] = {
     "optuna._gp.search_space.SearchSpace": _check_search_space,
     "optuna.samplers._gp.sampler._standardize_values": _check_standardize_values,
     "torch._C.DisableTorchFunction": _check_disable_torch_function,
+    "Study.enqueue_trial's system attribute fixed_params (every sampler module)": (
+        _check_fixed_params_attr
+    ),
 }
 
 

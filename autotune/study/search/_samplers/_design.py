@@ -17,7 +17,7 @@ from optuna.trial import TrialState
 from scipy.stats import qmc
 
 from autotune.core.config import CategoricalParam, FloatParam, ModelKnob
-from autotune.study.search._samplers._values import holds_value
+from autotune.study.search._samplers._values import fixed_params, holds_value
 from autotune.study.search._samplers._wrappers import DelegatingSampler
 from autotune.study.trial_result import WARM_START_ATTR, TrialResult
 
@@ -361,7 +361,7 @@ class DesignSampler(DelegatingSampler):
         would run it a second time while other configurations wait (in a space of two, the
         only other one)."""
         queued = [
-            {**t.system_attrs.get("fixed_params", {}), **t.params}
+            {**fixed_params(t), **t.params}
             for t in trials
             if _is_queued(t) and t.state != TrialState.FAIL
         ]
@@ -389,7 +389,7 @@ class DesignSampler(DelegatingSampler):
         for t in study.get_trials(deepcopy=False, states=claimed):
             if t.number == trial.number:
                 continue
-            knobs = {**t.system_attrs.get("fixed_params", {}), **t.params}
+            knobs = {**fixed_params(t), **t.params}
             if all(name in knobs for name in names):
                 tried.add(tuple(knobs[name] for name in names))
         untried = [c for c in itertools.product(*choices.values()) if c not in tried]
@@ -411,7 +411,7 @@ class DesignSampler(DelegatingSampler):
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         proposal = self.sampler.sample_relative(study, trial, search_space)
-        fixed = trial.system_attrs.get("fixed_params", {})
+        fixed = fixed_params(trial)
         if proposal or all(name in fixed for name in search_space):
             return proposal  # a model's proposal, an empty space, or a queued configuration
         # The wrapped sampler's random start-up: an untried configuration instead.

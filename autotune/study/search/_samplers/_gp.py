@@ -35,7 +35,12 @@ from optuna.study import StudyDirection
 
 from autotune.study.objectives import objectives_of_study
 from autotune.study.search._samplers._design import GP_STARTUP_TRIALS
-from autotune.study.search._samplers._values import PriorMean, holds_value, is_measured
+from autotune.study.search._samplers._values import (
+    PriorMean,
+    fixed_params,
+    holds_value,
+    is_measured,
+)
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -370,7 +375,7 @@ class LeanGPSampler(optuna.samplers.GPSampler):
     def sample_relative(
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
-        fixed = trial.system_attrs.get("fixed_params", {})
+        fixed = fixed_params(trial)
         self._fixed = {name: fixed[name] for name in search_space if name in fixed}
         try:
             return super().sample_relative(study, trial, search_space)

@@ -14,7 +14,20 @@ from autotune.study.trial_result import TrialResult
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-__all__ = ["PriorMean", "holds_value", "is_failed", "is_measured", "missed_target"]
+__all__ = [
+    "FIXED_PARAMS_ATTR",
+    "PriorMean",
+    "fixed_params",
+    "holds_value",
+    "is_failed",
+    "is_measured",
+    "missed_target",
+]
+
+#: The system attribute in which Optuna's ``Study.enqueue_trial`` keeps the values a queued
+#: trial fixes (Optuna's own name, not a documented one:
+#: tests/study/search/test_optuna_private_names.py checks it).
+FIXED_PARAMS_ATTR = "fixed_params"
 
 #: What is known of a configuration's objectives before it runs: knob values (by Optuna
 #: parameter name) -> expected values by objective name, each in its objective's unit (e.g.
@@ -53,3 +66,9 @@ def holds_value(distribution: BaseDistribution, value: Any) -> bool:
         return value in distribution.choices
     low, high = getattr(distribution, "low", None), getattr(distribution, "high", None)
     return low is not None and high is not None and low <= value <= high
+
+
+def fixed_params(trial: FrozenTrial) -> dict[str, Any]:
+    """The knob values a queued trial fixes (``Study.enqueue_trial``), by parameter name;
+    empty for a trial the sampler proposes in full."""
+    return dict(trial.system_attrs.get(FIXED_PARAMS_ATTR) or {})

@@ -35,7 +35,14 @@ from optuna.trial import TrialState
 
 from autotune.study.objectives import objectives_of_study
 from autotune.study.search._samplers._gp import LeanGPSampler
-from autotune.study.search._samplers._values import PriorMean, is_failed, is_measured, missed_target
+from autotune.study.search._samplers._values import (
+    FIXED_PARAMS_ATTR,
+    PriorMean,
+    fixed_params,
+    is_failed,
+    is_measured,
+    missed_target,
+)
 from autotune.study.search._samplers._wrappers import DelegatingSampler
 from autotune.study.trial_result import TrialResult
 
@@ -264,11 +271,11 @@ class WarpedSampler(DelegatingSampler):
                     params[name] = _sorted_choices(distribution).index(params[name])
                     distributions[name] = _rank_distribution(distribution)
             duplicate.params, duplicate.distributions = params, distributions
-            fixed = original.system_attrs.get("fixed_params")
+            fixed = fixed_params(original)
             if fixed and ordinal:  # a queued trial's fixed knobs, ranked as its params are
                 duplicate.system_attrs = {
                     **original.system_attrs,
-                    "fixed_params": _ranked_fixed(fixed, ordinal),
+                    FIXED_PARAMS_ATTR: _ranked_fixed(fixed, ordinal),
                 }
             copies.append(duplicate)
         view.add_trials(copies)
