@@ -285,10 +285,13 @@ class LeanGPSampler(optuna.samplers.GPSampler):
       is what lets the GP start after a short design (:data:`GP_STARTUP_TRIALS`).
     - ``_optimize_acqf`` optimizes the acquisition less :data:`REPEAT_LOG_PENALTY` at the
       configurations already tried or running (:class:`_UntriedAcquisition`), so a proposal
-      repeats one only when every candidate the optimizer finds is a repeat; for a trial
-      that fixes some knobs (Optuna's ``enqueue_trial`` with part of the parameters: the
-      ``fixed_params`` system attribute), the acquisition is read with those knobs at their
-      fixed values, so the proposal is the best of the configurations the trial can run.
+      repeats one only when every candidate the optimizer finds is a repeat. A trial that
+      fixes some knobs (Optuna's ``enqueue_trial`` with part of the parameters, such as the
+      same-model trials) runs the proposal's other knobs with its fixed ones; where that
+      configuration was tried, the acquisition is optimized again, read with the fixed knobs
+      at their values, so the trial runs the best untried configuration it can run. (Reading
+      it so for every such trial, not only for a repeat, moved the replays' and the mock's
+      hypervolume by -0.004 to -0.014, intervals across zero: docs/research/sampler-features.md.)
     - ``_sample_relative_impl`` runs with torch functions off (torch's private
       ``torch._C.DisableTorchFunction``): ``GPSampler.sample_relative`` calls it under
       ``torch.device("cpu")``, a torch-function mode every torch call would pass through in
@@ -386,9 +389,18 @@ class LeanGPSampler(optuna.samplers.GPSampler):
         self, acqf: acqf_module.BaseAcquisitionFunc, best_params: np.ndarray | None
     ) -> np.ndarray:
         tried = self._tried if self._tried is not None else np.empty((0, 0))
-        if len(tried) or self._fixed_columns:
-            acqf = _UntriedAcquisition(acqf, tried, self._fixed_columns)
-        return super()._optimize_acqf(acqf, best_params)
+        if not len(tried):
+            return super()._optimize_acqf(acqf, best_params)
+        proposal = super()._optimize_acqf(_UntriedAcquisition(acqf, tried), best_params)
+        if not self._fixed_columns:
+            return proposal
+        runs = proposal.copy()  # what the trial runs: the proposal with its fixed knobs
+        runs[list(self._fixed_columns)] = list(self._fixed_columns.values())
+        if not (np.abs(tried - runs).max(axis=-1) < 1e-9).any():
+            return proposal
+        # A repeat once fixed: the best of the configurations this trial can run instead.
+        fixed = _UntriedAcquisition(acqf, tried, self._fixed_columns)
+        return super()._optimize_acqf(fixed, best_params)
 
     def _sample_relative_impl(
         self,
