@@ -222,14 +222,11 @@ def _fits_changed(changes: Mapping[int, _FitChange]) -> Iterator[None]:
 
 class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
     """An acquisition function less :data:`REPEAT_LOG_PENALTY` at the configurations the
-    study has tried or is trying (``tried``: their normalized parameters, ``(n, d)``), read
-    at the configuration the trial will run: with knobs the trial fixes (``fixed``: column
-    index -> normalized value; a queued trial that keeps the baseline's model and lets the
-    sampler choose the rest), a point is valued as the point with those columns set to the
-    fixed values. Optuna's optimizer searches every column; a trial runs its fixed values
-    whatever the proposal says, so without this the acquisition is maximized over
-    configurations the trial never runs, and the proposal, once fixed, repeats a tried one
-    (the baseline itself, in replays of recorded studies).
+    study has tried or is trying (``tried``: their normalized parameters, ``(n, d)``). With
+    ``fixed`` (column index -> normalized value: the knobs a queued trial fixes, such as the
+    baseline's model), a point is valued as the point with those columns set to the fixed
+    values, i.e. as the configuration the trial will run: Optuna's optimizer searches every
+    column, and a trial runs its fixed values whatever the proposal says.
 
     Optuna's GPSampler does not exclude evaluated points: its GP models noise, so re-measuring
     the best point keeps a little expected improvement, and in a small discrete space (a dozen
