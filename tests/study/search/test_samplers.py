@@ -6,6 +6,7 @@ import contextlib
 import itertools
 import math
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -664,13 +665,16 @@ SPACE = {
 }
 
 
-def _knob_study(n: int, seed: int = 0) -> optuna.Study:
-    """A study whose accuracy depends on width only; throughput on every knob."""
+def _knob_study(n: int, seed: int = 0, skip: Sequence[tuple[Any, ...]] = ()) -> optuna.Study:
+    """A study whose accuracy depends on width only; throughput on every knob. Its ``n``
+    trials cycle through :data:`SPACE`'s configurations, less those in ``skip``."""
     study = _three_objective_study()
     rng = np.random.default_rng(seed)
     for width, mode, workers in itertools.islice(
         itertools.cycle(itertools.product([8, 16, 32], ["none", "default"], [0, 1, 2])), n
     ):
+        if (width, mode, workers) in skip:
+            continue
         noise = float(rng.normal(0, 0.01))
         study.add_trial(
             optuna.trial.create_trial(
@@ -948,22 +952,7 @@ def _proposal_for_a_trial_that_fixes_the_width(monkeypatch: pytest.MonkeyPatch, 
     0)``, and ``(8, none, 1)``."""
     if not fix:  # the GP as Optuna has it: the acquisition maximized over every knob
         monkeypatch.setattr("autotune.study.search._samplers._gp._fixed_columns", lambda *args: {})
-    study = _knob_study(0)
-    rng = np.random.default_rng(0)
-    for width, mode, workers in itertools.product([8, 16, 32], ["none", "default"], [0, 1, 2]):
-        if (width, mode, workers) in ((32, "default", 0), (8, "none", 1)):
-            continue
-        study.add_trial(
-            optuna.trial.create_trial(
-                params={"width": width, "compile_mode": mode, "num_workers": workers},
-                distributions=SPACE,
-                values=[
-                    100.0 * width * (2 if mode == "default" else 1) / (1 + workers),
-                    0.5 + width / 100 + float(rng.normal(0, 0.01)),
-                    1e6 * width,
-                ],
-            )
-        )
+    study = _knob_study(18, skip=((32, "default", 0), (8, "none", 1)))
     study.sampler = WarpedSampler(LeanGPSampler(seed=0, n_startup_trials=4))
     study.enqueue_trial({"width": 8})  # e.g. a trial that keeps the baseline's model
     trial = study.ask()
