@@ -253,11 +253,16 @@ class _UntriedAcquisition(acqf_module.BaseAcquisitionFunc):
             x = x.clone()
             x[..., self._fixed_columns] = self._fixed_values.to(x.dtype)
         value = self._acqf.eval_acqf(x)
-        if not len(self._tried):
-            return value
-        distance = torch.abs(x[..., None, :] - self._tried).amax(dim=-1)  # (..., n)
-        repeat = (distance < 1e-9).any(dim=-1)
-        return torch.where(repeat, value - REPEAT_LOG_PENALTY, value)
+        return torch.where(_is_tried(x, self._tried), value - REPEAT_LOG_PENALTY, value)
+
+
+def _is_tried(x: torch.Tensor, tried: torch.Tensor) -> torch.Tensor:
+    """Whether each normalized configuration of ``x`` (``(..., d)``) is one of ``tried``
+    (``(n, d)``): equal on every column (the optimizer evaluates the grid
+    ``get_normalized_params`` gives, so a discrete knob matches exactly). Returns ``(...)``
+    booleans."""
+    distance = torch.abs(x[..., None, :] - tried).amax(dim=-1)  # (..., n)
+    return (distance < 1e-9).any(dim=-1)
 
 
 class LeanGPSampler(optuna.samplers.GPSampler):
@@ -393,7 +398,7 @@ class LeanGPSampler(optuna.samplers.GPSampler):
             return proposal
         runs = proposal.copy()  # what the trial runs: the proposal with its fixed knobs
         runs[list(self._fixed_columns)] = list(self._fixed_columns.values())
-        if not (np.abs(tried - runs).max(axis=-1) < 1e-9).any():
+        if not _is_tried(torch.from_numpy(runs), torch.from_numpy(tried)):
             return proposal
         # A repeat once fixed: the best of the configurations this trial can run instead.
         fixed = _UntriedAcquisition(acqf, tried, self._fixed_columns)
