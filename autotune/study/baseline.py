@@ -58,6 +58,7 @@ __all__ = [
     "enqueue_same_model",
     "enqueue_same_model_batch",
     "failed_baseline",
+    "leader_batch_variants",
     "same_model_batch_configurations",
     "same_model_batch_params",
     "search_price",
@@ -461,6 +462,66 @@ def same_model_batch_configurations(
     return _configurations(space, same_model_batch_params(space), limit)
 
 
+def leader_batch_variants(
+    space: SearchSpace,
+    tried: Sequence[Mapping[str, Any]],
+    throughputs: Sequence[tuple[Mapping[str, Any], float]],
+) -> tuple[list[dict[str, Any]], float]:
+    """The *leader* (the fastest measured configuration that keeps the baseline's model and
+    global batch) at the space's other batch sizes: its untried dynamics variants, each
+    changing ``batch_size`` alone, and the leader's throughput (samples/s; 0 without one).
+
+    A global-batch change is a dynamics change: it trains its own evidence (the budget, or
+    its short share), so the search tries few of them, where they can pay: the batch sizes
+    next to the baseline's on each side first (the nearer one first, the larger on a tie), a
+    step further out on one side only once every step before it was measured (a step that
+    stopped below the throughput floor, or failed, ends that side; under a cost cap the
+    floor stops a slow step after its first windows, untrained). A step measured slower
+    than the one before does not end its side: one trial's throughput is a single
+    measurement, and on the main job's AVX-512 EPYC the search measured bf16 +
+    channels_last at batch 128 below batch 64 (7,197 against 7,376 samples/s) where four
+    interleaved rounds put it above (7,124 against 6,207) and batch 256 above both (7,841).
+    Its learning rate follows the space's ``train.lr_scaling``; its
+    goodput (throughput x E(B), :mod:`autotune.core.goodput`) is recorded beside its
+    throughput. None where ``train.global_batch_size`` fixes the global batch, or the space
+    searches one batch size.
+
+    Args:
+        space: the study's space, restricted to what the device can run.
+        tried: the knobs of the study's trials (any state).
+        throughputs: ``(knobs, samples/s)`` of the measured trials.
+    """
+    knob = space.knobs().get("batch_size")
+    if space.train.global_batch_size is not None or not hasattr(knob, "values"):
+        return [], 0.0
+    fixed = same_model_batch_params(space)
+    at_baseline = [
+        (knobs, sps)
+        for knobs, sps in throughputs
+        if all(knobs.get(k) == v for k, v in fixed.items())
+    ]
+    if not at_baseline or "batch_size" not in fixed:
+        return [], 0.0
+    leader, leader_sps = max(at_baseline, key=lambda pair: pair[1])
+    sizes = sorted(int(v) for v in knob.values())  # type: ignore[union-attr]
+    base_index = sizes.index(int(fixed["batch_size"]))
+    seen = {_knob_key(t) for t in tried}
+    measured = {_knob_key(knobs) for knobs, _ in throughputs}
+    variants: list[tuple[int, int, dict[str, Any]]] = []
+    for side in (1, -1):
+        for distance, index in enumerate(
+            range(base_index + side, -1 if side < 0 else len(sizes), side), 1
+        ):
+            variant = {**leader, "batch_size": sizes[index]}
+            key = _knob_key(variant)
+            if key not in seen:
+                variants.append((distance, -side, variant))
+                break  # one step past the last one measured on this side
+            if key not in measured:
+                break  # stopped below the floor or failed: this side ends here
+    return [variant for _, _, variant in sorted(variants, key=lambda v: v[:2])], leader_sps
+
+
 def untried_same_model_batch(
     space: SearchSpace,
     tried: Sequence[Mapping[str, Any]],
@@ -471,8 +532,9 @@ def untried_same_model_batch(
     fits: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> dict[str, Any] | None:
     """The next configuration that keeps the baseline's model and global batch and that no
-    trial has tried; None when each one was tried, or when they cannot be enumerated
-    (:func:`same_model_batch_configurations`).
+    trial has tried, or the leader at a neighbouring batch size
+    (:func:`leader_batch_variants`); None when each one was tried, or when they cannot be
+    enumerated (:func:`same_model_batch_configurations`).
 
     The cheapest evidence first: eager before compiled (compiling costs seconds to minutes);
     among eager ones the baseline's precision before another (its configurations are timed
@@ -483,7 +545,11 @@ def untried_same_model_batch(
     at the baseline's precision: the precision speeds up what the other knobs give), then the
     fewest knobs changed from the baseline's. A precision in
     ``slow_precisions`` (every trial of it at this model and batch stopped below the
-    throughput floor) is not tried again.
+    throughput floor) is not tried again. The leader's batch variants come after every eager
+    configuration at the baseline's batch (the leader is known by then) and before the
+    compiled ones: on the main job's AVX-512 EPYC the fastest configuration of the baseline's
+    model was bf16 + channels_last at twice or four times the batch, which no
+    configuration at the baseline's batch reaches (docs/research/main-job.md).
 
     Args:
         space: the study's space, restricted to what the device can run.
@@ -513,17 +579,22 @@ def untried_same_model_batch(
             return measured_sps.get(_knob_key({**candidate, "precision": base_precision}), 0.0)
         return 0.0
 
-    def cost_order(candidate: dict[str, Any]) -> tuple[bool, bool, float, int]:
+    variants, leader_sps = leader_batch_variants(space, tried, throughputs)
+    variant_keys = {_knob_key(v) for v in variants}
+
+    def cost_order(candidate: dict[str, Any]) -> tuple[bool, int, float, int]:
         compiled = candidate.get("compile_mode", "none") != "none"
-        numerics = candidate.get("precision", base_precision) != base_precision
         changed = sum(v != params.get(k) for k, v in candidate.items())
+        if _knob_key(candidate) in variant_keys:  # after the eager tiers, before compiled
+            return compiled, 2, -leader_sps, changed
+        numerics = candidate.get("precision", base_precision) != base_precision
         # A compiled candidate's eager twin ran by then: its precision's evidence is paid.
-        return compiled, numerics and not compiled, -cheaper_twin_sps(candidate), changed
+        return compiled, int(numerics and not compiled), -cheaper_twin_sps(candidate), changed
 
     return next(
         (
             c
-            for c in sorted(configurations, key=cost_order)
+            for c in sorted([*configurations, *variants], key=cost_order)
             if _knob_key(c) not in seen
             and c.get("precision") not in slow_precisions
             and (fits is None or fits(c))
@@ -558,8 +629,11 @@ def search_price(
     in full runs of the baseline, from what the study's trials cost (``run_s`` over the
     baseline's ``full_run_s``): a compiled one, the dearest compiled trial so far (twice the
     baseline trial's cost before any compiled); one at a precision no trial of this model
-    and batch trained yet, the baseline trial's cost (it trains as the baseline did); any
-    other, the median of the timed trials' (half the baseline trial's before any). None
+    and batch trained yet, the baseline trial's cost (it trains as the baseline did); one at
+    another batch size (:func:`leader_batch_variants`: it trains its own evidence), the
+    median of the trained trials of the baseline's model other than the baseline (the
+    baseline trial's before any);
+    any other, the median of the timed trials' (half the baseline trial's before any). None
     before the baseline measured its full run.
     """
     results = [TrialResult.from_trial(t) for t in trials]
@@ -569,7 +643,12 @@ def search_price(
     full_run_s = base.full_run_s
     base_cost = base.run_s / full_run_s
     fixed = same_model_batch_params(space)
-    compiled, timed = [], []
+    compiled, timed, trained = [], [], []
+
+    def same_model(knobs: Mapping[str, Any]) -> bool:
+        """The baseline's model and processes, at any batch size."""
+        return all(knobs.get(k) == v for k, v in fixed.items() if k != "batch_size")
+
     trained_precisions = {base.params.get("precision")}  # the baseline trained its own
     for r in results:
         if not r.run_s:
@@ -579,14 +658,19 @@ def search_price(
             compiled.append(cost)
         elif r.inherits_accuracy:
             timed.append(cost)
+        elif r.accuracy_source == "measured" and not r.baseline and same_model(r.params):
+            trained.append(cost)
         if r.accuracy_source == "measured" and all(r.params.get(k) == v for k, v in fixed.items()):
             trained_precisions.add(r.params.get("precision"))
     compiled_price = max(compiled, default=2.0 * base_cost)
     timed_price = statistics.median(timed) if timed else 0.5 * base_cost
+    trained_price = statistics.median(trained) if trained else base_cost
 
     def price(candidate: Mapping[str, Any]) -> float:
         if candidate.get("compile_mode", "none") != "none":
             return compiled_price
+        if "batch_size" in fixed and candidate.get("batch_size") != fixed["batch_size"]:
+            return trained_price
         if candidate.get("precision") not in trained_precisions:
             return base_cost
         return timed_price

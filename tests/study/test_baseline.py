@@ -232,16 +232,22 @@ def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once()
     assert fixed == {k: base[k] for k in ("depth", "width", "batch_size", "gpu_count")}
     tried: list[dict[str, object]] = [base]
     measured = [(base, 1000.0)]
-    order = []
+    order, variants = [], []
     while (nxt := untried_same_model_batch(space, tried, throughputs=measured)) is not None:
-        assert {k: nxt[k] for k in fixed} == fixed  # the model and batch are the baseline's
         tried.append(nxt)
+        if nxt["batch_size"] != base["batch_size"]:  # the leader at another batch size
+            variants.append((len(order), nxt))
+            continue  # stopped below the floor (not measured): no step further out
+        assert {k: nxt[k] for k in fixed} == fixed  # the model and batch are the baseline's
         fast = nxt["memory_format"] == "channels_last" and nxt["num_workers"] == 0
         bf16 = 1.5 if nxt["precision"] == "bf16" else 1.0
         measured.append((nxt, bf16 * (1500.0 if fast else 900.0)))
         order.append(
             (nxt["precision"], nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"])
         )
+    # The leader (bf16 + channels_last, eager) at 128 and 32, after the 7 eager ones.
+    leader = {**base, "precision": "bf16", "memory_format": "channels_last"}
+    assert variants == [(7, {**leader, "batch_size": 128}), (7, {**leader, "batch_size": 32})]
     # Eager at the baseline's precision first (one knob changed, then two); then eager at
     # another precision (it trains once; the rest reuse it), the precision alone first; then
     # compiled, the fastest eager twin first (bf16 + channels_last here).
@@ -254,6 +260,60 @@ def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once()
     assert {o[0] for o in order[3:7]} == {"bf16"} and {o[2] for o in order[:7]} == {"none"}
     assert order[7] == ("bf16", "channels_last", "default", 0)
     assert len(order) == len(set(order)) == 2 * 2 * 2 * 2 - 1  # every one but the baseline, once
+
+
+def test_the_leader_is_tried_at_the_batch_sizes_next_to_the_baseline_s_after_the_eager_ones() -> (
+    None
+):
+    from autotune.study.baseline import leader_batch_variants, untried_same_model_batch
+
+    space = load_space(
+        "cnn_small",
+        [
+            "compile_mode=[none,default]",
+            "num_workers=[0]",
+            "precision=[fp32,bf16]",
+            "gpu_count=[1]",
+        ],
+    )
+    base, _ = baseline_params(space)
+    assert base["batch_size"] == 64  # of 16, 32, 64, 128, 256
+
+    def sps(knobs: dict[str, Any]) -> float:
+        """A machine where bf16 + channels_last is fastest and larger batches run faster, up
+        to 128 (256 a little slower)."""
+        fast = 1.5 if knobs["memory_format"] == "channels_last" else 1.0
+        numerics = 1.4 if knobs["precision"] == "bf16" else 1.0
+        batch = {16: 0.5, 32: 0.8, 64: 1.0, 128: 1.3, 256: 1.2}[knobs["batch_size"]]
+        return 1000.0 * fast * numerics * batch
+
+    tried: list[dict[str, Any]] = [base]
+    measured = [(base, sps(base))]
+    order = []
+    while (nxt := untried_same_model_batch(space, tried, throughputs=measured)) is not None:
+        tried.append(nxt)
+        measured.append((nxt, sps(nxt)))
+        order.append(
+            (nxt["batch_size"], nxt["precision"], nxt["memory_format"], nxt["compile_mode"])
+        )
+    eager = [(64, p, m, "none") for p in ("fp32", "bf16") for m in ("contiguous", "channels_last")]
+    # Every eager configuration at the baseline's batch first; then the leader (bf16 +
+    # channels_last) one step up and one down, the larger first; each was measured (none
+    # stopped below the floor), so one step further out on each side (256 ran slower than
+    # 128: one trial's throughput does not end a side); then the compiled ones.
+    assert set(order[:3]) == set(eager) - {(64, "fp32", "contiguous", "none")}
+    assert order[3:7] == [
+        (128, "bf16", "channels_last", "none"),
+        (32, "bf16", "channels_last", "none"),
+        (256, "bf16", "channels_last", "none"),
+        (16, "bf16", "channels_last", "none"),
+    ]
+    assert {o[3] for o in order[7:]} == {"default"} and {o[0] for o in order[7:]} == {64}
+    # A batch fixed by train.global_batch_size, or a space of one batch size: no variants.
+    fixed = load_space("cnn_small", ["train.global_batch_size=256"])
+    assert leader_batch_variants(fixed, tried, measured) == ([], 0.0)
+    one = load_space("cnn_small", ["batch_size=[64]"])
+    assert leader_batch_variants(one, tried, measured)[0] == []
 
 
 def test_a_precision_too_slow_at_the_baseline_model_is_not_tried_again() -> None:
@@ -305,6 +365,11 @@ def test_the_search_price_follows_what_the_trials_cost() -> None:
     assert price is not None
     assert price({**base, "compile_mode": "default"}) == 5.5  # the dearest compiled
     assert price({**base, "precision": "bf16", "memory_format": "channels_last"}) == 0.3
+    # Another batch size trains its own evidence: what the trained trials of the baseline's
+    # model cost (the baseline trial's before any; another model's trained trial is not one).
+    assert price({**base, "batch_size": 128}) == 1.2
+    other_model = trial({"width": 32, "precision": "bf16"}, run_s=40.0, accuracy_source="measured")
+    assert search_price([baseline, other_model], space)({**base, "batch_size": 128}) == 2.0  # type: ignore[misc]
 
 
 _TINY = [

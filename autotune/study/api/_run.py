@@ -193,7 +193,8 @@ def budget_note(
     if stage == "tried_all":
         return (
             f"cost cap (budget.full_runs={budget.full_runs:g}): {spent}; every configuration "
-            f"that keeps the baseline's model and global batch has been tried, so the search "
+            f"that keeps the baseline's model and global batch has been tried, and the fastest "
+            f"of them at the batch sizes next to the baseline's, so the search "
             f"stops at {finished} "
             f"of {n_trials} trials (raise budget.full_runs to explore the model and batch further)"
         )

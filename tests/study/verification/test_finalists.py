@@ -112,6 +112,27 @@ def test_a_batch_change_is_ranked_by_its_goodput_not_its_throughput() -> None:
     assert [ranking_sps(TrialResult.from_trial(t)) for t in trials[1:]] == [900.0, 1200.0]
 
 
+def test_a_batch_change_that_trained_the_budget_is_ranked_by_its_throughput() -> None:
+    # The same trials, trial 1 trained the whole budget and was evaluated (no budget_steps):
+    # its accuracy after the baseline's samples is measured, so E(B) predicts nothing left.
+    # Under short evidence (it stopped at a share of the budget) goodput still ranks it.
+    trials = [
+        _trial(0, 64, 1000.0, 0.95, baseline=True),
+        _trial(1, 128, 1500.0, 0.95),
+        _trial(2, 32, 1200.0, 0.95),
+    ]
+    trials[1].user_attrs.update(
+        statistical_efficiency=0.6, goodput_sps=900.0, accuracy_source="measured"
+    )
+
+    _, finalists = select_finalists(trials, set(), candidates=2, accuracy_tolerance_pt=0.5)
+
+    assert finalists == (1, 2)
+    assert ranking_sps(TrialResult.from_trial(trials[1])) == 1500.0
+    trials[1].user_attrs.update(budget_steps=6000, steps=300)  # short evidence: predicted
+    assert ranking_sps(TrialResult.from_trial(trials[1])) == 900.0
+
+
 def test_finalists_stop_at_k() -> None:
     trials = [_trial(0, 64, 1000.0, 0.9, baseline=True)] + [
         _trial(n, 16 * 2 ** (n % 6), 1000.0 + 100 * n, 0.9) for n in range(1, 6)
