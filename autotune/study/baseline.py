@@ -545,11 +545,14 @@ def untried_same_model_batch(
     at the baseline's precision: the precision speeds up what the other knobs give), then the
     fewest knobs changed from the baseline's. A precision in
     ``slow_precisions`` (every trial of it at this model and batch stopped below the
-    throughput floor) is not tried again. The leader's batch variants come after every eager
-    configuration at the baseline's batch (the leader is known by then) and before the
-    compiled ones: on the main job's AVX-512 EPYC the fastest configuration of the baseline's
-    model was bf16 + channels_last at twice or four times the batch, which no
-    configuration at the baseline's batch reaches (docs/research/main-job.md).
+    throughput floor) is not tried again. The leader's batch variants train their evidence as
+    another precision does, so they rank among those, by the leader's throughput (after a
+    precision whose twin is the leader): once the leader is known, its variants come before
+    the eager configurations that build on slower twins, and before every compiled one. On
+    the main job's AVX-512 EPYC the fastest configuration of the baseline's model was bf16
+    + channels_last at twice or four times the batch, which no configuration at the
+    baseline's batch reaches (docs/research/main-job.md); placed after every eager
+    configuration, the variants were never reached within the cap in one run of two.
 
     Args:
         space: the study's space, restricted to what the device can run.
@@ -582,14 +585,17 @@ def untried_same_model_batch(
     variants, leader_sps = leader_batch_variants(space, tried, throughputs)
     variant_keys = {_knob_key(v) for v in variants}
 
-    def cost_order(candidate: dict[str, Any]) -> tuple[bool, int, float, int]:
+    def cost_order(candidate: dict[str, Any]) -> tuple[bool, bool, float, int, bool]:
         compiled = candidate.get("compile_mode", "none") != "none"
         changed = sum(v != params.get(k) for k, v in candidate.items())
-        if _knob_key(candidate) in variant_keys:  # after the eager tiers, before compiled
-            return compiled, 2, -leader_sps, changed
+        if _knob_key(candidate) in variant_keys:
+            # It trains its own evidence, as another precision does: beside those, by the
+            # throughput it builds on (the leader's), after a precision of the same.
+            return compiled, not compiled, -leader_sps, changed, True
         numerics = candidate.get("precision", base_precision) != base_precision
         # A compiled candidate's eager twin ran by then: its precision's evidence is paid.
-        return compiled, int(numerics and not compiled), -cheaper_twin_sps(candidate), changed
+        trains = numerics and not compiled
+        return compiled, trains, -cheaper_twin_sps(candidate), changed, False
 
     return next(
         (

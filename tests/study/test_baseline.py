@@ -245,9 +245,10 @@ def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once()
         order.append(
             (nxt["precision"], nxt["memory_format"], nxt["compile_mode"], nxt["num_workers"])
         )
-    # The leader (bf16 + channels_last, eager) at 128 and 32, after the 7 eager ones.
+    # The leader (bf16 + channels_last, eager) at 128 and 32 as soon as it leads: after the
+    # three fp32 ones and itself, before the eager ones that build on slower twins.
     leader = {**base, "precision": "bf16", "memory_format": "channels_last"}
-    assert variants == [(7, {**leader, "batch_size": 128}), (7, {**leader, "batch_size": 32})]
+    assert variants == [(4, {**leader, "batch_size": 128}), (4, {**leader, "batch_size": 32})]
     # Eager at the baseline's precision first (one knob changed, then two); then eager at
     # another precision (it trains once; the rest reuse it), the precision alone first; then
     # compiled, the fastest eager twin first (bf16 + channels_last here).
@@ -262,9 +263,7 @@ def test_the_same_model_batch_configurations_come_cheapest_first_and_each_once()
     assert len(order) == len(set(order)) == 2 * 2 * 2 * 2 - 1  # every one but the baseline, once
 
 
-def test_the_leader_is_tried_at_the_batch_sizes_next_to_the_baseline_s_after_the_eager_ones() -> (
-    None
-):
+def test_the_leader_is_tried_at_the_batch_sizes_next_to_the_baseline_s_once_it_leads() -> None:
     from autotune.study.baseline import leader_batch_variants, untried_same_model_batch
 
     space = load_space(
@@ -296,18 +295,21 @@ def test_the_leader_is_tried_at_the_batch_sizes_next_to_the_baseline_s_after_the
         order.append(
             (nxt["batch_size"], nxt["precision"], nxt["memory_format"], nxt["compile_mode"])
         )
-    eager = [(64, p, m, "none") for p in ("fp32", "bf16") for m in ("contiguous", "channels_last")]
-    # Every eager configuration at the baseline's batch first; then the leader (bf16 +
-    # channels_last) one step up and one down, the larger first; each was measured (none
-    # stopped below the floor), so one step further out on each side (256 ran slower than
-    # 128: one trial's throughput does not end a side); then the compiled ones.
-    assert set(order[:3]) == set(eager) - {(64, "fp32", "contiguous", "none")}
-    assert order[3:7] == [
+    # The fp32 eager configuration first (channels_last, the leader then); then bf16 +
+    # channels_last (its twin is the leader: a precision before a batch variant of the same
+    # throughput) and, once it leads, it one step up and one down, the larger first; each was
+    # measured (none stopped below the floor), so one step further out on each side (256 ran
+    # slower than 128: one trial's throughput does not end a side); then bf16 contiguous
+    # (its twin is the slower baseline); then the compiled ones.
+    assert order[:6] == [
+        (64, "fp32", "channels_last", "none"),
+        (64, "bf16", "channels_last", "none"),
         (128, "bf16", "channels_last", "none"),
         (32, "bf16", "channels_last", "none"),
         (256, "bf16", "channels_last", "none"),
         (16, "bf16", "channels_last", "none"),
     ]
+    assert order[6] == (64, "bf16", "contiguous", "none")
     assert {o[3] for o in order[7:]} == {"default"} and {o[0] for o in order[7:]} == {64}
     # A batch fixed by train.global_batch_size, or a space of one batch size: no variants.
     fixed = load_space("cnn_small", ["train.global_batch_size=256"])

@@ -40,6 +40,7 @@ from autotune.study.verification import (
     confirmation_stops,
     fit_budget,
     inherits_accuracy,
+    likeliest_finalist,
     model_change_finalists,
     race_survivors,
     round_seeds,
@@ -485,7 +486,9 @@ def verify_open_study(
             _rounds_for(finalists, inherited, settings),
             race_rounds,
             budget_left_full_runs,
-            fastest=finalists[0] if finalists else None,
+            fastest=likeliest_finalist(
+                trials, baseline, finalists, settings.accuracy_tolerance_pt, study_metric(study)
+            ),
             pilot=configs[baseline].train.evidence_share is not None,
         )
         finalists, race_rounds = fitted.finalists, fitted.race_rounds

@@ -74,6 +74,7 @@ from __future__ import annotations
 from autotune.study.verification._budget import fit_budget
 from autotune.study.verification._finalists import (
     inherits_accuracy,
+    likeliest_finalist,
     model_change_finalists,
     round_seeds,
     select_finalists,
@@ -114,6 +115,7 @@ __all__ = [
     "fit_budget",
     "inherits_accuracy",
     "is_non_inferior",
+    "likeliest_finalist",
     "load_verification",
     "mean_difference_ci95",
     "mlperf_time_to_accuracy_s",

@@ -118,9 +118,11 @@ def fit_budget(
             with ``pilot`` while a finalist trains).
         left_full_runs: what the cap leaves; None: no cap.
         min_rounds: the fewest confirmation rounds to keep before leaving finalists out.
-        fastest: the finalist the screen ranks first (the answer the user most wants
-            verified): left out last, where it alone fits at ``min_rounds``; a dearer answer
-            confirmed over fewer rounds beats a cheaper, slower one confirmed over more.
+        fastest: the finalist to keep to the last (the answer the user most wants verified:
+            :func:`~autotune.study.verification.likeliest_finalist`, the screen's first whose
+            own metric meets the tolerance): left out last, where it alone fits at
+            ``min_rounds``; a dearer answer confirmed over fewer rounds beats a cheaper,
+            slower one confirmed over more.
         pilot: race wherever a kept finalist trains, as its futility pilot (short evidence:
             the module's docstring says why).
 

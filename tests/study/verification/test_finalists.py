@@ -133,6 +133,24 @@ def test_a_batch_change_that_trained_the_budget_is_ranked_by_its_throughput() ->
     assert ranking_sps(TrialResult.from_trial(trials[1])) == 900.0
 
 
+def test_the_likeliest_finalist_is_the_first_whose_own_metric_meets_the_tolerance() -> None:
+    from autotune.study.verification import likeliest_finalist
+
+    # Trial 1 passes the screen on the noise of 2,000 images (0.7 pt lower, the allowance
+    # about 1.1 pt), trial 2 on its own figure (0.1 pt lower): a cap that keeps one keeps 2.
+    trials = [
+        _trial(0, 64, 1000.0, 0.987, baseline=True, val_samples=2000),
+        _trial(1, 256, 2200.0, 0.980, val_samples=2000),
+        _trial(2, 128, 2000.0, 0.986, val_samples=2000),
+    ]
+    _, finalists = select_finalists(trials, {1, 2}, candidates=3, accuracy_tolerance_pt=0.5)
+    assert finalists == (1, 2)  # the screen ranks the faster first
+    assert likeliest_finalist(trials, 0, finalists, 0.5) == 2
+    # None within the tolerance alone: the screen's first; no finalists: None.
+    assert likeliest_finalist(trials, 0, (1,), 0.5) == 1
+    assert likeliest_finalist(trials, 0, (), 0.5) is None
+
+
 def test_finalists_stop_at_k() -> None:
     trials = [_trial(0, 64, 1000.0, 0.9, baseline=True)] + [
         _trial(n, 16 * 2 ** (n % 6), 1000.0 + 100 * n, 0.9) for n in range(1, 6)
