@@ -638,9 +638,8 @@ def search_price(
     and batch trained yet, the baseline trial's cost (it trains as the baseline did); one at
     another batch size (:func:`leader_batch_variants`: it trains its own evidence), the
     median of the trained trials of the baseline's model other than the baseline (the
-    baseline trial's before any);
-    any other, the median of the timed trials' (half the baseline trial's before any). None
-    before the baseline measured its full run.
+    baseline trial's before any); any other, the median of the timed trials' (half the
+    baseline trial's before any). None before the baseline measured its full run.
     """
     results = [TrialResult.from_trial(t) for t in trials]
     base = next((r for r in results if r.baseline and r.full_run_s and r.run_s), None)

@@ -362,12 +362,15 @@ class BudgetOptions(Strict):
             modes are tried on the baseline's model later); past half of that, every later
             trial keeps
             the baseline's model and global batch: a change of how it runs is timed with the
-            paired check (seconds, not the budget), and each other precision trains its
-            evidence once (its other configurations reuse it); at all of it, the search stops before
+            paired check (seconds, not the budget), each other precision trains its
+            evidence once (its other configurations reuse it), and the fastest of them, once
+            it leads, trains at the batch sizes next to the baseline's (a dynamics change:
+            :func:`autotune.study.baseline.leader_batch_variants`); at all of it, the search stops before
             ``--trials`` and says so (:func:`autotune.study.cost.budget_stage`); and a search trial
             slower than 0.9x the baseline in its first two windows stops there. The verification
-            gets what is left: the dearest finalists left out first, then fewer confirmation
-            rounds (3 at least); its notes say what it gave up
+            gets what is left: the dearest finalists left out first (the screen's first whose
+            own metric meets the tolerance last), then fewer confirmation rounds (3 at least);
+            its notes say what it gave up
             (:func:`autotune.study.verification.fit_budget`). Below
             ``advanced.budget.trained_evidence_full_runs``, no run trains the budget (short
             evidence: :attr:`BudgetSettings.short_evidence`). None: no cap.
