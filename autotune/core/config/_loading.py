@@ -107,10 +107,17 @@ def _known_keys() -> tuple[str, ...]:
     return tuple(sorted(keys))
 
 
-def _key_hint(key: str) -> str:
+def _key_hint(key: str, on_command_line: bool) -> str:
     """What an unknown ``key`` may have meant: its place under ``advanced.*`` (where the
-    research knobs live), or the nearest key of its group (:func:`difflib.get_close_matches`)."""
+    research knobs live), or the nearest key of its group (:func:`difflib.get_close_matches`).
+    A key that exists elsewhere is said to, never suggested as itself: a run's key on another
+    command's line (``device=cpu`` to ``autotune verify``, which runs on the study's own
+    device), or a command-line key in a space file (``device: cpu``)."""
     known = _known_keys()
+    if key in known and on_command_line:
+        return " (a key of `autotune run`; this command does not take it)"
+    if key in known:
+        return f" (a key of the command line, {key}=VALUE, not of a space file)"
     if f"advanced.{key}" in known:
         return f" (did you mean advanced.{key}? the research knobs live under advanced.*)"
     parent = key.rpartition(".")[0]
@@ -129,18 +136,27 @@ def _format_validation_error(
         loc = ["model", *loc[2:]]
     rule = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
-        rule = "unknown key" + _key_hint(prefix + ".".join(loc))
+        unknown = prefix + ".".join(loc)
+        rule = "unknown key" + _key_hint(unknown, _set_by(unknown, overridden) is not None)
     # A rule of a whole model that names the key it is about ("model.family: ...") moves the
     # key into the location.
     named = re.match(r"([A-Za-z_]\w*(?:\.\w+)*): (.+)", rule)
     if named and first["type"] == "value_error":
         loc, rule = [*loc, *named.group(1).split(".")], named.group(2)
     key = prefix + ".".join(loc) if loc else (prefix.rstrip(".") or "(top level)")
-    for set_key, text in overridden.items():
-        # The override set this key, a key inside it, or a key a rule on this one reads.
-        if key == set_key or key.startswith(set_key + ".") or set_key.startswith(key + "."):
-            return f"override {display_url(text)}: {key}: {rule}"
+    text = _set_by(key, overridden)
+    if text is not None:
+        return f"override {display_url(text)}: {key}: {rule}"
     return f"{source}: {key}: {rule}"
+
+
+def _set_by(key: str, overridden: dict[str, str]) -> str | None:
+    """The ``key=value`` override that set ``key``, a key inside it, or a key a rule on it
+    reads; None where the key came from the file."""
+    for set_key, text in overridden.items():
+        if key == set_key or key.startswith(set_key + ".") or set_key.startswith(key + "."):
+            return text
+    return None
 
 
 def load_space(space: str, overrides: Sequence[str] = ()) -> SearchSpace:

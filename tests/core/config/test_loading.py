@@ -268,6 +268,28 @@ def test_a_research_knob_outside_advanced_is_unknown_and_named_at_its_place(
     with pytest.raises(ConfigError) as err:
         load_verify_request(["study=s", "verify.rounds=5", "verify.candidate=2"])
     assert one_line(err) == "override verify.candidate=2: verify.candidate: unknown key"
+    # A key of `autotune run` given to `autotune verify`: said so (it read "device: unknown
+    # key (did you mean device?)").
+    with pytest.raises(ConfigError) as err:
+        load_verify_request(["study=s", "device=cpu"])
+    assert one_line(err) == (
+        "override device=cpu: device: unknown key (a key of `autotune run`; this command does "
+        "not take it)"
+    )
+
+
+def test_a_command_line_key_in_a_space_file_is_said_to_be_one(
+    write_space: Callable[..., Path],
+) -> None:
+    path = write_space(MINIMAL_SPACE + "device: cpu\n")
+
+    with pytest.raises(ConfigError) as err:
+        load_space(str(path))
+
+    assert one_line(err) == (
+        f"{path}: device: unknown key (a key of the command line, device=VALUE, not of a "
+        "space file)"
+    )
 
 
 def test_unknown_nested_key_in_file(write_space: Callable[..., Path]) -> None:
