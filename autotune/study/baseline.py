@@ -298,7 +298,7 @@ def enqueue_same_model(
         return False
     if len(trials) < after_trials:
         return False
-    same = sum(all(t.params.get(k) == v for k, v in model.items()) for t in trials)
+    same = sum(_keeps(t.params, model) for t in trials)
     if same >= share * (len(trials) + 1):
         return False
     study.enqueue_trial(model, user_attrs={SAME_MODEL_ATTR: True})
@@ -409,6 +409,11 @@ def same_model_batch_params(space: SearchSpace) -> dict[str, Any]:
     return {name: params[name] for name in names if name in searched and name in params}
 
 
+def _keeps(knobs: Mapping[str, Any], fixed: Mapping[str, Any], but: str = "") -> bool:
+    """Whether ``knobs`` hold every value of ``fixed`` (``but`` left out)."""
+    return all(knobs.get(k) == v for k, v in fixed.items() if k != but)
+
+
 def _knob_key(knobs: Mapping[str, Any], without: str = "") -> tuple[tuple[str, str], ...]:
     """A configuration's knobs as a hashable key (``without`` left out)."""
     return tuple(sorted((k, repr(v)) for k, v in knobs.items() if k != without))
@@ -483,8 +488,8 @@ def leader_batch_variants(
     interleaved rounds put it above (7,124 against 6,207) and batch 256 above both (7,841).
     Its learning rate follows the space's ``train.lr_scaling``; its
     goodput (throughput x E(B), :mod:`autotune.core.goodput`) is recorded beside its
-    throughput. None where ``train.global_batch_size`` fixes the global batch, or the space
-    searches one batch size.
+    throughput. No variants where ``train.global_batch_size`` fixes the global batch, or the
+    space searches one batch size.
 
     Args:
         space: the study's space, restricted to what the device can run.
@@ -495,12 +500,10 @@ def leader_batch_variants(
     if space.train.global_batch_size is not None or not hasattr(knob, "values"):
         return [], 0.0
     fixed = same_model_batch_params(space)
-    at_baseline = [
-        (knobs, sps)
-        for knobs, sps in throughputs
-        if all(knobs.get(k) == v for k, v in fixed.items())
-    ]
-    if not at_baseline or "batch_size" not in fixed:
+    if "batch_size" not in fixed:
+        return [], 0.0
+    at_baseline = [(knobs, sps) for knobs, sps in throughputs if _keeps(knobs, fixed)]
+    if not at_baseline:
         return [], 0.0
     leader, leader_sps = max(at_baseline, key=lambda pair: pair[1])
     sizes = sorted(int(v) for v in knob.values())  # type: ignore[union-attr]
@@ -616,7 +619,7 @@ def _slow_precisions(trials: Sequence[FrozenTrial], fixed: Mapping[str, Any]) ->
     for t in trials:
         if t.state == TrialState.RUNNING or t.state == TrialState.WAITING:
             continue
-        if "precision" not in t.params or any(t.params.get(k) != v for k, v in fixed.items()):
+        if "precision" not in t.params or not _keeps(t.params, fixed):
             continue
         too_slow = TrialResult.from_trial(t).failure_kind == "too_slow"
         outcomes.setdefault(str(t.params["precision"]), []).append(too_slow)
@@ -649,11 +652,6 @@ def search_price(
     base_cost = base.run_s / full_run_s
     fixed = same_model_batch_params(space)
     compiled, timed, trained = [], [], []
-
-    def same_model(knobs: Mapping[str, Any]) -> bool:
-        """The baseline's model and processes, at any batch size."""
-        return all(knobs.get(k) == v for k, v in fixed.items() if k != "batch_size")
-
     trained_precisions = {base.params.get("precision")}  # the baseline trained its own
     for r in results:
         if not r.run_s:
@@ -663,9 +661,13 @@ def search_price(
             compiled.append(cost)
         elif r.inherits_accuracy:
             timed.append(cost)
-        elif r.accuracy_source == "measured" and not r.baseline and same_model(r.params):
+        elif (
+            r.accuracy_source == "measured"
+            and not r.baseline
+            and _keeps(r.params, fixed, but="batch_size")
+        ):
             trained.append(cost)
-        if r.accuracy_source == "measured" and all(r.params.get(k) == v for k, v in fixed.items()):
+        if r.accuracy_source == "measured" and _keeps(r.params, fixed):
             trained_precisions.add(r.params.get("precision"))
     compiled_price = max(compiled, default=2.0 * base_cost)
     timed_price = statistics.median(timed) if timed else 0.5 * base_cost
