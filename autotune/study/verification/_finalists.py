@@ -329,13 +329,13 @@ def likeliest_finalist(
         return None
     by_number = {r.number: r for r in _results(trials)}
     base = by_number.get(baseline)
+    if base is None or not _measured(base):
+        return finalists[0]
     for number in finalists:
         trial = by_number.get(number)
         if (
-            base is not None
-            and trial is not None
+            trial is not None
             and _measured(trial)
-            and _measured(base)
             and _passes(trial, base, metric, accuracy_tolerance_pt, screen_z=0.0)
         ):
             return number
